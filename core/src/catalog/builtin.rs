@@ -1,0 +1,184 @@
+//! The built-in kinds kubeshard serves, described with the same data a CRD
+//! will use. Facts (short names, categories, field labels, per-kind rules)
+//! follow kube-apiserver v1.34.
+
+use super::{KindHooks, NameRule, ResourceInfo, SelectableField, Strategy};
+use std::sync::Arc;
+
+const ALL_VERBS: &[&str] = &[
+    "create",
+    "delete",
+    "deletecollection",
+    "get",
+    "list",
+    "patch",
+    "update",
+    "watch",
+];
+
+/// A builder so each entry below reads as the facts that differ.
+struct Entry {
+    info: ResourceInfo,
+}
+
+fn entry(group: &str, version: &str, kind: &str, plural: &str, namespaced: bool) -> Entry {
+    Entry {
+        info: ResourceInfo {
+            group: group.into(),
+            version: version.into(),
+            kind: kind.into(),
+            list_kind: format!("{kind}List"),
+            plural: plural.into(),
+            singular: kind.to_lowercase(),
+            short_names: vec![],
+            categories: vec![],
+            namespaced,
+            subresources: vec![],
+            verbs: ALL_VERBS.iter().map(|v| v.to_string()).collect(),
+            selectable_fields: vec![],
+            strategy: Strategy {
+                name_rule: NameRule::Dns1123Subdomain,
+                tracks_generation: false,
+                allow_unconditional_update: true,
+                allow_create_on_update: false,
+                keep_status_on_create: false,
+                return_deleted_object: false,
+                kind_hooks: KindHooks::None,
+            },
+            storage_key: Arc::from(format!("{group}/{plural}")),
+        },
+    }
+}
+
+impl Entry {
+    fn short(mut self, names: &[&str]) -> Self {
+        self.info.short_names = names.iter().map(|s| s.to_string()).collect();
+        self
+    }
+    fn categories(mut self, c: &[&str]) -> Self {
+        self.info.categories = c.iter().map(|s| s.to_string()).collect();
+        self
+    }
+    fn status(mut self) -> Self {
+        self.info.subresources.push("status".into());
+        self
+    }
+    fn fields(mut self, f: &[(&'static str, &'static [&'static str])]) -> Self {
+        self.info.selectable_fields = f
+            .iter()
+            .map(|(label, path)| SelectableField { label, path })
+            .collect();
+        self
+    }
+    fn name_rule(mut self, r: NameRule) -> Self {
+        self.info.strategy.name_rule = r;
+        self
+    }
+    fn generation(mut self) -> Self {
+        self.info.strategy.tracks_generation = true;
+        self
+    }
+    fn create_on_update(mut self) -> Self {
+        self.info.strategy.allow_create_on_update = true;
+        self
+    }
+    fn keep_status_on_create(mut self) -> Self {
+        self.info.strategy.keep_status_on_create = true;
+        self
+    }
+    fn returns_deleted(mut self) -> Self {
+        self.info.strategy.return_deleted_object = true;
+        self
+    }
+    fn hooks(mut self, h: KindHooks) -> Self {
+        self.info.strategy.kind_hooks = h;
+        self
+    }
+    fn verbs(mut self, v: &[&str]) -> Self {
+        self.info.verbs = v.iter().map(|s| s.to_string()).collect();
+        self
+    }
+}
+
+/// Every built-in resource, in no particular order.
+pub fn builtin_resources() -> Vec<ResourceInfo> {
+    vec![
+        entry("", "v1", "Namespace", "namespaces", false)
+            .short(&["ns"])
+            .status()
+            .fields(&[("status.phase", &["status", "phase"])])
+            .name_rule(NameRule::Dns1123Label)
+            .keep_status_on_create()
+            .returns_deleted()
+            .hooks(KindHooks::Namespace)
+            .verbs(&["create", "delete", "get", "list", "patch", "update", "watch"]),
+        entry("", "v1", "ConfigMap", "configmaps", true).short(&["cm"]),
+        entry("", "v1", "Secret", "secrets", true)
+            .fields(&[("type", &["type"])])
+            .hooks(KindHooks::Secret),
+        entry("", "v1", "ServiceAccount", "serviceaccounts", true).short(&["sa"]),
+        entry("", "v1", "Pod", "pods", true)
+            .short(&["po"])
+            .categories(&["all"])
+            .status()
+            .generation()
+            .returns_deleted()
+            .hooks(KindHooks::Pod)
+            .fields(&[
+                ("spec.nodeName", &["spec", "nodeName"]),
+                ("spec.restartPolicy", &["spec", "restartPolicy"]),
+                ("spec.schedulerName", &["spec", "schedulerName"]),
+                ("spec.serviceAccountName", &["spec", "serviceAccountName"]),
+                ("spec.hostNetwork", &["spec", "hostNetwork"]),
+                ("status.phase", &["status", "phase"]),
+                ("status.podIP", &["status", "podIP"]),
+                ("status.nominatedNodeName", &["status", "nominatedNodeName"]),
+            ]),
+        entry("", "v1", "Service", "services", true)
+            .short(&["svc"])
+            .categories(&["all"])
+            .status()
+            .name_rule(NameRule::Dns1123Label)
+            .hooks(KindHooks::Service)
+            .fields(&[
+                ("spec.clusterIP", &["spec", "clusterIP"]),
+                ("spec.type", &["spec", "type"]),
+            ])
+            .verbs(&["create", "delete", "get", "list", "patch", "update", "watch"]),
+        entry("", "v1", "Endpoints", "endpoints", true)
+            .short(&["ep"])
+            .create_on_update(),
+        entry("", "v1", "Event", "events", true)
+            .short(&["ev"])
+            .fields(&[
+                ("involvedObject.kind", &["involvedObject", "kind"]),
+                ("involvedObject.namespace", &["involvedObject", "namespace"]),
+                ("involvedObject.name", &["involvedObject", "name"]),
+                ("involvedObject.uid", &["involvedObject", "uid"]),
+                ("involvedObject.apiVersion", &["involvedObject", "apiVersion"]),
+                (
+                    "involvedObject.resourceVersion",
+                    &["involvedObject", "resourceVersion"],
+                ),
+                ("involvedObject.fieldPath", &["involvedObject", "fieldPath"]),
+                ("reason", &["reason"]),
+                ("reportingComponent", &["reportingComponent"]),
+                ("source", &["source", "component"]),
+                ("type", &["type"]),
+            ]),
+        entry("", "v1", "Node", "nodes", false)
+            .short(&["no"])
+            .status()
+            .keep_status_on_create()
+            .fields(&[("spec.unschedulable", &["spec", "unschedulable"])]),
+        entry("coordination.k8s.io", "v1", "Lease", "leases", true),
+        entry("apps", "v1", "Deployment", "deployments", true)
+            .short(&["deploy"])
+            .categories(&["all"])
+            .status()
+            .generation(),
+    ]
+    .into_iter()
+    .map(|e| e.info)
+    .collect()
+}

@@ -1,0 +1,317 @@
+//! The resource catalog: every served resource described as data.
+//!
+//! One generic code path serves every entry, so adding a kind (and, later, a
+//! CRD at runtime) means adding an entry here, never a new handler. Readers
+//! on the request path go through [`CatalogReader`], which keeps an
+//! executor-local snapshot and only touches the shared lock when the catalog
+//! generation changes (CRD registration), so the hot path takes no lock.
+
+mod builtin;
+
+use parking_lot::RwLock;
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+pub use builtin::builtin_resources;
+
+/// How `metadata.name` is validated for a kind (kube's per-kind name rules).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NameRule {
+    Dns1123Subdomain,
+    Dns1123Label,
+    PathSegment,
+}
+
+/// Per-kind behaviour that the generic registry consults. Kept as data so a
+/// CRD can describe itself the same way.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Strategy {
+    pub name_rule: NameRule,
+    /// Bumps `metadata.generation` when the spec changes (deployments, pods, CRs).
+    pub tracks_generation: bool,
+    /// PUT without `metadata.resourceVersion` is allowed (last write wins).
+    pub allow_unconditional_update: bool,
+    /// PUT on a missing object creates it (endpoints, leases do in kube).
+    pub allow_create_on_update: bool,
+    /// Status written on create is kept (nodes) instead of being reset.
+    pub keep_status_on_create: bool,
+    /// DELETE answers with the deleted object rather than a Success Status.
+    pub return_deleted_object: bool,
+    /// Extra per-kind hooks that cannot be expressed as flags.
+    pub kind_hooks: KindHooks,
+}
+
+/// Named hooks for built-in kinds whose behaviour is code, not data.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KindHooks {
+    None,
+    Pod,
+    Namespace,
+    Service,
+    Secret,
+}
+
+/// One selectable field: its label as clients write it and where it lives in
+/// the object (a dotted JSON path).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SelectableField {
+    pub label: &'static str,
+    pub path: &'static [&'static str],
+}
+
+/// A served resource (one group/version/resource).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResourceInfo {
+    pub group: String,
+    pub version: String,
+    pub kind: String,
+    pub list_kind: String,
+    pub plural: String,
+    pub singular: String,
+    pub short_names: Vec<String>,
+    pub categories: Vec<String>,
+    pub namespaced: bool,
+    /// Subresources beyond the main resource, e.g. "status".
+    pub subresources: Vec<String>,
+    pub verbs: Vec<String>,
+    pub selectable_fields: Vec<SelectableField>,
+    pub strategy: Strategy,
+    /// Stable identity used for storage keys: `group/plural` (version-free,
+    /// so multi-version serving later shares one store).
+    pub storage_key: Arc<str>,
+}
+
+impl ResourceInfo {
+    /// `v1` for the core group, `apps/v1` otherwise: the apiVersion of objects.
+    pub fn api_version(&self) -> String {
+        if self.group.is_empty() {
+            self.version.clone()
+        } else {
+            format!("{}/{}", self.group, self.version)
+        }
+    }
+
+    /// The group-qualified resource name kube uses in messages
+    /// (`configmaps`, `deployments.apps`).
+    pub fn qualified_resource(&self) -> String {
+        if self.group.is_empty() {
+            self.plural.clone()
+        } else {
+            format!("{}.{}", self.plural, self.group)
+        }
+    }
+
+    pub fn has_subresource(&self, sub: &str) -> bool {
+        self.subresources.iter().any(|s| s == sub)
+    }
+
+    pub fn has_status(&self) -> bool {
+        self.has_subresource("status")
+    }
+
+    pub fn supports(&self, verb: &str) -> bool {
+        self.verbs.iter().any(|v| v == verb)
+    }
+
+    /// Field labels this kind accepts in field selectors.
+    pub fn field_labels(&self) -> impl Iterator<Item = &str> {
+        let base: &[&str] = if self.namespaced {
+            &["metadata.name", "metadata.namespace"]
+        } else {
+            &["metadata.name"]
+        };
+        base.iter()
+            .copied()
+            .chain(self.selectable_fields.iter().map(|f| f.label))
+    }
+
+    pub fn supports_field(&self, label: &str) -> bool {
+        self.field_labels().any(|l| l == label)
+    }
+}
+
+/// Shared, rarely-changing catalog. Writers (CRD registration) bump the
+/// generation; readers cache a snapshot per executor.
+#[derive(Default)]
+pub struct Catalog {
+    inner: RwLock<Arc<CatalogSnapshot>>,
+    generation: AtomicU64,
+}
+
+/// An immutable view of the catalog, indexed for request routing.
+#[derive(Debug, Default)]
+pub struct CatalogSnapshot {
+    /// (group, version, plural) → resource.
+    by_gvr: BTreeMap<(String, String, String), Arc<ResourceInfo>>,
+}
+
+impl CatalogSnapshot {
+    pub fn lookup(&self, group: &str, version: &str, plural: &str) -> Option<&Arc<ResourceInfo>> {
+        self.by_gvr
+            .get(&(group.to_string(), version.to_string(), plural.to_string()))
+    }
+
+    /// Every resource, ordered by group, version and plural.
+    pub fn resources(&self) -> impl Iterator<Item = &Arc<ResourceInfo>> {
+        self.by_gvr.values()
+    }
+
+    /// Group names in the order discovery lists them: core first, then the
+    /// rest as registered-order-independent, sorted.
+    pub fn groups(&self) -> Vec<String> {
+        let mut groups: Vec<String> = Vec::new();
+        for r in self.by_gvr.values() {
+            if !groups.contains(&r.group) {
+                groups.push(r.group.clone());
+            }
+        }
+        groups
+    }
+
+    /// Versions served for a group, preferred first.
+    pub fn versions(&self, group: &str) -> Vec<String> {
+        let mut versions: Vec<String> = Vec::new();
+        for r in self.by_gvr.values().filter(|r| r.group == group) {
+            if !versions.contains(&r.version) {
+                versions.push(r.version.clone());
+            }
+        }
+        versions
+    }
+
+    /// Resources of one group version.
+    pub fn group_version(&self, group: &str, version: &str) -> Vec<&Arc<ResourceInfo>> {
+        self.by_gvr
+            .values()
+            .filter(|r| r.group == group && r.version == version)
+            .collect()
+    }
+
+    /// Namespaced resources, for cascading namespace deletion.
+    pub fn namespaced_storage_keys(&self) -> Vec<Arc<str>> {
+        let mut keys: Vec<Arc<str>> = Vec::new();
+        for r in self.by_gvr.values().filter(|r| r.namespaced) {
+            if !keys.contains(&r.storage_key) {
+                keys.push(r.storage_key.clone());
+            }
+        }
+        keys
+    }
+}
+
+impl Catalog {
+    /// A catalog holding the built-in kinds.
+    pub fn with_builtins() -> Arc<Self> {
+        let catalog = Arc::new(Self::default());
+        for r in builtin_resources() {
+            catalog.register(r);
+        }
+        catalog
+    }
+
+    /// Adds or replaces a resource. Readers see it at their next request.
+    pub fn register(&self, info: ResourceInfo) {
+        let mut guard = self.inner.write();
+        let mut by_gvr = guard.by_gvr.clone();
+        by_gvr.insert(
+            (info.group.clone(), info.version.clone(), info.plural.clone()),
+            Arc::new(info),
+        );
+        *guard = Arc::new(CatalogSnapshot { by_gvr });
+        self.generation.fetch_add(1, Ordering::Release);
+    }
+
+    /// Removes a resource (a deleted CRD).
+    pub fn unregister(&self, group: &str, version: &str, plural: &str) {
+        let mut guard = self.inner.write();
+        let mut by_gvr = guard.by_gvr.clone();
+        by_gvr.remove(&(group.to_string(), version.to_string(), plural.to_string()));
+        *guard = Arc::new(CatalogSnapshot { by_gvr });
+        self.generation.fetch_add(1, Ordering::Release);
+    }
+
+    pub fn snapshot(&self) -> Arc<CatalogSnapshot> {
+        self.inner.read().clone()
+    }
+
+    pub fn generation(&self) -> u64 {
+        self.generation.load(Ordering::Acquire)
+    }
+}
+
+/// An executor-local reader: one atomic load per request, the lock only
+/// when the catalog changed since the last look.
+pub struct CatalogReader {
+    catalog: Arc<Catalog>,
+    cached: std::cell::RefCell<(u64, Arc<CatalogSnapshot>)>,
+}
+
+impl CatalogReader {
+    pub fn new(catalog: Arc<Catalog>) -> Self {
+        let generation = catalog.generation();
+        let snapshot = catalog.snapshot();
+        Self {
+            catalog,
+            cached: std::cell::RefCell::new((generation, snapshot)),
+        }
+    }
+
+    pub fn current(&self) -> Arc<CatalogSnapshot> {
+        let generation = self.catalog.generation();
+        let mut cached = self.cached.borrow_mut();
+        if cached.0 != generation {
+            *cached = (generation, self.catalog.snapshot());
+        }
+        cached.1.clone()
+    }
+
+    pub fn catalog(&self) -> &Arc<Catalog> {
+        &self.catalog
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn builtins_are_served() {
+        let c = Catalog::with_builtins();
+        let snap = c.snapshot();
+        let cm = snap.lookup("", "v1", "configmaps").unwrap();
+        assert_eq!(cm.kind, "ConfigMap");
+        assert!(cm.namespaced);
+        let dep = snap.lookup("apps", "v1", "deployments").unwrap();
+        assert_eq!(dep.qualified_resource(), "deployments.apps");
+        assert!(dep.has_status());
+        assert!(snap.lookup("", "v1", "nope").is_none());
+        assert_eq!(snap.groups()[0], "");
+    }
+
+    #[test]
+    fn runtime_registration_reaches_readers() {
+        let c = Catalog::with_builtins();
+        let reader = CatalogReader::new(c.clone());
+        assert!(reader.current().lookup("example.com", "v1", "widgets").is_none());
+        let mut w = builtin_resources().remove(0);
+        w.group = "example.com".into();
+        w.plural = "widgets".into();
+        c.register(w);
+        assert!(reader.current().lookup("example.com", "v1", "widgets").is_some());
+        c.unregister("example.com", "v1", "widgets");
+        assert!(reader.current().lookup("example.com", "v1", "widgets").is_none());
+    }
+
+    #[test]
+    fn field_labels_include_metadata() {
+        let c = Catalog::with_builtins();
+        let snap = c.snapshot();
+        let pods = snap.lookup("", "v1", "pods").unwrap();
+        assert!(pods.supports_field("spec.nodeName"));
+        assert!(pods.supports_field("metadata.namespace"));
+        let nodes = snap.lookup("", "v1", "nodes").unwrap();
+        assert!(!nodes.supports_field("metadata.namespace"));
+        assert!(!pods.supports_field("spec.bogus"));
+    }
+}

@@ -1,0 +1,14 @@
+//! kubeshard-core: the pure API machinery of kubeshard.
+//!
+//! Everything here is deterministic data manipulation — metadata, the
+//! resource catalog, selectors, validation, Status errors, per-kind
+//! strategies. Nothing in this crate does IO or knows about threads, so it is
+//! equally usable from a shard, a handler, a test or a fuzzer.
+
+pub mod catalog;
+pub mod keys;
+pub mod meta;
+pub mod registry;
+pub mod selector;
+pub mod status;
+pub mod validation;

@@ -1,0 +1,47 @@
+//! Behaviour of individual built-in kinds that is code rather than data.
+
+use crate::catalog::{KindHooks, ResourceInfo};
+use serde_json::{json, Value};
+
+pub(super) fn on_create(info: &ResourceInfo, obj: &mut Value) {
+    let Some(root) = obj.as_object_mut() else {
+        return;
+    };
+    match info.strategy.kind_hooks {
+        KindHooks::Namespace => {
+            // A new namespace is Active and carries the kubernetes finalizer,
+            // which namespace deletion clears once the namespace is empty.
+            root.insert("status".into(), json!({"phase": "Active"}));
+            let spec = root.entry("spec").or_insert_with(|| json!({}));
+            if let Some(spec) = spec.as_object_mut() {
+                spec.entry("finalizers").or_insert_with(|| json!(["kubernetes"]));
+            }
+        }
+        KindHooks::Pod => {
+            root.insert("status".into(), json!({"phase": "Pending"}));
+        }
+        KindHooks::Secret => {
+            root.entry("type").or_insert_with(|| json!("Opaque"));
+        }
+        KindHooks::Service | KindHooks::None => {}
+    }
+}
+
+pub(super) fn on_update(info: &ResourceInfo, new: &mut Value, old: &Value) {
+    if info.strategy.kind_hooks == KindHooks::Namespace {
+        // spec.finalizers change only through the finalize subresource.
+        if let (Some(n), Some(fin)) = (new.as_object_mut(), old.pointer("/spec/finalizers")) {
+            let spec = n.entry("spec").or_insert_with(|| json!({}));
+            if let Some(spec) = spec.as_object_mut() {
+                spec.insert("finalizers".into(), fin.clone());
+            }
+        }
+    }
+    if info.strategy.kind_hooks == KindHooks::Secret {
+        if let Some(n) = new.as_object_mut() {
+            n.entry("type").or_insert_with(|| json!("Opaque"));
+        }
+    }
+}
+
+pub(super) fn on_status_update(_info: &ResourceInfo, _new: &mut Value, _old: &Value) {}

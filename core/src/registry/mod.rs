@@ -1,0 +1,123 @@
+//! The generic registry: what happens to an object on its way into storage.
+//!
+//! kube-apiserver splits this between `rest.BeforeCreate/BeforeUpdate` and
+//! per-kind strategies; here the generic part is code and the per-kind part
+//! is data on the catalog entry ([`crate::catalog::Strategy`]) plus a few
+//! named hooks in [`hooks`]. The shard that owns a key runs these functions,
+//! so they must be pure and cheap.
+
+mod hooks;
+mod validate;
+
+pub use validate::validate_object;
+
+use crate::catalog::ResourceInfo;
+use crate::meta;
+use serde_json::{json, Value};
+
+/// Facts from outside the object that creation needs; passed in so the
+/// registry stays free of clocks and randomness.
+pub struct CreateContext<'a> {
+    pub uid: &'a str,
+    pub now: &'a str,
+}
+
+/// Fills what the server owns on create: uid, creationTimestamp,
+/// generation, and resets fields clients may not set (status for kinds that
+/// have a status subresource).
+pub fn prepare_for_create(info: &ResourceInfo, obj: &mut Value, ctx: &CreateContext<'_>) {
+    let md = meta::metadata_mut(obj);
+    md.insert("uid".into(), json!(ctx.uid));
+    md.insert("creationTimestamp".into(), json!(ctx.now));
+    md.remove("resourceVersion");
+    md.remove("deletionTimestamp");
+    md.remove("deletionGracePeriodSeconds");
+    md.remove("selfLink");
+    if !info.namespaced {
+        md.remove("namespace");
+    }
+    if info.strategy.tracks_generation {
+        md.insert("generation".into(), json!(1));
+    } else {
+        md.remove("generation");
+    }
+    if info.has_status() && !info.strategy.keep_status_on_create {
+        if let Some(root) = obj.as_object_mut() {
+            root.remove("status");
+        }
+    }
+    hooks::on_create(info, obj);
+}
+
+/// Carries server-owned metadata over from the stored object and keeps
+/// status untouched for kinds whose status is written only through the
+/// status subresource. Bumps generation when anything but metadata and
+/// status changed.
+pub fn prepare_for_update(info: &ResourceInfo, new: &mut Value, old: &Value) {
+    copy_system_metadata(new, old);
+    if info.has_status() {
+        set_top(new, "status", old.get("status").cloned());
+    }
+    hooks::on_update(info, new, old);
+    bump_generation(info, new, old);
+}
+
+/// A write to the status subresource: the stored object with only its
+/// status replaced.
+pub fn prepare_for_status_update(info: &ResourceInfo, body: &Value, old: &Value) -> Value {
+    let mut out = old.clone();
+    set_top(&mut out, "status", body.get("status").cloned());
+    hooks::on_status_update(info, &mut out, old);
+    out
+}
+
+/// True when nothing a client could observe changed, so the write can be
+/// skipped without a new resourceVersion (kube does the same).
+pub fn is_noop_update(new: &Value, old: &Value) -> bool {
+    new == old
+}
+
+fn copy_system_metadata(new: &mut Value, old: &Value) {
+    let md = meta::metadata_mut(new);
+    for field in ["uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation"] {
+        match meta::metadata(old).and_then(|m| m.get(field)) {
+            Some(v) => md.insert(field.to_string(), v.clone()),
+            None => md.remove(field),
+        };
+    }
+    md.remove("selfLink");
+}
+
+fn bump_generation(info: &ResourceInfo, new: &mut Value, old: &Value) {
+    if !info.strategy.tracks_generation {
+        return;
+    }
+    let old_gen = meta::metadata(old)
+        .and_then(|m| m.get("generation"))
+        .and_then(Value::as_i64)
+        .unwrap_or(0);
+    let changed = without_meta_and_status(new) != without_meta_and_status(old);
+    let gen = if changed { old_gen + 1 } else { old_gen };
+    meta::set_meta(new, "generation", json!(gen));
+}
+
+fn without_meta_and_status(v: &Value) -> Value {
+    let mut v = v.clone();
+    if let Some(m) = v.as_object_mut() {
+        m.remove("metadata");
+        m.remove("status");
+    }
+    v
+}
+
+fn set_top(obj: &mut Value, key: &str, value: Option<Value>) {
+    if let Some(m) = obj.as_object_mut() {
+        match value {
+            Some(v) => m.insert(key.to_string(), v),
+            None => m.remove(key),
+        };
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,77 @@
+//! Validation every stored object goes through: metadata rules shared by
+//! all kinds, then per-kind checks.
+
+use crate::catalog::{KindHooks, NameRule, ResourceInfo};
+use crate::meta;
+use crate::status::{field_invalid, field_required, StatusCause};
+use crate::validation;
+use serde_json::Value;
+
+/// All problems found, as kube's field causes; empty means valid.
+pub fn validate_object(info: &ResourceInfo, obj: &Value) -> Vec<StatusCause> {
+    let mut causes = Vec::new();
+    let md = meta::metadata(obj);
+    let name = meta::name(obj);
+    if name.is_empty() {
+        causes.push(field_required("metadata.name", "name or generateName is required"));
+    } else {
+        causes.extend(validation::validate_object_meta_name(name, to_rule(info.strategy.name_rule)));
+    }
+    if info.namespaced {
+        let ns = meta::namespace(obj);
+        if ns.is_empty() {
+            causes.push(field_required("metadata.namespace", ""));
+        }
+    }
+    if let Some(labels) = md.and_then(|m| m.get("labels")) {
+        match labels.as_object() {
+            Some(map) => causes.extend(validation::validate_labels(map, "metadata.labels")),
+            None if labels.is_null() => {}
+            None => causes.push(field_invalid("metadata.labels", &labels.to_string(), "must be an object")),
+        }
+    }
+    if let Some(ann) = md.and_then(|m| m.get("annotations")) {
+        match ann.as_object() {
+            Some(map) => causes.extend(validation::validate_annotations(map, "metadata.annotations")),
+            None if ann.is_null() => {}
+            None => causes.push(field_invalid("metadata.annotations", &ann.to_string(), "must be an object")),
+        }
+    }
+    if info.strategy.kind_hooks == KindHooks::Secret {
+        causes.extend(validate_secret(obj));
+    }
+    causes
+}
+
+pub(crate) fn to_rule(rule: NameRule) -> validation::NameRule {
+    match rule {
+        NameRule::Dns1123Subdomain => validation::NameRule::Dns1123Subdomain,
+        NameRule::Dns1123Label => validation::NameRule::Dns1123Label,
+        NameRule::PathSegment => validation::NameRule::PathSegment,
+    }
+}
+
+fn validate_secret(obj: &Value) -> Vec<StatusCause> {
+    let mut causes = Vec::new();
+    if let Some(data) = obj.get("data").and_then(Value::as_object) {
+        for (k, v) in data {
+            let ok = v
+                .as_str()
+                .map(|s| base64_ok(s))
+                .unwrap_or(v.is_null());
+            if !ok {
+                causes.push(field_invalid(
+                    &format!("data[{k}]"),
+                    "<secret contents redacted>",
+                    "must be a base64-encoded string",
+                ));
+            }
+        }
+    }
+    causes
+}
+
+fn base64_ok(s: &str) -> bool {
+    use base64::Engine;
+    base64::engine::general_purpose::STANDARD.decode(s).is_ok()
+}

@@ -1,0 +1,229 @@
+//! How an executor reaches the shards: its own directly, the others by
+//! message. Handlers use only this; they never see a store.
+
+use crate::messages::{ShardMsg, ShardStats};
+use crate::sequencer::Sequencer;
+use crate::store::{DeleteCheck, ListChunk, ListRequest, ShardStore, TryUpdate, UpdateOutcome};
+use futures_channel::oneshot;
+use kubeshard_cache::StoredObject;
+use kubeshard_core::catalog::ResourceInfo;
+use kubeshard_core::keys::shard_for;
+use kubeshard_core::meta;
+use kubeshard_core::status::ApiError;
+use serde_json::Value;
+use std::cell::RefCell;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+pub struct ShardClient {
+    id: usize,
+    local: Rc<RefCell<ShardStore>>,
+    inboxes: Vec<async_channel::Sender<ShardMsg>>,
+    seq: Arc<Sequencer>,
+}
+
+fn gone() -> ApiError {
+    ApiError::service_unavailable("the shard is shutting down")
+}
+
+impl ShardClient {
+    pub fn new(
+        id: usize,
+        local: Rc<RefCell<ShardStore>>,
+        inboxes: Vec<async_channel::Sender<ShardMsg>>,
+        seq: Arc<Sequencer>,
+    ) -> Self {
+        Self {
+            id,
+            local,
+            inboxes,
+            seq,
+        }
+    }
+
+    pub fn shard_count(&self) -> usize {
+        self.inboxes.len()
+    }
+
+    pub fn sequencer(&self) -> &Arc<Sequencer> {
+        &self.seq
+    }
+
+    fn owner(&self, resource: &str, namespace: &str, name: &str) -> usize {
+        shard_for(resource, namespace, name, self.inboxes.len())
+    }
+
+    /// Runs `f` on the local store and publishes what it wrote.
+    fn local<T>(&self, f: impl FnOnce(&mut ShardStore) -> T) -> T {
+        let mut store = self.local.borrow_mut();
+        let out = f(&mut store);
+        store.finish_batch();
+        out
+    }
+
+    async fn ask<T>(&self, shard: usize, make: impl FnOnce(oneshot::Sender<T>) -> ShardMsg) -> Option<T> {
+        let (tx, rx) = oneshot::channel();
+        self.inboxes[shard].send(make(tx)).await.ok()?;
+        rx.await.ok()
+    }
+
+    pub async fn get(&self, resource: &Arc<str>, namespace: &str, name: &str) -> Result<Option<Arc<StoredObject>>, ApiError> {
+        let shard = self.owner(resource, namespace, name);
+        if shard == self.id {
+            return Ok(self.local.borrow().get(resource, namespace, name));
+        }
+        self.ask(shard, |reply| ShardMsg::Get {
+            resource: resource.clone(),
+            namespace: namespace.to_string(),
+            name: name.to_string(),
+            reply,
+        })
+        .await
+        .ok_or_else(gone)
+    }
+
+    pub async fn create(&self, info: &Arc<ResourceInfo>, obj: Value) -> Result<Arc<StoredObject>, ApiError> {
+        let shard = self.owner(&info.storage_key, meta::namespace(&obj), meta::name(&obj));
+        if shard == self.id {
+            return self.local(|s| s.create(info, obj));
+        }
+        self.ask(shard, |reply| ShardMsg::Create {
+            info: info.clone(),
+            obj,
+            reply,
+        })
+        .await
+        .ok_or_else(gone)?
+    }
+
+    pub async fn update(
+        &self,
+        info: &Arc<ResourceInfo>,
+        namespace: &str,
+        name: &str,
+        try_update: TryUpdate,
+    ) -> Result<UpdateOutcome, ApiError> {
+        let shard = self.owner(&info.storage_key, namespace, name);
+        if shard == self.id {
+            return self.local(|s| s.update(info, namespace, name, try_update));
+        }
+        self.ask(shard, |reply| ShardMsg::Update {
+            info: info.clone(),
+            namespace: namespace.to_string(),
+            name: name.to_string(),
+            try_update,
+            reply,
+        })
+        .await
+        .ok_or_else(gone)?
+    }
+
+    pub async fn delete(
+        &self,
+        info: &Arc<ResourceInfo>,
+        namespace: &str,
+        name: &str,
+        check: DeleteCheck,
+    ) -> Result<Arc<StoredObject>, ApiError> {
+        let shard = self.owner(&info.storage_key, namespace, name);
+        if shard == self.id {
+            return self.local(|s| s.delete(info, namespace, name, check));
+        }
+        self.ask(shard, |reply| ShardMsg::Delete {
+            info: info.clone(),
+            namespace: namespace.to_string(),
+            name: name.to_string(),
+            check,
+            reply,
+        })
+        .await
+        .ok_or_else(gone)?
+    }
+
+    /// Every shard's part of a list, in shard order. Remote shards are asked
+    /// first so they work while the local part is computed.
+    pub async fn list_all(&self, req: &ListRequest) -> Result<Vec<ListChunk>, ApiError> {
+        let mut waits = Vec::with_capacity(self.inboxes.len());
+        for (shard, inbox) in self.inboxes.iter().enumerate() {
+            if shard == self.id {
+                continue;
+            }
+            let (tx, rx) = oneshot::channel();
+            inbox
+                .send(ShardMsg::List {
+                    req: req.clone(),
+                    reply: tx,
+                })
+                .await
+                .map_err(|_| gone())?;
+            waits.push(rx);
+        }
+        let mut chunks = vec![self.local.borrow().list(req).map_err(|c| expired(req.revision, c))?];
+        for rx in waits {
+            chunks.push(rx.await.map_err(|_| gone())?.map_err(|c| expired(req.revision, c))?);
+        }
+        Ok(chunks)
+    }
+
+    /// Deletes a namespace's contents on every shard.
+    pub async fn delete_namespace_contents(&self, resources: Vec<Arc<ResourceInfo>>, namespace: &str) -> Result<usize, ApiError> {
+        let mut waits = Vec::new();
+        for (shard, inbox) in self.inboxes.iter().enumerate() {
+            if shard == self.id {
+                continue;
+            }
+            let (tx, rx) = oneshot::channel();
+            inbox
+                .send(ShardMsg::DeleteNamespaceContents {
+                    resources: resources.clone(),
+                    namespace: namespace.to_string(),
+                    reply: tx,
+                })
+                .await
+                .map_err(|_| gone())?;
+            waits.push(rx);
+        }
+        let mut total = self.local(|s| s.delete_namespace_contents(&resources, namespace));
+        for rx in waits {
+            total += rx.await.map_err(|_| gone())?;
+        }
+        Ok(total)
+    }
+
+    pub async fn stats(&self) -> Result<Vec<ShardStats>, ApiError> {
+        let mut out = Vec::new();
+        for inbox in &self.inboxes {
+            let (tx, rx) = oneshot::channel();
+            inbox.send(ShardMsg::Stats { reply: tx }).await.map_err(|_| gone())?;
+            out.push(rx.await.map_err(|_| gone())?);
+        }
+        Ok(out)
+    }
+
+    /// Waits until the closed revision reaches `revision`. Returns false at
+    /// the deadline. The gap is normally microseconds (another shard's write
+    /// in flight), so it yields before it sleeps.
+    pub async fn wait_closed(&self, revision: u64, timeout: Duration) -> bool {
+        let deadline = Instant::now() + timeout;
+        let mut spins = 0u32;
+        while self.seq.closed() < revision {
+            if Instant::now() >= deadline {
+                return false;
+            }
+            if spins < 16 {
+                spins += 1;
+                futures_lite::future::yield_now().await;
+            } else {
+                glommio::timer::sleep(Duration::from_micros(100)).await;
+            }
+        }
+        true
+    }
+}
+
+fn expired(requested: u64, compacted: u64) -> ApiError {
+    ApiError::resource_expired(&format!(
+        "too old resource version: {requested} ({compacted})"
+    ))
+}

@@ -1,0 +1,58 @@
+//! Requests one executor sends to the shard that owns a key.
+
+use crate::store::{DeleteCheck, ListChunk, ListRequest, TryUpdate, UpdateOutcome};
+use futures_channel::oneshot;
+use kubeshard_cache::StoredObject;
+use kubeshard_core::catalog::ResourceInfo;
+use kubeshard_core::status::ApiError;
+use serde_json::Value;
+use std::sync::Arc;
+
+pub type Reply<T> = oneshot::Sender<T>;
+
+/// Memory and size figures of one shard.
+#[derive(Debug, Clone, Default)]
+pub struct ShardStats {
+    pub objects: usize,
+    pub object_bytes: usize,
+}
+
+pub enum ShardMsg {
+    Get {
+        resource: Arc<str>,
+        namespace: String,
+        name: String,
+        reply: Reply<Option<Arc<StoredObject>>>,
+    },
+    List {
+        req: ListRequest,
+        reply: Reply<Result<ListChunk, u64>>,
+    },
+    Create {
+        info: Arc<ResourceInfo>,
+        obj: Value,
+        reply: Reply<Result<Arc<StoredObject>, ApiError>>,
+    },
+    Update {
+        info: Arc<ResourceInfo>,
+        namespace: String,
+        name: String,
+        try_update: TryUpdate,
+        reply: Reply<Result<UpdateOutcome, ApiError>>,
+    },
+    Delete {
+        info: Arc<ResourceInfo>,
+        namespace: String,
+        name: String,
+        check: DeleteCheck,
+        reply: Reply<Result<Arc<StoredObject>, ApiError>>,
+    },
+    DeleteNamespaceContents {
+        resources: Vec<Arc<ResourceInfo>>,
+        namespace: String,
+        reply: Reply<usize>,
+    },
+    Stats {
+        reply: Reply<ShardStats>,
+    },
+}

@@ -1,0 +1,237 @@
+//! Executors: one glommio executor per shard, pinned to a core, each owning
+//! its shard's store, running that shard's request loop and its own watch
+//! hub, and serving clients through a front end supplied by the server.
+
+use crate::client::ShardClient;
+use crate::messages::{ShardMsg, ShardStats};
+use crate::sequencer::Sequencer;
+use crate::storage::Backend;
+use crate::store::{EventBatch, ShardStore};
+use futures_lite::future;
+use glommio::{LocalExecutorBuilder, Placement};
+use kubeshard_cache::ring::RingLimits;
+use kubeshard_cache::Hub;
+use std::cell::RefCell;
+use std::future::Future;
+use std::rc::Rc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// How many queued requests a shard serves before it publishes events and
+/// lets other tasks run: bounds latency while still batching under load.
+const SHARD_BATCH: usize = 64;
+
+#[derive(Debug, Clone)]
+pub struct RuntimeConfig {
+    pub shards: usize,
+    /// CPUs to pin executors to, round-robin.
+    pub cpus: Vec<usize>,
+    pub limits: RingLimits,
+    /// Registered IO memory per executor (glommio needs it within memlock).
+    pub io_memory: usize,
+}
+
+/// What each executor's front end gets.
+pub struct ExecutorContext {
+    pub id: usize,
+    pub shards: ShardClient,
+    pub hub: Rc<RefCell<Hub>>,
+    pub shutdown: Shutdown,
+}
+
+/// A cloneable shutdown signal, readable from any executor.
+#[derive(Clone)]
+pub struct Shutdown {
+    flag: Arc<AtomicBool>,
+    rx: async_channel::Receiver<()>,
+}
+
+/// The sending side: dropping or calling `trigger` ends the runtime.
+pub struct ShutdownTrigger {
+    flag: Arc<AtomicBool>,
+    tx: Option<async_channel::Sender<()>>,
+}
+
+pub fn shutdown_pair() -> (ShutdownTrigger, Shutdown) {
+    let (tx, rx) = async_channel::bounded(1);
+    let flag = Arc::new(AtomicBool::new(false));
+    (
+        ShutdownTrigger {
+            flag: flag.clone(),
+            tx: Some(tx),
+        },
+        Shutdown { flag, rx },
+    )
+}
+
+impl ShutdownTrigger {
+    pub fn trigger(&mut self) {
+        self.flag.store(true, Ordering::SeqCst);
+        self.tx.take();
+    }
+}
+
+impl Shutdown {
+    pub fn is_triggered(&self) -> bool {
+        self.flag.load(Ordering::SeqCst)
+    }
+
+    /// Resolves once shutdown was triggered.
+    pub async fn wait(&self) {
+        // The channel never carries a message; it closes on trigger.
+        let _ = self.rx.recv().await;
+    }
+}
+
+/// Runs all executors until `front_end` returns on every one of them.
+/// `backends` makes each shard's storage backend on its own thread.
+pub fn run<F, Fut, B>(cfg: RuntimeConfig, seq: Arc<Sequencer>, shutdown: Shutdown, backends: B, front_end: F) -> std::io::Result<()>
+where
+    F: Fn(Rc<ExecutorContext>) -> Fut + Send + Sync + Clone + 'static,
+    Fut: Future<Output = ()> + 'static,
+    B: Fn(usize) -> Box<dyn Backend> + Send + Sync + Clone + 'static,
+{
+    let n = cfg.shards.max(1);
+    let (inbox_tx, inbox_rx): (Vec<_>, Vec<_>) = (0..n).map(|_| async_channel::unbounded::<ShardMsg>()).unzip();
+    let (hub_tx, hub_rx): (Vec<_>, Vec<_>) = (0..n).map(|_| async_channel::unbounded::<EventBatch>()).unzip();
+    let mut handles = Vec::with_capacity(n);
+    for (id, (inbox, hub_feed)) in inbox_rx.into_iter().zip(hub_rx).enumerate() {
+        let cpu = cfg.cpus[id % cfg.cpus.len().max(1)];
+        let (inbox_tx, hub_tx, seq, shutdown) = (inbox_tx.clone(), hub_tx.clone(), seq.clone(), shutdown.clone());
+        let (front_end, backends, limits) = (front_end.clone(), backends.clone(), cfg.limits);
+        let handle = LocalExecutorBuilder::new(Placement::Fixed(cpu))
+            .name(&format!("shard-{id}"))
+            .io_memory(cfg.io_memory)
+            .spawn(move || async move {
+                let store = Rc::new(RefCell::new(ShardStore::new(id, seq.clone(), backends(id), limits, hub_tx)));
+                let hub = Rc::new(RefCell::new(Hub::new(seq.current(), limits)));
+                glommio::spawn_local(shard_loop(store.clone(), inbox)).detach();
+                glommio::spawn_local(hub_loop(hub.clone(), hub_feed, seq.clone(), shutdown.clone())).detach();
+                let ctx = Rc::new(ExecutorContext {
+                    id,
+                    shards: ShardClient::new(id, store, inbox_tx, seq),
+                    hub,
+                    shutdown,
+                });
+                front_end(ctx).await;
+            })
+            .map_err(|e| std::io::Error::other(format!("starting executor {id} on cpu {cpu}: {e}")))?;
+        handles.push(handle);
+    }
+    drop(inbox_tx);
+    drop(hub_tx);
+    for h in handles {
+        h.join()
+            .map_err(|e| std::io::Error::other(format!("executor failed: {e}")))?;
+    }
+    Ok(())
+}
+
+/// Serves requests for the shard this executor owns, in small batches.
+async fn shard_loop(store: Rc<RefCell<ShardStore>>, inbox: async_channel::Receiver<ShardMsg>) {
+    while let Ok(first) = inbox.recv().await {
+        let mut store = store.borrow_mut();
+        handle(&mut store, first);
+        for _ in 1..SHARD_BATCH {
+            match inbox.try_recv() {
+                Ok(msg) => handle(&mut store, msg),
+                Err(_) => break,
+            }
+        }
+        store.finish_batch();
+    }
+}
+
+fn handle(store: &mut ShardStore, msg: ShardMsg) {
+    // A dropped reply means the asker went away; nothing to do about it.
+    match msg {
+        ShardMsg::Get {
+            resource,
+            namespace,
+            name,
+            reply,
+        } => {
+            let _ = reply.send(store.get(&resource, &namespace, &name));
+        }
+        ShardMsg::List { req, reply } => {
+            let _ = reply.send(store.list(&req));
+        }
+        ShardMsg::Create { info, obj, reply } => {
+            let _ = reply.send(store.create(&info, obj));
+        }
+        ShardMsg::Update {
+            info,
+            namespace,
+            name,
+            try_update,
+            reply,
+        } => {
+            let _ = reply.send(store.update(&info, &namespace, &name, try_update));
+        }
+        ShardMsg::Delete {
+            info,
+            namespace,
+            name,
+            check,
+            reply,
+        } => {
+            let _ = reply.send(store.delete(&info, &namespace, &name, check));
+        }
+        ShardMsg::DeleteNamespaceContents {
+            resources,
+            namespace,
+            reply,
+        } => {
+            let _ = reply.send(store.delete_namespace_contents(&resources, &namespace));
+        }
+        ShardMsg::Stats { reply } => {
+            let _ = reply.send(ShardStats {
+                objects: 0,
+                object_bytes: store.object_bytes(),
+            });
+        }
+    }
+}
+
+/// Feeds this executor's hub from every shard and releases events as the
+/// closed revision passes them.
+async fn hub_loop(hub: Rc<RefCell<Hub>>, feed: async_channel::Receiver<EventBatch>, seq: Arc<Sequencer>, shutdown: Shutdown) {
+    let mut last_trim = Instant::now();
+    loop {
+        let pending = hub.borrow().has_pending();
+        // While events wait for a slower shard, re-check soon; otherwise
+        // sleep until a batch arrives (or trim old history once a second).
+        let recheck = if pending {
+            Duration::from_micros(200)
+        } else {
+            Duration::from_secs(1)
+        };
+        let got = future::or(async { Some(feed.recv().await) }, async {
+            glommio::timer::sleep(recheck).await;
+            None
+        })
+        .await;
+        if shutdown.is_triggered() {
+            hub.borrow_mut().wake_all();
+        }
+        let mut h = hub.borrow_mut();
+        match got {
+            Some(Ok(batch)) => h.absorb(&batch),
+            Some(Err(_)) => {
+                h.wake_all();
+                return;
+            }
+            None => {}
+        }
+        while let Ok(batch) = feed.try_recv() {
+            h.absorb(&batch);
+        }
+        let now = Instant::now();
+        h.release(seq.closed(), now);
+        if now.duration_since(last_trim) > Duration::from_secs(1) {
+            h.trim(now);
+            last_trim = now;
+        }
+    }
+}

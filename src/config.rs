@@ -1,0 +1,109 @@
+//! Command-line flags, named as kube-apiserver names them where one exists.
+
+use clap::Parser;
+use std::net::IpAddr;
+use std::time::Duration;
+
+#[derive(Debug, Clone, Parser)]
+#[command(name = "kubeshard", version, about = "A Kubernetes-compatible API server, sharded thread-per-core")]
+pub struct Flags {
+    /// Number of shards (one executor per shard). Default: the CPUs this
+    /// process may run on.
+    #[arg(long)]
+    pub shards: Option<usize>,
+
+    /// Address of the plain-HTTP port.
+    #[arg(long, default_value = "127.0.0.1")]
+    pub insecure_bind_address: IpAddr,
+
+    /// Plain-HTTP port; 0 picks a free one (printed at start).
+    #[arg(long, default_value_t = 8080)]
+    pub insecure_port: u16,
+
+    /// Storage backend: "memory" (this slice's only one; the durable WAL
+    /// becomes the default with the storage issue).
+    #[arg(long, default_value = "memory")]
+    pub storage: String,
+
+    /// How long watch history is kept (resume and list snapshots).
+    #[arg(long, default_value = "5m", value_parser = parse_duration)]
+    pub watch_history_window: Duration,
+
+    /// Most events kept per resource in each history ring.
+    #[arg(long, default_value_t = 100_000)]
+    pub watch_history_max_events: usize,
+
+    /// Watches without timeoutSeconds end at a random point in [this, 2×this].
+    #[arg(long, default_value = "1800s", value_parser = parse_duration)]
+    pub min_request_timeout: Duration,
+
+    /// How often watchers that asked for bookmarks get one.
+    #[arg(long, default_value = "60s", value_parser = parse_duration)]
+    pub watch_bookmark_interval: Duration,
+
+    /// Registered IO memory per executor, in KiB (must fit in `ulimit -l`).
+    #[arg(long, default_value_t = 512)]
+    pub io_memory_kib: usize,
+
+    /// Write the port actually bound to this file once serving (for tests
+    /// and scripts that use --insecure-port=0).
+    #[arg(long)]
+    pub port_file: Option<std::path::PathBuf>,
+
+    /// Address advertised in discovery.
+    #[arg(long)]
+    pub advertise_address: Option<IpAddr>,
+}
+
+/// "300ms", "10s", "5m", "1h" or a bare number of seconds.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let s = s.trim();
+    let (num, unit) = match s.find(|c: char| !c.is_ascii_digit() && c != '.') {
+        Some(i) => s.split_at(i),
+        None => (s, "s"),
+    };
+    let n: f64 = num.parse().map_err(|_| format!("invalid duration: {s}"))?;
+    let secs = match unit {
+        "ms" => n / 1000.0,
+        "s" => n,
+        "m" => n * 60.0,
+        "h" => n * 3600.0,
+        _ => return Err(format!("invalid duration unit in {s}")),
+    };
+    if !(secs.is_finite() && secs >= 0.0) {
+        return Err(format!("invalid duration: {s}"));
+    }
+    Ok(Duration::from_secs_f64(secs))
+}
+
+/// What handlers read at request time.
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    pub min_request_timeout: Duration,
+    pub bookmark_interval: Duration,
+    pub bind: std::net::SocketAddr,
+    pub advertise: Option<IpAddr>,
+}
+
+impl ServerConfig {
+    pub fn advertise_address(&self) -> String {
+        match self.advertise {
+            Some(a) => std::net::SocketAddr::new(a, self.bind.port()).to_string(),
+            None => self.bind.to_string(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("5m").unwrap(), Duration::from_secs(300));
+        assert_eq!(parse_duration("250ms").unwrap(), Duration::from_millis(250));
+        assert_eq!(parse_duration("7").unwrap(), Duration::from_secs(7));
+        assert!(parse_duration("5x").is_err());
+        assert!(parse_duration("").is_err());
+    }
+}

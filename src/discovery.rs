@@ -1,0 +1,655 @@
+//! Discovery documents (`/api`, `/apis`, `/apis/{g}`, `/api/v1`,
+//! `/apis/{g}/{v}`, aggregated v2, `/version`) rendered from the catalog.
+//!
+//! kubectl and client-go build their REST mapper from these documents, so the
+//! shapes follow kube-apiserver v1.34 field for field and in field order,
+//! including its quirks: the core APIResourceList carries no `apiVersion`,
+//! subresources have an empty `singularName`, and `responseKind` leaves
+//! group/version empty unless the kind lives in another group (`scale`
+//! answers `autoscaling/v1 Scale`). Everything derives from a
+//! [`CatalogSnapshot`], so a CRD registered at runtime shows up in discovery
+//! with no extra wiring.
+//!
+//! Ordering is part of the contract, because clients take the first match
+//! for a short name or kind: groups follow kube-aggregator's priority table
+//! (core alone under `/api`; then `apps`, `events.k8s.io`, ...), groups it
+//! does not know (CRDs) come after, by name; versions go GA > beta > alpha,
+//! newest first (kube's version-aware order); resources sort by name, which
+//! puts each `plural/subresource` right after its parent.
+
+use base64::Engine;
+use kubeshard_core::catalog::{CatalogSnapshot, ResourceInfo};
+use serde_json::{json, Value};
+use std::cmp::Reverse;
+
+/// Echoed back so client-go recognises the body as aggregated: it checks the
+/// `g`, `v` and `as` parameters of the response Content-Type.
+pub const AGGREGATED_CONTENT_TYPE: &str =
+    "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
+
+/// The kube release whose API surface kubeshard mirrors; kubectl warns about
+/// version skew against these numbers.
+const KUBE_MAJOR: &str = "1";
+const KUBE_MINOR: &str = "34";
+/// kube 1.34 binaries declare compatibility with the previous minor.
+const KUBE_MIN_COMPAT_MINOR: &str = "33";
+
+/// kube-aggregator's named groups, highest priority first.
+const GROUP_PRIORITY: &str = "apiregistration.k8s.io apps events.k8s.io \
+    authentication.k8s.io authorization.k8s.io autoscaling batch certificates.k8s.io \
+    networking.k8s.io policy rbac.authorization.k8s.io storage.k8s.io \
+    admissionregistration.k8s.io apiextensions.k8s.io scheduling.k8s.io \
+    coordination.k8s.io node.k8s.io discovery.k8s.io flowcontrol.apiserver.k8s.io \
+    internal.apiserver.k8s.io resource.k8s.io storagemigration.k8s.io";
+
+pub fn api_versions(server_address: &str) -> Vec<u8> {
+    to_bytes(json!({
+        "kind": "APIVersions",
+        "versions": ["v1"],
+        "serverAddressByClientCIDRs": [
+            {"clientCIDR": "0.0.0.0/0", "serverAddress": server_address}
+        ],
+    }))
+}
+
+pub fn api_group_list(cat: &CatalogSnapshot) -> Vec<u8> {
+    let groups: Vec<Value> = named_groups(cat)
+        .iter()
+        .filter_map(|g| group_doc(cat, g, None))
+        .collect();
+    to_bytes(json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": groups}))
+}
+
+/// `None` for the core group too: kube has no `/apis/` entry for it.
+pub fn api_group(cat: &CatalogSnapshot, group: &str) -> Option<Vec<u8>> {
+    if group.is_empty() {
+        return None;
+    }
+    group_doc(cat, group, Some("APIGroup")).map(to_bytes)
+}
+
+/// `group` is `""` for `/api/v1`.
+pub fn api_resource_list(cat: &CatalogSnapshot, group: &str, version: &str) -> Option<Vec<u8>> {
+    let resources = cat.group_version(group, version);
+    if resources.is_empty() {
+        return None;
+    }
+    let mut entries: Vec<Value> = Vec::new();
+    for r in &resources {
+        entries.push(api_resource(r));
+        entries.extend(subresources(r).iter().map(|s| s.api_resource(r)));
+    }
+    entries.sort_by(|a, b| a["name"].as_str().cmp(&b["name"].as_str()));
+    Some(to_bytes(json!({
+        "kind": "APIResourceList",
+        // kube's legacy `/api/v1` list never carried apiVersion; keep the
+        // asymmetry for clients that compare documents verbatim.
+        "apiVersion": if group.is_empty() { Value::Null } else { "v1".into() },
+        "groupVersion": gv_string(group, version),
+        "resources": entries,
+    })))
+}
+
+/// One round trip replaces the per-group-version fan-out, which is why
+/// kubectl asks for this first. `core` selects the `/api` document (the
+/// legacy group only) versus `/apis` (every named group).
+pub fn aggregated_discovery(cat: &CatalogSnapshot, core: bool) -> Vec<u8> {
+    let groups: Vec<String> = if core {
+        cat.groups().into_iter().filter(String::is_empty).collect()
+    } else {
+        named_groups(cat)
+    };
+    let items: Vec<Value> = groups.iter().map(|g| aggregated_group(cat, g)).collect();
+    to_bytes(json!({
+        "kind": "APIGroupDiscoveryList",
+        "apiVersion": "apidiscovery.k8s.io/v2",
+        "metadata": {},
+        "items": items,
+    }))
+}
+
+/// Only v2 counts: answering a v2beta1-only client with the unaggregated
+/// form is allowed and spares a second schema. Unknown parameters are
+/// tolerated; `q=0` opts a media range out.
+pub fn wants_aggregated(accept: &str) -> bool {
+    accept.split(',').any(|range| {
+        let mut parts = range.split(';').map(str::trim);
+        if !parts
+            .next()
+            .is_some_and(|m| m.eq_ignore_ascii_case("application/json"))
+        {
+            return false;
+        }
+        let (mut g, mut v, mut as_list, mut q_ok) = (false, false, false, true);
+        for (key, val) in parts.filter_map(|p| p.split_once('=')) {
+            let val = val.trim().trim_matches('"');
+            match key.trim().to_ascii_lowercase().as_str() {
+                "g" => g = val == "apidiscovery.k8s.io",
+                "v" => v = val == "v2",
+                "as" => as_list = val == "APIGroupDiscoveryList",
+                "q" => q_ok = val.parse::<f32>().map_or(true, |q| q > 0.0),
+                _ => {}
+            }
+        }
+        g && v && as_list && q_ok
+    })
+}
+
+/// kubectl parses only `gitVersion` (semver) and major/minor, so the build
+/// identity goes into the pre-release part where it cannot upset skew
+/// checks. Build metadata comes from compile-time env vars when a release
+/// pipeline sets them; the Go-specific fields say honestly what built us.
+pub fn version_info(pkg_version: &str) -> Vec<u8> {
+    to_bytes(json!({
+        "major": KUBE_MAJOR,
+        "minor": KUBE_MINOR,
+        "emulationMajor": KUBE_MAJOR,
+        "emulationMinor": KUBE_MINOR,
+        "minCompatibilityMajor": KUBE_MAJOR,
+        "minCompatibilityMinor": KUBE_MIN_COMPAT_MINOR,
+        "gitVersion": format!("v{KUBE_MAJOR}.{KUBE_MINOR}.0-kubeshard.{pkg_version}"),
+        "gitCommit": option_env!("KUBESHARD_GIT_COMMIT").unwrap_or(""),
+        "gitTreeState": option_env!("KUBESHARD_GIT_TREE_STATE").unwrap_or(""),
+        "buildDate": option_env!("KUBESHARD_BUILD_DATE").unwrap_or("1970-01-01T00:00:00Z"),
+        "goVersion": "none",
+        "compiler": "rustc",
+        "platform": go_platform(),
+    }))
+}
+
+/// Go spells architectures differently, and tooling matches on Go's names.
+fn go_platform() -> String {
+    let arch = match std::env::consts::ARCH {
+        "x86_64" => "amd64",
+        "aarch64" => "arm64",
+        "x86" => "386",
+        "powerpc64" => "ppc64le",
+        other => other,
+    };
+    format!("{}/{}", std::env::consts::OS, arch)
+}
+
+/// Null stands for Go's `omitempty`: kube never emits a null in these
+/// documents, so every null member is dropped before encoding.
+fn to_bytes(v: Value) -> Vec<u8> {
+    serde_json::to_vec(&omit_nulls(v)).expect("a serde_json::Value always serialises")
+}
+
+fn omit_nulls(v: Value) -> Value {
+    match v {
+        Value::Object(m) => Value::Object(
+            m.into_iter()
+                .filter(|(_, v)| !v.is_null())
+                .map(|(k, v)| (k, omit_nulls(v)))
+                .collect(),
+        ),
+        Value::Array(a) => Value::Array(a.into_iter().map(omit_nulls).collect()),
+        other => other,
+    }
+}
+
+/// `omitempty` for lists.
+fn non_empty(list: &[String]) -> Value {
+    if list.is_empty() {
+        Value::Null
+    } else {
+        json!(list)
+    }
+}
+
+fn gv_string(group: &str, version: &str) -> String {
+    if group.is_empty() {
+        version.to_string()
+    } else {
+        format!("{group}/{version}")
+    }
+}
+
+/// Named (non-core) groups in kube's priority order.
+fn named_groups(cat: &CatalogSnapshot) -> Vec<String> {
+    let mut groups: Vec<String> = cat.groups().into_iter().filter(|g| !g.is_empty()).collect();
+    groups.sort_by_cached_key(|g| {
+        let rank = GROUP_PRIORITY.split_whitespace().position(|p| p == g);
+        (rank.unwrap_or(usize::MAX), g.clone())
+    });
+    groups
+}
+
+/// Versions in preference order; the first is what clients use by default.
+fn preferred_versions(cat: &CatalogSnapshot, group: &str) -> Vec<String> {
+    let mut versions = cat.versions(group);
+    versions.sort_by_cached_key(|v| version_rank(v));
+    versions
+}
+
+/// kube's version-aware order: `v2 > v1 > v1beta2 > v1beta1 > v1alpha1`,
+/// then versions that do not look like kube's, by name.
+fn version_rank(v: &str) -> (u8, Reverse<u64>, Reverse<u64>, String) {
+    let parsed = v.strip_prefix('v').and_then(|rest| {
+        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+        let major = rest[..digits].parse::<u64>().ok()?;
+        let (class, minor) = match &rest[digits..] {
+            "" => return Some((0, major, 0)),
+            s if s.starts_with("beta") => (1, &s[4..]),
+            s if s.starts_with("alpha") => (2, &s[5..]),
+            _ => return None,
+        };
+        Some((class, major, minor.parse::<u64>().ok()?))
+    });
+    let (class, major, minor) = parsed.unwrap_or((3, 0, 0));
+    (class, Reverse(major), Reverse(minor), v.to_string())
+}
+
+/// An APIGroup; `kind` is set for the standalone `/apis/{g}` document and
+/// left out for entries of an APIGroupList, as kube does.
+fn group_doc(cat: &CatalogSnapshot, group: &str, kind: Option<&str>) -> Option<Value> {
+    let versions = preferred_versions(cat, group);
+    let entry = |v: &String| json!({"groupVersion": gv_string(group, v), "version": v});
+    let preferred = entry(versions.first()?);
+    Some(json!({
+        "kind": kind,
+        "apiVersion": kind.map(|_| "v1"),
+        "name": group,
+        "versions": versions.iter().map(entry).collect::<Vec<_>>(),
+        "preferredVersion": preferred,
+    }))
+}
+
+/// How a subresource presents itself; kube derives this from the storage
+/// behind it, we from its name.
+struct Subresource<'a> {
+    name: &'a str,
+    /// Non-empty only when the response kind lives outside the parent's
+    /// group version, which is when kube fills APIResource.group/version.
+    group: &'static str,
+    version: &'static str,
+    kind: &'a str,
+}
+
+/// Every subresource kube serves for built-ins (status, scale) is read and
+/// written but never listed, watched, created or deleted.
+const SUBRESOURCE_VERBS: [&str; 3] = ["get", "patch", "update"];
+
+impl Subresource<'_> {
+    fn api_resource(&self, parent: &ResourceInfo) -> Value {
+        let non_blank = |s: &str| (!s.is_empty()).then(|| s.to_string());
+        json!({
+            "name": format!("{}/{}", parent.plural, self.name),
+            "singularName": "",
+            "namespaced": parent.namespaced,
+            "group": non_blank(self.group),
+            "version": non_blank(self.version),
+            "kind": self.kind,
+            "verbs": SUBRESOURCE_VERBS,
+        })
+    }
+
+    fn aggregated(&self) -> Value {
+        json!({
+            "subresource": self.name,
+            "responseKind": {"group": self.group, "version": self.version, "kind": self.kind},
+            "verbs": SUBRESOURCE_VERBS,
+        })
+    }
+}
+
+fn subresources(r: &ResourceInfo) -> Vec<Subresource<'_>> {
+    let mut subs: Vec<Subresource<'_>> = r
+        .subresources
+        .iter()
+        .map(|name| match name.as_str() {
+            "scale" => Subresource {
+                name,
+                group: "autoscaling",
+                version: "v1",
+                kind: "Scale",
+            },
+            // status (and anything unknown) answers with the parent object.
+            _ => Subresource {
+                name,
+                group: "",
+                version: "",
+                kind: &r.kind,
+            },
+        })
+        .collect();
+    subs.sort_by_key(|s| s.name);
+    subs
+}
+
+/// kube lists verbs sorted; the catalog promises no order.
+fn sorted_verbs(r: &ResourceInfo) -> Vec<&str> {
+    let mut verbs: Vec<&str> = r.verbs.iter().map(String::as_str).collect();
+    verbs.sort_unstable();
+    verbs.dedup();
+    verbs
+}
+
+fn api_resource(r: &ResourceInfo) -> Value {
+    json!({
+        "name": r.plural,
+        "singularName": r.singular,
+        "namespaced": r.namespaced,
+        "kind": r.kind,
+        "verbs": sorted_verbs(r),
+        "shortNames": non_empty(&r.short_names),
+        "categories": non_empty(&r.categories),
+        "storageVersionHash": storage_version_hash(&r.group, &r.version, &r.kind),
+    })
+}
+
+fn aggregated_group(cat: &CatalogSnapshot, group: &str) -> Value {
+    let versions: Vec<Value> = preferred_versions(cat, group)
+        .iter()
+        .map(|v| {
+            let resources: Vec<Value> = cat
+                .group_version(group, v)
+                .iter()
+                .map(|r| aggregated_resource(r))
+                .collect();
+            json!({"version": v, "resources": resources, "freshness": "Current"})
+        })
+        .collect();
+    // Since v1.33 kube omits the zero creationTimestamp, and the core
+    // group's empty name is omitted as well, leaving `metadata: {}`.
+    let name = (!group.is_empty()).then_some(group);
+    json!({"metadata": {"name": name}, "versions": versions})
+}
+
+fn aggregated_resource(r: &ResourceInfo) -> Value {
+    let subs: Vec<Value> = subresources(r)
+        .iter()
+        .map(Subresource::aggregated)
+        .collect();
+    json!({
+        "resource": r.plural,
+        "responseKind": {"group": "", "version": "", "kind": r.kind},
+        "scope": if r.namespaced { "Namespaced" } else { "Cluster" },
+        "singularResource": r.singular,
+        "verbs": sorted_verbs(r),
+        "shortNames": non_empty(&r.short_names),
+        "categories": non_empty(&r.categories),
+        "subresources": if subs.is_empty() { Value::Null } else { subs.into() },
+    })
+}
+
+/// Only needs to be stable and to change when group/version/kind does
+/// (kube takes a sha256 prefix; no client recomputes it), so FNV-1a spares a
+/// crypto dependency. Eight bytes, base64, as kube formats it.
+fn storage_version_hash(group: &str, version: &str, kind: &str) -> String {
+    let gvk = format!("{group}/{version}/{kind}");
+    let hash = gvk.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    });
+    base64::engine::general_purpose::STANDARD.encode(hash.to_be_bytes())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kubeshard_core::catalog::{builtin_resources, Catalog};
+    use std::sync::Arc;
+
+    fn snapshot() -> Arc<CatalogSnapshot> {
+        Catalog::with_builtins().snapshot()
+    }
+
+    fn parse(bytes: &[u8]) -> Value {
+        serde_json::from_slice(bytes).expect("valid JSON")
+    }
+
+    /// Exact text pins kube's field order, which Value equality ignores.
+    fn find(list: &Value, key: &str, name: &str) -> String {
+        let hit = list.as_array().unwrap().iter().find(|e| e[key] == name);
+        hit.unwrap_or_else(|| panic!("{name} missing")).to_string()
+    }
+
+    fn names(list: &Value, pointer: &str) -> Vec<String> {
+        let names = list.as_array().unwrap().iter().map(|e| e.pointer(pointer));
+        names.map(|n| n.unwrap().as_str().unwrap().into()).collect()
+    }
+
+    const ALL: &str =
+        r#"["create","delete","deletecollection","get","list","patch","update","watch"]"#;
+    const STATUS_KIND_POD: &str = r#"{"group":"","version":"","kind":"Pod"}"#;
+
+    #[test]
+    fn api_versions_and_groups() {
+        assert_eq!(
+            String::from_utf8(api_versions("10.0.0.1:6443")).unwrap(),
+            r#"{"kind":"APIVersions","versions":["v1"],"serverAddressByClientCIDRs":[{"clientCIDR":"0.0.0.0/0","serverAddress":"10.0.0.1:6443"}]}"#
+        );
+        let cat = snapshot();
+        let list = parse(&api_group_list(&cat));
+        assert_eq!(
+            (&list["kind"], &list["apiVersion"]),
+            (&json!("APIGroupList"), &json!("v1"))
+        );
+        assert_eq!(
+            names(&list["groups"], "/name"),
+            ["apps", "coordination.k8s.io"]
+        );
+        let apps = r#"{"name":"apps","versions":[{"groupVersion":"apps/v1","version":"v1"}],"preferredVersion":{"groupVersion":"apps/v1","version":"v1"}}"#;
+        assert_eq!(list["groups"][0].to_string(), apps);
+        let group = String::from_utf8(api_group(&cat, "apps").unwrap()).unwrap();
+        assert_eq!(
+            group,
+            format!(r#"{{"kind":"APIGroup","apiVersion":"v1",{}"#, &apps[1..])
+        );
+        assert!(api_group(&cat, "").is_none());
+        assert!(api_group(&cat, "batch").is_none());
+    }
+
+    #[test]
+    fn core_resource_list() {
+        let cat = snapshot();
+        let doc = parse(&api_resource_list(&cat, "", "v1").unwrap());
+        assert_eq!(doc["kind"], "APIResourceList");
+        assert!(doc.get("apiVersion").is_none(), "kube omits it for /api/v1");
+        assert_eq!(doc["groupVersion"], "v1");
+        let res = &doc["resources"];
+        assert_eq!(
+            find(res, "name", "pods"),
+            format!(
+                r#"{{"name":"pods","singularName":"pod","namespaced":true,"kind":"Pod","verbs":{ALL},"shortNames":["po"],"categories":["all"],"storageVersionHash":"xPOwRZ+Yhw8="}}"#
+            )
+        );
+        assert_eq!(
+            find(res, "name", "pods/status"),
+            r#"{"name":"pods/status","singularName":"","namespaced":true,"kind":"Pod","verbs":["get","patch","update"]}"#
+        );
+        let ns = find(res, "name", "namespaces");
+        assert!(ns.contains(r#""namespaced":false"#) && ns.contains("Q3oi5N2YM8M="));
+        assert!(!ns.contains("deletecollection"));
+        assert!(!find(res, "name", "configmaps").contains("categories"));
+        let listed = names(res, "/name");
+        let mut sorted = listed.clone();
+        sorted.sort();
+        assert_eq!(listed, sorted);
+        assert!(api_resource_list(&cat, "", "v2").is_none());
+    }
+
+    #[test]
+    fn apps_resource_list() {
+        let cat = snapshot();
+        let doc = parse(&api_resource_list(&cat, "apps", "v1").unwrap());
+        assert_eq!(
+            (&doc["apiVersion"], &doc["groupVersion"]),
+            (&json!("v1"), &json!("apps/v1"))
+        );
+        assert_eq!(
+            names(&doc["resources"], "/name"),
+            ["deployments", "deployments/status"]
+        );
+        let deploy = &doc["resources"][0];
+        assert_eq!(deploy["shortNames"], json!(["deploy"]));
+        assert_eq!(deploy["storageVersionHash"], "8aSe+NMegvE=");
+        assert_eq!(doc["resources"][1]["kind"], "Deployment");
+        assert!(api_resource_list(&cat, "batch", "v1").is_none());
+    }
+
+    #[test]
+    fn aggregated_core() {
+        let cat = snapshot();
+        let text = String::from_utf8(aggregated_discovery(&cat, true)).unwrap();
+        assert!(text.starts_with(
+            r#"{"kind":"APIGroupDiscoveryList","apiVersion":"apidiscovery.k8s.io/v2","metadata":{},"items":[{"metadata":{},"versions":[{"version":"v1","resources":["#
+        ));
+        let doc = parse(text.as_bytes());
+        assert_eq!(doc["items"].as_array().unwrap().len(), 1);
+        let v1 = &doc["items"][0]["versions"][0];
+        assert_eq!(v1["freshness"], "Current");
+        assert_eq!(
+            find(&v1["resources"], "resource", "pods"),
+            format!(
+                r#"{{"resource":"pods","responseKind":{STATUS_KIND_POD},"scope":"Namespaced","singularResource":"pod","verbs":{ALL},"shortNames":["po"],"categories":["all"],"subresources":[{{"subresource":"status","responseKind":{STATUS_KIND_POD},"verbs":["get","patch","update"]}}]}}"#
+            )
+        );
+        assert!(find(&v1["resources"], "resource", "namespaces").contains(r#""scope":"Cluster""#));
+        let cm = find(&v1["resources"], "resource", "configmaps");
+        assert!(!cm.contains("subresources") && !cm.contains("categories"));
+    }
+
+    #[test]
+    fn aggregated_named_groups() {
+        let doc = parse(&aggregated_discovery(&snapshot(), false));
+        // kube's priority table ranks apps above coordination.k8s.io.
+        assert_eq!(
+            names(&doc["items"], "/metadata/name"),
+            ["apps", "coordination.k8s.io"]
+        );
+        let deploy = find(
+            &doc["items"][0]["versions"][0]["resources"],
+            "resource",
+            "deployments",
+        );
+        assert!(deploy.contains(r#""shortNames":["deploy"],"categories":["all"]"#));
+    }
+
+    #[test]
+    fn scale_subresource_answers_autoscaling_scale() {
+        let cat = Catalog::with_builtins();
+        let mut dep = builtin_resources()
+            .into_iter()
+            .find(|r| r.plural == "deployments");
+        let mut dep = dep.take().unwrap();
+        dep.subresources.push("scale".into());
+        cat.register(dep);
+        let snap = cat.snapshot();
+        let doc = parse(&api_resource_list(&snap, "apps", "v1").unwrap());
+        assert_eq!(
+            find(&doc["resources"], "name", "deployments/scale"),
+            r#"{"name":"deployments/scale","singularName":"","namespaced":true,"group":"autoscaling","version":"v1","kind":"Scale","verbs":["get","patch","update"]}"#
+        );
+        let agg = parse(&aggregated_discovery(&snap, false));
+        let subs = &agg["items"][0]["versions"][0]["resources"][0]["subresources"];
+        assert_eq!(names(subs, "/subresource"), ["scale", "status"]);
+        assert_eq!(
+            subs[0]["responseKind"],
+            json!({"group": "autoscaling", "version": "v1", "kind": "Scale"})
+        );
+    }
+
+    #[test]
+    fn unknown_groups_and_versions_order() {
+        let cat = Catalog::with_builtins();
+        let mut widget = builtin_resources().remove(0);
+        widget.group = "aaa.example.com".into();
+        widget.plural = "widgets".into();
+        for v in ["v1", "v1beta1", "v2"] {
+            widget.version = v.into();
+            cat.register(widget.clone());
+        }
+        let doc = parse(&api_group_list(&cat.snapshot()));
+        let crd = doc["groups"].as_array().unwrap().last().unwrap().clone();
+        assert_eq!(crd["name"], "aaa.example.com", "unknown groups go last");
+        assert_eq!(names(&crd["versions"], "/version"), ["v2", "v1", "v1beta1"]);
+        assert_eq!(crd["preferredVersion"]["version"], "v2");
+
+        let mut v = vec![
+            "v1alpha1", "foo", "v1", "v2beta1", "v10", "v1beta2", "v1beta1", "v2",
+        ];
+        v.sort_by_cached_key(|s| version_rank(s));
+        assert_eq!(
+            v,
+            ["v10", "v2", "v1", "v2beta1", "v1beta2", "v1beta1", "v1alpha1", "foo"]
+        );
+    }
+
+    #[test]
+    fn accept_negotiation() {
+        let v2 = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
+        let v2beta1 = "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList";
+        assert!(wants_aggregated(&format!(
+            "{v2},{v2beta1},application/json"
+        )));
+        assert!(wants_aggregated(
+            "application/vnd.kubernetes.protobuf;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList, \
+             application/json; g=apidiscovery.k8s.io; v=v2; as=APIGroupDiscoveryList"
+        ));
+        assert!(!wants_aggregated(&format!("{v2beta1},application/json")));
+        assert!(!wants_aggregated("application/json"));
+        assert!(!wants_aggregated(""));
+        assert!(!wants_aggregated(&format!("{v2};q=0")));
+        assert!(wants_aggregated(AGGREGATED_CONTENT_TYPE));
+    }
+
+    #[test]
+    fn version_document() {
+        let doc = parse(&version_info("0.1.0"));
+        let keys: Vec<&str> = doc
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        assert_eq!(
+            keys,
+            [
+                "major",
+                "minor",
+                "emulationMajor",
+                "emulationMinor",
+                "minCompatibilityMajor",
+                "minCompatibilityMinor",
+                "gitVersion",
+                "gitCommit",
+                "gitTreeState",
+                "buildDate",
+                "goVersion",
+                "compiler",
+                "platform",
+            ]
+        );
+        assert_eq!((&doc["major"], &doc["minor"]), (&json!("1"), &json!("34")));
+        assert_eq!(doc["minCompatibilityMinor"], "33");
+        assert_eq!(doc["gitVersion"], "v1.34.0-kubeshard.0.1.0");
+        if cfg!(all(target_os = "linux", target_arch = "x86_64")) {
+            assert_eq!(doc["platform"], "linux/amd64");
+        }
+    }
+
+    #[test]
+    fn sha256_matches_known_vectors() {
+        let hex = |d: [u8; 32]| d.iter().map(|b| format!("{b:02x}")).collect::<String>();
+        let cases: [(&[u8], &str); 3] = [
+            (
+                b"",
+                "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+            ),
+            (
+                b"abc",
+                "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad",
+            ),
+            // 56 bytes leave no room for the length: a second padding block.
+            (
+                &[b'a'; 56],
+                "b35439a4ac6f0948b6d6f9e3c6af0f5f590ce20f1bde7090ef7970686ec6738a",
+            ),
+        ];
+        for (input, want) in cases {
+            assert_eq!(hex(sha256(input)), want);
+        }
+        assert_eq!(storage_version_hash("", "v1", "ConfigMap"), "qFsyl6wFWjQ=");
+    }
+}

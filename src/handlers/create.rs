@@ -1,0 +1,96 @@
+//! POST: create an object.
+
+use super::decode::{check_type, parse_object, read_body};
+use super::namespaces;
+use super::response;
+use super::{Api, HandlerResult, ResourceRequest};
+use http::{Request, StatusCode};
+use hyper::body::Incoming;
+use kubeshard_core::catalog::ResourceInfo;
+use kubeshard_core::meta;
+use kubeshard_core::registry::{self, CreateContext};
+use kubeshard_core::status::ApiError;
+use kubeshard_core::validation;
+use serde_json::{json, Value};
+use std::rc::Rc;
+use std::time::Duration;
+
+/// Attempts at a fresh random name before giving up (kube retries too).
+const GENERATE_NAME_ATTEMPTS: usize = 8;
+
+pub async fn create(api: &Rc<Api>, rr: &ResourceRequest, req: Request<Incoming>) -> HandlerResult {
+    if !rr.info.name.is_empty() {
+        return Err(ApiError::method_not_supported(&rr.resource.group, &rr.resource.plural, "create"));
+    }
+    let (input, body) = read_body(req).await?;
+    let mut obj = parse_object(input, &body)?;
+    let info = &rr.resource;
+    check_type(info, &mut obj)?;
+    bind_namespace(info, &rr.info.namespace, &mut obj)?;
+    let dry_run = super::update::dry_run(&rr.query)?;
+    if info.namespaced {
+        namespaces::require_active(api, info, meta::name(&obj), meta::namespace(&obj)).await?;
+    }
+    api.admission.admit_create(info, &mut obj)?;
+    let generate = meta::name(&obj).is_empty()
+        && meta::meta_str(&obj, "generateName").is_some_and(|g| !g.is_empty());
+    let attempts = if generate { GENERATE_NAME_ATTEMPTS } else { 1 };
+    let mut last_err = None;
+    for _ in 0..attempts {
+        let mut candidate = obj.clone();
+        if generate {
+            let prefix = meta::meta_str(&candidate, "generateName").unwrap_or("").to_string();
+            meta::set_meta(&mut candidate, "name", json!(format!("{prefix}{}", validation::generate_name_suffix())));
+        }
+        let prepared = prepare(info, candidate)?;
+        if dry_run {
+            let stored = kubeshard_cache::StoredObject::encode(info, &prepared, 0);
+            return Ok(response::object(StatusCode::CREATED, info, &std::sync::Arc::new(stored), rr.render));
+        }
+        match api.shards().create(info, prepared).await {
+            Ok(stored) => {
+                api.shards().wait_closed(stored.revision, Duration::from_secs(5)).await;
+                return Ok(response::object(StatusCode::CREATED, info, &stored, rr.render));
+            }
+            Err(e) if generate && e.code == 409 => last_err = Some(e),
+            Err(e) => return Err(e),
+        }
+    }
+    Err(last_err.unwrap_or_else(|| ApiError::internal("name generation failed")))
+}
+
+/// Server-owned fields, then validation (422 with every cause).
+pub fn prepare(info: &ResourceInfo, mut obj: Value) -> Result<Value, ApiError> {
+    let uid = uuid::Uuid::new_v4().to_string();
+    let now = now_rfc3339();
+    registry::prepare_for_create(info, &mut obj, &CreateContext { uid: &uid, now: &now });
+    let causes = registry::validate_object(info, &obj);
+    if !causes.is_empty() {
+        return Err(ApiError::invalid(&info.group, &info.kind, meta::name(&obj), causes));
+    }
+    Ok(obj)
+}
+
+/// kube's timestamps: RFC 3339, UTC, whole seconds.
+pub fn now_rfc3339() -> String {
+    chrono::Utc::now().format("%Y-%m-%dT%H:%M:%SZ").to_string()
+}
+
+/// Reconciles the body's namespace with the URL's (kube: 400 on mismatch;
+/// absent means the URL's).
+pub fn bind_namespace(info: &ResourceInfo, url_ns: &str, obj: &mut Value) -> Result<(), ApiError> {
+    if !info.namespaced {
+        meta::remove_meta(obj, "namespace");
+        return Ok(());
+    }
+    match meta::namespace(obj) {
+        "" => meta::set_meta(obj, "namespace", json!(url_ns)),
+        ns if ns == url_ns => {}
+        _ => {
+            return Err(ApiError::bad_request(
+                "the namespace of the provided object does not match the namespace sent on the request",
+            ))
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,90 @@
+//! Reading and decoding request bodies, with kube's limits and messages.
+
+use super::negotiation::{self, Input};
+use http::{header, Request};
+use http_body_util::BodyExt;
+use hyper::body::Incoming;
+use kubeshard_core::catalog::ResourceInfo;
+use kubeshard_core::status::ApiError;
+use serde_json::Value;
+
+/// kube-apiserver's default request body limit (3 MiB).
+pub const MAX_BODY: usize = 3 * 1024 * 1024;
+
+/// The whole body, refusing anything over [`MAX_BODY`] with 413 and a body
+/// that ends early (connection dropped mid-body) with 400.
+pub async fn read_body(req: Request<Incoming>) -> Result<(Input, Vec<u8>), ApiError> {
+    let ct = req.headers().get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).map(str::to_string);
+    let input = negotiation::input(ct.as_deref())?;
+    if let Some(len) = req
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<usize>().ok())
+    {
+        if len > MAX_BODY {
+            return Err(too_large());
+        }
+    }
+    let mut body = req.into_body();
+    let mut out = Vec::new();
+    while let Some(frame) = body.frame().await {
+        let frame = frame.map_err(|e| ApiError::bad_request(&format!("error reading request body: {e}")))?;
+        if let Ok(data) = frame.into_data() {
+            if out.len() + data.len() > MAX_BODY {
+                return Err(too_large());
+            }
+            out.extend_from_slice(&data);
+        }
+    }
+    Ok((input, out))
+}
+
+fn too_large() -> ApiError {
+    ApiError::request_entity_too_large(&format!("limit is {MAX_BODY}"))
+}
+
+/// Parses a JSON or YAML body into an object.
+pub fn parse_object(input: Input, body: &[u8]) -> Result<Value, ApiError> {
+    let v: Value = match input {
+        Input::Yaml | Input::ApplyPatch => serde_yaml::from_slice(body)
+            .map_err(|e| ApiError::bad_request(&format!("error converting YAML to JSON: {e}")))?,
+        _ => serde_json::from_slice(body)
+            .map_err(|e| ApiError::bad_request(&format!("the body of the request could not be decoded: {e}")))?,
+    };
+    if !v.is_object() {
+        return Err(ApiError::bad_request("the body of the request must be a JSON object"));
+    }
+    Ok(v)
+}
+
+/// Checks (and fills in when absent) apiVersion and kind against the
+/// endpoint, as kube's decoder does with the endpoint's defaults.
+pub fn check_type(info: &ResourceInfo, obj: &mut Value) -> Result<(), ApiError> {
+    let expected_version = info.api_version();
+    let map = obj.as_object_mut().expect("checked by parse_object");
+    match map.get("apiVersion").and_then(Value::as_str) {
+        None | Some("") => {
+            map.insert("apiVersion".into(), expected_version.clone().into());
+        }
+        Some(v) if v == expected_version => {}
+        Some(v) => {
+            return Err(ApiError::bad_request(&format!(
+                "the API version in the data ({v}) does not match the expected API version ({expected_version})"
+            )))
+        }
+    }
+    match map.get("kind").and_then(Value::as_str) {
+        None | Some("") => {
+            map.insert("kind".into(), info.kind.clone().into());
+        }
+        Some(k) if k == info.kind => {}
+        Some(k) => {
+            return Err(ApiError::bad_request(&format!(
+                "the kind in the data ({k}) does not match the expected kind ({})",
+                info.kind
+            )))
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,154 @@
+//! REST handlers: one generic code path for every catalog entry, one file
+//! per verb (the shape of k8s.io/apiserver's endpoints/handlers).
+
+mod create;
+mod decode;
+mod delete;
+mod get;
+mod list;
+mod namespaces;
+pub use namespaces::bootstrap;
+pub mod negotiation;
+mod nonresource;
+mod patch;
+pub mod response;
+pub mod table;
+mod update;
+mod watch;
+
+use crate::admission::Admission;
+use crate::config::ServerConfig;
+use crate::filters::requestinfo::{Query, RequestInfo};
+use crate::serving::body::Body;
+use http::{header, Request, Response};
+use hyper::body::Incoming;
+use kubeshard_core::catalog::{CatalogReader, ResourceInfo};
+use kubeshard_core::status::ApiError;
+use kubeshard_shards::{ExecutorContext, ShardClient, Shutdown};
+use response::Render;
+use std::rc::Rc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+/// Everything a handler needs, one per executor.
+pub struct Api {
+    pub exec: Rc<ExecutorContext>,
+    pub catalog: CatalogReader,
+    pub config: Arc<ServerConfig>,
+    pub admission: Admission,
+    ready: Arc<AtomicBool>,
+}
+
+/// A resource request after routing: the catalog entry and the request.
+pub struct ResourceRequest {
+    pub info: RequestInfo,
+    pub resource: Arc<ResourceInfo>,
+    pub query: Query,
+    pub render: Render,
+}
+
+pub type HandlerResult = Result<Response<Body>, ApiError>;
+
+impl Api {
+    pub fn new(exec: Rc<ExecutorContext>, catalog: CatalogReader, config: Arc<ServerConfig>, ready: Arc<AtomicBool>) -> Self {
+        Self {
+            exec,
+            catalog,
+            config,
+            admission: Admission::default(),
+            ready,
+        }
+    }
+
+    pub fn shards(&self) -> &ShardClient {
+        &self.exec.shards
+    }
+
+    pub fn shutdown(&self) -> &Shutdown {
+        &self.exec.shutdown
+    }
+
+    pub fn mark_ready(&self) {
+        self.ready.store(true, Ordering::Release);
+    }
+
+    pub fn is_ready(&self) -> bool {
+        self.ready.load(Ordering::Acquire) && !self.shutdown().is_triggered()
+    }
+
+    /// Serves one request; never fails (errors become Status responses).
+    pub async fn handle(self: &Rc<Self>, req: Request<Incoming>) -> Response<Body> {
+        let query = Query::parse(req.uri().query());
+        let info = RequestInfo::parse(req.method(), req.uri().path(), &query);
+        let accept = req.headers().get(header::ACCEPT).and_then(|v| v.to_str().ok());
+        let output = negotiation::output(accept);
+        let pretty = query.flag("pretty");
+        let render = Render {
+            output: *output.as_ref().unwrap_or(&negotiation::Output::Json),
+            pretty,
+        };
+        let result = match output {
+            Err(e) if info.is_resource_request => Err(e),
+            _ if !info.is_resource_request => nonresource::handle(self, &req, &info, &query).await,
+            _ => self.handle_resource(req, info, query, render).await,
+        };
+        result.unwrap_or_else(|e| response::error(&e, render))
+    }
+
+    async fn handle_resource(self: &Rc<Self>, req: Request<Incoming>, info: RequestInfo, query: Query, render: Render) -> HandlerResult {
+        let catalog = self.catalog.current();
+        let resource = catalog
+            .lookup(&info.group, &info.version, &info.resource)
+            .cloned()
+            .ok_or_else(not_found_path)?;
+        if !info.subresource.is_empty() && !resource.has_subresource(&info.subresource) {
+            return Err(not_found_path());
+        }
+        if !resource.namespaced && !info.namespace.is_empty() && info.resource != "namespaces" {
+            return Err(not_found_path());
+        }
+        let verb = info.verb.as_str();
+        let known = matches!(
+            verb,
+            "get" | "list" | "watch" | "create" | "update" | "patch" | "delete" | "deletecollection"
+        );
+        let allowed = if info.subresource.is_empty() {
+            resource.supports(verb)
+        } else {
+            matches!(verb, "get" | "update" | "patch")
+        };
+        if !known || !allowed {
+            return Err(ApiError::method_not_supported(&resource.group, &resource.plural, verb));
+        }
+        // A namespaced write addressed without a namespace has no object to
+        // name; kube answers 404 for the missing route.
+        if resource.namespaced && info.namespace.is_empty() && !matches!(verb, "list" | "watch") {
+            return Err(not_found_path());
+        }
+        let rr = ResourceRequest {
+            info,
+            resource,
+            query,
+            render,
+        };
+        match rr.info.verb.as_str() {
+            "get" => get::get(self, &rr).await,
+            "list" => list::list(self, &rr).await,
+            "watch" => watch::watch(self, &rr).await,
+            "create" => create::create(self, &rr, req).await,
+            "update" => update::update(self, &rr, req).await,
+            "patch" => patch::patch(self, &rr, req).await,
+            "delete" => delete::delete(self, &rr, req).await,
+            "deletecollection" => delete::delete_collection(self, &rr, req).await,
+            _ => unreachable!("verbs checked above"),
+        }
+    }
+}
+
+/// kube's 404 for a path no handler serves.
+pub fn not_found_path() -> ApiError {
+    let mut e = ApiError::not_found("", "", "");
+    e.message = "the server could not find the requested resource".into();
+    e.details = Some(Default::default());
+    e
+}

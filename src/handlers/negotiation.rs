@@ -1,0 +1,118 @@
+//! Content negotiation: which encoding a client accepts and which one its
+//! body is in. JSON is the stored form; YAML and Table are derived on
+//! request.
+
+use kubeshard_core::status::ApiError;
+
+/// What the response should be.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Output {
+    Json,
+    Yaml,
+    /// meta.k8s.io/v1 Table (kubectl's server-side printing).
+    Table,
+}
+
+/// The media types we can produce, for 406 messages.
+pub const PRODUCIBLE: &[&str] = &["application/json", "application/yaml"];
+
+/// Picks the first acceptable entry of an Accept header, in the client's
+/// order (kube ignores q-values in practice; clients list preferences in
+/// order).
+pub fn output(accept: Option<&str>) -> Result<Output, ApiError> {
+    let Some(accept) = accept.map(str::trim).filter(|a| !a.is_empty()) else {
+        return Ok(Output::Json);
+    };
+    for clause in accept.split(',') {
+        let mut parts = clause.split(';').map(str::trim);
+        let media = parts.next().unwrap_or("").to_ascii_lowercase();
+        let mut as_ = None;
+        let mut group = None;
+        let mut version = None;
+        for p in parts {
+            let Some((k, v)) = p.split_once('=') else { continue };
+            match k.trim() {
+                "as" => as_ = Some(v.trim().to_string()),
+                "g" => group = Some(v.trim().to_string()),
+                "v" => version = Some(v.trim().to_string()),
+                _ => {}
+            }
+        }
+        let json_like = matches!(media.as_str(), "application/json" | "application/*" | "*/*");
+        match as_.as_deref() {
+            Some("Table") => {
+                if json_like && group.as_deref() == Some("meta.k8s.io") && version.as_deref() == Some("v1") {
+                    return Ok(Output::Table);
+                }
+                continue;
+            }
+            Some(_) => continue,
+            None => {}
+        }
+        match media.as_str() {
+            "application/json" | "application/*" | "*/*" | "application/json-patch+json" => return Ok(Output::Json),
+            "application/yaml" => return Ok(Output::Yaml),
+            _ => continue,
+        }
+    }
+    Err(ApiError::not_acceptable(PRODUCIBLE))
+}
+
+/// The encoding of a request body.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Input {
+    Json,
+    Yaml,
+    JsonPatch,
+    MergePatch,
+    StrategicMergePatch,
+    ApplyPatch,
+}
+
+/// Body encodings a request may use.
+pub const ACCEPTED_INPUT: &[&str] = &["application/json", "application/yaml"];
+
+pub fn input(content_type: Option<&str>) -> Result<Input, ApiError> {
+    let raw = content_type.unwrap_or("application/json");
+    let media = raw.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
+    match media.as_str() {
+        "application/json" | "" => Ok(Input::Json),
+        "application/yaml" => Ok(Input::Yaml),
+        "application/json-patch+json" => Ok(Input::JsonPatch),
+        "application/merge-patch+json" => Ok(Input::MergePatch),
+        "application/strategic-merge-patch+json" => Ok(Input::StrategicMergePatch),
+        "application/apply-patch+yaml" => Ok(Input::ApplyPatch),
+        _ => Err(ApiError::unsupported_media_type(ACCEPTED_INPUT)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kubectl_get_asks_for_table_first() {
+        let a = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json";
+        assert_eq!(output(Some(a)).unwrap(), Output::Table);
+        let b = "application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json";
+        assert_eq!(output(Some(b)).unwrap(), Output::Json);
+    }
+
+    #[test]
+    fn plain_types() {
+        assert_eq!(output(None).unwrap(), Output::Json);
+        assert_eq!(output(Some("application/yaml")).unwrap(), Output::Yaml);
+        assert_eq!(output(Some("application/json, */*")).unwrap(), Output::Json);
+        assert_eq!(output(Some("text/html")).unwrap_err().code, 406);
+        assert_eq!(output(Some("application/vnd.kubernetes.protobuf")).unwrap_err().code, 406);
+        assert_eq!(output(Some("application/vnd.kubernetes.protobuf, application/json")).unwrap(), Output::Json);
+    }
+
+    #[test]
+    fn inputs() {
+        assert_eq!(input(None).unwrap(), Input::Json);
+        assert_eq!(input(Some("application/json; charset=utf-8")).unwrap(), Input::Json);
+        assert_eq!(input(Some("application/merge-patch+json")).unwrap(), Input::MergePatch);
+        assert_eq!(input(Some("text/plain")).unwrap_err().code, 415);
+    }
+}

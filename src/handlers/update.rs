@@ -1,0 +1,121 @@
+//! PUT: replace an object (or its status).
+
+use super::create::{bind_namespace, prepare};
+use super::decode::{check_type, parse_object, read_body};
+use super::response;
+use super::{Api, HandlerResult, ResourceRequest};
+use crate::filters::requestinfo::Query;
+use http::{Request, StatusCode};
+use hyper::body::Incoming;
+use kubeshard_cache::StoredObject;
+use kubeshard_core::catalog::ResourceInfo;
+use kubeshard_core::meta;
+use kubeshard_core::registry;
+use kubeshard_core::status::{field_required, ApiError};
+use kubeshard_shards::store::{TryUpdate, UpdateOutcome};
+use serde_json::Value;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::Duration;
+
+pub async fn update(api: &Rc<Api>, rr: &ResourceRequest, req: Request<Incoming>) -> HandlerResult {
+    let (input, body) = read_body(req).await?;
+    let mut obj = parse_object(input, &body)?;
+    let info = rr.resource.clone();
+    check_type(&info, &mut obj)?;
+    let url_ns = if info.namespaced { rr.info.namespace.as_str() } else { "" };
+    bind_namespace(&info, url_ns, &mut obj)?;
+    match meta::name(&obj) {
+        "" => meta::set_meta(&mut obj, "name", Value::String(rr.info.name.clone())),
+        n if n == rr.info.name => {}
+        n => {
+            return Err(ApiError::bad_request(&format!(
+                "the name of the object ({n}) does not match the name on the URL ({})",
+                rr.info.name
+            )))
+        }
+    }
+    let dry_run = dry_run(&rr.query)?;
+    api.admission.admit_update(&info, &mut obj)?;
+    let status_only = rr.info.subresource == "status";
+    let try_update = replace_with(info.clone(), obj, status_only);
+    finish_update(api, rr, try_update, dry_run).await
+}
+
+/// Runs an update on the owning shard and answers: 200 with the object,
+/// or 201 when the update created it.
+pub async fn finish_update(api: &Rc<Api>, rr: &ResourceRequest, try_update: TryUpdate, dry_run: bool) -> HandlerResult {
+    let info = &rr.resource;
+    let ns = if info.namespaced { rr.info.namespace.as_str() } else { "" };
+    if dry_run {
+        let current = api.shards().get(&info.storage_key, ns, &rr.info.name).await?;
+        let new = try_update(current.as_ref())?;
+        let stored = Arc::new(StoredObject::encode(info, &new, 0));
+        return Ok(response::object(StatusCode::OK, info, &stored, rr.render));
+    }
+    let outcome = api.shards().update(info, ns, &rr.info.name, try_update).await?;
+    let obj = outcome.object();
+    api.shards().wait_closed(obj.revision, Duration::from_secs(5)).await;
+    let code = match outcome {
+        UpdateOutcome::Created(_) => StatusCode::CREATED,
+        _ => StatusCode::OK,
+    };
+    Ok(response::object(code, info, obj, rr.render))
+}
+
+/// The read-modify-write a PUT performs on the owning shard: optimistic
+/// concurrency on resourceVersion, server-owned metadata carried over,
+/// status kept (or, for the status subresource, only status taken).
+pub fn replace_with(info: Arc<ResourceInfo>, new: Value, status_only: bool) -> TryUpdate {
+    Box::new(move |old: Option<&Arc<StoredObject>>| {
+        let name = meta::name(&new).to_string();
+        let Some(old) = old else {
+            if info.strategy.allow_create_on_update && !status_only {
+                return prepare(&info, new);
+            }
+            return Err(ApiError::not_found(&info.group, &info.plural, &name));
+        };
+        match meta::resource_version(&new) {
+            "" if !info.strategy.allow_unconditional_update => {
+                return Err(ApiError::invalid(
+                    &info.group,
+                    &info.kind,
+                    &name,
+                    vec![field_required("metadata.resourceVersion", "must be specified for an update")],
+                ));
+            }
+            "" => {}
+            rv if rv != old.revision.to_string() => {
+                return Err(ApiError::conflict_stale(&info.group, &info.plural, &name));
+            }
+            _ => {}
+        }
+        let old_value = old.to_value();
+        let mut out = if status_only {
+            registry::prepare_for_status_update(&info, &new, &old_value)
+        } else {
+            let mut new = new;
+            registry::prepare_for_update(&info, &mut new, &old_value);
+            new
+        };
+        meta::remove_meta(&mut out, "resourceVersion");
+        let causes = registry::validate_object(&info, &out);
+        if !causes.is_empty() {
+            return Err(ApiError::invalid(&info.group, &info.kind, &name, causes));
+        }
+        Ok(out)
+    })
+}
+
+/// `dryRun=All` (the only value kube accepts).
+pub fn dry_run(q: &Query) -> Result<bool, ApiError> {
+    match q.get("dryRun") {
+        None | Some("") => Ok(false),
+        Some("All") => Ok(true),
+        Some(other) => Err(super::list::invalid_options(
+            "dryRun",
+            other,
+            "supported values: \"All\"",
+        )),
+    }
+}

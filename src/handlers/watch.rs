@@ -1,0 +1,301 @@
+//! WATCH: a cursor into this executor's merged event ring for the resource,
+//! filtered per watcher, streamed as JSON watch events.
+//!
+//! The watcher holds no queue: each poll reads the ring at its position.
+//! Stored frames are shared (an event's frame is encoded once for every
+//! watcher); only selector transitions and Table output build per-watcher
+//! bytes. A watcher whose position is trimmed away ends its stream, and its
+//! client re-watches from the last revision it saw.
+
+use super::list::{filter, list_objects, wait_not_older_than};
+use super::negotiation::Output;
+use super::{table, Api, HandlerResult, ResourceRequest};
+use crate::serving::body::{Body, ChunkStream};
+use bytes::Bytes;
+use glommio::timer::Timer;
+use http::{header, HeaderValue, Response, StatusCode};
+use kubeshard_cache::ring::RingRead;
+use kubeshard_cache::{Event, EventType, Filter, Hub};
+use kubeshard_core::catalog::ResourceInfo;
+use kubeshard_core::meta::parse_resource_version;
+use kubeshard_core::status::ApiError;
+use kubeshard_shards::Shutdown;
+use rand::Rng;
+use std::cell::RefCell;
+use std::collections::VecDeque;
+use std::future::Future;
+use std::pin::Pin;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+pub async fn watch(api: &Rc<Api>, rr: &ResourceRequest) -> HandlerResult {
+    let q = &rr.query;
+    let info = rr.resource.clone();
+    let filter = filter(&info, &rr.info.namespace, q)?;
+    let bookmarks = q.flag("allowWatchBookmarks");
+    let rv = q.get("resourceVersion").unwrap_or("");
+    let send_initial = q.get("sendInitialEvents").map(|_| q.flag("sendInitialEvents"));
+    let rv_match = q.get("resourceVersionMatch").unwrap_or("");
+    if send_initial.is_some() {
+        if rv_match != "NotOlderThan" {
+            return Err(super::list::invalid_options(
+                "resourceVersionMatch",
+                "",
+                "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan",
+            ));
+        }
+        if send_initial == Some(true) && !bookmarks {
+            return Err(super::list::invalid_options(
+                "allowWatchBookmarks",
+                "",
+                "sendInitialEvents requires setting allowWatchBookmarks to true",
+            ));
+        }
+    } else if !rv_match.is_empty() {
+        return Err(super::list::invalid_options(
+            "resourceVersionMatch",
+            rv_match,
+            "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided",
+        ));
+    }
+    let timeout = match q.get("timeoutSeconds").filter(|t| !t.is_empty()) {
+        Some(t) => Duration::from_secs(t.parse::<u64>().map_err(|_| ApiError::bad_request(&format!("invalid timeoutSeconds: {t}")))?),
+        None => {
+            let min = api.config.min_request_timeout.as_secs().max(1);
+            Duration::from_secs(rand::thread_rng().gen_range(min..=2 * min))
+        }
+    };
+
+    let mut initial: VecDeque<Bytes> = VecDeque::new();
+    let wants_initial = match send_initial {
+        Some(b) => b,
+        None => rv.is_empty() || rv == "0",
+    };
+    let start_rev;
+    let mut initial_end_bookmark = false;
+    if wants_initial {
+        if let Some(n) = parse_resource_version(rv).filter(|n| *n > 0) {
+            wait_not_older_than(api, n).await?;
+        }
+        let mut list_rr_query = rr.query.clone();
+        list_rr_query.remove("limit");
+        list_rr_query.remove("continue");
+        list_rr_query.remove("resourceVersion");
+        list_rr_query.remove("resourceVersionMatch");
+        let listed = list_objects(
+            api,
+            &ResourceRequest {
+                info: rr.info.clone(),
+                resource: info.clone(),
+                query: list_rr_query,
+                render: rr.render,
+            },
+            filter.clone(),
+        )
+        .await?;
+        start_rev = listed.meta.resource_version;
+        for o in &listed.items {
+            initial.push_back(frame_for(&info, rr.render.output, EventType::Added, &o.bytes));
+        }
+        initial_end_bookmark = send_initial == Some(true);
+    } else if send_initial == Some(false) {
+        start_rev = match parse_resource_version(rv) {
+            Some(n) if n > 0 => {
+                wait_not_older_than(api, n).await?;
+                n
+            }
+            _ => api.shards().sequencer().closed(),
+        };
+    } else {
+        start_rev = parse_resource_version(rv).ok_or_else(|| ApiError::bad_request(&format!("invalid resource version: {rv}")))?;
+    }
+
+    let hub = api.exec.hub.clone();
+    let cursor = {
+        let mut h = hub.borrow_mut();
+        h.ring(&info.storage_key).seq_after(start_rev)
+    };
+    let stream: Pin<Box<dyn ChunkStream>> = match cursor {
+        Err(compacted) => {
+            let err = ApiError::resource_expired(&format!("too old resource version: {start_rev} ({compacted})"));
+            Box::pin(OneShot(Some(error_frame(&err))))
+        }
+        Ok(cursor) => {
+            if initial_end_bookmark {
+                initial.push_back(bookmark_frame(&info, start_rev, true));
+            }
+            let bookmark_every = bookmarks.then_some(api.config.bookmark_interval);
+            Box::pin(Watcher {
+                hub,
+                info,
+                filter,
+                output: rr.render.output,
+                cursor,
+                start_rev,
+                last_rev: start_rev,
+                out: initial,
+                deadline: Instant::now() + timeout,
+                deadline_timer: Box::pin(Timer::new(timeout)),
+                bookmark_every,
+                bookmark_timer: bookmark_every.map(|d| Box::pin(Timer::new(d))),
+                shutdown: api.shutdown().clone(),
+                done: false,
+            })
+        }
+    };
+    let mut resp = Response::new(Body::Stream(stream));
+    *resp.status_mut() = StatusCode::OK;
+    let ct = match rr.render.output {
+        Output::Table => "application/json;as=Table;v=v1;g=meta.k8s.io",
+        _ => "application/json",
+    };
+    resp.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static(ct));
+    resp.headers_mut()
+        .insert(header::TRANSFER_ENCODING, HeaderValue::from_static("chunked"));
+    Ok(resp)
+}
+
+/// One JSON watch event line: {"type":T,"object":O}\n.
+fn frame(kind: &str, object: &[u8]) -> Bytes {
+    let mut out = Vec::with_capacity(object.len() + 32);
+    out.extend_from_slice(b"{\"type\":\"");
+    out.extend_from_slice(kind.as_bytes());
+    out.extend_from_slice(b"\",\"object\":");
+    out.extend_from_slice(object);
+    out.extend_from_slice(b"}\n");
+    Bytes::from(out)
+}
+
+fn frame_for(info: &ResourceInfo, output: Output, kind: EventType, object: &Bytes) -> Bytes {
+    if output == Output::Table {
+        let v: serde_json::Value = serde_json::from_slice(object).unwrap_or_default();
+        let stored = kubeshard_cache::StoredObject::from_parts(info, &v, 0, object.clone());
+        let rv = kubeshard_core::meta::resource_version(&v).to_string();
+        let t = table::for_objects(info, &[Arc::new(stored)], None, &rv);
+        return frame(kind.as_str(), &serde_json::to_vec(&t).expect("serializes"));
+    }
+    frame(kind.as_str(), object)
+}
+
+fn error_frame(err: &ApiError) -> Bytes {
+    frame("ERROR", &err.to_status_json())
+}
+
+fn bookmark_frame(info: &ResourceInfo, revision: u64, initial_end: bool) -> Bytes {
+    let mut md = serde_json::json!({"resourceVersion": revision.to_string()});
+    if initial_end {
+        md["annotations"] = serde_json::json!({"k8s.io/initial-events-end": "true"});
+    }
+    let obj = serde_json::json!({"kind": info.kind, "apiVersion": info.api_version(), "metadata": md});
+    frame("BOOKMARK", &serde_json::to_vec(&obj).expect("serializes"))
+}
+
+struct OneShot(Option<Bytes>);
+
+impl ChunkStream for OneShot {
+    fn poll_chunk(mut self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<Option<Bytes>> {
+        Poll::Ready(self.0.take())
+    }
+}
+
+struct Watcher {
+    hub: Rc<RefCell<Hub>>,
+    info: Arc<ResourceInfo>,
+    filter: Filter,
+    output: Output,
+    cursor: u64,
+    /// Events at or below this were covered by the initial state.
+    start_rev: u64,
+    /// The newest revision this watcher has been told about.
+    last_rev: u64,
+    out: VecDeque<Bytes>,
+    deadline: Instant,
+    deadline_timer: Pin<Box<Timer>>,
+    bookmark_every: Option<Duration>,
+    bookmark_timer: Option<Pin<Box<Timer>>>,
+    shutdown: Shutdown,
+    done: bool,
+}
+
+impl Watcher {
+    /// The frame this watcher gets for an event, if any, applying selector
+    /// transitions the way kube's cacher does.
+    fn frame_for_event(&self, e: &Arc<Event>) -> Option<Bytes> {
+        let now = self.filter.matches(&e.object);
+        let before = e.prev.as_ref().is_some_and(|p| self.filter.matches(p));
+        let (kind, bytes) = match (e.kind, before, now) {
+            (EventType::Added, _, true) => (EventType::Added, &e.object.bytes),
+            (EventType::Modified, true, true) => (EventType::Modified, &e.object.bytes),
+            (EventType::Modified, false, true) => (EventType::Added, &e.object.bytes),
+            (EventType::Modified, true, false) => (EventType::Deleted, e.prev_restamped()?),
+            (EventType::Deleted, true, _) => (EventType::Deleted, &e.object.bytes),
+            _ => return None,
+        };
+        if kind == e.kind && self.output == Output::Json {
+            return Some(e.frame().clone());
+        }
+        Some(frame_for(&self.info, self.output, kind, bytes))
+    }
+}
+
+// The watcher never relies on its own address (timers are boxed), so it
+// may move freely even though some fields are not Unpin.
+impl Unpin for Watcher {}
+
+impl ChunkStream for Watcher {
+    fn poll_chunk(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Bytes>> {
+        let this = &mut *self;
+        if let Some(b) = this.out.pop_front() {
+            return Poll::Ready(Some(b));
+        }
+        if this.done || this.shutdown.is_triggered() {
+            return Poll::Ready(None);
+        }
+        {
+            let mut hub = this.hub.borrow_mut();
+            loop {
+                let ring = hub.ring(&this.info.storage_key);
+                match ring.read(this.cursor) {
+                    RingRead::Event(e) => {
+                        let e = e.clone();
+                        this.cursor += 1;
+                        if e.revision <= this.start_rev {
+                            continue;
+                        }
+                        this.last_rev = e.revision;
+                        if let Some(f) = this.frame_for_event(&e) {
+                            return Poll::Ready(Some(f));
+                        }
+                    }
+                    RingRead::CaughtUp => break,
+                    RingRead::Overwritten => {
+                        // Too far behind: end the stream; the client
+                        // re-watches from the last revision it saw.
+                        return Poll::Ready(None);
+                    }
+                }
+            }
+            hub.wait(cx.waker());
+        }
+        if this.deadline_timer.as_mut().poll(cx).is_ready() || Instant::now() >= this.deadline {
+            this.done = true;
+            if this.bookmark_every.is_some() {
+                let rev = this.hub.borrow().released().max(this.last_rev);
+                return Poll::Ready(Some(bookmark_frame(&this.info, rev, false)));
+            }
+            return Poll::Ready(None);
+        }
+        if let (Some(every), Some(timer)) = (this.bookmark_every, this.bookmark_timer.as_mut()) {
+            if timer.as_mut().poll(cx).is_ready() {
+                this.bookmark_timer = Some(Box::pin(Timer::new(every)));
+                let rev = this.hub.borrow().released().max(this.last_rev);
+                if rev > this.start_rev || this.last_rev >= this.start_rev {
+                    return Poll::Ready(Some(bookmark_frame(&this.info, rev, false)));
+                }
+            }
+        }
+        Poll::Pending
+    }
+}

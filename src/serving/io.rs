@@ -1,0 +1,82 @@
+//! hyper's IO traits over a glommio TCP stream.
+//!
+//! Reads go through glommio's own buffer (`poll_fill_buf`) and are copied
+//! into hyper's cursor, so hyper's uninitialised buffer is never zero-filled
+//! (that costs 15–20% of GET throughput on this stack).
+
+use futures_lite::io::{AsyncBufRead, AsyncWrite};
+use glommio::net::{Preallocated, TcpStream};
+use std::io;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+pub struct HyperIo {
+    stream: TcpStream<Preallocated>,
+}
+
+impl HyperIo {
+    pub fn new(stream: TcpStream) -> Self {
+        Self {
+            stream: stream.buffered(),
+        }
+    }
+}
+
+impl hyper::rt::Read for HyperIo {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        mut buf: hyper::rt::ReadBufCursor<'_>,
+    ) -> Poll<io::Result<()>> {
+        let stream = Pin::new(&mut self.stream);
+        let available = match stream.poll_fill_buf(cx) {
+            Poll::Ready(Ok(bytes)) => bytes,
+            Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
+            Poll::Pending => return Poll::Pending,
+        };
+        let n = available.len().min(buf.remaining());
+        buf.put_slice(&available[..n]);
+        Pin::new(&mut self.stream).consume(n);
+        Poll::Ready(Ok(()))
+    }
+}
+
+impl hyper::rt::Write for HyperIo {
+    fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.stream).poll_write(cx, buf)
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.stream).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        true
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.stream).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.stream).poll_close(cx)
+    }
+}
+
+/// Spawns HTTP/2 stream tasks on the current executor: connections never
+/// leave their core, so nothing needs to be `Send`.
+#[derive(Clone, Copy)]
+pub struct LocalExec;
+
+impl<F> hyper::rt::Executor<F> for LocalExec
+where
+    F: std::future::Future + 'static,
+{
+    fn execute(&self, fut: F) {
+        glommio::spawn_local(fut).detach();
+    }
+}

@@ -1,0 +1,81 @@
+//! One listener per executor on the shared port (SO_REUSEPORT, which
+//! glommio sets), serving HTTP/1.1 and prior-knowledge HTTP/2 on each
+//! accepted connection, with graceful shutdown: stop accepting, let
+//! in-flight requests finish, end watches.
+
+use super::io::{HyperIo, LocalExec};
+use crate::handlers::Api;
+use futures_lite::future;
+use glommio::net::TcpListener;
+use hyper::body::Incoming;
+use hyper::service::service_fn;
+use hyper::Request;
+use hyper_util::server::conn::auto;
+use std::cell::Cell;
+use std::convert::Infallible;
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+/// How long shutdown waits for open connections before giving up on them.
+const DRAIN_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Accepts and serves until shutdown, then drains.
+pub async fn serve(listener: TcpListener, api: Rc<Api>) -> std::io::Result<()> {
+    let open = Rc::new(Cell::new(0usize));
+    let shutdown = api.shutdown().clone();
+    loop {
+        let accepted = future::or(async { Some(listener.accept().await) }, async {
+            shutdown.wait().await;
+            None
+        })
+        .await;
+        let stream = match accepted {
+            None => break,
+            Some(Ok(s)) => s,
+            Some(Err(e)) => {
+                tracing::warn!(error = %e, "accept failed");
+                continue;
+            }
+        };
+        let _ = stream.set_nodelay(true);
+        let (api, open) = (api.clone(), open.clone());
+        open.set(open.get() + 1);
+        glommio::spawn_local(async move {
+            serve_connection(stream, api).await;
+            open.set(open.get() - 1);
+        })
+        .detach();
+    }
+    drop(listener);
+    let deadline = Instant::now() + DRAIN_TIMEOUT;
+    while open.get() > 0 && Instant::now() < deadline {
+        glommio::timer::sleep(Duration::from_millis(5)).await;
+    }
+    Ok(())
+}
+
+async fn serve_connection(stream: glommio::net::TcpStream, api: Rc<Api>) {
+    let shutdown = api.shutdown().clone();
+    let service = service_fn(move |req: Request<Incoming>| {
+        let api = api.clone();
+        async move { Ok::<_, Infallible>(api.handle(req).await) }
+    });
+    let builder = auto::Builder::new(LocalExec);
+    let conn = builder.serve_connection(HyperIo::new(stream), service);
+    let mut conn = std::pin::pin!(conn);
+    let finished = future::or(
+        async {
+            let _ = conn.as_mut().await;
+            true
+        },
+        async {
+            shutdown.wait().await;
+            false
+        },
+    )
+    .await;
+    if !finished {
+        conn.as_mut().graceful_shutdown();
+        let _ = conn.await;
+    }
+}

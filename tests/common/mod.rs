@@ -1,0 +1,268 @@
+//! Test harness: starts the real kubeshard binary on a free loopback port,
+//! waits for /readyz, and talks to it over HTTP.
+
+#![allow(dead_code)]
+
+use serde_json::Value;
+use std::io::{BufRead, BufReader, Read};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+pub struct Server {
+    child: Option<Child>,
+    pub base: String,
+    pub port: u16,
+    pub dir: tempfile::TempDir,
+    agent: ureq::Agent,
+}
+
+pub fn binary() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_kubeshard"))
+}
+
+impl Server {
+    pub fn start(shards: usize) -> Server {
+        Self::start_with(shards, &[])
+    }
+
+    pub fn start_with(shards: usize, extra: &[&str]) -> Server {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let port_file = dir.path().join("port");
+        let log = std::fs::File::create(dir.path().join("server.log")).expect("log file");
+        let child = Command::new(binary())
+            .args(["--insecure-port", "0", "--shards", &shards.to_string()])
+            .arg("--port-file")
+            .arg(&port_file)
+            .args(extra)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .expect("start kubeshard");
+        let mut server = Server {
+            child: Some(child),
+            base: String::new(),
+            port: 0,
+            dir,
+            agent: agent(),
+        };
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            if let Some(status) = server.child.as_mut().unwrap().try_wait().unwrap() {
+                panic!("kubeshard exited early ({status}): {}", server.log());
+            }
+            if let Ok(p) = std::fs::read_to_string(&port_file) {
+                if let Ok(port) = p.trim().parse::<u16>() {
+                    server.port = port;
+                    server.base = format!("http://127.0.0.1:{port}");
+                    if server.get("/readyz").0 == 200 {
+                        return server;
+                    }
+                }
+            }
+            assert!(Instant::now() < deadline, "server not ready: {}", server.log());
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("server.log")).unwrap_or_default()
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().unwrap().id()
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{}", self.base, path)
+    }
+
+    pub fn get(&self, path: &str) -> (u16, Value) {
+        respond(self.agent.get(&self.url(path)).call())
+    }
+
+    pub fn get_with(&self, path: &str, accept: &str) -> (u16, String, String) {
+        let r = self.agent.get(&self.url(path)).header("Accept", accept).call();
+        raw(r)
+    }
+
+    pub fn post(&self, path: &str, body: &Value) -> (u16, Value) {
+        self.send("POST", path, "application/json", body.to_string().as_bytes())
+    }
+
+    pub fn put(&self, path: &str, body: &Value) -> (u16, Value) {
+        self.send("PUT", path, "application/json", body.to_string().as_bytes())
+    }
+
+    pub fn patch(&self, path: &str, content_type: &str, body: &Value) -> (u16, Value) {
+        self.send("PATCH", path, content_type, body.to_string().as_bytes())
+    }
+
+    pub fn delete(&self, path: &str) -> (u16, Value) {
+        respond(self.agent.delete(&self.url(path)).call())
+    }
+
+    pub fn delete_with(&self, path: &str, body: &Value) -> (u16, Value) {
+        self.send("DELETE", path, "application/json", body.to_string().as_bytes())
+    }
+
+    pub fn send(&self, method: &str, path: &str, content_type: &str, body: &[u8]) -> (u16, Value) {
+        let (code, _, text) = self.send_raw(method, path, content_type, body);
+        (code, serde_json::from_str(&text).unwrap_or(Value::String(text)))
+    }
+
+    pub fn send_raw(&self, method: &str, path: &str, content_type: &str, body: &[u8]) -> (u16, String, String) {
+        let req = http::Request::builder()
+            .method(method)
+            .uri(self.url(path))
+            .header("Content-Type", content_type)
+            .body(body.to_vec())
+            .unwrap();
+        raw(self.agent.run(req))
+    }
+
+    /// Opens a watch and returns a reader of its events.
+    pub fn watch(&self, path: &str) -> WatchStream {
+        let resp = self.agent.get(&self.url(path)).call().expect("watch request");
+        assert_eq!(resp.status().as_u16(), 200, "watch status");
+        WatchStream {
+            lines: Box::new(BufReader::new(resp.into_body().into_reader())),
+        }
+    }
+
+    /// Sends SIGTERM and waits for a clean exit.
+    pub fn stop(&mut self) -> std::process::ExitStatus {
+        let mut child = self.child.take().expect("running");
+        unsafe {
+            libc_kill(child.id() as i32, 15);
+        }
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            if let Some(s) = child.try_wait().unwrap() {
+                return s;
+            }
+            if Instant::now() > deadline {
+                let _ = child.kill();
+                panic!("server did not stop on SIGTERM: {}", self.log());
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+extern "C" {
+    #[link_name = "kill"]
+    fn libc_kill(pid: i32, sig: i32) -> i32;
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+pub struct WatchStream {
+    lines: Box<dyn BufRead + Send>,
+}
+
+impl WatchStream {
+    /// The next event, or None at the end of the stream.
+    pub fn next_event(&mut self) -> Option<Value> {
+        let mut line = String::new();
+        match self.lines.read_line(&mut line) {
+            Ok(0) | Err(_) => None,
+            Ok(_) => Some(serde_json::from_str(&line).unwrap_or_else(|e| panic!("bad event {line:?}: {e}"))),
+        }
+    }
+
+    /// Reads events until `pred` matches one, returning all read so far.
+    pub fn until(&mut self, mut pred: impl FnMut(&Value) -> bool) -> Vec<Value> {
+        let mut seen = Vec::new();
+        while let Some(e) = self.next_event() {
+            let done = pred(&e);
+            seen.push(e);
+            if done {
+                return seen;
+            }
+        }
+        panic!("watch ended before the expected event; saw {seen:?}");
+    }
+
+    pub fn rest(mut self) -> Vec<Value> {
+        let mut out = Vec::new();
+        while let Some(e) = self.next_event() {
+            out.push(e);
+        }
+        out
+    }
+
+    pub fn read_all_raw(mut self) -> String {
+        let mut s = String::new();
+        let _ = self.lines.read_to_string(&mut s);
+        s
+    }
+}
+
+fn agent() -> ureq::Agent {
+    ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .timeout_global(Some(Duration::from_secs(60)))
+        .build()
+        .into()
+}
+
+fn raw(r: Result<http::Response<ureq::Body>, ureq::Error>) -> (u16, String, String) {
+    let mut resp = r.expect("request failed");
+    let code = resp.status().as_u16();
+    let ct = resp
+        .headers()
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_string();
+    let text = resp.body_mut().read_to_string().unwrap_or_default();
+    (code, ct, text)
+}
+
+fn respond(r: Result<http::Response<ureq::Body>, ureq::Error>) -> (u16, Value) {
+    let (code, _, text) = raw(r);
+    (code, serde_json::from_str(&text).unwrap_or(Value::String(text)))
+}
+
+/// A ConfigMap body.
+pub fn configmap(name: &str, labels: Value) -> Value {
+    serde_json::json!({
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": name, "labels": labels},
+        "data": {"k": "v"}
+    })
+}
+
+pub fn names(list: &Value) -> Vec<String> {
+    list["items"]
+        .as_array()
+        .unwrap_or_else(|| panic!("not a list: {list}"))
+        .iter()
+        .map(|i| i["metadata"]["name"].as_str().unwrap().to_string())
+        .collect()
+}
+
+pub fn rv(obj: &Value) -> u64 {
+    obj["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no resourceVersion in {obj}"))
+        .parse()
+        .unwrap()
+}
+
+/// Creates a namespace and returns its name.
+pub fn namespace(s: &Server, name: &str) -> String {
+    let (code, body) = s.post("/api/v1/namespaces", &serde_json::json!({"metadata": {"name": name}}));
+    assert_eq!(code, 201, "{body}");
+    name.to_string()
+}
