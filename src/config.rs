@@ -5,7 +5,11 @@ use std::net::IpAddr;
 use std::time::Duration;
 
 #[derive(Debug, Clone, Parser)]
-#[command(name = "kubeshard", version, about = "A Kubernetes-compatible API server, sharded thread-per-core")]
+#[command(
+    name = "kubeshard",
+    version,
+    about = "A Kubernetes-compatible API server, sharded thread-per-core"
+)]
 pub struct Flags {
     /// Number of shards (one executor per shard). Default: the CPUs this
     /// process may run on.

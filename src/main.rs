@@ -5,6 +5,7 @@ mod config;
 mod discovery;
 mod filters;
 mod handlers;
+mod openapi;
 mod serving;
 
 use clap::Parser;
@@ -22,7 +23,9 @@ use std::sync::Arc;
 fn main() {
     let flags = Flags::parse();
     tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()))
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
+        )
         .with_writer(std::io::stderr)
         .init();
     if let Err(e) = serve(flags) {
@@ -34,14 +37,24 @@ fn main() {
 
 fn serve(flags: Flags) -> Result<(), String> {
     if flags.storage != "memory" {
-        return Err(format!("unknown --storage {:?}: this build supports \"memory\"", flags.storage));
+        return Err(format!(
+            "unknown --storage {:?}: this build supports \"memory\"",
+            flags.storage
+        ));
     }
     let cpus = allowed_cpus();
     let shards = flags.shards.unwrap_or(cpus.len()).max(1);
     // Reserve the port first so that every executor binds the same one,
     // including when the caller asked for any free port (0).
-    let reservation = reserve_port(SocketAddr::new(flags.insecure_bind_address, flags.insecure_port))?;
-    let bind = reservation.local_addr().map_err(|e| e.to_string())?.as_socket().ok_or("bound address is not IP")?;
+    let reservation = reserve_port(SocketAddr::new(
+        flags.insecure_bind_address,
+        flags.insecure_port,
+    ))?;
+    let bind = reservation
+        .local_addr()
+        .map_err(|e| e.to_string())?
+        .as_socket()
+        .ok_or("bound address is not IP")?;
     let config = Arc::new(ServerConfig {
         min_request_timeout: flags.min_request_timeout,
         bookmark_interval: flags.watch_bookmark_interval,
@@ -59,8 +72,11 @@ fn serve(flags: Flags) -> Result<(), String> {
     let bound = Arc::new(std::sync::atomic::AtomicUsize::new(0));
 
     std::thread::spawn(move || {
-        let mut signals = signal_hook::iterator::Signals::new([signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT])
-            .expect("signal handlers install");
+        let mut signals = signal_hook::iterator::Signals::new([
+            signal_hook::consts::SIGTERM,
+            signal_hook::consts::SIGINT,
+        ])
+        .expect("signal handlers install");
         let mut seen = 0;
         for sig in signals.forever() {
             seen += 1;
@@ -68,7 +84,10 @@ fn serve(flags: Flags) -> Result<(), String> {
                 eprintln!("kubeshard: second signal, exiting now");
                 std::process::exit(1);
             }
-            tracing::info!(signal = sig, "shutting down: no new connections, finishing requests, ending watches");
+            tracing::info!(
+                signal = sig,
+                "shutting down: no new connections, finishing requests, ending watches"
+            );
             trigger.trigger();
         }
     });
@@ -82,47 +101,67 @@ fn serve(flags: Flags) -> Result<(), String> {
         limits,
         io_memory: flags.io_memory_kib * 1024,
     };
-    run(rt, seq, shutdown, |_| Box::new(MemoryBackend), move |ctx| {
-        let (catalog, config, ready, port_file, bound, reservation) =
-            (catalog.clone(), config.clone(), ready.clone(), port_file.clone(), bound.clone(), reservation.clone());
-        async move {
-            let api = Rc::new(Api::new(ctx.clone(), CatalogReader::new(catalog), config.clone(), ready.clone()));
-            let listener = match glommio::net::TcpListener::bind(config.bind) {
-                Ok(l) => l,
-                Err(e) => {
-                    eprintln!("kubeshard: executor {} cannot bind {}: {e}", ctx.id, config.bind);
-                    std::process::exit(1);
-                }
-            };
-            if bound.fetch_add(1, Ordering::SeqCst) + 1 == ctx.shards.shard_count() {
-                // Every executor listens now: release the reservation (it
-                // is bound but not listening, so it never took connections).
-                reservation.lock().take();
-                if let Some(f) = &port_file {
-                    let _ = std::fs::write(f, config.bind.port().to_string());
-                }
-            }
-            if ctx.id == 0 {
-                let api = api.clone();
-                glommio::spawn_local(async move {
-                    match handlers::bootstrap(&api).await {
-                        Ok(()) => {
-                            api.mark_ready();
-                            tracing::info!("ready");
-                        }
-                        Err(e) => {
-                            eprintln!("kubeshard: bootstrap failed: {e}");
-                            std::process::exit(1);
-                        }
+    run(
+        rt,
+        seq,
+        shutdown,
+        |_| Box::new(MemoryBackend),
+        move |ctx| {
+            let (catalog, config, ready, port_file, bound, reservation) = (
+                catalog.clone(),
+                config.clone(),
+                ready.clone(),
+                port_file.clone(),
+                bound.clone(),
+                reservation.clone(),
+            );
+            async move {
+                let api = Rc::new(Api::new(
+                    ctx.clone(),
+                    CatalogReader::new(catalog),
+                    config.clone(),
+                    ready.clone(),
+                ));
+                let listener = match glommio::net::TcpListener::bind(config.bind) {
+                    Ok(l) => l,
+                    Err(e) => {
+                        eprintln!(
+                            "kubeshard: executor {} cannot bind {}: {e}",
+                            ctx.id, config.bind
+                        );
+                        std::process::exit(1);
                     }
-                })
-                .detach();
+                };
+                if bound.fetch_add(1, Ordering::SeqCst) + 1 == ctx.shards.shard_count() {
+                    // Every executor listens now: release the reservation (it
+                    // is bound but not listening, so it never took connections).
+                    reservation.lock().take();
+                    if let Some(f) = &port_file {
+                        let _ = std::fs::write(f, config.bind.port().to_string());
+                    }
+                }
+                if ctx.id == 0 {
+                    let api = api.clone();
+                    glommio::spawn_local(async move {
+                        match handlers::bootstrap(&api).await {
+                            Ok(()) => {
+                                api.mark_ready();
+                                tracing::info!("ready");
+                            }
+                            Err(e) => {
+                                eprintln!("kubeshard: bootstrap failed: {e}");
+                                std::process::exit(1);
+                            }
+                        }
+                    })
+                    .detach();
+                }
+                if let Err(e) = serving::listener::serve(listener, api).await {
+                    tracing::error!(error = %e, "listener failed");
+                }
             }
-            if let Err(e) = serving::listener::serve(listener, api).await {
-                tracing::error!(error = %e, "listener failed");
-            }
-        }
-    })
+        },
+    )
     .map_err(|e| e.to_string())?;
     tracing::info!("stopped");
     Ok(())
@@ -131,9 +170,11 @@ fn serve(flags: Flags) -> Result<(), String> {
 /// A bound (not listening) SO_REUSEPORT socket holding the port.
 fn reserve_port(addr: SocketAddr) -> Result<socket2::Socket, String> {
     use socket2::{Domain, Socket, Type};
-    let s = Socket::new(Domain::for_address(addr), Type::STREAM, None).map_err(|e| e.to_string())?;
+    let s =
+        Socket::new(Domain::for_address(addr), Type::STREAM, None).map_err(|e| e.to_string())?;
     s.set_reuse_port(true).map_err(|e| e.to_string())?;
-    s.bind(&addr.into()).map_err(|e| format!("cannot bind {addr}: {e}"))?;
+    s.bind(&addr.into())
+        .map_err(|e| format!("cannot bind {addr}: {e}"))?;
     Ok(s)
 }
 
@@ -142,7 +183,8 @@ fn allowed_cpus() -> Vec<usize> {
     let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
     // SAFETY: sched_getaffinity writes at most size_of::<cpu_set_t>() bytes
     // into the set we own.
-    let rc = unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) };
+    let rc =
+        unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) };
     if rc != 0 {
         return (0..std::thread::available_parallelism().map_or(1, |n| n.get())).collect();
     }

@@ -76,8 +76,16 @@ impl StoredObject {
             + self.namespace.len()
             + self.name.len()
             + self.uid.len()
-            + self.labels.iter().map(|(k, v)| k.len() + v.len() + 48).sum::<usize>()
-            + self.fields.iter().map(|(k, v)| k.len() + v.len() + 48).sum::<usize>()
+            + self
+                .labels
+                .iter()
+                .map(|(k, v)| k.len() + v.len() + 48)
+                .sum::<usize>()
+            + self
+                .fields
+                .iter()
+                .map(|(k, v)| k.len() + v.len() + 48)
+                .sum::<usize>()
             + std::mem::size_of::<Self>()
     }
 }

@@ -60,7 +60,9 @@ impl EventRing {
     /// Appends an event; revisions must increase.
     pub fn push(&mut self, event: Arc<Event>, now: Instant) {
         debug_assert!(
-            self.events.back().is_none_or(|(_, e)| e.revision < event.revision),
+            self.events
+                .back()
+                .is_none_or(|(_, e)| e.revision < event.revision),
             "ring revisions must increase"
         );
         self.events.push_back((now, event));
@@ -128,7 +130,10 @@ impl EventRing {
 
     /// Events with a revision above `revision`, oldest first, or
     /// `Err(compacted_through)` when some were trimmed.
-    pub fn events_after(&self, revision: u64) -> Result<impl DoubleEndedIterator<Item = &Arc<Event>>, u64> {
+    pub fn events_after(
+        &self,
+        revision: u64,
+    ) -> Result<impl DoubleEndedIterator<Item = &Arc<Event>>, u64> {
         let start = self.seq_after(revision)? - self.first_seq;
         Ok(self.events.range(start as usize..).map(|(_, e)| e))
     }
@@ -158,7 +163,13 @@ mod tests {
             labels: Box::new([]),
             fields: Box::new([]),
         });
-        Arc::new(Event::new(rev, EventType::Added, Arc::from("/x"), obj, None))
+        Arc::new(Event::new(
+            rev,
+            EventType::Added,
+            Arc::from("/x"),
+            obj,
+            None,
+        ))
     }
 
     #[test]

@@ -104,7 +104,10 @@ mod tests {
         let mut o = json!({"metadata": {"name": "a", "labels": {"z": "1", "a": "2", "n": 3}}});
         assert_eq!(name(&o), "a");
         assert_eq!(namespace(&o), "");
-        assert_eq!(labels(&o), vec![("a".into(), "2".into()), ("z".into(), "1".into())]);
+        assert_eq!(
+            labels(&o),
+            vec![("a".into(), "2".into()), ("z".into(), "1".into())]
+        );
         set_meta(&mut o, "namespace", json!("ns"));
         assert_eq!(namespace(&o), "ns");
         let mut bare = json!(5);

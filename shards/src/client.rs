@@ -62,13 +62,22 @@ impl ShardClient {
         out
     }
 
-    async fn ask<T>(&self, shard: usize, make: impl FnOnce(oneshot::Sender<T>) -> ShardMsg) -> Option<T> {
+    async fn ask<T>(
+        &self,
+        shard: usize,
+        make: impl FnOnce(oneshot::Sender<T>) -> ShardMsg,
+    ) -> Option<T> {
         let (tx, rx) = oneshot::channel();
         self.inboxes[shard].send(make(tx)).await.ok()?;
         rx.await.ok()
     }
 
-    pub async fn get(&self, resource: &Arc<str>, namespace: &str, name: &str) -> Result<Option<Arc<StoredObject>>, ApiError> {
+    pub async fn get(
+        &self,
+        resource: &Arc<str>,
+        namespace: &str,
+        name: &str,
+    ) -> Result<Option<Arc<StoredObject>>, ApiError> {
         let shard = self.owner(resource, namespace, name);
         if shard == self.id {
             return Ok(self.local.borrow().get(resource, namespace, name));
@@ -83,7 +92,11 @@ impl ShardClient {
         .ok_or_else(gone)
     }
 
-    pub async fn create(&self, info: &Arc<ResourceInfo>, obj: Value) -> Result<Arc<StoredObject>, ApiError> {
+    pub async fn create(
+        &self,
+        info: &Arc<ResourceInfo>,
+        obj: Value,
+    ) -> Result<Arc<StoredObject>, ApiError> {
         let shard = self.owner(&info.storage_key, meta::namespace(&obj), meta::name(&obj));
         if shard == self.id {
             return self.local(|s| s.create(info, obj));
@@ -159,15 +172,27 @@ impl ShardClient {
                 .map_err(|_| gone())?;
             waits.push(rx);
         }
-        let mut chunks = vec![self.local.borrow().list(req).map_err(|c| expired(req.revision, c))?];
+        let mut chunks = vec![self
+            .local
+            .borrow()
+            .list(req)
+            .map_err(|c| expired(req.revision, c))?];
         for rx in waits {
-            chunks.push(rx.await.map_err(|_| gone())?.map_err(|c| expired(req.revision, c))?);
+            chunks.push(
+                rx.await
+                    .map_err(|_| gone())?
+                    .map_err(|c| expired(req.revision, c))?,
+            );
         }
         Ok(chunks)
     }
 
     /// Deletes a namespace's contents on every shard.
-    pub async fn delete_namespace_contents(&self, resources: Vec<Arc<ResourceInfo>>, namespace: &str) -> Result<usize, ApiError> {
+    pub async fn delete_namespace_contents(
+        &self,
+        resources: Vec<Arc<ResourceInfo>>,
+        namespace: &str,
+    ) -> Result<usize, ApiError> {
         let mut waits = Vec::new();
         for (shard, inbox) in self.inboxes.iter().enumerate() {
             if shard == self.id {
@@ -195,7 +220,10 @@ impl ShardClient {
         let mut out = Vec::new();
         for inbox in &self.inboxes {
             let (tx, rx) = oneshot::channel();
-            inbox.send(ShardMsg::Stats { reply: tx }).await.map_err(|_| gone())?;
+            inbox
+                .send(ShardMsg::Stats { reply: tx })
+                .await
+                .map_err(|_| gone())?;
             out.push(rx.await.map_err(|_| gone())?);
         }
         Ok(out)

@@ -86,28 +86,55 @@ impl Shutdown {
 
 /// Runs all executors until `front_end` returns on every one of them.
 /// `backends` makes each shard's storage backend on its own thread.
-pub fn run<F, Fut, B>(cfg: RuntimeConfig, seq: Arc<Sequencer>, shutdown: Shutdown, backends: B, front_end: F) -> std::io::Result<()>
+pub fn run<F, Fut, B>(
+    cfg: RuntimeConfig,
+    seq: Arc<Sequencer>,
+    shutdown: Shutdown,
+    backends: B,
+    front_end: F,
+) -> std::io::Result<()>
 where
     F: Fn(Rc<ExecutorContext>) -> Fut + Send + Sync + Clone + 'static,
     Fut: Future<Output = ()> + 'static,
     B: Fn(usize) -> Box<dyn Backend> + Send + Sync + Clone + 'static,
 {
     let n = cfg.shards.max(1);
-    let (inbox_tx, inbox_rx): (Vec<_>, Vec<_>) = (0..n).map(|_| async_channel::unbounded::<ShardMsg>()).unzip();
-    let (hub_tx, hub_rx): (Vec<_>, Vec<_>) = (0..n).map(|_| async_channel::unbounded::<EventBatch>()).unzip();
+    let (inbox_tx, inbox_rx): (Vec<_>, Vec<_>) = (0..n)
+        .map(|_| async_channel::unbounded::<ShardMsg>())
+        .unzip();
+    let (hub_tx, hub_rx): (Vec<_>, Vec<_>) = (0..n)
+        .map(|_| async_channel::unbounded::<EventBatch>())
+        .unzip();
     let mut handles = Vec::with_capacity(n);
     for (id, (inbox, hub_feed)) in inbox_rx.into_iter().zip(hub_rx).enumerate() {
         let cpu = cfg.cpus[id % cfg.cpus.len().max(1)];
-        let (inbox_tx, hub_tx, seq, shutdown) = (inbox_tx.clone(), hub_tx.clone(), seq.clone(), shutdown.clone());
+        let (inbox_tx, hub_tx, seq, shutdown) = (
+            inbox_tx.clone(),
+            hub_tx.clone(),
+            seq.clone(),
+            shutdown.clone(),
+        );
         let (front_end, backends, limits) = (front_end.clone(), backends.clone(), cfg.limits);
         let handle = LocalExecutorBuilder::new(Placement::Fixed(cpu))
             .name(&format!("shard-{id}"))
             .io_memory(cfg.io_memory)
             .spawn(move || async move {
-                let store = Rc::new(RefCell::new(ShardStore::new(id, seq.clone(), backends(id), limits, hub_tx)));
+                let store = Rc::new(RefCell::new(ShardStore::new(
+                    id,
+                    seq.clone(),
+                    backends(id),
+                    limits,
+                    hub_tx,
+                )));
                 let hub = Rc::new(RefCell::new(Hub::new(seq.current(), limits)));
                 glommio::spawn_local(shard_loop(store.clone(), inbox)).detach();
-                glommio::spawn_local(hub_loop(hub.clone(), hub_feed, seq.clone(), shutdown.clone())).detach();
+                glommio::spawn_local(hub_loop(
+                    hub.clone(),
+                    hub_feed,
+                    seq.clone(),
+                    shutdown.clone(),
+                ))
+                .detach();
                 let ctx = Rc::new(ExecutorContext {
                     id,
                     shards: ShardClient::new(id, store, inbox_tx, seq),
@@ -116,7 +143,9 @@ where
                 });
                 front_end(ctx).await;
             })
-            .map_err(|e| std::io::Error::other(format!("starting executor {id} on cpu {cpu}: {e}")))?;
+            .map_err(|e| {
+                std::io::Error::other(format!("starting executor {id} on cpu {cpu}: {e}"))
+            })?;
         handles.push(handle);
     }
     drop(inbox_tx);
@@ -196,7 +225,12 @@ fn handle(store: &mut ShardStore, msg: ShardMsg) {
 
 /// Feeds this executor's hub from every shard and releases events as the
 /// closed revision passes them.
-async fn hub_loop(hub: Rc<RefCell<Hub>>, feed: async_channel::Receiver<EventBatch>, seq: Arc<Sequencer>, shutdown: Shutdown) {
+async fn hub_loop(
+    hub: Rc<RefCell<Hub>>,
+    feed: async_channel::Receiver<EventBatch>,
+    seq: Arc<Sequencer>,
+    shutdown: Shutdown,
+) {
     let mut last_trim = Instant::now();
     loop {
         let pending = hub.borrow().has_pending();

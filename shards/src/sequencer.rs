@@ -98,7 +98,8 @@ mod tests {
     fn closed_never_passes_an_unapplied_revision() {
         const N: u64 = 20_000;
         let s = Arc::new(Sequencer::new(2, 0));
-        let applied: Arc<Vec<AtomicU64>> = Arc::new((0..=2 * N + 1).map(|_| AtomicU64::new(0)).collect());
+        let applied: Arc<Vec<AtomicU64>> =
+            Arc::new((0..=2 * N + 1).map(|_| AtomicU64::new(0)).collect());
         let writers: Vec<_> = (0..2)
             .map(|shard| {
                 let (s, applied) = (s.clone(), applied.clone());
@@ -120,7 +121,11 @@ mod tests {
                     let c = s.closed();
                     assert!(c >= last, "closed went backwards");
                     for r in last + 1..=c {
-                        assert_eq!(applied[r as usize].load(SeqCst), 1, "rev {r} visible before applied");
+                        assert_eq!(
+                            applied[r as usize].load(SeqCst),
+                            1,
+                            "rev {r} visible before applied"
+                        );
                     }
                     last = c;
                 }

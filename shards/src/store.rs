@@ -52,7 +52,9 @@ pub enum UpdateOutcome {
 impl UpdateOutcome {
     pub fn object(&self) -> &Arc<StoredObject> {
         match self {
-            UpdateOutcome::Created(o) | UpdateOutcome::Updated(o) | UpdateOutcome::Unchanged(o) => o,
+            UpdateOutcome::Created(o) | UpdateOutcome::Updated(o) | UpdateOutcome::Unchanged(o) => {
+                o
+            }
         }
     }
 }
@@ -139,7 +141,13 @@ impl ShardStore {
     }
 
     /// The object as it was at `revision`, if history reaches back that far.
-    pub fn get_at(&self, resource: &str, namespace: &str, name: &str, revision: u64) -> Result<Option<Arc<StoredObject>>, u64> {
+    pub fn get_at(
+        &self,
+        resource: &str,
+        namespace: &str,
+        name: &str,
+        revision: u64,
+    ) -> Result<Option<Arc<StoredObject>>, u64> {
         let Some(rs) = self.resources.get(resource) else {
             return Ok(None);
         };
@@ -203,7 +211,11 @@ impl ShardStore {
     ) -> Result<Arc<StoredObject>, ApiError> {
         self.begin();
         let revision = self.seq.next();
-        meta::set_meta(&mut obj, "resourceVersion", Value::String(revision.to_string()));
+        meta::set_meta(
+            &mut obj,
+            "resourceVersion",
+            Value::String(revision.to_string()),
+        );
         let stored = Arc::new(StoredObject::encode(info, &obj, revision));
         let event = Arc::new(Event::new(
             revision,
@@ -229,8 +241,15 @@ impl ShardStore {
     }
 
     /// Stores a new object (already prepared and validated).
-    pub fn create(&mut self, info: &ResourceInfo, obj: Value) -> Result<Arc<StoredObject>, ApiError> {
-        let (ns, name) = (meta::namespace(&obj).to_string(), meta::name(&obj).to_string());
+    pub fn create(
+        &mut self,
+        info: &ResourceInfo,
+        obj: Value,
+    ) -> Result<Arc<StoredObject>, ApiError> {
+        let (ns, name) = (
+            meta::namespace(&obj).to_string(),
+            meta::name(&obj).to_string(),
+        );
         if self.get(&info.storage_key, &ns, &name).is_some() {
             return Err(ApiError::already_exists(&info.group, &info.plural, &name));
         }
@@ -248,19 +267,39 @@ impl ShardStore {
         let old = self.get(&info.storage_key, namespace, name);
         let new = try_update(old.as_ref())?;
         if meta::namespace(&new) != namespace || meta::name(&new) != name {
-            return Err(ApiError::bad_request("an update may not change the object's name or namespace"));
+            return Err(ApiError::bad_request(
+                "an update may not change the object's name or namespace",
+            ));
         }
         match old {
-            None => Ok(UpdateOutcome::Created(self.commit(info, EventType::Added, new, None)?)),
+            None => Ok(UpdateOutcome::Created(self.commit(
+                info,
+                EventType::Added,
+                new,
+                None,
+            )?)),
             Some(old) => {
                 let mut old_value = old.to_value();
                 let mut candidate = new.clone();
-                meta::set_meta(&mut candidate, "resourceVersion", Value::String(old.revision.to_string()));
-                meta::set_meta(&mut old_value, "resourceVersion", Value::String(old.revision.to_string()));
+                meta::set_meta(
+                    &mut candidate,
+                    "resourceVersion",
+                    Value::String(old.revision.to_string()),
+                );
+                meta::set_meta(
+                    &mut old_value,
+                    "resourceVersion",
+                    Value::String(old.revision.to_string()),
+                );
                 if candidate == old_value {
                     return Ok(UpdateOutcome::Unchanged(old));
                 }
-                Ok(UpdateOutcome::Updated(self.commit(info, EventType::Modified, new, Some(old))?))
+                Ok(UpdateOutcome::Updated(self.commit(
+                    info,
+                    EventType::Modified,
+                    new,
+                    Some(old),
+                )?))
             }
         }
     }
@@ -284,7 +323,11 @@ impl ShardStore {
 
     /// Deletes every object of the given resources in a namespace (the
     /// simple synchronous namespace cleanup). Returns how many went.
-    pub fn delete_namespace_contents(&mut self, resources: &[Arc<ResourceInfo>], namespace: &str) -> usize {
+    pub fn delete_namespace_contents(
+        &mut self,
+        resources: &[Arc<ResourceInfo>],
+        namespace: &str,
+    ) -> usize {
         let mut deleted = 0;
         for info in resources {
             let names: Vec<Box<str>> = match self.resources.get(&info.storage_key) {
@@ -297,7 +340,10 @@ impl ShardStore {
                 None => continue,
             };
             for name in names {
-                if self.delete(info, namespace, &name, Box::new(|_| Ok(()))).is_ok() {
+                if self
+                    .delete(info, namespace, &name, Box::new(|_| Ok(())))
+                    .is_ok()
+                {
                     deleted += 1;
                 }
             }

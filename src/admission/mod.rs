@@ -17,7 +17,12 @@ pub trait AdmissionPlugin {
     fn admit_update(&self, _info: &ResourceInfo, _obj: &mut Value) -> Result<(), ApiError> {
         Ok(())
     }
-    fn admit_delete(&self, _info: &ResourceInfo, _namespace: &str, _name: &str) -> Result<(), ApiError> {
+    fn admit_delete(
+        &self,
+        _info: &ResourceInfo,
+        _namespace: &str,
+        _name: &str,
+    ) -> Result<(), ApiError> {
         Ok(())
     }
 }
@@ -36,14 +41,25 @@ impl Admission {
     }
 
     pub fn admit_create(&self, info: &ResourceInfo, obj: &mut Value) -> Result<(), ApiError> {
-        self.plugins.iter().try_for_each(|p| p.admit_create(info, obj))
+        self.plugins
+            .iter()
+            .try_for_each(|p| p.admit_create(info, obj))
     }
 
     pub fn admit_update(&self, info: &ResourceInfo, obj: &mut Value) -> Result<(), ApiError> {
-        self.plugins.iter().try_for_each(|p| p.admit_update(info, obj))
+        self.plugins
+            .iter()
+            .try_for_each(|p| p.admit_update(info, obj))
     }
 
-    pub fn admit_delete(&self, info: &ResourceInfo, namespace: &str, name: &str) -> Result<(), ApiError> {
-        self.plugins.iter().try_for_each(|p| p.admit_delete(info, namespace, name))
+    pub fn admit_delete(
+        &self,
+        info: &ResourceInfo,
+        namespace: &str,
+        name: &str,
+    ) -> Result<(), ApiError> {
+        self.plugins
+            .iter()
+            .try_for_each(|p| p.admit_delete(info, namespace, name))
     }
 }

@@ -45,7 +45,10 @@ impl Query {
 
     /// Go's strconv.ParseBool set of spellings, as kube accepts them.
     pub fn flag(&self, key: &str) -> bool {
-        matches!(self.get(key), Some("1" | "t" | "T" | "true" | "TRUE" | "True"))
+        matches!(
+            self.get(key),
+            Some("1" | "t" | "T" | "true" | "TRUE" | "True")
+        )
     }
 }
 
@@ -56,14 +59,20 @@ impl RequestInfo {
             verb: method.as_str().to_ascii_lowercase(),
             ..Default::default()
         };
-        let parts: Vec<&str> = path.trim_matches('/').split('/').filter(|p| !p.is_empty()).collect();
+        let parts: Vec<&str> = path
+            .trim_matches('/')
+            .split('/')
+            .filter(|p| !p.is_empty())
+            .collect();
         let Some(prefix) = parts.first() else {
             return info;
         };
         let mut rest: &[&str] = &parts[1..];
         match *prefix {
             "api" => {
-                let Some(version) = rest.first() else { return info };
+                let Some(version) = rest.first() else {
+                    return info;
+                };
                 info.version = version.to_string();
                 rest = &rest[1..];
             }
@@ -158,24 +167,46 @@ mod tests {
         let i = p(Method::GET, "/api/v1/namespaces/ns1/pods/p1/status", "");
         assert!(i.is_resource_request);
         assert_eq!((i.group.as_str(), i.version.as_str()), ("", "v1"));
-        assert_eq!((i.namespace.as_str(), i.resource.as_str(), i.name.as_str()), ("ns1", "pods", "p1"));
+        assert_eq!(
+            (i.namespace.as_str(), i.resource.as_str(), i.name.as_str()),
+            ("ns1", "pods", "p1")
+        );
         assert_eq!(i.subresource, "status");
         assert_eq!(i.verb, "get");
-        let l = p(Method::GET, "/apis/apps/v1/namespaces/ns1/deployments", "watch=true");
+        let l = p(
+            Method::GET,
+            "/apis/apps/v1/namespaces/ns1/deployments",
+            "watch=true",
+        );
         assert_eq!((l.group.as_str(), l.verb.as_str()), ("apps", "watch"));
-        assert_eq!(p(Method::DELETE, "/api/v1/namespaces/a/configmaps", "").verb, "deletecollection");
+        assert_eq!(
+            p(Method::DELETE, "/api/v1/namespaces/a/configmaps", "").verb,
+            "deletecollection"
+        );
     }
 
     #[test]
     fn namespaces_themselves() {
         let i = p(Method::GET, "/api/v1/namespaces/ns1", "");
-        assert_eq!((i.resource.as_str(), i.name.as_str(), i.namespace.as_str()), ("namespaces", "ns1", "ns1"));
+        assert_eq!(
+            (i.resource.as_str(), i.name.as_str(), i.namespace.as_str()),
+            ("namespaces", "ns1", "ns1")
+        );
         let f = p(Method::PUT, "/api/v1/namespaces/ns1/finalize", "");
-        assert_eq!((f.resource.as_str(), f.name.as_str(), f.subresource.as_str()), ("namespaces", "ns1", "finalize"));
+        assert_eq!(
+            (f.resource.as_str(), f.name.as_str(), f.subresource.as_str()),
+            ("namespaces", "ns1", "finalize")
+        );
         let all = p(Method::GET, "/api/v1/namespaces", "");
-        assert_eq!((all.resource.as_str(), all.verb.as_str()), ("namespaces", "list"));
+        assert_eq!(
+            (all.resource.as_str(), all.verb.as_str()),
+            ("namespaces", "list")
+        );
         let w = p(Method::GET, "/api/v1/watch/namespaces/a/configmaps", "");
-        assert_eq!((w.verb.as_str(), w.namespace.as_str(), w.resource.as_str()), ("watch", "a", "configmaps"));
+        assert_eq!(
+            (w.verb.as_str(), w.namespace.as_str(), w.resource.as_str()),
+            ("watch", "a", "configmaps")
+        );
     }
 
     #[test]

@@ -20,7 +20,11 @@ const GENERATE_NAME_ATTEMPTS: usize = 8;
 
 pub async fn create(api: &Rc<Api>, rr: &ResourceRequest, req: Request<Incoming>) -> HandlerResult {
     if !rr.info.name.is_empty() {
-        return Err(ApiError::method_not_supported(&rr.resource.group, &rr.resource.plural, "create"));
+        return Err(ApiError::method_not_supported(
+            &rr.resource.group,
+            &rr.resource.plural,
+            "create",
+        ));
     }
     let (input, body) = read_body(req).await?;
     let mut obj = parse_object(input, &body)?;
@@ -39,18 +43,36 @@ pub async fn create(api: &Rc<Api>, rr: &ResourceRequest, req: Request<Incoming>)
     for _ in 0..attempts {
         let mut candidate = obj.clone();
         if generate {
-            let prefix = meta::meta_str(&candidate, "generateName").unwrap_or("").to_string();
-            meta::set_meta(&mut candidate, "name", json!(format!("{prefix}{}", validation::generate_name_suffix())));
+            let prefix = meta::meta_str(&candidate, "generateName")
+                .unwrap_or("")
+                .to_string();
+            meta::set_meta(
+                &mut candidate,
+                "name",
+                json!(format!("{prefix}{}", validation::generate_name_suffix())),
+            );
         }
         let prepared = prepare(info, candidate)?;
         if dry_run {
             let stored = kubeshard_cache::StoredObject::encode(info, &prepared, 0);
-            return Ok(response::object(StatusCode::CREATED, info, &std::sync::Arc::new(stored), rr.render));
+            return Ok(response::object(
+                StatusCode::CREATED,
+                info,
+                &std::sync::Arc::new(stored),
+                rr.render,
+            ));
         }
         match api.shards().create(info, prepared).await {
             Ok(stored) => {
-                api.shards().wait_closed(stored.revision, Duration::from_secs(5)).await;
-                return Ok(response::object(StatusCode::CREATED, info, &stored, rr.render));
+                api.shards()
+                    .wait_closed(stored.revision, Duration::from_secs(5))
+                    .await;
+                return Ok(response::object(
+                    StatusCode::CREATED,
+                    info,
+                    &stored,
+                    rr.render,
+                ));
             }
             Err(e) if generate && e.code == 409 => last_err = Some(e),
             Err(e) => return Err(e),
@@ -63,10 +85,22 @@ pub async fn create(api: &Rc<Api>, rr: &ResourceRequest, req: Request<Incoming>)
 pub fn prepare(info: &ResourceInfo, mut obj: Value) -> Result<Value, ApiError> {
     let uid = uuid::Uuid::new_v4().to_string();
     let now = now_rfc3339();
-    registry::prepare_for_create(info, &mut obj, &CreateContext { uid: &uid, now: &now });
+    registry::prepare_for_create(
+        info,
+        &mut obj,
+        &CreateContext {
+            uid: &uid,
+            now: &now,
+        },
+    );
     let causes = registry::validate_object(info, &obj);
     if !causes.is_empty() {
-        return Err(ApiError::invalid(&info.group, &info.kind, meta::name(&obj), causes));
+        return Err(ApiError::invalid(
+            &info.group,
+            &info.kind,
+            meta::name(&obj),
+            causes,
+        ));
     }
     Ok(obj)
 }
@@ -86,11 +120,9 @@ pub fn bind_namespace(info: &ResourceInfo, url_ns: &str, obj: &mut Value) -> Res
     match meta::namespace(obj) {
         "" => meta::set_meta(obj, "namespace", json!(url_ns)),
         ns if ns == url_ns => {}
-        _ => {
-            return Err(ApiError::bad_request(
-                "the namespace of the provided object does not match the namespace sent on the request",
-            ))
-        }
+        _ => return Err(ApiError::bad_request(
+            "the namespace of the provided object does not match the namespace sent on the request",
+        )),
     }
     Ok(())
 }

@@ -14,7 +14,11 @@ pub const MAX_BODY: usize = 3 * 1024 * 1024;
 /// The whole body, refusing anything over [`MAX_BODY`] with 413 and a body
 /// that ends early (connection dropped mid-body) with 400.
 pub async fn read_body(req: Request<Incoming>) -> Result<(Input, Vec<u8>), ApiError> {
-    let ct = req.headers().get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).map(str::to_string);
+    let ct = req
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string);
     let input = negotiation::input(ct.as_deref())?;
     if let Some(len) = req
         .headers()
@@ -29,7 +33,8 @@ pub async fn read_body(req: Request<Incoming>) -> Result<(Input, Vec<u8>), ApiEr
     let mut body = req.into_body();
     let mut out = Vec::new();
     while let Some(frame) = body.frame().await {
-        let frame = frame.map_err(|e| ApiError::bad_request(&format!("error reading request body: {e}")))?;
+        let frame = frame
+            .map_err(|e| ApiError::bad_request(&format!("error reading request body: {e}")))?;
         if let Ok(data) = frame.into_data() {
             if out.len() + data.len() > MAX_BODY {
                 return Err(too_large());
@@ -49,11 +54,16 @@ pub fn parse_object(input: Input, body: &[u8]) -> Result<Value, ApiError> {
     let v: Value = match input {
         Input::Yaml | Input::ApplyPatch => serde_yaml::from_slice(body)
             .map_err(|e| ApiError::bad_request(&format!("error converting YAML to JSON: {e}")))?,
-        _ => serde_json::from_slice(body)
-            .map_err(|e| ApiError::bad_request(&format!("the body of the request could not be decoded: {e}")))?,
+        _ => serde_json::from_slice(body).map_err(|e| {
+            ApiError::bad_request(&format!(
+                "the body of the request could not be decoded: {e}"
+            ))
+        })?,
     };
     if !v.is_object() {
-        return Err(ApiError::bad_request("the body of the request must be a JSON object"));
+        return Err(ApiError::bad_request(
+            "the body of the request must be a JSON object",
+        ));
     }
     Ok(v)
 }

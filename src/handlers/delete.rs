@@ -25,7 +25,10 @@ pub struct DeleteOptions {
     pub dry_run: bool,
 }
 
-async fn delete_options(rr: &ResourceRequest, req: Request<Incoming>) -> Result<DeleteOptions, ApiError> {
+async fn delete_options(
+    rr: &ResourceRequest,
+    req: Request<Incoming>,
+) -> Result<DeleteOptions, ApiError> {
     let (_, body) = read_body(req).await?;
     let mut opts = DeleteOptions {
         dry_run: super::update::dry_run(&rr.query)?,
@@ -34,10 +37,16 @@ async fn delete_options(rr: &ResourceRequest, req: Request<Incoming>) -> Result<
     if body.iter().all(u8::is_ascii_whitespace) {
         return Ok(opts);
     }
-    let v: Value = serde_json::from_slice(&body)
-        .map_err(|e| ApiError::bad_request(&format!("the body of the request could not be decoded as DeleteOptions: {e}")))?;
+    let v: Value = serde_json::from_slice(&body).map_err(|e| {
+        ApiError::bad_request(&format!(
+            "the body of the request could not be decoded as DeleteOptions: {e}"
+        ))
+    })?;
     let pre = v.get("preconditions");
-    opts.uid = pre.and_then(|p| p.get("uid")).and_then(Value::as_str).map(str::to_string);
+    opts.uid = pre
+        .and_then(|p| p.get("uid"))
+        .and_then(Value::as_str)
+        .map(str::to_string);
     opts.resource_version = pre
         .and_then(|p| p.get("resourceVersion"))
         .and_then(Value::as_str)
@@ -57,7 +66,10 @@ fn preconditions(info: Arc<ResourceInfo>, opts: DeleteOptions) -> DeleteCheck {
                     &info.group,
                     &info.plural,
                     &obj.name,
-                    &format!("Precondition failed: UID in precondition: {uid}, UID in object meta: {}", obj.uid),
+                    &format!(
+                        "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
+                        obj.uid
+                    ),
                 ));
             }
         }
@@ -82,9 +94,19 @@ pub async fn delete(api: &Rc<Api>, rr: &ResourceRequest, req: Request<Incoming>)
     let info = rr.resource.clone();
     let opts = delete_options(rr, req).await?;
     if info.storage_key.as_ref() == "/namespaces" {
-        return namespaces::delete_namespace(api, rr, preconditions(info.clone(), opts.clone()), opts.dry_run).await;
+        return namespaces::delete_namespace(
+            api,
+            rr,
+            preconditions(info.clone(), opts.clone()),
+            opts.dry_run,
+        )
+        .await;
     }
-    let ns = if info.namespaced { rr.info.namespace.as_str() } else { "" };
+    let ns = if info.namespaced {
+        rr.info.namespace.as_str()
+    } else {
+        ""
+    };
     api.admission.admit_delete(&info, ns, &rr.info.name)?;
     let deleted = if opts.dry_run {
         let obj = api
@@ -99,7 +121,9 @@ pub async fn delete(api: &Rc<Api>, rr: &ResourceRequest, req: Request<Incoming>)
             .shards()
             .delete(&info, ns, &rr.info.name, preconditions(info.clone(), opts))
             .await?;
-        api.shards().wait_closed(obj.revision, Duration::from_secs(5)).await;
+        api.shards()
+            .wait_closed(obj.revision, Duration::from_secs(5))
+            .await;
         obj
     };
     Ok(deleted_response(&info, &deleted, rr))
@@ -107,25 +131,39 @@ pub async fn delete(api: &Rc<Api>, rr: &ResourceRequest, req: Request<Incoming>)
 
 /// What kube answers for a finished deletion: the object for kinds that
 /// return it, else a Success Status naming it.
-pub fn deleted_response(info: &ResourceInfo, obj: &Arc<StoredObject>, rr: &ResourceRequest) -> Response<super::super::serving::body::Body> {
+pub fn deleted_response(
+    info: &ResourceInfo,
+    obj: &Arc<StoredObject>,
+    rr: &ResourceRequest,
+) -> Response<super::super::serving::body::Body> {
     if info.strategy.return_deleted_object {
         return response::object(StatusCode::OK, info, obj, rr.render);
     }
     let body = success_status_json(&info.group, &info.plural, &obj.name, &obj.uid);
-    let mut resp = response::json_bytes(StatusCode::OK, crate::serving::body::Body::full(body), response::Render {
-        output: if rr.render.output == super::negotiation::Output::Yaml {
-            super::negotiation::Output::Yaml
-        } else {
-            super::negotiation::Output::Json
+    let mut resp = response::json_bytes(
+        StatusCode::OK,
+        crate::serving::body::Body::full(body),
+        response::Render {
+            output: if rr.render.output == super::negotiation::Output::Yaml {
+                super::negotiation::Output::Yaml
+            } else {
+                super::negotiation::Output::Json
+            },
+            pretty: rr.render.pretty,
         },
-        pretty: rr.render.pretty,
-    });
-    resp.headers_mut()
-        .insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    );
+    resp.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
     resp
 }
 
-pub async fn delete_collection(api: &Rc<Api>, rr: &ResourceRequest, req: Request<Incoming>) -> HandlerResult {
+pub async fn delete_collection(
+    api: &Rc<Api>,
+    rr: &ResourceRequest,
+    req: Request<Incoming>,
+) -> HandlerResult {
     let info = rr.resource.clone();
     let opts = delete_options(rr, req).await?;
     let filter = filter(&info, &rr.info.namespace, &rr.query)?;
@@ -137,10 +175,16 @@ pub async fn delete_collection(api: &Rc<Api>, rr: &ResourceRequest, req: Request
             deleted.push(obj.clone());
             continue;
         }
-        api.admission.admit_delete(&info, &obj.namespace, &obj.name)?;
+        api.admission
+            .admit_delete(&info, &obj.namespace, &obj.name)?;
         match api
             .shards()
-            .delete(&info, &obj.namespace, &obj.name, preconditions(info.clone(), opts.clone()))
+            .delete(
+                &info,
+                &obj.namespace,
+                &obj.name,
+                preconditions(info.clone(), opts.clone()),
+            )
             .await
         {
             Ok(d) => {
@@ -152,7 +196,9 @@ pub async fn delete_collection(api: &Rc<Api>, rr: &ResourceRequest, req: Request
             Err(e) => return Err(e),
         }
     }
-    api.shards().wait_closed(last_rev, Duration::from_secs(5)).await;
+    api.shards()
+        .wait_closed(last_rev, Duration::from_secs(5))
+        .await;
     let meta = ListMeta {
         resource_version: last_rev,
         ..Default::default()

@@ -1,8 +1,8 @@
 //! GET of one object (and of its status subresource, which is the same
 //! object).
 
-use super::{Api, HandlerResult, ResourceRequest};
 use super::response;
+use super::{Api, HandlerResult, ResourceRequest};
 use http::StatusCode;
 use kubeshard_core::meta::parse_resource_version;
 use kubeshard_core::status::ApiError;
@@ -10,9 +10,17 @@ use std::rc::Rc;
 
 pub async fn get(api: &Rc<Api>, rr: &ResourceRequest) -> HandlerResult {
     let info = &rr.resource;
-    let ns = if info.namespaced { rr.info.namespace.as_str() } else { "" };
+    let ns = if info.namespaced {
+        rr.info.namespace.as_str()
+    } else {
+        ""
+    };
     // resourceVersion=N asks for state no older than N.
-    if let Some(rv) = rr.query.get("resourceVersion").filter(|v| !v.is_empty() && *v != "0") {
+    if let Some(rv) = rr
+        .query
+        .get("resourceVersion")
+        .filter(|v| !v.is_empty() && *v != "0")
+    {
         let n = parse_resource_version(rv)
             .ok_or_else(|| ApiError::bad_request(&format!("invalid resource version: {rv}")))?;
         super::list::wait_not_older_than(api, n).await?;
@@ -24,6 +32,8 @@ pub async fn get(api: &Rc<Api>, rr: &ResourceRequest) -> HandlerResult {
         .ok_or_else(|| ApiError::not_found(&info.group, &info.plural, &rr.info.name))?;
     // Never show a revision above the closed one (another shard may still
     // be applying a lower revision).
-    api.shards().wait_closed(obj.revision, std::time::Duration::from_secs(5)).await;
+    api.shards()
+        .wait_closed(obj.revision, std::time::Duration::from_secs(5))
+        .await;
     Ok(response::object(StatusCode::OK, info, &obj, rr.render))
 }

@@ -22,9 +22,14 @@ pub const FUTURE_RV_WAIT: Duration = Duration::from_secs(3);
 
 /// Builds the filter from namespace and selectors, rejecting field labels
 /// the kind does not support (kube: 400 "field label not supported").
-pub fn filter(info: &ResourceInfo, namespace: &str, q: &crate::filters::requestinfo::Query) -> Result<Filter, ApiError> {
+pub fn filter(
+    info: &ResourceInfo,
+    namespace: &str,
+    q: &crate::filters::requestinfo::Query,
+) -> Result<Filter, ApiError> {
     let labels = match q.get("labelSelector") {
-        Some(s) => LabelSelector::parse(s).map_err(|e| ApiError::bad_request(&format!("unable to parse requirement: {e}")))?,
+        Some(s) => LabelSelector::parse(s)
+            .map_err(|e| ApiError::bad_request(&format!("unable to parse requirement: {e}")))?,
         None => LabelSelector::everything(),
     };
     let fields = match q.get("fieldSelector") {
@@ -51,7 +56,11 @@ pub async fn wait_not_older_than(api: &Api, n: u64) -> Result<(), ApiError> {
     if api.shards().wait_closed(n, FUTURE_RV_WAIT).await {
         return Ok(());
     }
-    Err(ApiError::too_large_resource_version(n, api.shards().sequencer().closed(), 1))
+    Err(ApiError::too_large_resource_version(
+        n,
+        api.shards().sequencer().closed(),
+        1,
+    ))
 }
 
 #[derive(serde::Serialize, serde::Deserialize)]
@@ -79,19 +88,26 @@ fn decode_continue(token: &str) -> Result<(u64, NsName), ApiError> {
         .map_err(|_| bad("not base64"))?;
     let t: ContinueToken = serde_json::from_slice(&raw).map_err(|_| bad("not a continue token"))?;
     if t.v != "meta.k8s.io/v1" {
-        return Err(bad("incorrect encoded start resourceVersion (version meta.k8s.io/v1)"));
+        return Err(bad(
+            "incorrect encoded start resourceVersion (version meta.k8s.io/v1)",
+        ));
     }
     Ok((t.rv, (t.ns.into(), t.name.into())))
 }
 
 /// Decides the snapshot revision from resourceVersion, resourceVersionMatch
 /// and continue, following kube's rules and messages.
-async fn snapshot_revision(api: &Api, q: &crate::filters::requestinfo::Query) -> Result<(u64, Option<NsName>), ApiError> {
+async fn snapshot_revision(
+    api: &Api,
+    q: &crate::filters::requestinfo::Query,
+) -> Result<(u64, Option<NsName>), ApiError> {
     let rv = q.get("resourceVersion").unwrap_or("");
     let rv_match = q.get("resourceVersionMatch").unwrap_or("");
     if let Some(token) = q.get("continue").filter(|c| !c.is_empty()) {
         if !rv.is_empty() && rv != "0" {
-            return Err(ApiError::bad_request("specifying resource version is not allowed when using continue"));
+            return Err(ApiError::bad_request(
+                "specifying resource version is not allowed when using continue",
+            ));
         }
         let (rev, start) = decode_continue(token)?;
         return Ok((rev, Some(start)));
@@ -138,11 +154,16 @@ async fn snapshot_revision(api: &Api, q: &crate::filters::requestinfo::Query) ->
 }
 
 fn rv_match_forbidden() -> ApiError {
-    invalid_options("resourceVersionMatch", "", "resourceVersionMatch is forbidden unless resourceVersion is provided")
+    invalid_options(
+        "resourceVersionMatch",
+        "",
+        "resourceVersionMatch is forbidden unless resourceVersion is provided",
+    )
 }
 
 fn parse_rv(rv: &str) -> Result<u64, ApiError> {
-    parse_resource_version(rv).ok_or_else(|| ApiError::bad_request(&format!("invalid resource version: {rv}")))
+    parse_resource_version(rv)
+        .ok_or_else(|| ApiError::bad_request(&format!("invalid resource version: {rv}")))
 }
 
 /// The merged, sorted result of a list across shards.
@@ -152,10 +173,17 @@ pub struct Listed {
 }
 
 /// Lists at the revision the query asks for.
-pub async fn list_objects(api: &Api, rr: &ResourceRequest, filter: Filter) -> Result<Listed, ApiError> {
+pub async fn list_objects(
+    api: &Api,
+    rr: &ResourceRequest,
+    filter: Filter,
+) -> Result<Listed, ApiError> {
     let q = &rr.query;
     let limit: usize = match q.get("limit") {
-        Some(l) if !l.is_empty() => l.parse::<i64>().map(|l| l.max(0) as usize).map_err(|_| ApiError::bad_request(&format!("invalid limit: {l}")))?,
+        Some(l) if !l.is_empty() => l
+            .parse::<i64>()
+            .map(|l| l.max(0) as usize)
+            .map_err(|_| ApiError::bad_request(&format!("invalid limit: {l}")))?,
         _ => 0,
     };
     let (revision, start_after) = snapshot_revision(api, q).await?;
@@ -179,7 +207,10 @@ pub async fn list_objects(api: &Api, rr: &ResourceRequest, filter: Filter) -> Re
     let mut more = chunks.iter().any(|c| c.more);
     let mut remaining: usize = chunks.iter().map(|c| c.remaining).sum();
     let total: usize = chunks.iter().map(|c| c.items.len()).sum();
-    let mut items = merge_sorted(chunks.into_iter().map(|c| c.items).collect(), if limit > 0 { limit } else { usize::MAX });
+    let mut items = merge_sorted(
+        chunks.into_iter().map(|c| c.items).collect(),
+        if limit > 0 { limit } else { usize::MAX },
+    );
     if limit > 0 && total > items.len() {
         more = true;
         remaining += total - items.len();
@@ -187,7 +218,11 @@ pub async fn list_objects(api: &Api, rr: &ResourceRequest, filter: Filter) -> Re
     if limit == 0 {
         items.shrink_to_fit();
     }
-    let continue_token = if more { items.last().map(|last| encode_continue(revision, last)) } else { None };
+    let continue_token = if more {
+        items.last().map(|last| encode_continue(revision, last))
+    } else {
+        None
+    };
     Ok(Listed {
         items,
         meta: ListMeta {
@@ -207,7 +242,8 @@ fn merge_sorted(runs: Vec<Vec<Arc<StoredObject>>>, limit: usize) -> Vec<Arc<Stor
     }
     let total: usize = runs.iter().map(Vec::len).sum();
     let mut out = Vec::with_capacity(total.min(limit));
-    let mut iters: Vec<std::vec::IntoIter<Arc<StoredObject>>> = runs.into_iter().map(Vec::into_iter).collect();
+    let mut iters: Vec<std::vec::IntoIter<Arc<StoredObject>>> =
+        runs.into_iter().map(Vec::into_iter).collect();
     let mut heap = BinaryHeap::new();
     for (i, it) in iters.iter_mut().enumerate() {
         if let Some(o) = it.next() {
@@ -252,7 +288,12 @@ impl Ord for Head {
 pub async fn list(api: &Rc<Api>, rr: &ResourceRequest) -> HandlerResult {
     let filter = filter(&rr.resource, &rr.info.namespace, &rr.query)?;
     let listed = list_objects(api, rr, filter).await?;
-    Ok(response::list(&rr.resource, &listed.items, &listed.meta, rr.render))
+    Ok(response::list(
+        &rr.resource,
+        &listed.items,
+        &listed.meta,
+        rr.render,
+    ))
 }
 
 /// kube validates list options as a `ListOptions.meta.k8s.io` object: bad

@@ -50,7 +50,12 @@ pub struct ResourceRequest {
 pub type HandlerResult = Result<Response<Body>, ApiError>;
 
 impl Api {
-    pub fn new(exec: Rc<ExecutorContext>, catalog: CatalogReader, config: Arc<ServerConfig>, ready: Arc<AtomicBool>) -> Self {
+    pub fn new(
+        exec: Rc<ExecutorContext>,
+        catalog: CatalogReader,
+        config: Arc<ServerConfig>,
+        ready: Arc<AtomicBool>,
+    ) -> Self {
         Self {
             exec,
             catalog,
@@ -80,7 +85,10 @@ impl Api {
     pub async fn handle(self: &Rc<Self>, req: Request<Incoming>) -> Response<Body> {
         let query = Query::parse(req.uri().query());
         let info = RequestInfo::parse(req.method(), req.uri().path(), &query);
-        let accept = req.headers().get(header::ACCEPT).and_then(|v| v.to_str().ok());
+        let accept = req
+            .headers()
+            .get(header::ACCEPT)
+            .and_then(|v| v.to_str().ok());
         let output = negotiation::output(accept);
         let pretty = query.flag("pretty");
         let render = Render {
@@ -95,7 +103,13 @@ impl Api {
         result.unwrap_or_else(|e| response::error(&e, render))
     }
 
-    async fn handle_resource(self: &Rc<Self>, req: Request<Incoming>, info: RequestInfo, query: Query, render: Render) -> HandlerResult {
+    async fn handle_resource(
+        self: &Rc<Self>,
+        req: Request<Incoming>,
+        info: RequestInfo,
+        query: Query,
+        render: Render,
+    ) -> HandlerResult {
         let catalog = self.catalog.current();
         let resource = catalog
             .lookup(&info.group, &info.version, &info.resource)
@@ -110,7 +124,14 @@ impl Api {
         let verb = info.verb.as_str();
         let known = matches!(
             verb,
-            "get" | "list" | "watch" | "create" | "update" | "patch" | "delete" | "deletecollection"
+            "get"
+                | "list"
+                | "watch"
+                | "create"
+                | "update"
+                | "patch"
+                | "delete"
+                | "deletecollection"
         );
         let allowed = if info.subresource.is_empty() {
             resource.supports(verb)
@@ -118,7 +139,11 @@ impl Api {
             matches!(verb, "get" | "update" | "patch")
         };
         if !known || !allowed {
-            return Err(ApiError::method_not_supported(&resource.group, &resource.plural, verb));
+            return Err(ApiError::method_not_supported(
+                &resource.group,
+                &resource.plural,
+                verb,
+            ));
         }
         // A namespaced write addressed without a namespace has no object to
         // name; kube answers 404 for the missing route.

@@ -16,7 +16,8 @@ use std::time::Duration;
 
 /// Namespaces the server creates at start; all but kube-node-lease are
 /// protected from deletion, as kube's NamespaceLifecycle admission does.
-pub const SYSTEM_NAMESPACES: &[&str] = &["default", "kube-system", "kube-public", "kube-node-lease"];
+pub const SYSTEM_NAMESPACES: &[&str] =
+    &["default", "kube-system", "kube-public", "kube-node-lease"];
 const PROTECTED: &[&str] = &["default", "kube-system", "kube-public"];
 
 const NAMESPACES_KEY: &str = "/namespaces";
@@ -26,7 +27,12 @@ fn namespaces_key() -> Arc<str> {
 }
 
 /// 404 when the namespace does not exist, 403 when it is terminating.
-pub async fn require_active(api: &Api, info: &ResourceInfo, name: &str, namespace: &str) -> Result<(), ApiError> {
+pub async fn require_active(
+    api: &Api,
+    info: &ResourceInfo,
+    name: &str,
+    namespace: &str,
+) -> Result<(), ApiError> {
     let ns = api.shards().get(&namespaces_key(), "", namespace).await?;
     let Some(ns) = ns else {
         return Err(ApiError::not_found("", "namespaces", namespace));
@@ -43,7 +49,12 @@ pub async fn require_active(api: &Api, info: &ResourceInfo, name: &str, namespac
     Ok(())
 }
 
-pub async fn delete_namespace(api: &Rc<Api>, rr: &ResourceRequest, check: DeleteCheck, dry_run: bool) -> HandlerResult {
+pub async fn delete_namespace(
+    api: &Rc<Api>,
+    rr: &ResourceRequest,
+    check: DeleteCheck,
+    dry_run: bool,
+) -> HandlerResult {
     let info = rr.resource.clone();
     let name = rr.info.name.clone();
     if PROTECTED.contains(&name.as_str()) {
@@ -85,11 +96,22 @@ pub async fn delete_namespace(api: &Rc<Api>, rr: &ResourceRequest, check: Delete
         )
         .await?;
     let catalog = api.catalog.current();
-    let mut namespaced: Vec<_> = catalog.resources().filter(|r| r.namespaced).cloned().collect();
+    let mut namespaced: Vec<_> = catalog
+        .resources()
+        .filter(|r| r.namespaced)
+        .cloned()
+        .collect();
     namespaced.dedup_by(|a, b| a.storage_key == b.storage_key);
-    api.shards().delete_namespace_contents(namespaced, &name).await?;
-    let gone = api.shards().delete(&info, "", &name, Box::new(|_| Ok(()))).await?;
-    api.shards().wait_closed(gone.revision, Duration::from_secs(5)).await;
+    api.shards()
+        .delete_namespace_contents(namespaced, &name)
+        .await?;
+    let gone = api
+        .shards()
+        .delete(&info, "", &name, Box::new(|_| Ok(())))
+        .await?;
+    api.shards()
+        .wait_closed(gone.revision, Duration::from_secs(5))
+        .await;
     Ok(deleted_response(&info, marked.object(), rr))
 }
 

@@ -30,7 +30,9 @@ pub fn output(accept: Option<&str>) -> Result<Output, ApiError> {
         let mut group = None;
         let mut version = None;
         for p in parts {
-            let Some((k, v)) = p.split_once('=') else { continue };
+            let Some((k, v)) = p.split_once('=') else {
+                continue;
+            };
             match k.trim() {
                 "as" => as_ = Some(v.trim().to_string()),
                 "g" => group = Some(v.trim().to_string()),
@@ -41,7 +43,10 @@ pub fn output(accept: Option<&str>) -> Result<Output, ApiError> {
         let json_like = matches!(media.as_str(), "application/json" | "application/*" | "*/*");
         match as_.as_deref() {
             Some("Table") => {
-                if json_like && group.as_deref() == Some("meta.k8s.io") && version.as_deref() == Some("v1") {
+                if json_like
+                    && group.as_deref() == Some("meta.k8s.io")
+                    && version.as_deref() == Some("v1")
+                {
                     return Ok(Output::Table);
                 }
                 continue;
@@ -50,7 +55,9 @@ pub fn output(accept: Option<&str>) -> Result<Output, ApiError> {
             None => {}
         }
         match media.as_str() {
-            "application/json" | "application/*" | "*/*" | "application/json-patch+json" => return Ok(Output::Json),
+            "application/json" | "application/*" | "*/*" | "application/json-patch+json" => {
+                return Ok(Output::Json)
+            }
             "application/yaml" => return Ok(Output::Yaml),
             _ => continue,
         }
@@ -74,7 +81,12 @@ pub const ACCEPTED_INPUT: &[&str] = &["application/json", "application/yaml"];
 
 pub fn input(content_type: Option<&str>) -> Result<Input, ApiError> {
     let raw = content_type.unwrap_or("application/json");
-    let media = raw.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
+    let media = raw
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase();
     match media.as_str() {
         "application/json" | "" => Ok(Input::Json),
         "application/yaml" => Ok(Input::Yaml),
@@ -104,15 +116,32 @@ mod tests {
         assert_eq!(output(Some("application/yaml")).unwrap(), Output::Yaml);
         assert_eq!(output(Some("application/json, */*")).unwrap(), Output::Json);
         assert_eq!(output(Some("text/html")).unwrap_err().code, 406);
-        assert_eq!(output(Some("application/vnd.kubernetes.protobuf")).unwrap_err().code, 406);
-        assert_eq!(output(Some("application/vnd.kubernetes.protobuf, application/json")).unwrap(), Output::Json);
+        assert_eq!(
+            output(Some("application/vnd.kubernetes.protobuf"))
+                .unwrap_err()
+                .code,
+            406
+        );
+        assert_eq!(
+            output(Some(
+                "application/vnd.kubernetes.protobuf, application/json"
+            ))
+            .unwrap(),
+            Output::Json
+        );
     }
 
     #[test]
     fn inputs() {
         assert_eq!(input(None).unwrap(), Input::Json);
-        assert_eq!(input(Some("application/json; charset=utf-8")).unwrap(), Input::Json);
-        assert_eq!(input(Some("application/merge-patch+json")).unwrap(), Input::MergePatch);
+        assert_eq!(
+            input(Some("application/json; charset=utf-8")).unwrap(),
+            Input::Json
+        );
+        assert_eq!(
+            input(Some("application/merge-patch+json")).unwrap(),
+            Input::MergePatch
+        );
         assert_eq!(input(Some("text/plain")).unwrap_err().code, 415);
     }
 }

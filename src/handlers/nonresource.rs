@@ -20,46 +20,107 @@ fn json(status: StatusCode, body: Vec<u8>, content_type: &'static str) -> Respon
 fn text(status: StatusCode, body: String) -> Response<Body> {
     let mut resp = Response::new(Body::full(body));
     *resp.status_mut() = status;
-    resp.headers_mut()
-        .insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain; charset=utf-8"));
-    resp.headers_mut()
-        .insert("x-content-type-options", HeaderValue::from_static("nosniff"));
+    resp.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    resp.headers_mut().insert(
+        "x-content-type-options",
+        HeaderValue::from_static("nosniff"),
+    );
     resp
 }
 
-pub async fn handle(api: &Rc<Api>, req: &Request<Incoming>, info: &RequestInfo, query: &Query) -> HandlerResult {
+pub async fn handle(
+    api: &Rc<Api>,
+    req: &Request<Incoming>,
+    info: &RequestInfo,
+    query: &Query,
+) -> HandlerResult {
     if req.method() != http::Method::GET && req.method() != http::Method::HEAD {
-        return Err(ApiError::method_not_supported("", "", req.method().as_str()));
+        return Err(ApiError::method_not_supported(
+            "",
+            "",
+            req.method().as_str(),
+        ));
     }
-    let accept = req.headers().get(header::ACCEPT).and_then(|v| v.to_str().ok()).unwrap_or("");
+    let accept = req
+        .headers()
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
     let path = info.path.trim_end_matches('/');
     let catalog = api.catalog.current();
     let aggregated = discovery::wants_aggregated(accept);
     match path {
         "/healthz" | "/livez" | "/readyz" => Ok(health(api, path, query)),
-        p if p.starts_with("/healthz/") || p.starts_with("/livez/") || p.starts_with("/readyz/") => {
+        p if p.starts_with("/healthz/")
+            || p.starts_with("/livez/")
+            || p.starts_with("/readyz/") =>
+        {
             let check = p.rsplit('/').next().unwrap_or("");
             match check {
                 "ping" | "log" => Ok(text(StatusCode::OK, "ok".into())),
-                "shards" if api.is_ready() || !p.starts_with("/readyz") => Ok(text(StatusCode::OK, "ok".into())),
-                "shards" => Ok(text(StatusCode::INTERNAL_SERVER_ERROR, "shards not ready".into())),
+                "shards" if api.is_ready() || !p.starts_with("/readyz") => {
+                    Ok(text(StatusCode::OK, "ok".into()))
+                }
+                "shards" => Ok(text(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "shards not ready".into(),
+                )),
                 _ => Err(not_found_path()),
             }
         }
-        "/version" => Ok(json(StatusCode::OK, discovery::version_info(env!("CARGO_PKG_VERSION")), "application/json")),
-        "/api" if aggregated => Ok(json(StatusCode::OK, discovery::aggregated_discovery(&catalog, true), discovery::AGGREGATED_CONTENT_TYPE)),
-        "/api" => Ok(json(StatusCode::OK, discovery::api_versions(&api.config.advertise_address()), "application/json")),
-        "/apis" if aggregated => Ok(json(StatusCode::OK, discovery::aggregated_discovery(&catalog, false), discovery::AGGREGATED_CONTENT_TYPE)),
-        "/apis" => Ok(json(StatusCode::OK, discovery::api_group_list(&catalog), "application/json")),
-        _ if info.api_prefix == "api" && info.group.is_empty() => discovery::api_resource_list(&catalog, "", &info.version)
-            .map(|b| json(StatusCode::OK, b, "application/json"))
-            .ok_or_else(not_found_path),
-        _ if info.version.is_empty() && !info.group.is_empty() && path.starts_with("/apis/") => discovery::api_group(&catalog, &info.group)
-            .map(|b| json(StatusCode::OK, b, "application/json"))
-            .ok_or_else(not_found_path),
-        _ if info.api_prefix == "apis" => discovery::api_resource_list(&catalog, &info.group, &info.version)
-            .map(|b| json(StatusCode::OK, b, "application/json"))
-            .ok_or_else(not_found_path),
+        "/openapi/v3" => Ok(json(
+            StatusCode::OK,
+            crate::openapi::v3_index(&catalog),
+            "application/json",
+        )),
+        p if p.starts_with("/openapi/v3/") => {
+            crate::openapi::v3_document(&catalog, &p["/openapi/v3/".len()..])
+                .map(|b| json(StatusCode::OK, b, "application/json"))
+                .ok_or_else(not_found_path)
+        }
+        "/version" => Ok(json(
+            StatusCode::OK,
+            discovery::version_info(env!("CARGO_PKG_VERSION")),
+            "application/json",
+        )),
+        "/api" if aggregated => Ok(json(
+            StatusCode::OK,
+            discovery::aggregated_discovery(&catalog, true),
+            discovery::AGGREGATED_CONTENT_TYPE,
+        )),
+        "/api" => Ok(json(
+            StatusCode::OK,
+            discovery::api_versions(&api.config.advertise_address()),
+            "application/json",
+        )),
+        "/apis" if aggregated => Ok(json(
+            StatusCode::OK,
+            discovery::aggregated_discovery(&catalog, false),
+            discovery::AGGREGATED_CONTENT_TYPE,
+        )),
+        "/apis" => Ok(json(
+            StatusCode::OK,
+            discovery::api_group_list(&catalog),
+            "application/json",
+        )),
+        _ if info.api_prefix == "api" && info.group.is_empty() => {
+            discovery::api_resource_list(&catalog, "", &info.version)
+                .map(|b| json(StatusCode::OK, b, "application/json"))
+                .ok_or_else(not_found_path)
+        }
+        _ if info.version.is_empty() && !info.group.is_empty() && path.starts_with("/apis/") => {
+            discovery::api_group(&catalog, &info.group)
+                .map(|b| json(StatusCode::OK, b, "application/json"))
+                .ok_or_else(not_found_path)
+        }
+        _ if info.api_prefix == "apis" => {
+            discovery::api_resource_list(&catalog, &info.group, &info.version)
+                .map(|b| json(StatusCode::OK, b, "application/json"))
+                .ok_or_else(not_found_path)
+        }
         _ => Err(not_found_path()),
     }
 }
@@ -70,7 +131,11 @@ fn health(api: &Api, path: &str, query: &Query) -> Response<Body> {
     let shards_ok = !ready_path || api.is_ready();
     let checks = [("ping", true), ("log", true), ("shards", shards_ok)];
     let healthy = checks.iter().all(|(_, ok)| *ok);
-    let status = if healthy { StatusCode::OK } else { StatusCode::INTERNAL_SERVER_ERROR };
+    let status = if healthy {
+        StatusCode::OK
+    } else {
+        StatusCode::INTERNAL_SERVER_ERROR
+    };
     let name = &path[1..];
     if query.get("verbose").is_some() || !healthy {
         let mut out = String::new();
@@ -90,4 +155,3 @@ fn health(api: &Api, path: &str, query: &Query) -> Response<Body> {
     }
     text(status, "ok".into())
 }
-

@@ -42,20 +42,33 @@ pub async fn patch(api: &Rc<Api>, rr: &ResourceRequest, req: Request<Incoming>) 
         let old_value = old.to_value();
         let mut patched = old_value.clone();
         match &kind {
-            PatchKind::Json(p) => json_patch::patch(&mut patched, p)
-                .map_err(|e| patch_failed(&e.to_string()))?,
+            PatchKind::Json(p) => {
+                json_patch::patch(&mut patched, p).map_err(|e| patch_failed(&e.to_string()))?
+            }
             PatchKind::Merge(p) => json_patch::merge(&mut patched, p),
         }
         if !patched.is_object() {
-            return Err(ApiError::bad_request("the patched object is not a JSON object"));
+            return Err(ApiError::bad_request(
+                "the patched object is not a JSON object",
+            ));
         }
         // A patch that names a resourceVersion is a precondition.
         match meta::resource_version(&patched) {
             rv if rv.is_empty() || rv == old.revision.to_string() => {}
-            _ => return Err(ApiError::conflict_stale(&info.group, &info.plural, &url_name)),
+            _ => {
+                return Err(ApiError::conflict_stale(
+                    &info.group,
+                    &info.plural,
+                    &url_name,
+                ))
+            }
         }
-        if meta::name(&patched) != url_name || (info.namespaced && meta::namespace(&patched) != url_ns) {
-            return Err(ApiError::bad_request("the patch may not change the object's name or namespace"));
+        if meta::name(&patched) != url_name
+            || (info.namespaced && meta::namespace(&patched) != url_ns)
+        {
+            return Err(ApiError::bad_request(
+                "the patch may not change the object's name or namespace",
+            ));
         }
         let mut out = if status_only {
             registry::prepare_for_status_update(&info, &patched, &old_value)
@@ -66,7 +79,12 @@ pub async fn patch(api: &Rc<Api>, rr: &ResourceRequest, req: Request<Incoming>) 
         meta::remove_meta(&mut out, "resourceVersion");
         let causes = registry::validate_object(&info, &out);
         if !causes.is_empty() {
-            return Err(ApiError::invalid(&info.group, &info.kind, &url_name, causes));
+            return Err(ApiError::invalid(
+                &info.group,
+                &info.kind,
+                &url_name,
+                causes,
+            ));
         }
         Ok(out)
     });
@@ -74,7 +92,10 @@ pub async fn patch(api: &Rc<Api>, rr: &ResourceRequest, req: Request<Incoming>) 
 }
 
 /// The patch types this slice applies.
-const SUPPORTED_PATCHES: &[&str] = &["application/json-patch+json", "application/merge-patch+json"];
+const SUPPORTED_PATCHES: &[&str] = &[
+    "application/json-patch+json",
+    "application/merge-patch+json",
+];
 
 enum PatchKind {
     Json(json_patch::Patch),

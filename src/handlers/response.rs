@@ -46,26 +46,40 @@ pub fn json_bytes(status: StatusCode, json: Body, render: Render) -> Response<Bo
         (Output::Json, false) => json,
         (out, _) => match json.collect_now().map(|b| reencode(&b, out)) {
             Some(Ok(b)) => Body::full(b),
-            _ => return error(&ApiError::internal("response re-encoding failed"), Render::JSON),
+            _ => {
+                return error(
+                    &ApiError::internal("response re-encoding failed"),
+                    Render::JSON,
+                )
+            }
         },
     };
     let mut resp = Response::new(body);
     *resp.status_mut() = status;
-    resp.headers_mut()
-        .insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type(output)));
+    resp.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static(content_type(output)),
+    );
     resp
 }
 
 fn reencode(json: &[u8], output: Output) -> Result<Vec<u8>, String> {
     let v: serde_json::Value = serde_json::from_slice(json).map_err(|e| e.to_string())?;
     match output {
-        Output::Yaml => serde_yaml::to_string(&v).map(String::into_bytes).map_err(|e| e.to_string()),
+        Output::Yaml => serde_yaml::to_string(&v)
+            .map(String::into_bytes)
+            .map_err(|e| e.to_string()),
         _ => serde_json::to_vec_pretty(&v).map_err(|e| e.to_string()),
     }
 }
 
 /// One stored object, in the negotiated form.
-pub fn object(status: StatusCode, info: &ResourceInfo, obj: &Arc<StoredObject>, render: Render) -> Response<Body> {
+pub fn object(
+    status: StatusCode,
+    info: &ResourceInfo,
+    obj: &Arc<StoredObject>,
+    render: Render,
+) -> Response<Body> {
     if render.output == Output::Table {
         let t = table::for_objects(info, std::slice::from_ref(obj), None, "");
         return table_response(status, t, render.pretty);
@@ -73,7 +87,11 @@ pub fn object(status: StatusCode, info: &ResourceInfo, obj: &Arc<StoredObject>, 
     json_bytes(status, Body::full(obj.bytes.clone()), render)
 }
 
-pub fn table_response(status: StatusCode, table: serde_json::Value, pretty: bool) -> Response<Body> {
+pub fn table_response(
+    status: StatusCode,
+    table: serde_json::Value,
+    pretty: bool,
+) -> Response<Body> {
     let bytes = if pretty {
         serde_json::to_vec_pretty(&table)
     } else {
@@ -82,8 +100,10 @@ pub fn table_response(status: StatusCode, table: serde_json::Value, pretty: bool
     .expect("a Value always serializes");
     let mut resp = Response::new(Body::full(bytes));
     *resp.status_mut() = status;
-    resp.headers_mut()
-        .insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type(Output::Table)));
+    resp.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static(content_type(Output::Table)),
+    );
     resp
 }
 
@@ -96,13 +116,26 @@ pub struct ListMeta {
 }
 
 /// A list: the stored objects' bytes joined without copying them.
-pub fn list(info: &ResourceInfo, items: &[Arc<StoredObject>], meta: &ListMeta, render: Render) -> Response<Body> {
+pub fn list(
+    info: &ResourceInfo,
+    items: &[Arc<StoredObject>],
+    meta: &ListMeta,
+    render: Render,
+) -> Response<Body> {
     if render.output == Output::Table {
-        let t = table::for_objects(info, items, meta.continue_token.as_deref(), &meta.resource_version.to_string());
+        let t = table::for_objects(
+            info,
+            items,
+            meta.continue_token.as_deref(),
+            &meta.resource_version.to_string(),
+        );
         return table_response(StatusCode::OK, t, render.pretty);
     }
     let mut md = serde_json::Map::new();
-    md.insert("resourceVersion".into(), meta.resource_version.to_string().into());
+    md.insert(
+        "resourceVersion".into(),
+        meta.resource_version.to_string().into(),
+    );
     if let Some(c) = &meta.continue_token {
         md.insert("continue".into(), c.clone().into());
     }
@@ -140,7 +173,8 @@ pub fn error(err: &ApiError, render: Render) -> Response<Body> {
     };
     let mut resp = json_bytes(status, Body::full(err.to_status_json()), render);
     if let Some(secs) = err.details.as_ref().and_then(|d| d.retry_after_seconds) {
-        resp.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(secs));
+        resp.headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from(secs));
     }
     resp
 }

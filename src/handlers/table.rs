@@ -16,7 +16,12 @@ fn columns() -> Value {
 
 /// A Table of objects; each row carries the object's metadata as
 /// PartialObjectMetadata (kube's default `includeObject=Metadata`).
-pub fn for_objects(_info: &ResourceInfo, items: &[Arc<StoredObject>], cont: Option<&str>, rv: &str) -> Value {
+pub fn for_objects(
+    _info: &ResourceInfo,
+    items: &[Arc<StoredObject>],
+    cont: Option<&str>,
+    rv: &str,
+) -> Value {
     let now = chrono::Utc::now();
     let rows: Vec<Value> = items
         .iter()
@@ -63,7 +68,11 @@ pub fn human_duration(secs: i64) -> String {
     let m = s / 60;
     if m < 10 {
         let rem = s % 60;
-        return if rem == 0 { format!("{m}m") } else { format!("{m}m{rem}s") };
+        return if rem == 0 {
+            format!("{m}m")
+        } else {
+            format!("{m}m{rem}s")
+        };
     }
     if m < 180 {
         return format!("{m}m");
@@ -71,7 +80,11 @@ pub fn human_duration(secs: i64) -> String {
     let h = s / 3600;
     if h < 8 {
         let rem = (s % 3600) / 60;
-        return if rem == 0 { format!("{h}h") } else { format!("{h}h{rem}m") };
+        return if rem == 0 {
+            format!("{h}h")
+        } else {
+            format!("{h}h{rem}m")
+        };
     }
     if h < 48 {
         return format!("{h}h");
@@ -79,7 +92,11 @@ pub fn human_duration(secs: i64) -> String {
     if h < 24 * 8 {
         let d = h / 24;
         let rem = h % 24;
-        return if rem == 0 { format!("{d}d") } else { format!("{d}d{rem}h") };
+        return if rem == 0 {
+            format!("{d}d")
+        } else {
+            format!("{d}d{rem}h")
+        };
     }
     if h < 24 * 365 * 2 {
         return format!("{}d", h / 24);
@@ -87,7 +104,11 @@ pub fn human_duration(secs: i64) -> String {
     if h < 24 * 365 * 8 {
         let y = h / 24 / 365;
         let d = (h / 24) % 365;
-        return if d == 0 { format!("{y}y") } else { format!("{y}y{d}d") };
+        return if d == 0 {
+            format!("{y}y")
+        } else {
+            format!("{y}y{d}d")
+        };
     }
     format!("{}y", h / 24 / 365)
 }

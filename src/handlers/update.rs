@@ -23,7 +23,11 @@ pub async fn update(api: &Rc<Api>, rr: &ResourceRequest, req: Request<Incoming>)
     let mut obj = parse_object(input, &body)?;
     let info = rr.resource.clone();
     check_type(&info, &mut obj)?;
-    let url_ns = if info.namespaced { rr.info.namespace.as_str() } else { "" };
+    let url_ns = if info.namespaced {
+        rr.info.namespace.as_str()
+    } else {
+        ""
+    };
     bind_namespace(&info, url_ns, &mut obj)?;
     match meta::name(&obj) {
         "" => meta::set_meta(&mut obj, "name", Value::String(rr.info.name.clone())),
@@ -44,18 +48,35 @@ pub async fn update(api: &Rc<Api>, rr: &ResourceRequest, req: Request<Incoming>)
 
 /// Runs an update on the owning shard and answers: 200 with the object,
 /// or 201 when the update created it.
-pub async fn finish_update(api: &Rc<Api>, rr: &ResourceRequest, try_update: TryUpdate, dry_run: bool) -> HandlerResult {
+pub async fn finish_update(
+    api: &Rc<Api>,
+    rr: &ResourceRequest,
+    try_update: TryUpdate,
+    dry_run: bool,
+) -> HandlerResult {
     let info = &rr.resource;
-    let ns = if info.namespaced { rr.info.namespace.as_str() } else { "" };
+    let ns = if info.namespaced {
+        rr.info.namespace.as_str()
+    } else {
+        ""
+    };
     if dry_run {
-        let current = api.shards().get(&info.storage_key, ns, &rr.info.name).await?;
+        let current = api
+            .shards()
+            .get(&info.storage_key, ns, &rr.info.name)
+            .await?;
         let new = try_update(current.as_ref())?;
         let stored = Arc::new(StoredObject::encode(info, &new, 0));
         return Ok(response::object(StatusCode::OK, info, &stored, rr.render));
     }
-    let outcome = api.shards().update(info, ns, &rr.info.name, try_update).await?;
+    let outcome = api
+        .shards()
+        .update(info, ns, &rr.info.name, try_update)
+        .await?;
     let obj = outcome.object();
-    api.shards().wait_closed(obj.revision, Duration::from_secs(5)).await;
+    api.shards()
+        .wait_closed(obj.revision, Duration::from_secs(5))
+        .await;
     let code = match outcome {
         UpdateOutcome::Created(_) => StatusCode::CREATED,
         _ => StatusCode::OK,
@@ -81,7 +102,10 @@ pub fn replace_with(info: Arc<ResourceInfo>, new: Value, status_only: bool) -> T
                     &info.group,
                     &info.kind,
                     &name,
-                    vec![field_required("metadata.resourceVersion", "must be specified for an update")],
+                    vec![field_required(
+                        "metadata.resourceVersion",
+                        "must be specified for an update",
+                    )],
                 ));
             }
             "" => {}

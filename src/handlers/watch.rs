@@ -36,7 +36,9 @@ pub async fn watch(api: &Rc<Api>, rr: &ResourceRequest) -> HandlerResult {
     let filter = filter(&info, &rr.info.namespace, q)?;
     let bookmarks = q.flag("allowWatchBookmarks");
     let rv = q.get("resourceVersion").unwrap_or("");
-    let send_initial = q.get("sendInitialEvents").map(|_| q.flag("sendInitialEvents"));
+    let send_initial = q
+        .get("sendInitialEvents")
+        .map(|_| q.flag("sendInitialEvents"));
     let rv_match = q.get("resourceVersionMatch").unwrap_or("");
     if send_initial.is_some() {
         if rv_match != "NotOlderThan" {
@@ -61,7 +63,10 @@ pub async fn watch(api: &Rc<Api>, rr: &ResourceRequest) -> HandlerResult {
         ));
     }
     let timeout = match q.get("timeoutSeconds").filter(|t| !t.is_empty()) {
-        Some(t) => Duration::from_secs(t.parse::<u64>().map_err(|_| ApiError::bad_request(&format!("invalid timeoutSeconds: {t}")))?),
+        Some(t) => Duration::from_secs(
+            t.parse::<u64>()
+                .map_err(|_| ApiError::bad_request(&format!("invalid timeoutSeconds: {t}")))?,
+        ),
         None => {
             let min = api.config.min_request_timeout.as_secs().max(1);
             Duration::from_secs(rand::thread_rng().gen_range(min..=2 * min))
@@ -97,7 +102,12 @@ pub async fn watch(api: &Rc<Api>, rr: &ResourceRequest) -> HandlerResult {
         .await?;
         start_rev = listed.meta.resource_version;
         for o in &listed.items {
-            initial.push_back(frame_for(&info, rr.render.output, EventType::Added, &o.bytes));
+            initial.push_back(frame_for(
+                &info,
+                rr.render.output,
+                EventType::Added,
+                &o.bytes,
+            ));
         }
         initial_end_bookmark = send_initial == Some(true);
     } else if send_initial == Some(false) {
@@ -109,7 +119,8 @@ pub async fn watch(api: &Rc<Api>, rr: &ResourceRequest) -> HandlerResult {
             _ => api.shards().sequencer().closed(),
         };
     } else {
-        start_rev = parse_resource_version(rv).ok_or_else(|| ApiError::bad_request(&format!("invalid resource version: {rv}")))?;
+        start_rev = parse_resource_version(rv)
+            .ok_or_else(|| ApiError::bad_request(&format!("invalid resource version: {rv}")))?;
     }
 
     let hub = api.exec.hub.clone();
@@ -119,7 +130,9 @@ pub async fn watch(api: &Rc<Api>, rr: &ResourceRequest) -> HandlerResult {
     };
     let stream: Pin<Box<dyn ChunkStream>> = match cursor {
         Err(compacted) => {
-            let err = ApiError::resource_expired(&format!("too old resource version: {start_rev} ({compacted})"));
+            let err = ApiError::resource_expired(&format!(
+                "too old resource version: {start_rev} ({compacted})"
+            ));
             Box::pin(OneShot(Some(error_frame(&err))))
         }
         Ok(cursor) => {
@@ -151,9 +164,12 @@ pub async fn watch(api: &Rc<Api>, rr: &ResourceRequest) -> HandlerResult {
         Output::Table => "application/json;as=Table;v=v1;g=meta.k8s.io",
         _ => "application/json",
     };
-    resp.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static(ct));
     resp.headers_mut()
-        .insert(header::TRANSFER_ENCODING, HeaderValue::from_static("chunked"));
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static(ct));
+    resp.headers_mut().insert(
+        header::TRANSFER_ENCODING,
+        HeaderValue::from_static("chunked"),
+    );
     Ok(resp)
 }
 
@@ -188,7 +204,8 @@ fn bookmark_frame(info: &ResourceInfo, revision: u64, initial_end: bool) -> Byte
     if initial_end {
         md["annotations"] = serde_json::json!({"k8s.io/initial-events-end": "true"});
     }
-    let obj = serde_json::json!({"kind": info.kind, "apiVersion": info.api_version(), "metadata": md});
+    let obj =
+        serde_json::json!({"kind": info.kind, "apiVersion": info.api_version(), "metadata": md});
     frame("BOOKMARK", &serde_json::to_vec(&obj).expect("serializes"))
 }
 

@@ -52,7 +52,10 @@ impl hyper::body::Body for Body {
     type Data = Bytes;
     type Error = Infallible;
 
-    fn poll_frame(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
         match self.get_mut() {
             Body::Chunks { chunks, len } => match chunks.pop_front() {
                 Some(c) => {
@@ -61,7 +64,10 @@ impl hyper::body::Body for Body {
                 }
                 None => Poll::Ready(None),
             },
-            Body::Stream(s) => s.as_mut().poll_chunk(cx).map(|c| c.map(|b| Ok(Frame::data(b)))),
+            Body::Stream(s) => s
+                .as_mut()
+                .poll_chunk(cx)
+                .map(|c| c.map(|b| Ok(Frame::data(b)))),
         }
     }
 

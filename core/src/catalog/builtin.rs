@@ -111,7 +111,9 @@ pub fn builtin_resources() -> Vec<ResourceInfo> {
             .keep_status_on_create()
             .returns_deleted()
             .hooks(KindHooks::Namespace)
-            .verbs(&["create", "delete", "get", "list", "patch", "update", "watch"]),
+            .verbs(&[
+                "create", "delete", "get", "list", "patch", "update", "watch",
+            ]),
         entry("", "v1", "ConfigMap", "configmaps", true).short(&["cm"]),
         entry("", "v1", "Secret", "secrets", true)
             .fields(&[("type", &["type"])])
@@ -144,7 +146,9 @@ pub fn builtin_resources() -> Vec<ResourceInfo> {
                 ("spec.clusterIP", &["spec", "clusterIP"]),
                 ("spec.type", &["spec", "type"]),
             ])
-            .verbs(&["create", "delete", "get", "list", "patch", "update", "watch"]),
+            .verbs(&[
+                "create", "delete", "get", "list", "patch", "update", "watch",
+            ]),
         entry("", "v1", "Endpoints", "endpoints", true)
             .short(&["ep"])
             .create_on_update(),
@@ -155,7 +159,10 @@ pub fn builtin_resources() -> Vec<ResourceInfo> {
                 ("involvedObject.namespace", &["involvedObject", "namespace"]),
                 ("involvedObject.name", &["involvedObject", "name"]),
                 ("involvedObject.uid", &["involvedObject", "uid"]),
-                ("involvedObject.apiVersion", &["involvedObject", "apiVersion"]),
+                (
+                    "involvedObject.apiVersion",
+                    &["involvedObject", "apiVersion"],
+                ),
                 (
                     "involvedObject.resourceVersion",
                     &["involvedObject", "resourceVersion"],

@@ -215,7 +215,11 @@ impl Catalog {
         let mut guard = self.inner.write();
         let mut by_gvr = guard.by_gvr.clone();
         by_gvr.insert(
-            (info.group.clone(), info.version.clone(), info.plural.clone()),
+            (
+                info.group.clone(),
+                info.version.clone(),
+                info.plural.clone(),
+            ),
             Arc::new(info),
         );
         *guard = Arc::new(CatalogSnapshot { by_gvr });
@@ -293,14 +297,23 @@ mod tests {
     fn runtime_registration_reaches_readers() {
         let c = Catalog::with_builtins();
         let reader = CatalogReader::new(c.clone());
-        assert!(reader.current().lookup("example.com", "v1", "widgets").is_none());
+        assert!(reader
+            .current()
+            .lookup("example.com", "v1", "widgets")
+            .is_none());
         let mut w = builtin_resources().remove(0);
         w.group = "example.com".into();
         w.plural = "widgets".into();
         c.register(w);
-        assert!(reader.current().lookup("example.com", "v1", "widgets").is_some());
+        assert!(reader
+            .current()
+            .lookup("example.com", "v1", "widgets")
+            .is_some());
         c.unregister("example.com", "v1", "widgets");
-        assert!(reader.current().lookup("example.com", "v1", "widgets").is_none());
+        assert!(reader
+            .current()
+            .lookup("example.com", "v1", "widgets")
+            .is_none());
     }
 
     #[test]

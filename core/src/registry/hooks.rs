@@ -14,7 +14,8 @@ pub(super) fn on_create(info: &ResourceInfo, obj: &mut Value) {
             root.insert("status".into(), json!({"phase": "Active"}));
             let spec = root.entry("spec").or_insert_with(|| json!({}));
             if let Some(spec) = spec.as_object_mut() {
-                spec.entry("finalizers").or_insert_with(|| json!(["kubernetes"]));
+                spec.entry("finalizers")
+                    .or_insert_with(|| json!(["kubernetes"]));
             }
         }
         KindHooks::Pod => {
@@ -22,8 +23,31 @@ pub(super) fn on_create(info: &ResourceInfo, obj: &mut Value) {
         }
         KindHooks::Secret => {
             root.entry("type").or_insert_with(|| json!("Opaque"));
+            fold_string_data(root);
         }
         KindHooks::Service | KindHooks::None => {}
+    }
+}
+
+/// `stringData` is write-only: kube merges it into `data` (base64, taking
+/// precedence over the same key in `data`) and never stores it.
+fn fold_string_data(root: &mut serde_json::Map<String, Value>) {
+    use base64::Engine;
+    let Some(Value::Object(string_data)) = root.remove("stringData") else {
+        return;
+    };
+    let data = root.entry("data").or_insert_with(|| json!({}));
+    if !data.is_object() {
+        *data = json!({});
+    }
+    let data = data.as_object_mut().expect("just made an object");
+    for (k, v) in string_data {
+        if let Some(s) = v.as_str() {
+            data.insert(
+                k,
+                json!(base64::engine::general_purpose::STANDARD.encode(s)),
+            );
+        }
     }
 }
 
@@ -40,6 +64,7 @@ pub(super) fn on_update(info: &ResourceInfo, new: &mut Value, old: &Value) {
     if info.strategy.kind_hooks == KindHooks::Secret {
         if let Some(n) = new.as_object_mut() {
             n.entry("type").or_insert_with(|| json!("Opaque"));
+            fold_string_data(n);
         }
     }
 }

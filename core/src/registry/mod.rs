@@ -79,7 +79,13 @@ pub fn is_noop_update(new: &Value, old: &Value) -> bool {
 
 fn copy_system_metadata(new: &mut Value, old: &Value) {
     let md = meta::metadata_mut(new);
-    for field in ["uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation"] {
+    for field in [
+        "uid",
+        "creationTimestamp",
+        "deletionTimestamp",
+        "deletionGracePeriodSeconds",
+        "generation",
+    ] {
         match meta::metadata(old).and_then(|m| m.get(field)) {
             Some(v) => md.insert(field.to_string(), v.clone()),
             None => md.remove(field),

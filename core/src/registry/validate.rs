@@ -13,9 +13,15 @@ pub fn validate_object(info: &ResourceInfo, obj: &Value) -> Vec<StatusCause> {
     let md = meta::metadata(obj);
     let name = meta::name(obj);
     if name.is_empty() {
-        causes.push(field_required("metadata.name", "name or generateName is required"));
+        causes.push(field_required(
+            "metadata.name",
+            "name or generateName is required",
+        ));
     } else {
-        causes.extend(validation::validate_object_meta_name(name, to_rule(info.strategy.name_rule)));
+        causes.extend(validation::validate_object_meta_name(
+            name,
+            to_rule(info.strategy.name_rule),
+        ));
     }
     if info.namespaced {
         let ns = meta::namespace(obj);
@@ -27,14 +33,25 @@ pub fn validate_object(info: &ResourceInfo, obj: &Value) -> Vec<StatusCause> {
         match labels.as_object() {
             Some(map) => causes.extend(validation::validate_labels(map, "metadata.labels")),
             None if labels.is_null() => {}
-            None => causes.push(field_invalid("metadata.labels", &labels.to_string(), "must be an object")),
+            None => causes.push(field_invalid(
+                "metadata.labels",
+                &labels.to_string(),
+                "must be an object",
+            )),
         }
     }
     if let Some(ann) = md.and_then(|m| m.get("annotations")) {
         match ann.as_object() {
-            Some(map) => causes.extend(validation::validate_annotations(map, "metadata.annotations")),
+            Some(map) => causes.extend(validation::validate_annotations(
+                map,
+                "metadata.annotations",
+            )),
             None if ann.is_null() => {}
-            None => causes.push(field_invalid("metadata.annotations", &ann.to_string(), "must be an object")),
+            None => causes.push(field_invalid(
+                "metadata.annotations",
+                &ann.to_string(),
+                "must be an object",
+            )),
         }
     }
     if info.strategy.kind_hooks == KindHooks::Secret {
@@ -55,10 +72,7 @@ fn validate_secret(obj: &Value) -> Vec<StatusCause> {
     let mut causes = Vec::new();
     if let Some(data) = obj.get("data").and_then(Value::as_object) {
         for (k, v) in data {
-            let ok = v
-                .as_str()
-                .map(|s| base64_ok(s))
-                .unwrap_or(v.is_null());
+            let ok = v.as_str().map(|s| base64_ok(s)).unwrap_or(v.is_null());
             if !ok {
                 causes.push(field_invalid(
                     &format!("data[{k}]"),
