@@ -266,3 +266,22 @@ pub fn namespace(s: &Server, name: &str) -> String {
     assert_eq!(code, 201, "{body}");
     name.to_string()
 }
+
+/// Runs a scenario against `--shards 1` and `--shards 4`.
+#[macro_export]
+macro_rules! each_shard_count {
+    ($name:ident, $body:expr) => {
+        mod $name {
+            #[allow(unused_imports)]
+            use super::*;
+            #[test]
+            fn one_shard() {
+                ($body)(1)
+            }
+            #[test]
+            fn four_shards() {
+                ($body)(4)
+            }
+        }
+    };
+}
