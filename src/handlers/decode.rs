@@ -20,29 +20,45 @@ pub async fn read_body(req: Request<Incoming>) -> Result<(Input, Vec<u8>), ApiEr
         .and_then(|v| v.to_str().ok())
         .map(str::to_string);
     let input = negotiation::input(ct.as_deref())?;
-    if let Some(len) = req
+    let declared = req
         .headers()
         .get(header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<usize>().ok())
-    {
-        if len > MAX_BODY {
-            return Err(too_large());
-        }
-    }
+        .and_then(|v| v.parse::<usize>().ok());
     let mut body = req.into_body();
+    if declared.is_some_and(|len| len > MAX_BODY) {
+        drain(&mut body).await;
+        return Err(too_large());
+    }
     let mut out = Vec::new();
     while let Some(frame) = body.frame().await {
         let frame = frame
             .map_err(|e| ApiError::bad_request(&format!("error reading request body: {e}")))?;
         if let Ok(data) = frame.into_data() {
             if out.len() + data.len() > MAX_BODY {
+                drain(&mut body).await;
                 return Err(too_large());
             }
             out.extend_from_slice(&data);
         }
     }
     Ok((input, out))
+}
+
+/// Reads and discards what the client is still sending (bounded), so it
+/// finishes writing and can read the error; closing with unread data would
+/// reset the connection and lose the response.
+async fn drain(body: &mut Incoming) {
+    const DRAIN_LIMIT: usize = 4 * MAX_BODY;
+    let mut seen = 0;
+    while let Some(Ok(frame)) = body.frame().await {
+        if let Ok(data) = frame.into_data() {
+            seen += data.len();
+            if seen > DRAIN_LIMIT {
+                return;
+            }
+        }
+    }
 }
 
 fn too_large() -> ApiError {
