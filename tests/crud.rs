@@ -7,13 +7,22 @@ use serde_json::json;
 each_shard_count!(create_get_update_delete, |shards| {
     let s = Server::start(shards);
     let ns = namespace(&s, "crud");
-    let (code, created) = s.post(&format!("/api/v1/namespaces/{ns}/configmaps"), &configmap("a", json!({"x": "1"})));
+    let (code, created) = s.post(
+        &format!("/api/v1/namespaces/{ns}/configmaps"),
+        &configmap("a", json!({"x": "1"})),
+    );
     assert_eq!(code, 201, "{created}");
     assert_eq!(created["kind"], "ConfigMap");
     assert_eq!(created["metadata"]["namespace"], "crud");
     assert!(created["metadata"]["uid"].as_str().unwrap().len() >= 32);
-    assert!(created["metadata"]["creationTimestamp"].as_str().unwrap().ends_with('Z'));
-    assert!(created["metadata"].get("generation").is_none(), "configmaps do not track generation");
+    assert!(created["metadata"]["creationTimestamp"]
+        .as_str()
+        .unwrap()
+        .ends_with('Z'));
+    assert!(
+        created["metadata"].get("generation").is_none(),
+        "configmaps do not track generation"
+    );
     let rv1 = rv(&created);
 
     let (code, got) = s.get(&format!("/api/v1/namespaces/{ns}/configmaps/a"));
@@ -26,7 +35,10 @@ each_shard_count!(create_get_update_delete, |shards| {
     assert_eq!(code, 200, "{updated}");
     assert!(rv(&updated) > rv1);
     assert_eq!(updated["metadata"]["uid"], created["metadata"]["uid"]);
-    assert_eq!(updated["metadata"]["creationTimestamp"], created["metadata"]["creationTimestamp"]);
+    assert_eq!(
+        updated["metadata"]["creationTimestamp"],
+        created["metadata"]["creationTimestamp"]
+    );
 
     // The same body again (stale resourceVersion) conflicts.
     let (code, conflict) = s.put(&format!("/api/v1/namespaces/{ns}/configmaps/a"), &changed);
@@ -39,9 +51,15 @@ each_shard_count!(create_get_update_delete, |shards| {
 
     // Unconditional update (no resourceVersion) is allowed for configmaps.
     let mut unconditional = changed.clone();
-    unconditional["metadata"].as_object_mut().unwrap().remove("resourceVersion");
+    unconditional["metadata"]
+        .as_object_mut()
+        .unwrap()
+        .remove("resourceVersion");
     unconditional["data"]["k"] = json!("v3");
-    let (code, u2) = s.put(&format!("/api/v1/namespaces/{ns}/configmaps/a"), &unconditional);
+    let (code, u2) = s.put(
+        &format!("/api/v1/namespaces/{ns}/configmaps/a"),
+        &unconditional,
+    );
     assert_eq!(code, 200, "{u2}");
     assert!(rv(&u2) > rv(&updated));
 
@@ -67,9 +85,15 @@ each_shard_count!(create_get_update_delete, |shards| {
 
 each_shard_count!(create_conflicts_and_generate_name, |shards| {
     let s = Server::start(shards);
-    let (code, _) = s.post("/api/v1/namespaces/default/configmaps", &configmap("dup", json!({})));
+    let (code, _) = s.post(
+        "/api/v1/namespaces/default/configmaps",
+        &configmap("dup", json!({})),
+    );
     assert_eq!(code, 201);
-    let (code, body) = s.post("/api/v1/namespaces/default/configmaps", &configmap("dup", json!({})));
+    let (code, body) = s.post(
+        "/api/v1/namespaces/default/configmaps",
+        &configmap("dup", json!({})),
+    );
     assert_eq!(code, 409);
     assert_eq!(body["reason"], "AlreadyExists");
     assert_eq!(body["message"], "configmaps \"dup\" already exists");
@@ -101,7 +125,10 @@ each_shard_count!(status_subresource_and_generation, |shards| {
     let (code, d) = s.post(base, &deploy);
     assert_eq!(code, 201, "{d}");
     assert_eq!(d["metadata"]["generation"], 1);
-    assert!(d.get("status").is_none(), "status set on create is dropped: {d}");
+    assert!(
+        d.get("status").is_none(),
+        "status set on create is dropped: {d}"
+    );
 
     let mut st = d.clone();
     st["status"] = json!({"replicas": 1, "readyReplicas": 1});
@@ -109,7 +136,10 @@ each_shard_count!(status_subresource_and_generation, |shards| {
     let (code, after_status) = s.put(&format!("{base}/web/status"), &st);
     assert_eq!(code, 200, "{after_status}");
     assert_eq!(after_status["status"]["readyReplicas"], 1);
-    assert_eq!(after_status["spec"]["replicas"], 1, "status update ignores spec");
+    assert_eq!(
+        after_status["spec"]["replicas"], 1,
+        "status update ignores spec"
+    );
     assert_eq!(after_status["metadata"]["generation"], 1);
 
     let mut spec = after_status.clone();
@@ -118,14 +148,20 @@ each_shard_count!(status_subresource_and_generation, |shards| {
     let (code, after_spec) = s.put(&format!("{base}/web"), &spec);
     assert_eq!(code, 200, "{after_spec}");
     assert_eq!(after_spec["spec"]["replicas"], 3);
-    assert_eq!(after_spec["status"]["readyReplicas"], 1, "main update leaves status alone");
+    assert_eq!(
+        after_spec["status"]["readyReplicas"], 1,
+        "main update leaves status alone"
+    );
     assert_eq!(after_spec["metadata"]["generation"], 2);
 
     let mut labels_only = after_spec.clone();
     labels_only["metadata"]["labels"] = json!({"team": "a"});
     let (code, after_labels) = s.put(&format!("{base}/web"), &labels_only);
     assert_eq!(code, 200);
-    assert_eq!(after_labels["metadata"]["generation"], 2, "metadata changes keep generation");
+    assert_eq!(
+        after_labels["metadata"]["generation"], 2,
+        "metadata changes keep generation"
+    );
 
     let (code, got) = s.get(&format!("{base}/web/status"));
     assert_eq!(code, 200);
@@ -134,9 +170,15 @@ each_shard_count!(status_subresource_and_generation, |shards| {
 
 each_shard_count!(cluster_scoped_and_delete_returns, |shards| {
     let s = Server::start(shards);
-    let (code, node) = s.post("/api/v1/nodes", &json!({"metadata": {"name": "n1"}, "status": {"capacity": {"cpu": "4"}}}));
+    let (code, node) = s.post(
+        "/api/v1/nodes",
+        &json!({"metadata": {"name": "n1"}, "status": {"capacity": {"cpu": "4"}}}),
+    );
     assert_eq!(code, 201, "{node}");
-    assert_eq!(node["status"]["capacity"]["cpu"], "4", "nodes keep status on create");
+    assert_eq!(
+        node["status"]["capacity"]["cpu"], "4",
+        "nodes keep status on create"
+    );
     assert!(node["metadata"].get("namespace").is_none());
     let (code, pod) = s.post(
         "/api/v1/namespaces/default/pods",
@@ -148,9 +190,15 @@ each_shard_count!(cluster_scoped_and_delete_returns, |shards| {
     let (code, deleted) = s.delete("/api/v1/namespaces/default/pods/p");
     assert_eq!(code, 200);
     assert_eq!(deleted["kind"], "Pod");
-    assert!(rv(&deleted) > rv(&pod), "the deleted object carries the deletion's revision");
+    assert!(
+        rv(&deleted) > rv(&pod),
+        "the deleted object carries the deletion's revision"
+    );
     // Preconditions.
-    let (code, body) = s.delete_with("/api/v1/nodes/n1", &json!({"preconditions": {"uid": "nope"}}));
+    let (code, body) = s.delete_with(
+        "/api/v1/nodes/n1",
+        &json!({"preconditions": {"uid": "nope"}}),
+    );
     assert_eq!(code, 409, "{body}");
     let uid = node["metadata"]["uid"].as_str().unwrap();
     let (code, _) = s.delete_with("/api/v1/nodes/n1", &json!({"preconditions": {"uid": uid}}));
@@ -161,7 +209,10 @@ each_shard_count!(namespace_lifecycle, |shards| {
     let s = Server::start(shards);
     let (code, list) = s.get("/api/v1/namespaces");
     assert_eq!(code, 200);
-    assert_eq!(names(&list), vec!["default", "kube-node-lease", "kube-public", "kube-system"]);
+    assert_eq!(
+        names(&list),
+        vec!["default", "kube-node-lease", "kube-public", "kube-system"]
+    );
     for protected in ["default", "kube-system", "kube-public"] {
         let (code, body) = s.delete(&format!("/api/v1/namespaces/{protected}"));
         assert_eq!(code, 403, "{body}");
@@ -169,12 +220,21 @@ each_shard_count!(namespace_lifecycle, |shards| {
     }
     let ns = namespace(&s, "doomed");
     for i in 0..10 {
-        let (code, _) = s.post(&format!("/api/v1/namespaces/{ns}/configmaps"), &configmap(&format!("c{i}"), json!({})));
+        let (code, _) = s.post(
+            &format!("/api/v1/namespaces/{ns}/configmaps"),
+            &configmap(&format!("c{i}"), json!({})),
+        );
         assert_eq!(code, 201);
     }
-    let (code, _) = s.post(&format!("/api/v1/namespaces/{ns}/secrets"), &json!({"metadata": {"name": "s"}}));
+    let (code, _) = s.post(
+        &format!("/api/v1/namespaces/{ns}/secrets"),
+        &json!({"metadata": {"name": "s"}}),
+    );
     assert_eq!(code, 201);
-    let (code, _) = s.post("/api/v1/namespaces/default/configmaps", &configmap("survivor", json!({})));
+    let (code, _) = s.post(
+        "/api/v1/namespaces/default/configmaps",
+        &configmap("survivor", json!({})),
+    );
     assert_eq!(code, 201);
     let (code, body) = s.delete(&format!("/api/v1/namespaces/{ns}"));
     assert_eq!(code, 200, "{body}");
@@ -188,14 +248,20 @@ each_shard_count!(namespace_lifecycle, |shards| {
     let (_, secrets) = s.get("/api/v1/secrets");
     assert!(names(&secrets).is_empty());
     // Creating in a namespace that is gone is 404.
-    let (code, body) = s.post(&format!("/api/v1/namespaces/{ns}/configmaps"), &configmap("late", json!({})));
+    let (code, body) = s.post(
+        &format!("/api/v1/namespaces/{ns}/configmaps"),
+        &configmap("late", json!({})),
+    );
     assert_eq!(code, 404);
     assert_eq!(body["message"], "namespaces \"doomed\" not found");
 });
 
 each_shard_count!(patch_merge_and_json, |shards| {
     let s = Server::start(shards);
-    let (_, c) = s.post("/api/v1/namespaces/default/configmaps", &configmap("p", json!({"a": "1"})));
+    let (_, c) = s.post(
+        "/api/v1/namespaces/default/configmaps",
+        &configmap("p", json!({"a": "1"})),
+    );
     let (code, merged) = s.patch(
         "/api/v1/namespaces/default/configmaps/p",
         "application/merge-patch+json",
@@ -217,7 +283,11 @@ each_shard_count!(patch_merge_and_json, |shards| {
         &json!([{"op": "test", "path": "/data/k", "value": "nope"}]),
     );
     assert_eq!(code, 422, "{failed}");
-    let (code, _) = s.patch("/api/v1/namespaces/default/configmaps/missing", "application/merge-patch+json", &json!({}));
+    let (code, _) = s.patch(
+        "/api/v1/namespaces/default/configmaps/missing",
+        "application/merge-patch+json",
+        &json!({}),
+    );
     assert_eq!(code, 404);
     // A stale resourceVersion in a patch is a precondition.
     let (code, _) = s.patch(
@@ -231,11 +301,17 @@ each_shard_count!(patch_merge_and_json, |shards| {
 #[test]
 fn dry_run_stores_nothing() {
     let s = Server::start(2);
-    let (code, body) = s.post("/api/v1/namespaces/default/configmaps?dryRun=All", &configmap("dry", json!({})));
+    let (code, body) = s.post(
+        "/api/v1/namespaces/default/configmaps?dryRun=All",
+        &configmap("dry", json!({})),
+    );
     assert_eq!(code, 201, "{body}");
     assert_eq!(body["metadata"]["name"], "dry");
     let (code, _) = s.get("/api/v1/namespaces/default/configmaps/dry");
     assert_eq!(code, 404);
-    let (code, _) = s.post("/api/v1/namespaces/default/configmaps?dryRun=Bogus", &configmap("dry", json!({})));
+    let (code, _) = s.post(
+        "/api/v1/namespaces/default/configmaps?dryRun=Bogus",
+        &configmap("dry", json!({})),
+    );
     assert_eq!(code, 422);
 }

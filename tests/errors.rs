@@ -23,14 +23,26 @@ each_shard_count!(decode_errors, |shards| {
     assert_eq!(code, 400, "{body}");
     let (code, body) = s.send("POST", cms, "application/json", b"[1,2]");
     assert_eq!(code, 400, "{body}");
-    let (code, body) = s.post(cms, &json!({"apiVersion": "v2", "kind": "ConfigMap", "metadata": {"name": "x"}}));
+    let (code, body) = s.post(
+        cms,
+        &json!({"apiVersion": "v2", "kind": "ConfigMap", "metadata": {"name": "x"}}),
+    );
     assert_eq!(code, 400, "{body}");
     assert!(body["message"].as_str().unwrap().contains("v2"));
-    let (code, _) = s.post(cms, &json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "x"}}));
+    let (code, _) = s.post(
+        cms,
+        &json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "x"}}),
+    );
     assert_eq!(code, 400);
-    let (code, body) = s.post(cms, &json!({"metadata": {"name": "x", "namespace": "kube-system"}}));
+    let (code, body) = s.post(
+        cms,
+        &json!({"metadata": {"name": "x", "namespace": "kube-system"}}),
+    );
     assert_eq!(code, 400);
-    assert_eq!(body["message"], "the namespace of the provided object does not match the namespace sent on the request");
+    assert_eq!(
+        body["message"],
+        "the namespace of the provided object does not match the namespace sent on the request"
+    );
     let (code, body) = s.send("POST", cms, "text/plain", b"hello");
     assert_eq!(code, 415);
     assert_status(&body, 415, "UnsupportedMediaType");
@@ -52,12 +64,31 @@ each_shard_count!(validation_errors, |shards| {
     assert_eq!(body["details"]["kind"], "ConfigMap");
     assert_eq!(body["details"]["name"], "Bad_Name");
     let causes = body["details"]["causes"].as_array().unwrap();
-    let fields: Vec<&str> = causes.iter().map(|c| c["field"].as_str().unwrap()).collect();
+    let fields: Vec<&str> = causes
+        .iter()
+        .map(|c| c["field"].as_str().unwrap())
+        .collect();
     assert!(fields.contains(&"metadata.name"), "{fields:?}");
-    assert!(fields.iter().filter(|f| f.starts_with("metadata.labels")).count() >= 2, "{fields:?}");
-    assert!(causes.iter().all(|c| c["reason"] == "FieldValueInvalid"), "{causes:?}");
-    assert!(body["message"].as_str().unwrap().starts_with("ConfigMap \"Bad_Name\" is invalid: "));
-    let (code, body) = s.post(cms, &json!({"metadata": {"name": "a", "annotations": {"bad key": "v"}}}));
+    assert!(
+        fields
+            .iter()
+            .filter(|f| f.starts_with("metadata.labels"))
+            .count()
+            >= 2,
+        "{fields:?}"
+    );
+    assert!(
+        causes.iter().all(|c| c["reason"] == "FieldValueInvalid"),
+        "{causes:?}"
+    );
+    assert!(body["message"]
+        .as_str()
+        .unwrap()
+        .starts_with("ConfigMap \"Bad_Name\" is invalid: "));
+    let (code, body) = s.post(
+        cms,
+        &json!({"metadata": {"name": "a", "annotations": {"bad key": "v"}}}),
+    );
     assert_eq!(code, 422, "{body}");
     let (code, body) = s.post(cms, &json!({"metadata": {}}));
     assert_eq!(code, 422, "{body}");
@@ -66,7 +97,10 @@ each_shard_count!(validation_errors, |shards| {
     let (code, _) = s.post("/api/v1/namespaces", &json!({"metadata": {"name": "a.b"}}));
     assert_eq!(code, 422);
     // A missing namespace is 404.
-    let (code, body) = s.post("/api/v1/namespaces/nope/configmaps", &configmap("x", json!({})));
+    let (code, body) = s.post(
+        "/api/v1/namespaces/nope/configmaps",
+        &configmap("x", json!({})),
+    );
     assert_eq!(code, 404);
     assert_eq!(body["message"], "namespaces \"nope\" not found");
     // PUT name mismatch.
@@ -74,7 +108,10 @@ each_shard_count!(validation_errors, |shards| {
     assert_eq!(code, 201);
     let (code, body) = s.put(&format!("{cms}/real"), &configmap("other", json!({})));
     assert_eq!(code, 400);
-    assert_eq!(body["message"], "the name of the object (other) does not match the name on the URL (real)");
+    assert_eq!(
+        body["message"],
+        "the name of the object (other) does not match the name on the URL (real)"
+    );
     let (code, _) = s.put(&format!("{cms}/absent"), &configmap("absent", json!({})));
     assert_eq!(code, 404);
 });
@@ -92,13 +129,25 @@ each_shard_count!(routing_errors, |shards| {
     let (code, body) = s.delete("/api/v1/namespaces");
     assert_eq!(code, 405, "{body}");
     assert_status(&body, 405, "MethodNotAllowed");
-    let (code, _) = s.send("POST", "/api/v1/namespaces/default/configmaps/named", "application/json", b"{}");
+    let (code, _) = s.send(
+        "POST",
+        "/api/v1/namespaces/default/configmaps/named",
+        "application/json",
+        b"{}",
+    );
     assert_eq!(code, 405);
     let (code, _) = s.get("/api/v1/namespaces/default/configmaps?labelSelector=a%20in%20(");
     assert_eq!(code, 400);
-    let (code, body) = s.get("/api/v1/namespaces/default/configmaps?fieldSelector=spec.nodeName%3Dx");
+    let (code, body) =
+        s.get("/api/v1/namespaces/default/configmaps?fieldSelector=spec.nodeName%3Dx");
     assert_eq!(code, 400);
-    assert!(body["message"].as_str().unwrap().contains("field label not supported"), "{body}");
+    assert!(
+        body["message"]
+            .as_str()
+            .unwrap()
+            .contains("field label not supported"),
+        "{body}"
+    );
     let (code, _) = s.get("/api/v1/namespaces/default/configmaps?limit=abc");
     assert_eq!(code, 400);
     let (code, _) = s.get("/api/v1/namespaces/default/configmaps?continue=garbage");
@@ -110,7 +159,12 @@ fn oversized_body_is_413_and_nothing_stored() {
     let s = Server::start(2);
     let big = "x".repeat(3 * 1024 * 1024 + 10);
     let body = json!({"metadata": {"name": "big"}, "data": {"k": big}}).to_string();
-    let (code, resp) = s.send("POST", "/api/v1/namespaces/default/configmaps", "application/json", body.as_bytes());
+    let (code, resp) = s.send(
+        "POST",
+        "/api/v1/namespaces/default/configmaps",
+        "application/json",
+        body.as_bytes(),
+    );
     assert_eq!(code, 413, "{resp}");
     assert_status(&resp, 413, "RequestEntityTooLarge");
     let (code, _) = s.get("/api/v1/namespaces/default/configmaps/big");
@@ -146,7 +200,10 @@ fn request_ending_mid_body_stores_nothing() {
 #[test]
 fn garbage_bodies_never_crash() {
     let s = Server::start(2);
-    let (_, c) = s.post("/api/v1/namespaces/default/configmaps", &configmap("keep", json!({})));
+    let (_, c) = s.post(
+        "/api/v1/namespaces/default/configmaps",
+        &configmap("keep", json!({})),
+    );
     let mut seed: u64 = 0x9e3779b97f4a7c15;
     for i in 0..300 {
         let len = 1 + (i * 7) % 200;
@@ -159,14 +216,37 @@ fn garbage_bodies_never_crash() {
             })
             .collect();
         for (method, path, ct) in [
-            ("POST", "/api/v1/namespaces/default/configmaps", "application/json"),
-            ("PUT", "/api/v1/namespaces/default/configmaps/keep", "application/yaml"),
-            ("PATCH", "/api/v1/namespaces/default/configmaps/keep", "application/merge-patch+json"),
-            ("PATCH", "/api/v1/namespaces/default/configmaps/keep", "application/json-patch+json"),
-            ("DELETE", "/api/v1/namespaces/default/configmaps/keep", "application/json"),
+            (
+                "POST",
+                "/api/v1/namespaces/default/configmaps",
+                "application/json",
+            ),
+            (
+                "PUT",
+                "/api/v1/namespaces/default/configmaps/keep",
+                "application/yaml",
+            ),
+            (
+                "PATCH",
+                "/api/v1/namespaces/default/configmaps/keep",
+                "application/merge-patch+json",
+            ),
+            (
+                "PATCH",
+                "/api/v1/namespaces/default/configmaps/keep",
+                "application/json-patch+json",
+            ),
+            (
+                "DELETE",
+                "/api/v1/namespaces/default/configmaps/keep",
+                "application/json",
+            ),
         ] {
             let (code, _, _) = s.send_raw(method, path, ct, &bytes);
-            assert!(code == 400 || code == 422 || code == 404 || code == 409 || code == 200, "{method} {path}: {code}");
+            assert!(
+                code == 400 || code == 422 || code == 404 || code == 409 || code == 200,
+                "{method} {path}: {code}"
+            );
         }
     }
     let (code, now) = s.get("/api/v1/namespaces/default/configmaps/keep");

@@ -9,7 +9,10 @@ fn seed(s: &Server) {
         namespace(s, ns);
         for i in (0..12).rev() {
             let labels = json!({"tier": if i % 3 == 0 { "web" } else if i % 3 == 1 { "db" } else { "cache" }, "idx": i.to_string()});
-            let (code, body) = s.post(&format!("/api/v1/namespaces/{ns}/configmaps"), &configmap(&format!("cm-{i:02}"), labels));
+            let (code, body) = s.post(
+                &format!("/api/v1/namespaces/{ns}/configmaps"),
+                &configmap(&format!("cm-{i:02}"), labels),
+            );
             assert_eq!(code, 201, "{body}");
         }
     }
@@ -20,7 +23,13 @@ fn keys(list: &Value) -> Vec<String> {
         .as_array()
         .unwrap()
         .iter()
-        .map(|i| format!("{}/{}", i["metadata"]["namespace"].as_str().unwrap(), i["metadata"]["name"].as_str().unwrap()))
+        .map(|i| {
+            format!(
+                "{}/{}",
+                i["metadata"]["namespace"].as_str().unwrap(),
+                i["metadata"]["name"].as_str().unwrap()
+            )
+        })
         .collect()
 }
 
@@ -43,14 +52,21 @@ each_shard_count!(sorted_by_namespace_then_name, |shards| {
     assert!(keys(&one).iter().all(|k| k.starts_with("a-ns/")));
     // The list's resourceVersion is at least every item's.
     let list_rv = rv(&all);
-    assert!(all["items"].as_array().unwrap().iter().all(|i| rv(i) <= list_rv));
+    assert!(all["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|i| rv(i) <= list_rv));
 });
 
 each_shard_count!(label_selectors, |shards| {
     let s = Server::start(shards);
     seed(&s);
     let count = |sel: &str| {
-        let (code, body) = s.get(&format!("/api/v1/namespaces/a-ns/configmaps?labelSelector={}", urlencode(sel)));
+        let (code, body) = s.get(&format!(
+            "/api/v1/namespaces/a-ns/configmaps?labelSelector={}",
+            urlencode(sel)
+        ));
         assert_eq!(code, 200, "{sel}: {body}");
         keys(&body).len()
     };
@@ -72,7 +88,8 @@ each_shard_count!(field_selectors, |shards| {
     seed(&s);
     let (_, body) = s.get("/api/v1/configmaps?fieldSelector=metadata.name%3Dcm-03");
     assert_eq!(keys(&body), vec!["a-ns/cm-03", "b-ns/cm-03"]);
-    let (_, body) = s.get("/api/v1/configmaps?fieldSelector=metadata.namespace%21%3Da-ns,metadata.name%3Dcm-05");
+    let (_, body) = s
+        .get("/api/v1/configmaps?fieldSelector=metadata.namespace%21%3Da-ns,metadata.name%3Dcm-05");
     assert_eq!(keys(&body), vec!["b-ns/cm-05"]);
     for (i, node) in ["n1", "n2", "n1"].iter().enumerate() {
         let (code, _) = s.post(
@@ -83,7 +100,8 @@ each_shard_count!(field_selectors, |shards| {
     }
     let (_, body) = s.get("/api/v1/pods?fieldSelector=spec.nodeName%3Dn1");
     assert_eq!(keys(&body), vec!["a-ns/p0", "a-ns/p2"]);
-    let (_, body) = s.get("/api/v1/pods?fieldSelector=status.phase%3DPending,spec.nodeName%21%3Dn1");
+    let (_, body) =
+        s.get("/api/v1/pods?fieldSelector=status.phase%3DPending,spec.nodeName%21%3Dn1");
     assert_eq!(keys(&body), vec!["a-ns/p1"]);
     let (code, _) = s.get("/api/v1/pods?fieldSelector=spec.bogus%3Dx");
     assert_eq!(code, 400);
@@ -104,7 +122,10 @@ each_shard_count!(pagination_is_a_consistent_snapshot, |shards| {
     // Change the world between pages: pages keep showing the first page's snapshot.
     let (code, _) = s.delete("/api/v1/namespaces/b-ns/configmaps/cm-11");
     assert_eq!(code, 200);
-    let (code, _) = s.post("/api/v1/namespaces/b-ns/configmaps", &configmap("zz-new", json!({})));
+    let (code, _) = s.post(
+        "/api/v1/namespaces/b-ns/configmaps",
+        &configmap("zz-new", json!({})),
+    );
     assert_eq!(code, 201);
     let (_, changed) = s.get("/api/v1/namespaces/a-ns/configmaps/cm-07");
     let mut c = changed.clone();
@@ -113,9 +134,16 @@ each_shard_count!(pagination_is_a_consistent_snapshot, |shards| {
     let mut token = first["metadata"]["continue"].as_str().unwrap().to_string();
     let mut pages = 1;
     loop {
-        let (code, page) = s.get(&format!("/api/v1/configmaps?limit=5&continue={}", urlencode(&token)));
+        let (code, page) = s.get(&format!(
+            "/api/v1/configmaps?limit=5&continue={}",
+            urlencode(&token)
+        ));
         assert_eq!(code, 200, "{page}");
-        assert_eq!(rv(&page), snapshot_rv, "every page is at the first page's revision");
+        assert_eq!(
+            rv(&page),
+            snapshot_rv,
+            "every page is at the first page's revision"
+        );
         for item in page["items"].as_array().unwrap() {
             if item["metadata"]["name"] == "cm-07" && item["metadata"]["namespace"] == "a-ns" {
                 assert_eq!(item["data"]["k"], "v", "the snapshot shows the old object");
@@ -140,18 +168,29 @@ each_shard_count!(pagination_is_a_consistent_snapshot, |shards| {
     // Paging with a selector.
     let (_, sel) = s.get("/api/v1/configmaps?labelSelector=tier%3Dweb&limit=3");
     assert_eq!(keys(&sel).len(), 3);
-    assert!(sel["metadata"].get("remainingItemCount").is_none(), "no count with selectors");
+    assert!(
+        sel["metadata"].get("remainingItemCount").is_none(),
+        "no count with selectors"
+    );
     assert!(sel["metadata"]["continue"].is_string());
 });
 
 each_shard_count!(resource_version_semantics, |shards| {
     let s = Server::start(shards);
-    let (_, a) = s.post("/api/v1/namespaces/default/configmaps", &configmap("a", json!({})));
+    let (_, a) = s.post(
+        "/api/v1/namespaces/default/configmaps",
+        &configmap("a", json!({})),
+    );
     let first = rv(&a);
-    let (_, b) = s.post("/api/v1/namespaces/default/configmaps", &configmap("b", json!({})));
+    let (_, b) = s.post(
+        "/api/v1/namespaces/default/configmaps",
+        &configmap("b", json!({})),
+    );
     let second = rv(&b);
     // Exact: the state at that revision.
-    let (code, exact) = s.get(&format!("/api/v1/namespaces/default/configmaps?resourceVersion={first}&resourceVersionMatch=Exact"));
+    let (code, exact) = s.get(&format!(
+        "/api/v1/namespaces/default/configmaps?resourceVersion={first}&resourceVersionMatch=Exact"
+    ));
     assert_eq!(code, 200, "{exact}");
     assert_eq!(names(&exact), vec!["a"]);
     assert_eq!(rv(&exact), first);
@@ -164,17 +203,33 @@ each_shard_count!(resource_version_semantics, |shards| {
     assert_eq!(names(&any), vec!["a", "b"]);
     // A future revision waits 3 s, then 504 with Retry-After.
     let started = std::time::Instant::now();
-    let (code, _, text) = s.get_with(&format!("/api/v1/namespaces/default/configmaps?resourceVersion={}", second + 1000), "application/json");
+    let (code, _, text) = s.get_with(
+        &format!(
+            "/api/v1/namespaces/default/configmaps?resourceVersion={}",
+            second + 1000
+        ),
+        "application/json",
+    );
     assert_eq!(code, 504, "{text}");
     assert!(started.elapsed() >= std::time::Duration::from_millis(2900));
     let body: Value = serde_json::from_str(&text).unwrap();
     assert_eq!(body["reason"], "Timeout");
-    assert!(body["message"].as_str().unwrap().starts_with("Timeout: Too large resource version"), "{body}");
-    assert_eq!(body["details"]["causes"][0]["reason"], "ResourceVersionTooLarge");
+    assert!(
+        body["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("Timeout: Too large resource version"),
+        "{body}"
+    );
+    assert_eq!(
+        body["details"]["causes"][0]["reason"],
+        "ResourceVersionTooLarge"
+    );
     // Invalid combinations.
     let (code, _) = s.get("/api/v1/namespaces/default/configmaps?resourceVersionMatch=Exact");
     assert_eq!(code, 422);
-    let (code, _) = s.get("/api/v1/namespaces/default/configmaps?resourceVersion=0&resourceVersionMatch=Exact");
+    let (code, _) =
+        s.get("/api/v1/namespaces/default/configmaps?resourceVersion=0&resourceVersionMatch=Exact");
     assert_eq!(code, 422);
     let (code, _) = s.get("/api/v1/namespaces/default/configmaps?resourceVersion=abc");
     assert_eq!(code, 400);
@@ -183,23 +238,41 @@ each_shard_count!(resource_version_semantics, |shards| {
 #[test]
 fn exact_list_outside_history_is_410() {
     let s = Server::start_with(2, &["--watch-history-max-events", "3"]);
-    let (_, first) = s.post("/api/v1/namespaces/default/configmaps", &configmap("c0", json!({})));
+    let (_, first) = s.post(
+        "/api/v1/namespaces/default/configmaps",
+        &configmap("c0", json!({})),
+    );
     for i in 1..12 {
-        s.post("/api/v1/namespaces/default/configmaps", &configmap(&format!("c{i}"), json!({})));
+        s.post(
+            "/api/v1/namespaces/default/configmaps",
+            &configmap(&format!("c{i}"), json!({})),
+        );
     }
-    let (code, body) = s.get(&format!("/api/v1/namespaces/default/configmaps?resourceVersion={}&resourceVersionMatch=Exact", rv(&first)));
+    let (code, body) = s.get(&format!(
+        "/api/v1/namespaces/default/configmaps?resourceVersion={}&resourceVersionMatch=Exact",
+        rv(&first)
+    ));
     assert_eq!(code, 410, "{body}");
     assert_eq!(body["reason"], "Expired");
     let (code, page) = s.get("/api/v1/namespaces/default/configmaps?limit=2");
     assert_eq!(code, 200);
     for i in 12..30 {
-        s.post("/api/v1/namespaces/default/configmaps", &configmap(&format!("c{i}"), json!({})));
+        s.post(
+            "/api/v1/namespaces/default/configmaps",
+            &configmap(&format!("c{i}"), json!({})),
+        );
     }
     let token = page["metadata"]["continue"].as_str().unwrap();
-    let (code, body) = s.get(&format!("/api/v1/namespaces/default/configmaps?limit=2&continue={}", urlencode(token)));
+    let (code, body) = s.get(&format!(
+        "/api/v1/namespaces/default/configmaps?limit=2&continue={}",
+        urlencode(token)
+    ));
     assert_eq!(code, 410, "{body}");
     assert_eq!(body["reason"], "Expired");
-    assert!(body["message"].as_str().unwrap().contains("continue parameter is too old"));
+    assert!(body["message"]
+        .as_str()
+        .unwrap()
+        .contains("continue parameter is too old"));
 }
 
 each_shard_count!(delete_collection_honours_selectors, |shards| {
@@ -213,7 +286,8 @@ each_shard_count!(delete_collection_honours_selectors, |shards| {
     assert_eq!(keys(&left).len(), 8);
     let (_, other) = s.get("/api/v1/namespaces/b-ns/configmaps");
     assert_eq!(keys(&other).len(), 12, "other namespaces untouched");
-    let (code, _) = s.delete("/api/v1/namespaces/b-ns/configmaps?fieldSelector=metadata.name%3Dcm-01");
+    let (code, _) =
+        s.delete("/api/v1/namespaces/b-ns/configmaps?fieldSelector=metadata.name%3Dcm-01");
     assert_eq!(code, 200);
     let (_, other) = s.get("/api/v1/namespaces/b-ns/configmaps");
     assert_eq!(keys(&other).len(), 11);
@@ -232,13 +306,26 @@ fn one_and_four_shards_agree() {
         c2["data"]["extra"] = json!("x");
         s.put("/api/v1/namespaces/b-ns/configmaps/cm-02", &c2);
         let mut out = Vec::new();
-        for q in ["", "?labelSelector=tier%3Ddb", "?limit=7", "?fieldSelector=metadata.name%3Dcm-02"] {
+        for q in [
+            "",
+            "?labelSelector=tier%3Ddb",
+            "?limit=7",
+            "?fieldSelector=metadata.name%3Dcm-02",
+        ] {
             let (_, list) = s.get(&format!("/api/v1/configmaps{q}"));
             let items: Vec<Value> = list["items"]
                 .as_array()
                 .unwrap()
                 .iter()
-                .map(|i| json!([i["metadata"]["namespace"], i["metadata"]["name"], i["metadata"]["resourceVersion"], i["data"], i["metadata"]["labels"]]))
+                .map(|i| {
+                    json!([
+                        i["metadata"]["namespace"],
+                        i["metadata"]["name"],
+                        i["metadata"]["resourceVersion"],
+                        i["data"],
+                        i["metadata"]["labels"]
+                    ])
+                })
                 .collect();
             out.push(json!({"rv": list["metadata"]["resourceVersion"], "items": items, "remaining": list["metadata"]["remainingItemCount"]}));
         }
@@ -250,7 +337,9 @@ fn one_and_four_shards_agree() {
 fn urlencode(s: &str) -> String {
     s.bytes()
         .map(|b| match b {
-            b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => (b as char).to_string(),
+            b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                (b as char).to_string()
+            }
             _ => format!("%{b:02X}"),
         })
         .collect()

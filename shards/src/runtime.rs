@@ -99,6 +99,9 @@ where
     B: Fn(usize) -> Box<dyn Backend> + Send + Sync + Clone + 'static,
 {
     let n = cfg.shards.max(1);
+    // History starts complete at the sequencer's starting point on every
+    // executor, however late each executor thread starts running.
+    let start_revision = seq.current();
     let (inbox_tx, inbox_rx): (Vec<_>, Vec<_>) = (0..n)
         .map(|_| async_channel::unbounded::<ShardMsg>())
         .unzip();
@@ -125,8 +128,9 @@ where
                     backends(id),
                     limits,
                     hub_tx,
+                    start_revision,
                 )));
-                let hub = Rc::new(RefCell::new(Hub::new(seq.current(), limits)));
+                let hub = Rc::new(RefCell::new(Hub::new(start_revision, limits)));
                 glommio::spawn_local(shard_loop(store.clone(), inbox)).detach();
                 glommio::spawn_local(hub_loop(
                     hub.clone(),

@@ -106,8 +106,8 @@ impl ShardStore {
         backend: Box<dyn Backend>,
         limits: RingLimits,
         hubs: Vec<async_channel::Sender<EventBatch>>,
+        start_revision: u64,
     ) -> Self {
-        let start_revision = seq.current();
         Self {
             id,
             seq,

@@ -61,7 +61,11 @@ impl Server {
                     }
                 }
             }
-            assert!(Instant::now() < deadline, "server not ready: {}", server.log());
+            assert!(
+                Instant::now() < deadline,
+                "server not ready: {}",
+                server.log()
+            );
             std::thread::sleep(Duration::from_millis(20));
         }
     }
@@ -83,12 +87,21 @@ impl Server {
     }
 
     pub fn get_with(&self, path: &str, accept: &str) -> (u16, String, String) {
-        let r = self.agent.get(&self.url(path)).header("Accept", accept).call();
+        let r = self
+            .agent
+            .get(&self.url(path))
+            .header("Accept", accept)
+            .call();
         raw(r)
     }
 
     pub fn post(&self, path: &str, body: &Value) -> (u16, Value) {
-        self.send("POST", path, "application/json", body.to_string().as_bytes())
+        self.send(
+            "POST",
+            path,
+            "application/json",
+            body.to_string().as_bytes(),
+        )
     }
 
     pub fn put(&self, path: &str, body: &Value) -> (u16, Value) {
@@ -104,15 +117,29 @@ impl Server {
     }
 
     pub fn delete_with(&self, path: &str, body: &Value) -> (u16, Value) {
-        self.send("DELETE", path, "application/json", body.to_string().as_bytes())
+        self.send(
+            "DELETE",
+            path,
+            "application/json",
+            body.to_string().as_bytes(),
+        )
     }
 
     pub fn send(&self, method: &str, path: &str, content_type: &str, body: &[u8]) -> (u16, Value) {
         let (code, _, text) = self.send_raw(method, path, content_type, body);
-        (code, serde_json::from_str(&text).unwrap_or(Value::String(text)))
+        (
+            code,
+            serde_json::from_str(&text).unwrap_or(Value::String(text)),
+        )
     }
 
-    pub fn send_raw(&self, method: &str, path: &str, content_type: &str, body: &[u8]) -> (u16, String, String) {
+    pub fn send_raw(
+        &self,
+        method: &str,
+        path: &str,
+        content_type: &str,
+        body: &[u8],
+    ) -> (u16, String, String) {
         let req = http::Request::builder()
             .method(method)
             .uri(self.url(path))
@@ -124,7 +151,11 @@ impl Server {
 
     /// Opens a watch and returns a reader of its events.
     pub fn watch(&self, path: &str) -> WatchStream {
-        let resp = self.agent.get(&self.url(path)).call().expect("watch request");
+        let resp = self
+            .agent
+            .get(&self.url(path))
+            .call()
+            .expect("watch request");
         assert_eq!(resp.status().as_u16(), 200, "watch status");
         WatchStream {
             lines: Box::new(BufReader::new(resp.into_body().into_reader())),
@@ -175,7 +206,9 @@ impl WatchStream {
         let mut line = String::new();
         match self.lines.read_line(&mut line) {
             Ok(0) | Err(_) => None,
-            Ok(_) => Some(serde_json::from_str(&line).unwrap_or_else(|e| panic!("bad event {line:?}: {e}"))),
+            Ok(_) => Some(
+                serde_json::from_str(&line).unwrap_or_else(|e| panic!("bad event {line:?}: {e}")),
+            ),
         }
     }
 
@@ -230,7 +263,10 @@ fn raw(r: Result<http::Response<ureq::Body>, ureq::Error>) -> (u16, String, Stri
 
 fn respond(r: Result<http::Response<ureq::Body>, ureq::Error>) -> (u16, Value) {
     let (code, _, text) = raw(r);
-    (code, serde_json::from_str(&text).unwrap_or(Value::String(text)))
+    (
+        code,
+        serde_json::from_str(&text).unwrap_or(Value::String(text)),
+    )
 }
 
 /// A ConfigMap body.
@@ -262,7 +298,10 @@ pub fn rv(obj: &Value) -> u64 {
 
 /// Creates a namespace and returns its name.
 pub fn namespace(s: &Server, name: &str) -> String {
-    let (code, body) = s.post("/api/v1/namespaces", &serde_json::json!({"metadata": {"name": name}}));
+    let (code, body) = s.post(
+        "/api/v1/namespaces",
+        &serde_json::json!({"metadata": {"name": name}}),
+    );
     assert_eq!(code, 201, "{body}");
     name.to_string()
 }

@@ -34,11 +34,26 @@ fn cm(ns: u8, name: u8, label: u8) -> Value {
 
 type State = Model<(String, String), u8>;
 
-fn new_store() -> (ShardStore, async_channel::Receiver<EventBatch>, Arc<ResourceInfo>) {
+fn new_store() -> (
+    ShardStore,
+    async_channel::Receiver<EventBatch>,
+    Arc<ResourceInfo>,
+) {
     let seq = Arc::new(Sequencer::new(1, 0));
     let (tx, rx) = async_channel::unbounded();
-    let store = ShardStore::new(0, seq, Box::new(MemoryBackend), RingLimits::default(), vec![tx]);
-    let info = Catalog::with_builtins().snapshot().lookup("", "v1", "configmaps").unwrap().clone();
+    let store = ShardStore::new(
+        0,
+        seq,
+        Box::new(MemoryBackend),
+        RingLimits::default(),
+        vec![tx],
+        0,
+    );
+    let info = Catalog::with_builtins()
+        .snapshot()
+        .lookup("", "v1", "configmaps")
+        .unwrap()
+        .clone();
     (store, rx, info)
 }
 
@@ -47,7 +62,11 @@ fn apply(store: &mut ShardStore, info: &ResourceInfo, model: &mut State, op: &Op
         Op::Create(n, k, l) => {
             let res = store.create(info, cm(n, k, l));
             let key = (format!("ns-{n}"), format!("cm-{k}"));
-            assert_eq!(res.is_ok(), !model.contains_key(&key), "create succeeds iff absent");
+            assert_eq!(
+                res.is_ok(),
+                !model.contains_key(&key),
+                "create succeeds iff absent"
+            );
             res.ok().map(|o| {
                 model.insert(key, l);
                 o.revision
@@ -56,10 +75,15 @@ fn apply(store: &mut ShardStore, info: &ResourceInfo, model: &mut State, op: &Op
         Op::Update(n, k, l) => {
             let key = (format!("ns-{n}"), format!("cm-{k}"));
             let body = cm(n, k, l);
-            let res = store.update(info, &key.0, &key.1, Box::new(move |old| {
-                old.ok_or_else(|| ApiError::not_found("", "configmaps", "x"))?;
-                Ok(body)
-            }));
+            let res = store.update(
+                info,
+                &key.0,
+                &key.1,
+                Box::new(move |old| {
+                    old.ok_or_else(|| ApiError::not_found("", "configmaps", "x"))?;
+                    Ok(body)
+                }),
+            );
             match (res, model.get(&key).copied()) {
                 (Err(e), None) => {
                     assert_eq!(e.code, 404);
@@ -80,7 +104,11 @@ fn apply(store: &mut ShardStore, info: &ResourceInfo, model: &mut State, op: &Op
         Op::Delete(n, k) => {
             let key = (format!("ns-{n}"), format!("cm-{k}"));
             let res = store.delete(info, &key.0, &key.1, Box::new(|_| Ok(())));
-            assert_eq!(res.is_ok(), model.remove(&key).is_some(), "delete succeeds iff present");
+            assert_eq!(
+                res.is_ok(),
+                model.remove(&key).is_some(),
+                "delete succeeds iff present"
+            );
             res.ok().map(|o| o.revision)
         }
     };
@@ -88,7 +116,13 @@ fn apply(store: &mut ShardStore, info: &ResourceInfo, model: &mut State, op: &Op
     out
 }
 
-fn page_all(store: &ShardStore, info: &ResourceInfo, revision: u64, filter: Filter, limit: usize) -> Vec<(String, String, u8)> {
+fn page_all(
+    store: &ShardStore,
+    info: &ResourceInfo,
+    revision: u64,
+    filter: Filter,
+    limit: usize,
+) -> Vec<(String, String, u8)> {
     let filter = Arc::new(filter);
     let mut out = Vec::new();
     let mut start = None;
@@ -105,13 +139,20 @@ fn page_all(store: &ShardStore, info: &ResourceInfo, revision: u64, filter: Filt
             .expect("history covers the revision");
         for o in &chunk.items {
             let v = o.to_value();
-            out.push((o.namespace.to_string(), o.name.to_string(), v["data"]["label"].as_str().unwrap().parse().unwrap()));
+            out.push((
+                o.namespace.to_string(),
+                o.name.to_string(),
+                v["data"]["label"].as_str().unwrap().parse().unwrap(),
+            ));
         }
         if !chunk.more {
             assert_eq!(chunk.remaining, 0);
             return out;
         }
-        assert!(limit > 0 && chunk.items.len() == limit, "a page with more is full");
+        assert!(
+            limit > 0 && chunk.items.len() == limit,
+            "a page with more is full"
+        );
         let last = chunk.items.last().unwrap();
         start = Some((last.namespace.clone(), last.name.clone()));
     }
@@ -162,8 +203,12 @@ fn lists_before_history_are_expired() {
         max_events: 2,
         window: std::time::Duration::from_secs(60),
     };
-    let mut store = ShardStore::new(0, seq, Box::new(MemoryBackend), limits, vec![]);
-    let info = Catalog::with_builtins().snapshot().lookup("", "v1", "configmaps").unwrap().clone();
+    let mut store = ShardStore::new(0, seq, Box::new(MemoryBackend), limits, vec![], 0);
+    let info = Catalog::with_builtins()
+        .snapshot()
+        .lookup("", "v1", "configmaps")
+        .unwrap()
+        .clone();
     for k in 0..5 {
         store.create(&info, cm(0, k, 0)).unwrap();
     }
@@ -176,8 +221,18 @@ fn lists_before_history_are_expired() {
         limit: 0,
         count_remaining: false,
     };
-    assert_eq!(store.list(&req(1)).unwrap_err(), 3, "revisions 1..3 were trimmed");
+    assert_eq!(
+        store.list(&req(1)).unwrap_err(),
+        3,
+        "revisions 1..3 were trimmed"
+    );
     assert_eq!(store.list(&req(3)).unwrap().items.len(), 3);
     assert_eq!(store.list(&req(5)).unwrap().items.len(), 5);
-    assert_eq!(store.get_at(&info.storage_key, "ns-0", "cm-4", 3).unwrap().map(|o| o.revision), None);
+    assert_eq!(
+        store
+            .get_at(&info.storage_key, "ns-0", "cm-4", 3)
+            .unwrap()
+            .map(|o| o.revision),
+        None
+    );
 }
