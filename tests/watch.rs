@@ -243,8 +243,8 @@ each_shard_count!(send_initial_events, |shards| {
     );
 });
 
-/// Many writers on all shards; every watcher sees every change exactly once,
-/// in strictly increasing revision order.
+// Many writers on all shards; every watcher sees every change exactly once,
+// in strictly increasing revision order.
 each_shard_count!(merged_order_under_concurrency, |shards| {
     let s = Server::start(shards);
     let watchers: Vec<WatchStream> = (0..4)

@@ -71,7 +71,8 @@ pub struct ApiError {
     pub code: u16,
     pub reason: String,
     pub message: String,
-    pub details: Option<StatusDetails>,
+    /// Boxed so `Result<_, ApiError>` stays small on the success path.
+    pub details: Option<Box<StatusDetails>>,
 }
 
 /// `schema.GroupResource.String()`: core resources print bare.
@@ -88,20 +89,20 @@ pub fn qualified_kind(group: &str, kind: &str) -> String {
     qualified_resource(group, kind)
 }
 
-fn details(group: &str, kind: &str, name: &str) -> Option<StatusDetails> {
-    Some(StatusDetails {
+fn details(group: &str, kind: &str, name: &str) -> Option<Box<StatusDetails>> {
+    Some(Box::new(StatusDetails {
         name: name.to_string(),
         group: group.to_string(),
         kind: kind.to_string(),
         ..StatusDetails::default()
-    })
+    }))
 }
 
-fn retry_details(retry_after_seconds: u32) -> Option<StatusDetails> {
-    Some(StatusDetails {
+fn retry_details(retry_after_seconds: u32) -> Option<Box<StatusDetails>> {
+    Some(Box::new(StatusDetails {
         retry_after_seconds: (retry_after_seconds > 0).then_some(retry_after_seconds),
         ..StatusDetails::default()
-    })
+    }))
 }
 
 /// The message kube's optimistic-concurrency check reports on a stale
@@ -239,13 +240,13 @@ impl ApiError {
             Some(agg) => format!("{qk} {} is invalid: {agg}", go_quote(name)),
         };
         ApiError {
-            details: Some(StatusDetails {
+            details: Some(Box::new(StatusDetails {
                 name: name.to_string(),
                 group: group.to_string(),
                 kind: kind.to_string(),
                 causes,
                 ..StatusDetails::default()
-            }),
+            })),
             ..Self::new(422, "Invalid", message)
         }
     }
@@ -350,13 +351,13 @@ impl ApiError {
 
     pub fn internal(msg: &str) -> Self {
         ApiError {
-            details: Some(StatusDetails {
+            details: Some(Box::new(StatusDetails {
                 causes: vec![StatusCause {
                     message: msg.to_string(),
                     ..StatusCause::default()
                 }],
                 ..StatusDetails::default()
-            }),
+            })),
             ..Self::new(
                 500,
                 "InternalError",

@@ -311,9 +311,11 @@ def emit(messages, order, resources, go_zero):
                 name = f"{module}.{k}"
                 if name not in messages:
                     continue
-                api_version = resources.get(f"{module}.{kind}", "")
-                if kind in ANY_GROUP_VERSION:
-                    api_version = ""
+                # Subresource kinds (Scale, Eviction, TokenRequest) have no
+                # Resource impl; their module's other kinds name the version.
+                api_version = "" if kind in ANY_GROUP_VERSION else resources.get(
+                    f"{module}.{kind}") or next(v for n, v in sorted(resources.items())
+                                                if n.rsplit(".", 1)[0] == module)
                 roots.append((api_version, k, index[name]))
     roots.sort()
     out.append("")

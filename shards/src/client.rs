@@ -251,7 +251,7 @@ impl ShardClient {
 }
 
 fn expired(requested: u64, compacted: u64) -> ApiError {
-    ApiError::resource_expired(&format!(
+    ApiError::resource_expired(format!(
         "too old resource version: {requested} ({compacted})"
     ))
 }

@@ -32,8 +32,8 @@ pub async fn read_body(req: Request<Incoming>) -> Result<(Input, Vec<u8>), ApiEr
     }
     let mut out = Vec::new();
     while let Some(frame) = body.frame().await {
-        let frame = frame
-            .map_err(|e| ApiError::bad_request(&format!("error reading request body: {e}")))?;
+        let frame =
+            frame.map_err(|e| ApiError::bad_request(format!("error reading request body: {e}")))?;
         if let Ok(data) = frame.into_data() {
             if out.len() + data.len() > MAX_BODY {
                 drain(&mut body).await;
@@ -69,11 +69,9 @@ fn too_large() -> ApiError {
 pub fn parse_object(input: Input, body: &[u8]) -> Result<Value, ApiError> {
     let v: Value = match input {
         Input::Yaml | Input::ApplyPatch => serde_yaml::from_slice(body)
-            .map_err(|e| ApiError::bad_request(&format!("error converting YAML to JSON: {e}")))?,
+            .map_err(|e| ApiError::bad_request(format!("error converting YAML to JSON: {e}")))?,
         _ => serde_json::from_slice(body).map_err(|e| {
-            ApiError::bad_request(&format!(
-                "the body of the request could not be decoded: {e}"
-            ))
+            ApiError::bad_request(format!("the body of the request could not be decoded: {e}"))
         })?,
     };
     if !v.is_object() {
@@ -95,7 +93,7 @@ pub fn check_type(info: &ResourceInfo, obj: &mut Value) -> Result<(), ApiError> 
         }
         Some(v) if v == expected_version => {}
         Some(v) => {
-            return Err(ApiError::bad_request(&format!(
+            return Err(ApiError::bad_request(format!(
                 "the API version in the data ({v}) does not match the expected API version ({expected_version})"
             )))
         }
@@ -106,7 +104,7 @@ pub fn check_type(info: &ResourceInfo, obj: &mut Value) -> Result<(), ApiError> 
         }
         Some(k) if k == info.kind => {}
         Some(k) => {
-            return Err(ApiError::bad_request(&format!(
+            return Err(ApiError::bad_request(format!(
                 "the kind in the data ({k}) does not match the expected kind ({})",
                 info.kind
             )))

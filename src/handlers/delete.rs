@@ -38,7 +38,7 @@ async fn delete_options(
         return Ok(opts);
     }
     let v: Value = serde_json::from_slice(&body).map_err(|e| {
-        ApiError::bad_request(&format!(
+        ApiError::bad_request(format!(
             "the body of the request could not be decoded as DeleteOptions: {e}"
         ))
     })?;

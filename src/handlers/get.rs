@@ -22,7 +22,7 @@ pub async fn get(api: &Rc<Api>, rr: &ResourceRequest) -> HandlerResult {
         .filter(|v| !v.is_empty() && *v != "0")
     {
         let n = parse_resource_version(rv)
-            .ok_or_else(|| ApiError::bad_request(&format!("invalid resource version: {rv}")))?;
+            .ok_or_else(|| ApiError::bad_request(format!("invalid resource version: {rv}")))?;
         super::list::wait_not_older_than(api, n).await?;
     }
     let obj = api

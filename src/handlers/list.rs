@@ -29,7 +29,7 @@ pub fn filter(
 ) -> Result<Filter, ApiError> {
     let labels = match q.get("labelSelector") {
         Some(s) => LabelSelector::parse(s)
-            .map_err(|e| ApiError::bad_request(&format!("unable to parse requirement: {e}")))?,
+            .map_err(|e| ApiError::bad_request(format!("unable to parse requirement: {e}")))?,
         None => LabelSelector::everything(),
     };
     let fields = match q.get("fieldSelector") {
@@ -38,7 +38,7 @@ pub fn filter(
     };
     for f in fields.fields() {
         if !info.supports_field(f) {
-            return Err(ApiError::bad_request(&format!(
+            return Err(ApiError::bad_request(format!(
                 "field label not supported: {f}"
             )));
         }
@@ -82,7 +82,7 @@ fn encode_continue(rv: u64, last: &StoredObject) -> String {
 }
 
 fn decode_continue(token: &str) -> Result<(u64, NsName), ApiError> {
-    let bad = |why: &str| ApiError::bad_request(&format!("continue key is not valid: {why}"));
+    let bad = |why: &str| ApiError::bad_request(format!("continue key is not valid: {why}"));
     let raw = base64::engine::general_purpose::URL_SAFE
         .decode(token)
         .map_err(|_| bad("not base64"))?;
@@ -163,7 +163,7 @@ fn rv_match_forbidden() -> ApiError {
 
 fn parse_rv(rv: &str) -> Result<u64, ApiError> {
     parse_resource_version(rv)
-        .ok_or_else(|| ApiError::bad_request(&format!("invalid resource version: {rv}")))
+        .ok_or_else(|| ApiError::bad_request(format!("invalid resource version: {rv}")))
 }
 
 /// The merged, sorted result of a list across shards.
@@ -183,7 +183,7 @@ pub async fn list_objects(
         Some(l) if !l.is_empty() => l
             .parse::<i64>()
             .map(|l| l.max(0) as usize)
-            .map_err(|_| ApiError::bad_request(&format!("invalid limit: {l}")))?,
+            .map_err(|_| ApiError::bad_request(format!("invalid limit: {l}")))?,
         _ => 0,
     };
     let (revision, start_after) = snapshot_revision(api, q).await?;

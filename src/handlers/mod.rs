@@ -174,6 +174,6 @@ impl Api {
 pub fn not_found_path() -> ApiError {
     let mut e = ApiError::not_found("", "", "");
     e.message = "the server could not find the requested resource".into();
-    e.details = Some(Default::default());
+    e.details = Some(Box::default());
     e
 }

@@ -21,11 +21,11 @@ pub async fn patch(api: &Rc<Api>, rr: &ResourceRequest, req: Request<Incoming>) 
     let kind = match input {
         Input::JsonPatch => PatchKind::Json(
             serde_json::from_slice::<json_patch::Patch>(&body)
-                .map_err(|e| ApiError::bad_request(&format!("error decoding patch: {e}")))?,
+                .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?,
         ),
         Input::MergePatch => PatchKind::Merge(
             serde_json::from_slice::<Value>(&body)
-                .map_err(|e| ApiError::bad_request(&format!("error decoding patch: {e}")))?,
+                .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?,
         ),
         Input::StrategicMergePatch | Input::ApplyPatch | Input::Json | Input::Yaml => {
             return Err(ApiError::unsupported_media_type(SUPPORTED_PATCHES))

@@ -33,7 +33,7 @@ pub async fn update(api: &Rc<Api>, rr: &ResourceRequest, req: Request<Incoming>)
         "" => meta::set_meta(&mut obj, "name", Value::String(rr.info.name.clone())),
         n if n == rr.info.name => {}
         n => {
-            return Err(ApiError::bad_request(&format!(
+            return Err(ApiError::bad_request(format!(
                 "the name of the object ({n}) does not match the name on the URL ({})",
                 rr.info.name
             )))

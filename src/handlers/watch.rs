@@ -65,7 +65,7 @@ pub async fn watch(api: &Rc<Api>, rr: &ResourceRequest) -> HandlerResult {
     let timeout = match q.get("timeoutSeconds").filter(|t| !t.is_empty()) {
         Some(t) => Duration::from_secs(
             t.parse::<u64>()
-                .map_err(|_| ApiError::bad_request(&format!("invalid timeoutSeconds: {t}")))?,
+                .map_err(|_| ApiError::bad_request(format!("invalid timeoutSeconds: {t}")))?,
         ),
         None => {
             let min = api.config.min_request_timeout.as_secs().max(1);
@@ -120,7 +120,7 @@ pub async fn watch(api: &Rc<Api>, rr: &ResourceRequest) -> HandlerResult {
         };
     } else {
         start_rev = parse_resource_version(rv)
-            .ok_or_else(|| ApiError::bad_request(&format!("invalid resource version: {rv}")))?;
+            .ok_or_else(|| ApiError::bad_request(format!("invalid resource version: {rv}")))?;
     }
 
     let hub = api.exec.hub.clone();
@@ -130,7 +130,7 @@ pub async fn watch(api: &Rc<Api>, rr: &ResourceRequest) -> HandlerResult {
     };
     let stream: Pin<Box<dyn ChunkStream>> = match cursor {
         Err(compacted) => {
-            let err = ApiError::resource_expired(&format!(
+            let err = ApiError::resource_expired(format!(
                 "too old resource version: {start_rev} ({compacted})"
             ));
             Box::pin(OneShot(Some(error_frame(&err))))

@@ -72,7 +72,7 @@ fn validate_secret(obj: &Value) -> Vec<StatusCause> {
     let mut causes = Vec::new();
     if let Some(data) = obj.get("data").and_then(Value::as_object) {
         for (k, v) in data {
-            let ok = v.as_str().map(|s| base64_ok(s)).unwrap_or(v.is_null());
+            let ok = v.as_str().map(base64_ok).unwrap_or(v.is_null());
             if !ok {
                 causes.push(field_invalid(
                     &format!("data[{k}]"),

@@ -1,0 +1,326 @@
+//! kubectl 1.32 against kubeshard: the day-to-day commands, checking what
+//! kubectl prints, not just its exit codes.
+
+mod common;
+use common::*;
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+
+struct Kubectl<'a> {
+    server: &'a Server,
+    kubeconfig: std::path::PathBuf,
+}
+
+impl<'a> Kubectl<'a> {
+    fn new(server: &'a Server) -> Self {
+        let kubeconfig = server.dir.path().join("kubeconfig");
+        std::fs::write(
+            &kubeconfig,
+            format!(
+                "apiVersion: v1\nkind: Config\nclusters:\n- name: ks\n  cluster:\n    server: {}\ncontexts:\n- name: ks\n  context:\n    cluster: ks\n    user: u\ncurrent-context: ks\nusers:\n- name: u\n  user: {{}}\n",
+                server.base
+            ),
+        )
+        .unwrap();
+        Kubectl { server, kubeconfig }
+    }
+
+    fn command(&self, args: &[&str]) -> Command {
+        let mut c = Command::new(kubectl_path());
+        c.args(args)
+            .env("KUBECONFIG", &self.kubeconfig)
+            .env("HOME", self.server.dir.path())
+            .stdin(Stdio::null());
+        c
+    }
+
+    /// Runs kubectl, asserting success; returns stdout.
+    fn ok(&self, args: &[&str]) -> String {
+        let out = self.command(args).output().expect("run kubectl");
+        let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+        let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+        assert!(
+            out.status.success(),
+            "kubectl {args:?} failed: {stdout}\n{stderr}\nserver log:\n{}",
+            self.server.log()
+        );
+        stdout
+    }
+
+    /// Runs kubectl expecting failure; returns stderr.
+    fn fails(&self, args: &[&str]) -> String {
+        let out = self.command(args).output().expect("run kubectl");
+        assert!(!out.status.success(), "kubectl {args:?} should fail");
+        String::from_utf8_lossy(&out.stderr).to_string()
+    }
+
+    fn apply_file(&self, verb: &str, yaml: &str) -> String {
+        let path = self.server.dir.path().join(format!("{verb}.yaml"));
+        std::fs::write(&path, yaml).unwrap();
+        self.ok(&[verb, "-f", path.to_str().unwrap()])
+    }
+}
+
+fn kubectl_path() -> &'static str {
+    if std::path::Path::new("/usr/bin/kubectl").exists() {
+        "/usr/bin/kubectl"
+    } else {
+        "kubectl"
+    }
+}
+
+const MANIFEST: &str = r#"
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: app-config
+  namespace: demo
+data:
+  mode: blue
+---
+apiVersion: v1
+kind: Secret
+metadata:
+  name: app-secret
+  namespace: demo
+stringData:
+  password: hunter2
+---
+apiVersion: v1
+kind: Service
+metadata:
+  name: web
+  namespace: demo
+spec:
+  selector:
+    app: web
+  ports:
+  - port: 80
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+  namespace: demo
+spec:
+  replicas: 2
+  selector:
+    matchLabels:
+      app: web
+  template:
+    metadata:
+      labels:
+        app: web
+    spec:
+      containers:
+      - name: web
+        image: nginx:1.27
+"#;
+
+fn words(s: &str) -> Vec<Vec<String>> {
+    s.lines()
+        .map(|l| l.split_whitespace().map(str::to_string).collect())
+        .filter(|l: &Vec<String>| !l.is_empty())
+        .collect()
+}
+
+#[test]
+fn kubectl_day_to_day() {
+    let s = Server::start(2);
+    let k = Kubectl::new(&s);
+
+    let version = k.ok(&["version"]);
+    assert!(version.contains("Server Version: v1.34"), "{version}");
+
+    let resources = words(&k.ok(&["api-resources"]));
+    assert_eq!(
+        resources[0],
+        ["NAME", "SHORTNAMES", "APIVERSION", "NAMESPACED", "KIND"]
+    );
+    assert!(
+        resources.contains(&vec![
+            "configmaps".into(),
+            "cm".into(),
+            "v1".into(),
+            "true".into(),
+            "ConfigMap".into()
+        ]),
+        "{resources:?}"
+    );
+    assert!(resources.contains(&vec![
+        "deployments".into(),
+        "deploy".into(),
+        "apps/v1".into(),
+        "true".into(),
+        "Deployment".into()
+    ]));
+    assert!(resources.contains(&vec![
+        "namespaces".into(),
+        "ns".into(),
+        "v1".into(),
+        "false".into(),
+        "Namespace".into()
+    ]));
+    let versions: Vec<String> = k
+        .ok(&["api-versions"])
+        .lines()
+        .map(str::to_string)
+        .collect();
+    assert_eq!(versions, vec!["apps/v1", "coordination.k8s.io/v1", "v1"]);
+
+    let created = k.apply_file(
+        "create",
+        "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: demo\n",
+    );
+    assert_eq!(created.trim(), "namespace/demo created");
+    let created = k.apply_file("create", MANIFEST);
+    assert_eq!(
+        created.lines().collect::<Vec<_>>(),
+        vec![
+            "configmap/app-config created",
+            "secret/app-secret created",
+            "service/web created",
+            "deployment.apps/web created"
+        ]
+    );
+
+    let cm: serde_json::Value = serde_json::from_str(&k.ok(&[
+        "-n",
+        "demo",
+        "get",
+        "configmap",
+        "app-config",
+        "-o",
+        "json",
+    ]))
+    .unwrap();
+    assert_eq!(cm["data"]["mode"], "blue");
+    let secret: serde_json::Value =
+        serde_json::from_str(&k.ok(&["-n", "demo", "get", "secret", "app-secret", "-o", "json"]))
+            .unwrap();
+    assert_eq!(
+        secret["data"]["password"], "aHVudGVyMg==",
+        "stringData folded into data"
+    );
+    let yaml = k.ok(&["-n", "demo", "get", "deploy", "web", "-o", "yaml"]);
+    assert!(
+        yaml.contains("kind: Deployment")
+            && yaml.contains("image: nginx:1.27")
+            && yaml.contains("generation: 1"),
+        "{yaml}"
+    );
+
+    let table = words(&k.ok(&["-n", "demo", "get", "configmaps"]));
+    assert_eq!(table[0][0], "NAME");
+    assert!(table.iter().any(|row| row[0] == "app-config"), "{table:?}");
+    let all = k.ok(&["-n", "demo", "get", "cm,secret,svc,deploy", "-o", "name"]);
+    assert_eq!(
+        all.lines().collect::<Vec<_>>(),
+        vec![
+            "configmap/app-config",
+            "secret/app-secret",
+            "service/web",
+            "deployment.apps/web"
+        ]
+    );
+
+    // `get -w` sees a change made by another command.
+    let mut watch = k
+        .command(&[
+            "-n",
+            "demo",
+            "get",
+            "configmap",
+            "app-config",
+            "-w",
+            "-o",
+            "jsonpath={.metadata.name}={.metadata.labels.color}{\"\\n\"}",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(watch.stdout.take().unwrap()).lines();
+    assert_eq!(lines.next().unwrap().unwrap(), "app-config=");
+    assert_eq!(
+        k.ok(&[
+            "-n",
+            "demo",
+            "label",
+            "configmap",
+            "app-config",
+            "color=green"
+        ])
+        .trim(),
+        "configmap/app-config labeled"
+    );
+    assert_eq!(lines.next().unwrap().unwrap(), "app-config=green");
+    let _ = watch.kill();
+    let _ = watch.wait();
+
+    assert_eq!(
+        k.ok(&[
+            "-n",
+            "demo",
+            "annotate",
+            "configmap",
+            "app-config",
+            "owner=team-a"
+        ])
+        .trim(),
+        "configmap/app-config annotated"
+    );
+    let cm: serde_json::Value =
+        serde_json::from_str(&k.ok(&["-n", "demo", "get", "cm", "app-config", "-o", "json"]))
+            .unwrap();
+    assert_eq!(cm["metadata"]["labels"]["color"], "green");
+    assert_eq!(cm["metadata"]["annotations"]["owner"], "team-a");
+    let labelled = k.ok(&["-n", "demo", "get", "cm", "-l", "color=green", "-o", "name"]);
+    assert_eq!(labelled.trim(), "configmap/app-config");
+    assert!(k
+        .fails(&[
+            "-n",
+            "demo",
+            "label",
+            "configmap",
+            "app-config",
+            "color=red"
+        ])
+        .contains("already has a value"));
+
+    let replaced = k.apply_file("replace", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app-config\n  namespace: demo\ndata:\n  mode: green\n");
+    assert_eq!(replaced.trim(), "configmap/app-config replaced");
+    let mode = k.ok(&[
+        "-n",
+        "demo",
+        "get",
+        "cm",
+        "app-config",
+        "-o",
+        "jsonpath={.data.mode}",
+    ]);
+    assert_eq!(mode, "green");
+
+    assert_eq!(
+        k.ok(&["-n", "demo", "delete", "configmap", "app-config"])
+            .trim(),
+        "configmap \"app-config\" deleted"
+    );
+    let err = k.fails(&["-n", "demo", "get", "configmap", "app-config"]);
+    assert!(
+        err.contains("Error from server (NotFound): configmaps \"app-config\" not found"),
+        "{err}"
+    );
+
+    assert_eq!(
+        k.ok(&["delete", "namespace", "demo"]).trim(),
+        "namespace \"demo\" deleted"
+    );
+    let err = k.fails(&["get", "namespace", "demo"]);
+    assert!(err.contains("NotFound"), "{err}");
+    let left = k.ok(&["get", "deploy", "-A", "-o", "name"]);
+    assert!(
+        left.trim().is_empty(),
+        "namespace contents are gone: {left}"
+    );
+}

@@ -1,0 +1,161 @@
+//! Discovery, version, health and encodings.
+
+mod common;
+use common::*;
+use serde_json::{json, Value};
+
+#[test]
+fn discovery_documents() {
+    let s = Server::start(2);
+    let (code, api) = s.get("/api");
+    assert_eq!(code, 200);
+    assert_eq!(api["kind"], "APIVersions");
+    assert_eq!(api["versions"], json!(["v1"]));
+    let (code, v1) = s.get("/api/v1");
+    assert_eq!(code, 200);
+    assert_eq!(v1["kind"], "APIResourceList");
+    assert_eq!(v1["groupVersion"], "v1");
+    let res = v1["resources"].as_array().unwrap();
+    let find = |n: &str| {
+        res.iter()
+            .find(|r| r["name"] == n)
+            .unwrap_or_else(|| panic!("{n} missing"))
+    };
+    assert_eq!(find("configmaps")["shortNames"], json!(["cm"]));
+    assert_eq!(find("namespaces")["namespaced"], false);
+    assert_eq!(find("pods/status")["kind"], "Pod");
+    assert!(find("pods")["verbs"]
+        .as_array()
+        .unwrap()
+        .contains(&json!("watch")));
+    let (code, apis) = s.get("/apis");
+    assert_eq!(code, 200);
+    let groups: Vec<&str> = apis["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| g["name"].as_str().unwrap())
+        .collect();
+    assert!(
+        groups.contains(&"apps") && groups.contains(&"coordination.k8s.io"),
+        "{groups:?}"
+    );
+    let (code, apps) = s.get("/apis/apps");
+    assert_eq!(code, 200);
+    assert_eq!(apps["preferredVersion"]["groupVersion"], "apps/v1");
+    let (code, appsv1) = s.get("/apis/apps/v1");
+    assert_eq!(code, 200);
+    assert_eq!(appsv1["resources"][0]["name"], "deployments");
+    assert_eq!(s.get("/apis/nope").0, 404);
+    assert_eq!(s.get("/apis/apps/v9").0, 404);
+    // Aggregated discovery, as kubectl asks for it.
+    let accept =
+        "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json";
+    for path in ["/api", "/apis"] {
+        let (code, ct, text) = s.get_with(path, accept);
+        assert_eq!(code, 200);
+        assert_eq!(
+            ct,
+            "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
+        );
+        let doc: Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(doc["kind"], "APIGroupDiscoveryList");
+        assert!(!doc["items"].as_array().unwrap().is_empty());
+    }
+    let (code, version) = s.get("/version");
+    assert_eq!(code, 200);
+    assert_eq!(version["major"], "1");
+    assert_eq!(version["minor"], "34");
+    let (code, idx) = s.get("/openapi/v3");
+    assert_eq!(code, 200);
+    let url = idx["paths"]["apis/apps/v1"]["serverRelativeURL"]
+        .as_str()
+        .unwrap();
+    let (code, doc) = s.get(url);
+    assert_eq!(code, 200);
+    assert!(doc["paths"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .any(|k| k.contains("deployments")));
+}
+
+#[test]
+fn health_endpoints() {
+    let s = Server::start(2);
+    for p in ["/healthz", "/livez", "/readyz"] {
+        let (code, _, text) = s.get_with(p, "*/*");
+        assert_eq!((code, text.as_str()), (200, "ok"), "{p}");
+        let (code, _, verbose) = s.get_with(&format!("{p}?verbose"), "*/*");
+        assert_eq!(code, 200);
+        assert!(verbose.contains("[+]ping ok"), "{verbose}");
+        assert!(verbose.trim_end().ends_with("check passed"), "{verbose}");
+    }
+    assert_eq!(s.get_with("/readyz/ping", "*/*").0, 200);
+    assert_eq!(s.get_with("/readyz/nope", "*/*").0, 404);
+}
+
+#[test]
+fn yaml_in_and_out_and_pretty() {
+    let s = Server::start(2);
+    let yaml = b"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: from-yaml\n  labels:\n    a: b\ndata:\n  key: value\n";
+    let (code, created) = s.send(
+        "POST",
+        "/api/v1/namespaces/default/configmaps",
+        "application/yaml",
+        yaml,
+    );
+    assert_eq!(code, 201, "{created}");
+    assert_eq!(created["data"]["key"], "value");
+    let (code, ct, text) = s.get_with(
+        "/api/v1/namespaces/default/configmaps/from-yaml",
+        "application/yaml",
+    );
+    assert_eq!(code, 200);
+    assert_eq!(ct, "application/yaml");
+    let back: serde_yaml::Value = serde_yaml::from_str(&text).unwrap();
+    assert_eq!(
+        back["metadata"]["name"],
+        serde_yaml::Value::from("from-yaml")
+    );
+    assert!(text.contains("key: value"), "{text}");
+    let (code, _, list_yaml) =
+        s.get_with("/api/v1/namespaces/default/configmaps", "application/yaml");
+    assert_eq!(code, 200);
+    assert!(list_yaml.contains("kind: ConfigMapList"), "{list_yaml}");
+    let (_, _, err_yaml) = s.get_with(
+        "/api/v1/namespaces/default/configmaps/nope",
+        "application/yaml",
+    );
+    assert!(err_yaml.contains("reason: NotFound"), "{err_yaml}");
+    let (_, _, pretty) = s.get_with(
+        "/api/v1/namespaces/default/configmaps/from-yaml?pretty=true",
+        "application/json",
+    );
+    assert!(pretty.contains("\n  \"metadata\": {\n"), "{pretty}");
+    let (_, _, compact) = s.get_with(
+        "/api/v1/namespaces/default/configmaps/from-yaml",
+        "application/json",
+    );
+    assert!(!compact.contains('\n'));
+}
+
+#[test]
+fn table_output_for_kubectl() {
+    let s = Server::start(2);
+    s.post(
+        "/api/v1/namespaces/default/configmaps",
+        &configmap("t1", json!({})),
+    );
+    let accept = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json";
+    let (code, ct, text) = s.get_with("/api/v1/namespaces/default/configmaps", accept);
+    assert_eq!(code, 200);
+    assert!(ct.contains("as=Table"), "{ct}");
+    let t: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(t["kind"], "Table");
+    assert_eq!(t["apiVersion"], "meta.k8s.io/v1");
+    assert_eq!(t["columnDefinitions"][0]["name"], "Name");
+    assert_eq!(t["rows"][0]["cells"][0], "t1");
+    assert_eq!(t["rows"][0]["object"]["kind"], "PartialObjectMetadata");
+    assert_eq!(t["rows"][0]["object"]["metadata"]["name"], "t1");
+}
