@@ -5,6 +5,10 @@
 
 use std::collections::HashMap;
 
+/// Subresources of a namespace itself, which would otherwise parse as a
+/// resource inside the namespace.
+const NAMESPACE_SUBRESOURCES: &[&str] = &["status", "finalize"];
+
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RequestInfo {
     pub is_resource_request: bool,
@@ -99,7 +103,10 @@ impl RequestInfo {
             watch_prefix = true;
             rest = &rest[1..];
         }
-        if rest.first() == Some(&"namespaces") && rest.len() >= 3 {
+        if rest.first() == Some(&"namespaces")
+            && rest.len() >= 3
+            && !NAMESPACE_SUBRESOURCES.contains(&rest[2])
+        {
             // /namespaces/{ns}/{resource}...; /namespaces/{name} and
             // /namespaces/{name}/{sub} address the namespace itself.
             info.namespace = rest[1].to_string();
