@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# The whole kubeshard test suite: formatting, lints, unit and property
+# tests, HTTP integration tests against the real binary, and the kubectl
+# scenarios. Installs what it needs on a fresh Debian machine.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need_apt=()
+command -v kubectl >/dev/null 2>&1 || [ -x /usr/bin/kubectl ] || {
+  echo "kubectl is required (kubectl 1.32 at /usr/bin/kubectl on the reference machine)" >&2
+  exit 1
+}
+if [ ${#need_apt[@]} -gt 0 ]; then
+  if [ "$(id -u)" = 0 ]; then
+    apt-get update -qq && apt-get install -y -qq "${need_apt[@]}"
+  else
+    sudo apt-get update -qq && sudo apt-get install -y -qq "${need_apt[@]}"
+  fi
+fi
+if ! cargo nextest --version >/dev/null 2>&1; then
+  cargo install cargo-nextest --locked
+fi
+
+cargo fmt --all -- --check
+cargo clippy --workspace --all-targets -- -D warnings
+cargo nextest run --workspace --no-fail-fast
