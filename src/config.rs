@@ -57,6 +57,12 @@ pub struct Flags {
     /// Address advertised in discovery.
     #[arg(long)]
     pub advertise_address: Option<IpAddr>,
+
+    /// Calibration mode: answer every request with a fixed body of this
+    /// many bytes through the same serving stack, to measure this
+    /// machine's HTTP ceiling (BENCHMARKS.md).
+    #[arg(long, hide = true)]
+    pub hello_bytes: Option<usize>,
 }
 
 /// "300ms", "10s", "5m", "1h" or a bare number of seconds.
@@ -87,6 +93,8 @@ pub struct ServerConfig {
     pub bookmark_interval: Duration,
     pub bind: std::net::SocketAddr,
     pub advertise: Option<IpAddr>,
+    /// Set in calibration mode (`--hello-bytes`).
+    pub hello: Option<bytes::Bytes>,
 }
 
 impl ServerConfig {

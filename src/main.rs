@@ -60,6 +60,7 @@ fn serve(flags: Flags) -> Result<(), String> {
         bookmark_interval: flags.watch_bookmark_interval,
         bind,
         advertise: flags.advertise_address,
+        hello: flags.hello_bytes.map(|n| bytes::Bytes::from(vec![b'x'; n])),
     });
     let limits = RingLimits {
         max_events: flags.watch_history_max_events,

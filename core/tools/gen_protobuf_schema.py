@@ -21,9 +21,10 @@ Run from the workspace root (re-runnable; output is deterministic):
 Both crates must be in the cargo registry (`cargo fetch -p kubeshard-core`
 pulls k8s-pb as a dev-dependency; k8s-openapi is fetched with
 `cargo fetch --manifest-path core/tools/fetch/Cargo.toml`, see --help).
-Optional input: core/tools/protobuf_go_zero.txt (written by
-protobuf_oracle.py) lists the fields whose zero value Go's JSON encoding
-omits; without it every wire-present field is kept.
+Optional inputs: core/tools/protobuf_go_zero.txt (written by
+protobuf_oracle.py) and protobuf_go_zero_manual.txt (read off Go types the
+oracle cannot reach) list the fields whose zero value Go's JSON encoding
+omits; a field in neither keeps its wire value.
 """
 
 import argparse
@@ -38,6 +39,7 @@ OPENAPI_VERSION = "v1_34"
 HERE = os.path.dirname(os.path.abspath(__file__))
 OUT = os.path.join(HERE, "..", "src", "protobuf", "schema_generated.rs")
 GO_ZERO = os.path.join(HERE, "protobuf_go_zero.txt")
+GO_ZERO_MANUAL = os.path.join(HERE, "protobuf_go_zero_manual.txt")
 
 # The kinds kubeshard serves (or will soon); everything they reference is
 # pulled in transitively. Every kind's XList is included when it exists.
@@ -251,13 +253,14 @@ def normalized(keys):
 def load_go_zero():
     """Fields whose zero value Go's JSON encoding drops (omitempty on a
     non-pointer field), as `message.jsonName` lines."""
-    if not os.path.exists(GO_ZERO):
-        return set()
     out = set()
-    for line in open(GO_ZERO, encoding="utf-8"):
-        line = line.split("#", 1)[0].strip()
-        if line:
-            out.add(line)
+    for path in (GO_ZERO, GO_ZERO_MANUAL):
+        if not os.path.exists(path):
+            continue
+        for line in open(path, encoding="utf-8"):
+            line = line.split("#", 1)[0].strip()
+            if line:
+                out.add(line)
     return out
 
 
@@ -281,11 +284,10 @@ def emit(messages, order, resources, go_zero):
            f"{K8S_PB} (tags, kinds) and {K8S_OPENAPI}/{OPENAPI_VERSION} (JSON names).",
            "// Do not edit by hand: re-run the generator.",
            "",
-           "use super::schema::{Card::*, Field, Message, Root, Ty::*};",
+           "use super::{Card, Card::*, Field, Message, Root, Ty, Ty::*};",
            "",
            "/// Shorthand that keeps one field per line.",
-           "const fn f(tag: u32, json: &'static str, ty: super::schema::Ty,"
-           " card: super::schema::Card, omit_zero: bool) -> Field {",
+           "const fn f(tag: u32, json: &'static str, ty: Ty, card: Card, omit_zero: bool) -> Field {",
            "    Field { tag, json, ty, card, omit_zero }",
            "}",
            "",
@@ -327,6 +329,21 @@ def emit(messages, order, resources, go_zero):
     return "\n".join(out) + "\n", stale
 
 
+def load_schema(k8s_pb=None, k8s_openapi=None):
+    """Parses both crates; returns (messages, reachable order, resources,
+    report). Shared with protobuf_oracle.py."""
+    messages, resources = parse_k8s_pb(registry_dir(K8S_PB, k8s_pb))
+    oa_index = openapi_index(registry_dir(K8S_OPENAPI, k8s_openapi))
+    roots = []
+    for module, kinds in ROOTS.items():
+        for kind in kinds:
+            roots += [n for n in (f"{module}.{kind}", f"{module}.{kind}List") if n in messages]
+    order = reachable(messages, roots)
+    report = {"renamed": [], "inline": [], "unmatched": [], "no_openapi": []}
+    assign_json_names(messages, order, oa_index, report)
+    return messages, order, resources, report
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -335,15 +352,7 @@ def main():
     ap.add_argument("--out", default=OUT)
     ap.add_argument("--report", action="store_true", help="print name fixes and inline fields")
     args = ap.parse_args()
-    messages, resources = parse_k8s_pb(registry_dir(K8S_PB, args.k8s_pb))
-    oa_index = openapi_index(registry_dir(K8S_OPENAPI, args.k8s_openapi))
-    roots = []
-    for module, kinds in ROOTS.items():
-        for kind in kinds:
-            roots += [n for n in (f"{module}.{kind}", f"{module}.{kind}List") if n in messages]
-    order = reachable(messages, roots)
-    report = {"renamed": [], "inline": [], "unmatched": [], "no_openapi": []}
-    assign_json_names(messages, order, oa_index, report)
+    messages, order, resources, report = load_schema(args.k8s_pb, args.k8s_openapi)
     text, stale = emit(messages, order, resources, load_go_zero())
     with open(args.out, "w", encoding="utf-8") as fh:
         fh.write(text)
@@ -355,7 +364,6 @@ def main():
             print(f"== {section} ({len(items)})")
             for item in items:
                 print("  " + item)
-    return messages, order
 
 
 if __name__ == "__main__":

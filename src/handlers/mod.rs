@@ -83,6 +83,9 @@ impl Api {
 
     /// Serves one request; never fails (errors become Status responses).
     pub async fn handle(self: &Rc<Self>, req: Request<Incoming>) -> Response<Body> {
+        if let Some(hello) = &self.config.hello {
+            return Response::new(Body::full(hello.clone()));
+        }
         let query = Query::parse(req.uri().query());
         let info = RequestInfo::parse(req.method(), req.uri().path(), &query);
         let accept = req
