@@ -168,11 +168,11 @@ fn kubectl_day_to_day() {
         .collect();
     assert_eq!(versions, vec!["apps/v1", "coordination.k8s.io/v1", "v1"]);
 
-    let created = k.apply_file(
-        "create",
-        "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: demo\n",
+    // Imperative creates send protobuf bodies.
+    assert_eq!(
+        k.ok(&["create", "namespace", "demo"]).trim(),
+        "namespace/demo created"
     );
-    assert_eq!(created.trim(), "namespace/demo created");
     let created = k.apply_file("create", MANIFEST);
     assert_eq!(
         created.lines().collect::<Vec<_>>(),
@@ -323,4 +323,83 @@ fn kubectl_day_to_day() {
         left.trim().is_empty(),
         "namespace contents are gone: {left}"
     );
+}
+
+/// kubectl's typed clients send protobuf; the server decodes it and answers
+/// in JSON, which those clients accept.
+#[test]
+fn kubectl_imperative_creates() {
+    let s = Server::start(2);
+    let k = Kubectl::new(&s);
+    assert_eq!(
+        k.ok(&["create", "namespace", "imp"]).trim(),
+        "namespace/imp created"
+    );
+    assert_eq!(
+        k.ok(&[
+            "-n",
+            "imp",
+            "create",
+            "configmap",
+            "cfg",
+            "--from-literal=a=b"
+        ])
+        .trim(),
+        "configmap/cfg created"
+    );
+    assert_eq!(
+        k.ok(&[
+            "-n",
+            "imp",
+            "create",
+            "secret",
+            "generic",
+            "sec",
+            "--from-literal=p=q"
+        ])
+        .trim(),
+        "secret/sec created"
+    );
+    assert_eq!(
+        k.ok(&["-n", "imp", "create", "serviceaccount", "robot"])
+            .trim(),
+        "serviceaccount/robot created"
+    );
+    assert_eq!(
+        k.ok(&[
+            "-n",
+            "imp",
+            "create",
+            "deployment",
+            "web",
+            "--image=nginx:1.27",
+            "--replicas=3"
+        ])
+        .trim(),
+        "deployment.apps/web created"
+    );
+    assert_eq!(
+        k.ok(&["-n", "imp", "get", "cm", "cfg", "-o", "jsonpath={.data.a}"]),
+        "b"
+    );
+    assert_eq!(
+        k.ok(&[
+            "-n",
+            "imp",
+            "get",
+            "secret",
+            "sec",
+            "-o",
+            "jsonpath={.type} {.data.p}"
+        ]),
+        "Opaque cQ=="
+    );
+    assert_eq!(
+        k.ok(&["-n", "imp", "get", "deploy", "web", "-o", "jsonpath={.spec.replicas} {.spec.template.spec.containers[0].image} {.metadata.generation}"]),
+        "3 nginx:1.27 1"
+    );
+    let err = k.fails(&["-n", "imp", "create", "configmap", "cfg"]);
+    assert!(err.contains("configmaps \"cfg\" already exists"), "{err}");
+    let err = k.fails(&["-n", "missing", "create", "configmap", "x"]);
+    assert!(err.contains("namespaces \"missing\" not found"), "{err}");
 }

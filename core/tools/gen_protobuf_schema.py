@@ -18,9 +18,12 @@ Run from the workspace root (re-runnable; output is deterministic):
                                                          # name fixes and
                                                          # inline fields
 
-Both crates must be in the cargo registry (`cargo fetch -p kubeshard-core`
-pulls k8s-pb as a dev-dependency; k8s-openapi is fetched with
-`cargo fetch --manifest-path core/tools/fetch/Cargo.toml`, see --help).
+Both crates must be in the cargo registry: `cargo fetch` in the workspace
+pulls k8s-pb (a dev-dependency of kubeshard-core); k8s-openapi is not a
+dependency, so fetch it once through a throwaway manifest:
+
+    cargo new -q /tmp/k8s-openapi-fetch && cd /tmp/k8s-openapi-fetch &&
+      cargo add -q k8s-openapi@=0.26.1 --features v1_34 && cargo fetch
 Optional inputs: core/tools/protobuf_go_zero.txt (written by
 protobuf_oracle.py) and protobuf_go_zero_manual.txt (read off Go types the
 oracle cannot reach) list the fields whose zero value Go's JSON encoding

@@ -31,6 +31,7 @@ import sys
 import tempfile
 import threading
 
+sys.dont_write_bytecode = True  # keep core/tools free of __pycache__
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import gen_protobuf_schema as gen  # noqa: E402
 

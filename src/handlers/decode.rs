@@ -68,6 +68,9 @@ fn too_large() -> ApiError {
 /// Parses a JSON or YAML body into an object.
 pub fn parse_object(input: Input, body: &[u8]) -> Result<Value, ApiError> {
     let v: Value = match input {
+        Input::Protobuf => kubeshard_core::protobuf::decode_object(body).map_err(|e| {
+            ApiError::bad_request(format!("the body of the request could not be decoded: {e}"))
+        })?,
         Input::Yaml | Input::ApplyPatch => serde_yaml::from_slice(body)
             .map_err(|e| ApiError::bad_request(format!("error converting YAML to JSON: {e}")))?,
         _ => serde_json::from_slice(body).map_err(|e| {

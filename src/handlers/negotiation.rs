@@ -70,6 +70,9 @@ pub fn output(accept: Option<&str>) -> Result<Output, ApiError> {
 pub enum Input {
     Json,
     Yaml,
+    /// Kubernetes protobuf (kubectl's typed clients send it); decoded to
+    /// JSON on arrival, answered in JSON (clients list JSON as fallback).
+    Protobuf,
     JsonPatch,
     MergePatch,
     StrategicMergePatch,
@@ -77,7 +80,11 @@ pub enum Input {
 }
 
 /// Body encodings a request may use.
-pub const ACCEPTED_INPUT: &[&str] = &["application/json", "application/yaml"];
+pub const ACCEPTED_INPUT: &[&str] = &[
+    "application/json",
+    "application/yaml",
+    "application/vnd.kubernetes.protobuf",
+];
 
 pub fn input(content_type: Option<&str>) -> Result<Input, ApiError> {
     let raw = content_type.unwrap_or("application/json");
@@ -90,6 +97,7 @@ pub fn input(content_type: Option<&str>) -> Result<Input, ApiError> {
     match media.as_str() {
         "application/json" | "" => Ok(Input::Json),
         "application/yaml" => Ok(Input::Yaml),
+        "application/vnd.kubernetes.protobuf" => Ok(Input::Protobuf),
         "application/json-patch+json" => Ok(Input::JsonPatch),
         "application/merge-patch+json" => Ok(Input::MergePatch),
         "application/strategic-merge-patch+json" => Ok(Input::StrategicMergePatch),

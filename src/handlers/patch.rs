@@ -27,9 +27,11 @@ pub async fn patch(api: &Rc<Api>, rr: &ResourceRequest, req: Request<Incoming>) 
             serde_json::from_slice::<Value>(&body)
                 .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?,
         ),
-        Input::StrategicMergePatch | Input::ApplyPatch | Input::Json | Input::Yaml => {
-            return Err(ApiError::unsupported_media_type(SUPPORTED_PATCHES))
-        }
+        Input::StrategicMergePatch
+        | Input::ApplyPatch
+        | Input::Json
+        | Input::Yaml
+        | Input::Protobuf => return Err(ApiError::unsupported_media_type(SUPPORTED_PATCHES)),
     };
     let dry = dry_run(&rr.query)?;
     let info = rr.resource.clone();

@@ -442,7 +442,7 @@ fn envelope_errors() {
 
 #[test]
 fn deeply_nested_groups_are_refused() {
-    let mut raw = vec![0xa3u8, 0x06].repeat(10_000); // start group 100, over and over
+    let mut raw = [0xa3u8, 0x06].repeat(10_000); // start group 100, over and over
     raw.extend([0xa4, 0x06].repeat(10_000));
     let body = [MAGIC, &wrap_raw("v1", "Namespace", &raw)].concat();
     assert!(decode_object(&body).unwrap_err().contains("deeply"));
