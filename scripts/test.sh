@@ -6,6 +6,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 need_apt=()
+command -v nghttp >/dev/null 2>&1 || need_apt+=(nghttp2-client)
+command -v curl >/dev/null 2>&1 || need_apt+=(curl)
 command -v kubectl >/dev/null 2>&1 || [ -x /usr/bin/kubectl ] || {
   echo "kubectl is required (kubectl 1.32 at /usr/bin/kubectl on the reference machine)" >&2
   exit 1

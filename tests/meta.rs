@@ -159,3 +159,31 @@ fn table_output_for_kubectl() {
     assert_eq!(t["rows"][0]["object"]["kind"], "PartialObjectMetadata");
     assert_eq!(t["rows"][0]["object"]["metadata"]["name"], "t1");
 }
+
+/// HTTP/2 with prior knowledge (h2c) on the same port: a watch multiplexed
+/// beside ordinary requests on one connection (nghttp, from nghttp2-client,
+/// which scripts/test.sh installs).
+#[test]
+fn http2_prior_knowledge() {
+    let s = Server::start(2);
+    let out = std::process::Command::new("nghttp")
+        .args(["-n", "-v"])
+        .arg(s.url("/api/v1/namespaces/default/configmaps?watch=1&timeoutSeconds=1"))
+        .arg(s.url("/api/v1/namespaces"))
+        .arg(s.url("/version"))
+        .output()
+        .expect("nghttp is installed");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    let statuses = text
+        .lines()
+        .filter(|l| l.contains("recv (stream_id=") && l.contains(":status: 200"))
+        .count();
+    assert_eq!(statuses, 3, "{text}");
+    let streams: std::collections::HashSet<&str> = text
+        .lines()
+        .filter(|l| l.contains(":status:"))
+        .filter_map(|l| l.split("stream_id=").nth(1))
+        .collect();
+    assert_eq!(streams.len(), 3, "three streams on one connection: {text}");
+}
