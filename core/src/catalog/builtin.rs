@@ -118,7 +118,9 @@ pub fn builtin_resources() -> Vec<ResourceInfo> {
         entry("", "v1", "Secret", "secrets", true)
             .fields(&[("type", &["type"])])
             .hooks(KindHooks::Secret),
-        entry("", "v1", "ServiceAccount", "serviceaccounts", true).short(&["sa"]),
+        entry("", "v1", "ServiceAccount", "serviceaccounts", true)
+            .short(&["sa"])
+            .returns_deleted(),
         entry("", "v1", "Pod", "pods", true)
             .short(&["po"])
             .categories(&["all"])
@@ -141,6 +143,7 @@ pub fn builtin_resources() -> Vec<ResourceInfo> {
             .categories(&["all"])
             .status()
             .name_rule(NameRule::Dns1123Label)
+            .returns_deleted()
             .hooks(KindHooks::Service)
             .fields(&[
                 ("spec.clusterIP", &["spec", "clusterIP"]),

@@ -142,14 +142,33 @@ pub struct Catalog {
 /// An immutable view of the catalog, indexed for request routing.
 #[derive(Debug, Default)]
 pub struct CatalogSnapshot {
-    /// (group, version, plural) → resource.
-    by_gvr: BTreeMap<(String, String, String), Arc<ResourceInfo>>,
+    /// (group, version, plural) → resource, ordered for discovery.
+    by_gvr: BTreeMap<Gvr, Arc<ResourceInfo>>,
+    /// The same, hashed, for the per-request lookup (no allocation).
+    index: hashbrown::HashMap<Gvr, Arc<ResourceInfo>>,
+}
+
+type Gvr = (String, String, String);
+
+/// A borrowed (group, version, plural) that hashes and compares like the
+/// owned key, so lookups need not build Strings.
+#[derive(Hash)]
+struct GvrRef<'a>(&'a str, &'a str, &'a str);
+
+impl hashbrown::Equivalent<Gvr> for GvrRef<'_> {
+    fn equivalent(&self, key: &Gvr) -> bool {
+        self.0 == key.0 && self.1 == key.1 && self.2 == key.2
+    }
 }
 
 impl CatalogSnapshot {
+    fn new(by_gvr: BTreeMap<Gvr, Arc<ResourceInfo>>) -> Self {
+        let index = by_gvr.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+        Self { by_gvr, index }
+    }
+
     pub fn lookup(&self, group: &str, version: &str, plural: &str) -> Option<&Arc<ResourceInfo>> {
-        self.by_gvr
-            .get(&(group.to_string(), version.to_string(), plural.to_string()))
+        self.index.get(&GvrRef(group, version, plural))
     }
 
     /// Every resource, ordered by group, version and plural.
@@ -222,7 +241,7 @@ impl Catalog {
             ),
             Arc::new(info),
         );
-        *guard = Arc::new(CatalogSnapshot { by_gvr });
+        *guard = Arc::new(CatalogSnapshot::new(by_gvr));
         self.generation.fetch_add(1, Ordering::Release);
     }
 
@@ -231,7 +250,7 @@ impl Catalog {
         let mut guard = self.inner.write();
         let mut by_gvr = guard.by_gvr.clone();
         by_gvr.remove(&(group.to_string(), version.to_string(), plural.to_string()));
-        *guard = Arc::new(CatalogSnapshot { by_gvr });
+        *guard = Arc::new(CatalogSnapshot::new(by_gvr));
         self.generation.fetch_add(1, Ordering::Release);
     }
 
