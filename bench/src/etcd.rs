@@ -1,0 +1,1 @@
+//! etcd target (in progress).

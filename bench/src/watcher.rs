@@ -1,0 +1,237 @@
+//! A watcher that measures write-ack-to-delivery latency.
+//!
+//! Writers note in an [`AckBook`] when each resourceVersion was
+//! acknowledged; a watcher looks up the resourceVersion of every event it
+//! receives. An event can arrive before its writer read the response (the
+//! server fans out before it answers), so such events are set aside and
+//! resolved at the end, counting as zero latency: the write was visible to
+//! watchers no later than to its writer.
+//!
+//! Like an informer, a watcher whose stream ends early re-watches from the
+//! last resourceVersion it saw.
+
+use crate::client::Client;
+use crate::objects;
+use crate::stats::{Outcome, Stats};
+use bytes::{Buf, BytesMut};
+use http_body_util::BodyExt;
+use parking_lot::RwLock;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::watch;
+use tokio::time::Instant;
+
+/// When each written resourceVersion was acknowledged to its writer.
+#[derive(Default)]
+pub struct AckBook {
+    acks: RwLock<HashMap<u64, Instant>>,
+    max: AtomicU64,
+}
+
+impl AckBook {
+    pub fn ack(&self, rv: u64, at: Instant) {
+        self.acks.write().insert(rv, at);
+        self.max.fetch_max(rv, Ordering::Relaxed);
+    }
+
+    pub fn get(&self, rv: u64) -> Option<Instant> {
+        self.acks.read().get(&rv).copied()
+    }
+
+    /// The highest acknowledged resourceVersion.
+    pub fn max(&self) -> u64 {
+        self.max.load(Ordering::Relaxed)
+    }
+}
+
+/// Shared among the watchers of a run.
+#[derive(Clone)]
+pub struct WatchShared {
+    pub client: Client,
+    pub acks: Arc<AckBook>,
+    pub stats: Stats,
+    /// Operation name delivery latencies are recorded under.
+    pub op: &'static str,
+    /// Set to true to end every watcher.
+    pub stop: watch::Receiver<bool>,
+    /// Watchers whose first stream opened (or failed to).
+    pub established: Arc<AtomicUsize>,
+}
+
+/// What one watcher saw.
+#[derive(Debug, Default, Clone)]
+pub struct Tally {
+    /// ADDED, MODIFIED and DELETED events.
+    pub events: u64,
+    pub bookmarks: u64,
+    pub error_events: u64,
+    pub rewatches: u64,
+    /// Why it stopped early, if it did.
+    pub failure: Option<String>,
+}
+
+/// Handle on a running watcher's progress.
+#[derive(Clone, Default)]
+pub struct Position(Arc<AtomicU64>);
+
+impl Position {
+    pub fn get(&self) -> u64 {
+        self.0.load(Ordering::Relaxed)
+    }
+}
+
+/// Watches `path` (a collection path with its query, without
+/// `watch`/`resourceVersion`) from `rv` until told to stop.
+pub async fn run(
+    shared: WatchShared,
+    slot: Option<usize>,
+    path: String,
+    mut rv: u64,
+    position: Position,
+) -> Tally {
+    let mut tally = Tally::default();
+    let mut pending: Vec<(u64, Instant)> = Vec::new();
+    let mut stop = shared.stop.clone();
+    let sep = if path.contains('?') { '&' } else { '?' };
+    let mut first = true;
+    'rewatch: loop {
+        if *stop.borrow() {
+            break;
+        }
+        let url = format!(
+            "{path}{sep}watch=1&resourceVersion={rv}&allowWatchBookmarks=true&timeoutSeconds=3600"
+        );
+        let opened = Instant::now();
+        let (status, mut body) = match shared.client.stream(slot, &url).await {
+            Ok((200, body)) => {
+                shared
+                    .stats
+                    .record("watch-open", opened.elapsed(), Outcome::Ok);
+                (200, body)
+            }
+            Ok((code, _)) => {
+                shared
+                    .stats
+                    .record("watch-open", opened.elapsed(), Outcome::Status(code));
+                settle(&shared, first);
+                tally.failure = Some(format!("watch answered {code}"));
+                break;
+            }
+            Err(e) => {
+                shared
+                    .stats
+                    .record("watch-open", opened.elapsed(), Outcome::Failed(e.kind()));
+                settle(&shared, first);
+                tally.failure = Some(e.to_string());
+                break;
+            }
+        };
+        debug_assert_eq!(status, 200);
+        if first {
+            settle(&shared, true);
+            first = false;
+        } else {
+            tally.rewatches += 1;
+        }
+        let mut buf = BytesMut::new();
+        loop {
+            let frame = tokio::select! {
+                f = body.frame() => f,
+                _ = stop.changed() => break 'rewatch,
+            };
+            let data = match frame {
+                Some(Ok(f)) => match f.into_data() {
+                    Ok(d) => d,
+                    Err(_) => continue,
+                },
+                // The stream ended or broke: re-watch from where we are.
+                Some(Err(_)) | None => {
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue 'rewatch;
+                }
+            };
+            buf.extend_from_slice(&data);
+            while let Some(nl) = buf.iter().position(|&b| b == b'\n') {
+                let line = buf.split_to(nl + 1);
+                let now = Instant::now();
+                match objects::event_type(&line) {
+                    Some(b"BOOKMARK") => {
+                        tally.bookmarks += 1;
+                        if let Some(r) = objects::resource_version(&line) {
+                            rv = rv.max(r);
+                            position.0.store(rv, Ordering::Relaxed);
+                        }
+                    }
+                    Some(b"ERROR") => {
+                        tally.error_events += 1;
+                        tally.failure = Some(String::from_utf8_lossy(&line).trim().to_string());
+                        break 'rewatch;
+                    }
+                    Some(_) => {
+                        tally.events += 1;
+                        if let Some(r) = objects::resource_version(&line) {
+                            rv = rv.max(r);
+                            position.0.store(rv, Ordering::Relaxed);
+                            match shared.acks.get(r) {
+                                Some(ack) => shared.stats.record(
+                                    shared.op,
+                                    now.saturating_duration_since(ack),
+                                    Outcome::Ok,
+                                ),
+                                None => pending.push((r, now)),
+                            }
+                        }
+                    }
+                    None => {
+                        let rest = line.chunk();
+                        if !rest.iter().all(u8::is_ascii_whitespace) {
+                            tally.failure = Some("unparseable watch event".into());
+                        }
+                    }
+                }
+            }
+        }
+    }
+    // Events that beat their writer's ack: zero latency (see module docs);
+    // events of writes that were never acknowledged are not measured.
+    for (r, _) in pending {
+        if shared.acks.get(r).is_some() {
+            shared.stats.record(shared.op, Duration::ZERO, Outcome::Ok);
+        }
+    }
+    tally
+}
+
+/// Counts a watcher as settled (its first stream opened, or it gave up).
+fn settle(shared: &WatchShared, first: bool) {
+    if first {
+        shared.established.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// Waits until every position reached `rv` or `timeout` passed; returns
+/// how many did not.
+pub async fn wait_for(positions: &[Position], rv: u64, timeout: Duration) -> usize {
+    let deadline = Instant::now() + timeout;
+    loop {
+        let behind = positions.iter().filter(|p| p.get() < rv).count();
+        if behind == 0 || Instant::now() >= deadline {
+            return behind;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// Waits until `n` watchers have settled, or `timeout`.
+pub async fn wait_established(established: &AtomicUsize, n: usize, timeout: Duration) -> bool {
+    let deadline = Instant::now() + timeout;
+    while established.load(Ordering::Relaxed) < n {
+        if Instant::now() >= deadline {
+            return false;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    true
+}
