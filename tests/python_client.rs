@@ -1,0 +1,146 @@
+//! The official Python `kubernetes` client, from PyPI in a venv this test
+//! creates, runs an informer (list + watch with bookmarks, server-side
+//! timeouts and a forced 410) and must end equal to the server's state.
+
+mod common;
+use common::*;
+use serde_json::{json, Value};
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A venv with `kubernetes` installed, kept under target/ between runs.
+fn python() -> PathBuf {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let venv = root.join("target").join("python-venv");
+    let py = venv.join("bin").join("python");
+    let ok = py.exists()
+        && Command::new(&py)
+            .args(["-c", "import kubernetes"])
+            .status()
+            .map(|s| s.success())
+            .unwrap_or(false);
+    if !ok {
+        let status = Command::new("python3")
+            .arg("-m")
+            .arg("venv")
+            .arg(&venv)
+            .status()
+            .expect("python3 -m venv");
+        assert!(status.success(), "creating the venv failed");
+        let status = Command::new(&py)
+            .args([
+                "-m",
+                "pip",
+                "install",
+                "--quiet",
+                "--disable-pip-version-check",
+                "kubernetes>=31",
+            ])
+            .status()
+            .expect("pip install");
+        assert!(status.success(), "pip install kubernetes failed");
+    }
+    py
+}
+
+#[test]
+fn python_informer_stays_in_sync_through_timeouts_bookmarks_and_410() {
+    let py = python();
+    let s = Server::start_with(
+        2,
+        &[
+            "--watch-history-max-events",
+            "20",
+            "--watch-bookmark-interval",
+            "300ms",
+        ],
+    );
+    let ns = namespace(&s, "py");
+    for i in 0..5 {
+        s.post(
+            &format!("/api/v1/namespaces/{ns}/configmaps"),
+            &configmap(&format!("seed-{i}"), json!({})),
+        );
+    }
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/python/informer.py");
+    let mut child = Command::new(&py)
+        .arg(&script)
+        .args([
+            "--host",
+            &s.base,
+            "--namespace",
+            &ns,
+            "--seconds",
+            "6",
+            "--pause-after",
+            "2",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Writes throughout, including a burst longer than the history window
+    // while the informer is paused, so its next watch gets a 410.
+    let started = Instant::now();
+    let mut i = 0;
+    while started.elapsed() < Duration::from_millis(4500) {
+        let name = format!("cm-{}", i % 15);
+        match i % 4 {
+            0 | 1 => {
+                s.post(
+                    &format!("/api/v1/namespaces/{ns}/configmaps"),
+                    &configmap(&name, json!({"n": i.to_string()})),
+                );
+            }
+            2 => {
+                let (code, cur) = s.get(&format!("/api/v1/namespaces/{ns}/configmaps/{name}"));
+                if code == 200 {
+                    let mut next = cur.clone();
+                    next["data"]["k"] = json!(i.to_string());
+                    s.put(&format!("/api/v1/namespaces/{ns}/configmaps/{name}"), &next);
+                }
+            }
+            _ => {
+                s.delete(&format!("/api/v1/namespaces/{ns}/configmaps/{name}"));
+            }
+        }
+        i += 1;
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "informer failed: {stderr}");
+    let result: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)));
+    let (_, list) = s.get(&format!("/api/v1/namespaces/{ns}/configmaps"));
+    let server: serde_json::Map<String, Value> = list["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| {
+            (
+                format!(
+                    "{}/{}",
+                    i["metadata"]["namespace"].as_str().unwrap(),
+                    i["metadata"]["name"].as_str().unwrap()
+                ),
+                i["metadata"]["resourceVersion"].clone(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        result["cache"],
+        Value::Object(server),
+        "stats: {}",
+        result["stats"]
+    );
+    let stats = &result["stats"];
+    assert!(stats["sessions"].as_u64().unwrap() >= 3, "{stats}");
+    assert!(stats["bookmarks"].as_u64().unwrap() >= 1, "{stats}");
+    assert!(
+        stats["relists_after_410"].as_u64().unwrap() >= 1,
+        "the pause forced a 410: {stats}"
+    );
+    assert!(stats["events"].as_u64().unwrap() > 10, "{stats}");
+}
