@@ -52,9 +52,18 @@ impl Sel {
     fn query(&self) -> (String, String) {
         match self {
             Sel::All => ("/api/v1/serviceaccounts".into(), String::new()),
-            Sel::Tier(t) => ("/api/v1/serviceaccounts".into(), format!("labelSelector=tier%3D{t}")),
-            Sel::NotTier(t) => ("/api/v1/serviceaccounts".into(), format!("labelSelector=tier%21%3D{t}")),
-            Sel::Namespace(ns) => (format!("/api/v1/namespaces/{ns}/serviceaccounts"), String::new()),
+            Sel::Tier(t) => (
+                "/api/v1/serviceaccounts".into(),
+                format!("labelSelector=tier%3D{t}"),
+            ),
+            Sel::NotTier(t) => (
+                "/api/v1/serviceaccounts".into(),
+                format!("labelSelector=tier%21%3D{t}"),
+            ),
+            Sel::Namespace(ns) => (
+                format!("/api/v1/namespaces/{ns}/serviceaccounts"),
+                String::new(),
+            ),
         }
     }
     fn matches(&self, key: &Key, tier: &str) -> bool {
@@ -91,7 +100,12 @@ fn state_at(history: &[Change], rev: u64) -> BTreeMap<Key, (u64, String)> {
 
 /// The events a watcher with `sel` started at `from` must receive, as
 /// (type, namespace, name, rev).
-fn expected_events(history: &[Change], sel: &Sel, from: u64, until: u64) -> Vec<(String, String, String, u64)> {
+fn expected_events(
+    history: &[Change],
+    sel: &Sel,
+    from: u64,
+    until: u64,
+) -> Vec<(String, String, String, u64)> {
     let mut state = state_at(history, from);
     let mut out = Vec::new();
     for c in history.iter().filter(|c| c.rev > from && c.rev <= until) {
@@ -131,7 +145,9 @@ fn run(shards: usize, seed: u64) {
     for _ in 0..6 {
         let sel = random_sel(&mut rng);
         let (path, q) = sel.query();
-        let w = s.watch(&format!("{path}?watch=1&allowWatchBookmarks=true&resourceVersion={start_rev}&{q}"));
+        let w = s.watch(&format!(
+            "{path}?watch=1&allowWatchBookmarks=true&resourceVersion={start_rev}&{q}"
+        ));
         watchers.push((sel, start_rev, w));
     }
 
@@ -139,7 +155,10 @@ fn run(shards: usize, seed: u64) {
         .map(|t| {
             let (base, history) = (base.clone(), history.clone());
             std::thread::spawn(move || {
-                let agent = ureq::Agent::config_builder().http_status_as_error(false).build().new_agent();
+                let agent = ureq::Agent::config_builder()
+                    .http_status_as_error(false)
+                    .build()
+                    .new_agent();
                 let mut rng = Rng(seed ^ (t + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15));
                 for i in 0..120 {
                     let ns = NAMESPACES[rng.below(2) as usize];
@@ -148,7 +167,9 @@ fn run(shards: usize, seed: u64) {
                     let url = format!("{base}/api/v1/namespaces/{ns}/serviceaccounts");
                     let op = rng.below(3);
                     let resp = match op {
-                        0 => agent.post(&url).send_json(json!({"metadata": {"name": name, "labels": {"tier": tier}}})),
+                        0 => agent.post(&url).send_json(
+                            json!({"metadata": {"name": name, "labels": {"tier": tier}}}),
+                        ),
                         1 => {
                             let mut get = agent.get(format!("{url}/{name}")).call().unwrap();
                             if get.status() != 200 {
@@ -174,7 +195,9 @@ fn run(shards: usize, seed: u64) {
                     let tier = if op == 2 {
                         None
                     } else {
-                        body["metadata"]["labels"]["tier"].as_str().map(str::to_string)
+                        body["metadata"]["labels"]["tier"]
+                            .as_str()
+                            .map(str::to_string)
                     };
                     history.lock().unwrap().push(Change {
                         rev: rv(&body),
@@ -200,11 +223,18 @@ fn run(shards: usize, seed: u64) {
         loop {
             for i in page["items"].as_array().unwrap() {
                 items.push((
-                    (i["metadata"]["namespace"].as_str().unwrap().to_string(), i["metadata"]["name"].as_str().unwrap().to_string()),
+                    (
+                        i["metadata"]["namespace"].as_str().unwrap().to_string(),
+                        i["metadata"]["name"].as_str().unwrap().to_string(),
+                    ),
                     rv(i),
                 ));
             }
-            let Some(token) = page["metadata"]["continue"].as_str().filter(|t| !t.is_empty()).map(str::to_string) else {
+            let Some(token) = page["metadata"]["continue"]
+                .as_str()
+                .filter(|t| !t.is_empty())
+                .map(str::to_string)
+            else {
                 break;
             };
             let (code, next) = s.get(&format!("{path}?limit={limit}&continue={token}&{q}"));
