@@ -35,7 +35,9 @@ pub async fn run(ctx: &Ctx, a: &WatchArgs) -> Result<Extra> {
     );
     let (fleet, tallies) = Fleet::start(ctx, a.watchers, &path, start_rv, DELIVERY).await?;
 
-    let plan = ctx.plan("write");
+    // One writer per object at most, so writes never conflict.
+    let mut plan = ctx.plan("write");
+    plan.workers = plan.workers.min(n);
     let acks = fleet.acks.clone();
     let (c, workers) = (ctx.clone(), plan.workers);
     let f = ctx
@@ -56,6 +58,7 @@ pub async fn run(ctx: &Ctx, a: &WatchArgs) -> Result<Extra> {
         .set_window(DELIVERY, f.started, summary.drained_at);
     let secs = (summary.drained_at - f.started).as_secs_f64();
     summary.report(&mut extra, ctx.stats.ok_count("write"), secs);
+    extra.insert("writers".into(), serde_json::json!(workers));
     Ok(extra)
 }
 
