@@ -45,6 +45,14 @@ pub struct Flags {
     #[arg(long, default_value = "60s", value_parser = parse_duration)]
     pub watch_bookmark_interval: Duration,
 
+    /// How long an idle executor spins before parking (0 disables).
+    /// Spinning makes cross-shard messages cheaper when cores are
+    /// otherwise idle; with the load generator on the same two cores it
+    /// steals their time and measured slower (BENCHMARKS.md), so it is off
+    /// by default.
+    #[arg(long, default_value = "0", value_parser = parse_duration)]
+    pub spin_before_park: Duration,
+
     /// Registered IO memory per executor, in KiB (must fit in `ulimit -l`).
     #[arg(long, default_value_t = 512)]
     pub io_memory_kib: usize,
@@ -74,6 +82,7 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
     };
     let n: f64 = num.parse().map_err(|_| format!("invalid duration: {s}"))?;
     let secs = match unit {
+        "us" | "µs" => n / 1_000_000.0,
         "ms" => n / 1000.0,
         "s" => n,
         "m" => n * 60.0,

@@ -101,6 +101,7 @@ fn serve(flags: Flags) -> Result<(), String> {
         cpus,
         limits,
         io_memory: flags.io_memory_kib * 1024,
+        spin_before_park: (!flags.spin_before_park.is_zero()).then_some(flags.spin_before_park),
     };
     run(
         rt,

@@ -68,6 +68,12 @@ impl Sequencer {
                 closed = lb - 1;
             }
         }
+        // Readers far outnumber advances: only write (an RMW that would
+        // pull the line exclusive on every core) when it actually grows.
+        let reported = self.reported.load(SeqCst);
+        if closed <= reported {
+            return reported;
+        }
         self.reported.fetch_max(closed, SeqCst).max(closed)
     }
 }

@@ -267,7 +267,9 @@ impl Catalog {
 /// when the catalog changed since the last look.
 pub struct CatalogReader {
     catalog: Arc<Catalog>,
-    cached: std::cell::RefCell<(u64, Arc<CatalogSnapshot>)>,
+    /// The snapshot behind an executor-local `Rc`, so handing it to a
+    /// request bumps a local counter instead of the shared atomic one.
+    cached: std::cell::RefCell<(u64, std::rc::Rc<Arc<CatalogSnapshot>>)>,
 }
 
 impl CatalogReader {
@@ -276,15 +278,15 @@ impl CatalogReader {
         let snapshot = catalog.snapshot();
         Self {
             catalog,
-            cached: std::cell::RefCell::new((generation, snapshot)),
+            cached: std::cell::RefCell::new((generation, std::rc::Rc::new(snapshot))),
         }
     }
 
-    pub fn current(&self) -> Arc<CatalogSnapshot> {
+    pub fn current(&self) -> std::rc::Rc<Arc<CatalogSnapshot>> {
         let generation = self.catalog.generation();
         let mut cached = self.cached.borrow_mut();
         if cached.0 != generation {
-            *cached = (generation, self.catalog.snapshot());
+            *cached = (generation, std::rc::Rc::new(self.catalog.snapshot()));
         }
         cached.1.clone()
     }
