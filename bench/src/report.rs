@@ -71,6 +71,8 @@ impl RunResult {
         let mut s = String::new();
         let mode = match c.rate {
             Some(r) => format!("open loop at {r}/s"),
+            // Leases and pod churn run at their own rates.
+            None if self.workload == "cluster" => "open loop".into(),
             None => "closed loop".into(),
         };
         let _ = writeln!(
@@ -86,7 +88,7 @@ impl RunResult {
         );
         let _ = writeln!(
             s,
-            "{:<18} {:>9} {:>7} {:>11} {:>9} {:>9} {:>9} {:>9} {:>9}",
+            "{:<28} {:>9} {:>7} {:>11} {:>9} {:>9} {:>9} {:>9} {:>9}",
             "operation",
             "ok",
             "errors",
@@ -102,7 +104,7 @@ impl RunResult {
             let mark = if o.name == self.primary { "*" } else { " " };
             let _ = writeln!(
                 s,
-                "{mark}{:<17} {:>9} {:>7} {:>11.1} {:>9.2} {:>9.2} {:>9.2} {:>9.2} {:>9.2}",
+                "{mark}{:<27} {:>9} {:>7} {:>11.1} {:>9.2} {:>9.2} {:>9.2} {:>9.2} {:>9.2}",
                 o.name,
                 o.ok,
                 o.requests - o.ok,

@@ -43,7 +43,7 @@ pub fn resolve(load: &LoadArgs, http2: bool) -> Result<LoadArgs> {
 pub fn primary_op(w: &Workload) -> &'static str {
     match w {
         Workload::List(a) if a.paged_only => "list-paged",
-        Workload::Watch(_) => workloads::watch::DELIVERY,
+        Workload::Watch(_) => workloads::watch::DELIVERY.from_ack,
         Workload::Cluster(_) => "pod-lifecycle",
         other => other.name(),
     }

@@ -1,11 +1,13 @@
-//! A watcher that measures write-ack-to-delivery latency.
+//! A watcher that measures write-to-delivery latency.
 //!
-//! Writers note in an [`AckBook`] when each resourceVersion was
+//! Writers note in an [`AckBook`] when each resourceVersion was sent and
 //! acknowledged; a watcher looks up the resourceVersion of every event it
-//! receives. An event can arrive before its writer read the response (the
-//! server fans out before it answers), so such events are set aside and
-//! resolved at the end, counting as zero latency: the write was visible to
-//! watchers no later than to its writer.
+//! receives and records two latencies: from the write's acknowledgement
+//! (what a controller reacting to its own write waits; zero when the event
+//! beat the acknowledgement, as it often does because servers fan out
+//! before they answer) and from the write's send (never negative). Events
+//! that arrive before their write is in the book are held back briefly
+//! and resolved as later events arrive, or at the end.
 //!
 //! Like an informer, a watcher whose stream ends early re-watches from the
 //! last resourceVersion it saw.
@@ -23,20 +25,21 @@ use std::time::Duration;
 use tokio::sync::watch;
 use tokio::time::Instant;
 
-/// When each written resourceVersion was acknowledged to its writer.
+/// When each written resourceVersion was sent and acknowledged.
 #[derive(Default)]
 pub struct AckBook {
-    acks: RwLock<HashMap<u64, Instant>>,
+    acks: RwLock<HashMap<u64, (Instant, Instant)>>,
     max: AtomicU64,
 }
 
 impl AckBook {
-    pub fn ack(&self, rv: u64, at: Instant) {
-        self.acks.write().insert(rv, at);
+    pub fn ack(&self, rv: u64, sent: Instant, acked: Instant) {
+        self.acks.write().insert(rv, (sent, acked));
         self.max.fetch_max(rv, Ordering::Relaxed);
     }
 
-    pub fn get(&self, rv: u64) -> Option<Instant> {
+    /// (sent, acknowledged) of `rv`.
+    pub fn get(&self, rv: u64) -> Option<(Instant, Instant)> {
         self.acks.read().get(&rv).copied()
     }
 
@@ -46,14 +49,79 @@ impl AckBook {
     }
 }
 
+/// Operation names delivery latencies are recorded under.
+#[derive(Debug, Clone, Copy)]
+pub struct DeliveryOps {
+    pub from_ack: &'static str,
+    pub from_send: &'static str,
+}
+
+/// One watcher's delivery measurements.
+pub struct DeliveryLog {
+    acks: Arc<AckBook>,
+    stats: Stats,
+    ops: DeliveryOps,
+    pending: Vec<(u64, Instant)>,
+}
+
+impl DeliveryLog {
+    pub fn new(acks: Arc<AckBook>, stats: Stats, ops: DeliveryOps) -> Self {
+        Self {
+            acks,
+            stats,
+            ops,
+            pending: Vec::new(),
+        }
+    }
+
+    /// The event of write `rv` arrived at `at`.
+    pub fn event(&mut self, rv: u64, at: Instant) {
+        if !self.pending.is_empty() {
+            self.retry();
+        }
+        if !self.record(rv, at) {
+            self.pending.push((rv, at));
+        }
+    }
+
+    fn record(&self, rv: u64, at: Instant) -> bool {
+        match self.acks.get(rv) {
+            Some((sent, acked)) => {
+                let from_ack = at.saturating_duration_since(acked);
+                let from_send = at.saturating_duration_since(sent);
+                self.stats.record(self.ops.from_ack, from_ack, Outcome::Ok);
+                self.stats
+                    .record(self.ops.from_send, from_send, Outcome::Ok);
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn retry(&mut self) {
+        let pending = std::mem::take(&mut self.pending);
+        for (rv, at) in pending {
+            if !self.record(rv, at) {
+                self.pending.push((rv, at));
+            }
+        }
+    }
+
+    /// Resolves what is still pending; events of writes that were never
+    /// acknowledged (or not ours) are not measured.
+    pub fn finish(mut self) {
+        self.retry();
+    }
+}
+
 /// Shared among the watchers of a run.
 #[derive(Clone)]
 pub struct WatchShared {
     pub client: Client,
     pub acks: Arc<AckBook>,
     pub stats: Stats,
-    /// Operation name delivery latencies are recorded under.
-    pub op: &'static str,
+    /// Operation names delivery latencies are recorded under.
+    pub ops: DeliveryOps,
     /// Set to true to end every watcher.
     pub stop: watch::Receiver<bool>,
     /// Watchers whose first stream opened (or failed to).
@@ -80,6 +148,11 @@ impl Position {
     pub fn get(&self) -> u64 {
         self.0.load(Ordering::Relaxed)
     }
+
+    /// Moves the position forward to `rv` (never back).
+    pub fn set(&self, rv: u64) {
+        self.0.fetch_max(rv, Ordering::Relaxed);
+    }
 }
 
 /// Watches `path` (a collection path with its query, without
@@ -92,7 +165,7 @@ pub async fn run(
     position: Position,
 ) -> Tally {
     let mut tally = Tally::default();
-    let mut pending: Vec<(u64, Instant)> = Vec::new();
+    let mut log = DeliveryLog::new(shared.acks.clone(), shared.stats.clone(), shared.ops);
     let mut stop = shared.stop.clone();
     let sep = if path.contains('?') { '&' } else { '?' };
     let mut first = true;
@@ -174,14 +247,7 @@ pub async fn run(
                         if let Some(r) = objects::resource_version(&line) {
                             rv = rv.max(r);
                             position.0.store(rv, Ordering::Relaxed);
-                            match shared.acks.get(r) {
-                                Some(ack) => shared.stats.record(
-                                    shared.op,
-                                    now.saturating_duration_since(ack),
-                                    Outcome::Ok,
-                                ),
-                                None => pending.push((r, now)),
-                            }
+                            log.event(r, now);
                         }
                     }
                     None => {
@@ -194,13 +260,7 @@ pub async fn run(
             }
         }
     }
-    // Events that beat their writer's ack: zero latency (see module docs);
-    // events of writes that were never acknowledged are not measured.
-    for (r, _) in pending {
-        if shared.acks.get(r).is_some() {
-            shared.stats.record(shared.op, Duration::ZERO, Outcome::Ok);
-        }
-    }
+    log.finish();
     tally
 }
 

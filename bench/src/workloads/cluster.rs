@@ -18,6 +18,7 @@ use crate::client::{ClientError, Response};
 use crate::objects::{self, ListHead, RUN_LABEL};
 use crate::scheduler::{timed, Done, Plan, Step};
 use crate::stats::{Outcome, Stats};
+use crate::watcher::DeliveryOps;
 use anyhow::{bail, Result};
 use bytes::Bytes;
 use http::Method;
@@ -28,8 +29,11 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 const LEASE_NS: &str = "kube-node-lease";
-/// Operation name of informer delivery latencies.
-pub const DELIVERY: &str = "informer-delivery";
+/// Operation names of informer delivery latencies.
+pub const DELIVERY: DeliveryOps = DeliveryOps {
+    from_ack: "informer-delivery",
+    from_send: "informer-delivery-from-send",
+};
 
 pub async fn run(ctx: &Ctx, a: &ClusterArgs) -> Result<Extra> {
     let mut extra = Extra::new();
@@ -88,7 +92,9 @@ pub async fn run(ctx: &Ctx, a: &ClusterArgs) -> Result<Extra> {
     let (_, pf) = tokio::join!(leases, churn);
     let summary = fleet.finish(tallies).await;
     ctx.stats
-        .set_window(DELIVERY, pf.started, summary.drained_at);
+        .set_window(DELIVERY.from_ack, pf.started, summary.drained_at);
+    ctx.stats
+        .set_window(DELIVERY.from_send, pf.started, summary.drained_at);
     let secs = (summary.drained_at - pf.started).as_secs_f64();
     extra.insert("nodes".into(), json!(nodes));
     extra.insert("informers".into(), json!(a.informers));
@@ -222,7 +228,8 @@ async fn pod_lifecycle(
         });
         if let Ok(resp) = r {
             if let (true, Some(rv)) = (resp.ok(), objects::resource_version(&resp.body)) {
-                acks.ack(rv, Instant::now());
+                let now = Instant::now();
+                acks.ack(rv, now - took, now);
             }
         }
         outcome

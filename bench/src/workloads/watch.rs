@@ -8,7 +8,7 @@ use super::crud::put_last;
 use super::{precreate, Ctx, Extra};
 use crate::cli::WatchArgs;
 use crate::scheduler::Done;
-use crate::watcher::{self, AckBook, Position, WatchShared};
+use crate::watcher::{self, AckBook, DeliveryOps, Position, WatchShared};
 use anyhow::{bail, Result};
 use serde_json::json;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -16,8 +16,11 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::time::Instant;
 
-/// Operation name of the delivery latencies.
-pub const DELIVERY: &str = "watch-delivery";
+/// Operation names of the delivery latencies.
+pub const DELIVERY: DeliveryOps = DeliveryOps {
+    from_ack: "watch-delivery",
+    from_send: "watch-delivery-from-send",
+};
 
 pub async fn run(ctx: &Ctx, a: &WatchArgs) -> Result<Extra> {
     let mut extra = Extra::new();
@@ -45,9 +48,10 @@ pub async fn run(ctx: &Ctx, a: &WatchArgs) -> Result<Extra> {
             let (c, rvs, acks) = (c.clone(), rvs.clone(), acks.clone());
             async move {
                 let i = super::owned_object(n, workers, t.worker, t.seq / workers as u64);
+                let sent = Instant::now();
                 let done: Done = put_last(&c, t.worker, i, t.seq, &rvs).await;
                 if done.outcome.is_ok() {
-                    acks.ack(rvs[i].load(Ordering::Relaxed), Instant::now());
+                    acks.ack(rvs[i].load(Ordering::Relaxed), sent, Instant::now());
                 }
                 done
             }
@@ -55,7 +59,9 @@ pub async fn run(ctx: &Ctx, a: &WatchArgs) -> Result<Extra> {
         .await;
     let summary = fleet.finish(tallies).await;
     ctx.stats
-        .set_window(DELIVERY, f.started, summary.drained_at);
+        .set_window(DELIVERY.from_ack, f.started, summary.drained_at);
+    ctx.stats
+        .set_window(DELIVERY.from_send, f.started, summary.drained_at);
     let secs = (summary.drained_at - f.started).as_secs_f64();
     summary.report(&mut extra, ctx.stats.ok_count("write"), secs);
     extra.insert("writers".into(), serde_json::json!(workers));
@@ -80,7 +86,7 @@ impl Fleet {
         count: usize,
         path: &str,
         rv: u64,
-        op: &'static str,
+        ops: DeliveryOps,
     ) -> Result<(Fleet, Tallies)> {
         let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
         let acks = Arc::new(AckBook::default());
@@ -89,7 +95,7 @@ impl Fleet {
             client: ctx.client.clone(),
             acks: acks.clone(),
             stats: ctx.stats.clone(),
-            op,
+            ops,
             stop: stop_rx,
             established: settled.clone(),
         };
