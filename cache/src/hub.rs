@@ -9,11 +9,11 @@
 //! sent, so releasing in revision order up to it never skips one.
 
 use crate::event::Event;
-use crate::ring::{EventRing, RingLimits};
+use crate::index::IndexedRing;
+use crate::ring::RingLimits;
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
 use std::sync::Arc;
-use std::task::Waker;
 use std::time::Instant;
 
 struct Pending(Arc<Event>);
@@ -37,13 +37,12 @@ impl Ord for Pending {
 
 pub struct Hub {
     pending: BinaryHeap<Reverse<Pending>>,
-    rings: HashMap<Arc<str>, EventRing>,
+    rings: HashMap<Arc<str>, IndexedRing>,
     limits: RingLimits,
     /// Every event at or below this revision has been released to a ring.
     released: u64,
     /// Rings created later start complete from the hub's start revision.
     start_revision: u64,
-    waiters: Vec<Waker>,
 }
 
 impl Hub {
@@ -54,7 +53,6 @@ impl Hub {
             limits,
             released: start_revision,
             start_revision,
-            waiters: Vec::new(),
         }
     }
 
@@ -77,17 +75,12 @@ impl Hub {
             let (start, limits) = (self.start_revision, self.limits);
             self.rings
                 .entry(e.resource.clone())
-                .or_insert_with(|| EventRing::new(start, limits))
+                .or_insert_with(|| IndexedRing::new(start, limits))
                 .push(e, now);
             n += 1;
         }
         if closed > self.released {
             self.released = closed;
-        }
-        if n > 0 {
-            for w in self.waiters.drain(..) {
-                w.wake();
-            }
         }
         n
     }
@@ -110,29 +103,27 @@ impl Hub {
 
     /// The ring of a resource (created empty and complete from the start
     /// revision if it has seen no events yet).
-    pub fn ring(&mut self, resource: &Arc<str>) -> &EventRing {
+    pub fn ring(&mut self, resource: &Arc<str>) -> &mut IndexedRing {
         let (start, limits) = (self.start_revision, self.limits);
         self.rings
             .entry(resource.clone())
-            .or_insert_with(|| EventRing::new(start, limits))
-    }
-
-    /// Registers a watcher to be woken at the next release.
-    pub fn wait(&mut self, waker: &Waker) {
-        if !self.waiters.iter().any(|w| w.will_wake(waker)) {
-            self.waiters.push(waker.clone());
-        }
+            .or_insert_with(|| IndexedRing::new(start, limits))
     }
 
     /// Wakes every watcher (shutdown, periodic checks).
     pub fn wake_all(&mut self) {
-        for w in self.waiters.drain(..) {
-            w.wake();
+        for r in self.rings.values_mut() {
+            r.wake_all();
         }
     }
 
     pub fn ring_events(&self) -> usize {
-        self.rings.values().map(|r| r.len()).sum()
+        self.rings.values().map(|r| r.ring().len()).sum()
+    }
+
+    /// Secondary index entries held by this hub.
+    pub fn index_entries(&self) -> usize {
+        self.rings.values().map(|r| r.index_entries()).sum()
     }
 }
 
@@ -166,7 +157,7 @@ mod tests {
         assert_eq!(hub.release(2, Instant::now()), 2);
         assert!(hub.has_pending());
         assert_eq!(hub.release(10, Instant::now()), 2);
-        let ring = hub.ring(&r);
+        let ring = hub.ring(&r).ring();
         let revs: Vec<u64> = (0..ring.end_seq())
             .filter_map(|s| match ring.read(s) {
                 RingRead::Event(e) => Some(e.revision),

@@ -8,6 +8,7 @@
 pub mod event;
 pub mod filter;
 pub mod hub;
+pub mod index;
 pub mod object;
 pub mod ring;
 

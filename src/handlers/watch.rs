@@ -14,7 +14,7 @@ use crate::serving::body::{Body, ChunkStream};
 use bytes::Bytes;
 use glommio::timer::Timer;
 use http::{header, HeaderValue, Response, StatusCode};
-use kubeshard_cache::ring::RingRead;
+use kubeshard_cache::index::{Cursor, Read};
 use kubeshard_cache::{Event, EventType, Filter, Hub};
 use kubeshard_core::catalog::ResourceInfo;
 use kubeshard_core::meta::parse_resource_version;
@@ -126,7 +126,7 @@ pub async fn watch(api: &Rc<Api>, rr: &ResourceRequest) -> HandlerResult {
     let hub = api.exec.hub.clone();
     let cursor = {
         let mut h = hub.borrow_mut();
-        h.ring(&info.storage_key).seq_after(start_rev)
+        h.ring(&info.storage_key).cursor_after(&filter, start_rev)
     };
     let stream: Pin<Box<dyn ChunkStream>> = match cursor {
         Err(compacted) => {
@@ -222,7 +222,9 @@ struct Watcher {
     info: Arc<ResourceInfo>,
     filter: Filter,
     output: Output,
-    cursor: u64,
+    /// Position in the resource's ring, or in one index run of it when the
+    /// filter names an indexed field value (a node, a namespace, a name).
+    cursor: Cursor,
     /// Events at or below this were covered by the initial state.
     start_rev: u64,
     /// The newest revision this watcher has been told about.
@@ -272,12 +274,10 @@ impl ChunkStream for Watcher {
         }
         {
             let mut hub = this.hub.borrow_mut();
+            let ring = hub.ring(&this.info.storage_key);
             loop {
-                let ring = hub.ring(&this.info.storage_key);
-                match ring.read(this.cursor) {
-                    RingRead::Event(e) => {
-                        let e = e.clone();
-                        this.cursor += 1;
+                match ring.read(&mut this.cursor) {
+                    Read::Event(e) => {
                         if e.revision <= this.start_rev {
                             continue;
                         }
@@ -286,15 +286,15 @@ impl ChunkStream for Watcher {
                             return Poll::Ready(Some(f));
                         }
                     }
-                    RingRead::CaughtUp => break,
-                    RingRead::Overwritten => {
+                    Read::CaughtUp => break,
+                    Read::Overwritten => {
                         // Too far behind: end the stream; the client
                         // re-watches from the last revision it saw.
                         return Poll::Ready(None);
                     }
                 }
             }
-            hub.wait(cx.waker());
+            ring.wait(&this.cursor, cx.waker());
         }
         if this.deadline_timer.as_mut().poll(cx).is_ready() || Instant::now() >= this.deadline {
             this.done = true;

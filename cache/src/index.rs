@@ -1,0 +1,316 @@
+//! Per-resource event ring with secondary indexes, as a hub keeps it.
+//!
+//! Controllers at scale watch narrow slices: each kubelet its node's pods
+//! (`spec.nodeName=X`), many clients one namespace or one object. A cursor
+//! over the whole ring would make each of them look at every event of the
+//! resource. Instead, for a few indexed fields, the ring also keeps, per
+//! field value, the sequence numbers of the events that touch that value
+//! (before or after the change, so selector transitions are seen), and
+//! watchers waiting on a value are woken only by events for it. A watch of
+//! one node's pods then costs work proportional to that node's events.
+
+use crate::event::Event;
+use crate::filter::Filter;
+use crate::object::StoredObject;
+use crate::ring::{EventRing, RingLimits, RingRead};
+use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
+use std::task::Waker;
+use std::time::Instant;
+
+/// The fields with an index, most selective first (the order a watcher
+/// prefers them in).
+pub const INDEXED_FIELDS: [&str; 3] = ["spec.nodeName", "metadata.name", "metadata.namespace"];
+
+/// One value's run of event positions. Positions are absolute ring
+/// sequence numbers; `base` counts entries dropped from the front.
+#[derive(Debug, Default)]
+struct Run {
+    base: u64,
+    seqs: VecDeque<u64>,
+    waiters: Vec<Waker>,
+}
+
+/// Where a watcher is: in the whole ring, or in one value's run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Cursor {
+    Ring(u64),
+    Index {
+        field: usize,
+        value: Box<str>,
+        pos: u64,
+    },
+}
+
+/// What a read finds.
+pub enum Read {
+    Event(Arc<Event>),
+    CaughtUp,
+    /// The cursor's position was trimmed away.
+    Overwritten,
+}
+
+#[derive(Debug)]
+pub struct IndexedRing {
+    ring: EventRing,
+    indexes: [HashMap<Box<str>, Run>; INDEXED_FIELDS.len()],
+    waiters: Vec<Waker>,
+}
+
+fn field_value<'a>(o: &'a StoredObject, field: usize) -> Option<&'a str> {
+    let v = o.field(INDEXED_FIELDS[field])?;
+    // Cluster-scoped objects have no namespace to index by.
+    (!v.is_empty() || field != 2).then_some(v)
+}
+
+impl IndexedRing {
+    pub fn new(start_revision: u64, limits: RingLimits) -> Self {
+        Self {
+            ring: EventRing::new(start_revision, limits),
+            indexes: Default::default(),
+            waiters: Vec::new(),
+        }
+    }
+
+    pub fn ring(&self) -> &EventRing {
+        &self.ring
+    }
+
+    /// Appends an event, indexes it, and wakes the watchers it concerns.
+    pub fn push(&mut self, event: Arc<Event>, now: Instant) {
+        let seq = self.ring.end_seq();
+        for (field, index) in self.indexes.iter_mut().enumerate() {
+            let new = field_value(&event.object, field);
+            let old = event.prev.as_deref().and_then(|p| field_value(p, field));
+            for value in [new, old.filter(|o| Some(*o) != new)].into_iter().flatten() {
+                let run = index.entry(value.into()).or_default();
+                run.seqs.push_back(seq);
+                for w in run.waiters.drain(..) {
+                    w.wake();
+                }
+            }
+        }
+        for w in self.waiters.drain(..) {
+            w.wake();
+        }
+        self.ring.push(event, now);
+    }
+
+    /// Trims the ring by age and drops index entries that fell off it.
+    pub fn trim(&mut self, now: Instant) {
+        self.ring.trim(now);
+        let first = self.ring.end_seq() - self.ring.len() as u64;
+        for index in &mut self.indexes {
+            index.retain(|_, run| {
+                while run.seqs.front().is_some_and(|s| *s < first) {
+                    run.seqs.pop_front();
+                    run.base += 1;
+                }
+                !run.seqs.is_empty() || !run.waiters.is_empty()
+            });
+        }
+    }
+
+    /// The best index for a filter: an exact field selector on an indexed
+    /// field, else the watch's namespace.
+    pub fn choose_index(filter: &Filter) -> Option<(usize, &str)> {
+        for (i, field) in INDEXED_FIELDS.iter().enumerate() {
+            if let Some(v) = filter.fields.exact_match(field) {
+                return Some((i, v));
+            }
+            if i == 2 {
+                if let Some(ns) = filter.namespace.as_deref() {
+                    return Some((i, ns));
+                }
+            }
+        }
+        None
+    }
+
+    /// A cursor positioned at the first event after `revision`, or the
+    /// compaction point when history no longer reaches it.
+    pub fn cursor_after(&mut self, filter: &Filter, revision: u64) -> Result<Cursor, u64> {
+        let ring_pos = self.ring.seq_after(revision)?;
+        let Some((field, value)) = Self::choose_index(filter) else {
+            return Ok(Cursor::Ring(ring_pos));
+        };
+        let run = self.indexes[field].entry(value.into()).or_default();
+        let idx = run.seqs.partition_point(|s| *s < ring_pos);
+        Ok(Cursor::Index {
+            field,
+            value: value.into(),
+            pos: run.base + idx as u64,
+        })
+    }
+
+    /// The event at the cursor, advancing it.
+    pub fn read(&self, cursor: &mut Cursor) -> Read {
+        match cursor {
+            Cursor::Ring(seq) => match self.ring.read(*seq) {
+                RingRead::Event(e) => {
+                    *seq += 1;
+                    Read::Event(e.clone())
+                }
+                RingRead::CaughtUp => Read::CaughtUp,
+                RingRead::Overwritten => Read::Overwritten,
+            },
+            Cursor::Index { field, value, pos } => {
+                let Some(run) = self.indexes[*field].get(value) else {
+                    return Read::CaughtUp;
+                };
+                if *pos < run.base {
+                    return Read::Overwritten;
+                }
+                let Some(seq) = run.seqs.get((*pos - run.base) as usize) else {
+                    return Read::CaughtUp;
+                };
+                match self.ring.read(*seq) {
+                    RingRead::Event(e) => {
+                        *pos += 1;
+                        Read::Event(e.clone())
+                    }
+                    RingRead::Overwritten => Read::Overwritten,
+                    RingRead::CaughtUp => Read::CaughtUp,
+                }
+            }
+        }
+    }
+
+    /// Registers a watcher to be woken by the next event that can concern
+    /// its cursor.
+    pub fn wait(&mut self, cursor: &Cursor, waker: &Waker) {
+        let waiters = match cursor {
+            Cursor::Ring(_) => &mut self.waiters,
+            Cursor::Index { field, value, .. } => {
+                &mut self.indexes[*field]
+                    .entry(value.clone())
+                    .or_default()
+                    .waiters
+            }
+        };
+        if !waiters.iter().any(|w| w.will_wake(waker)) {
+            waiters.push(waker.clone());
+        }
+    }
+
+    /// Wakes every watcher (shutdown, periodic checks).
+    pub fn wake_all(&mut self) {
+        for w in self.waiters.drain(..) {
+            w.wake();
+        }
+        for index in &mut self.indexes {
+            for run in index.values_mut() {
+                for w in run.waiters.drain(..) {
+                    w.wake();
+                }
+            }
+        }
+    }
+
+    /// Index entries held (memory reporting).
+    pub fn index_entries(&self) -> usize {
+        self.indexes
+            .iter()
+            .flat_map(|i| i.values())
+            .map(|r| r.seqs.len())
+            .sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::event::EventType;
+    use bytes::Bytes;
+    use kubeshard_core::selector::fields::FieldSelector;
+
+    fn pod(rev: u64, name: &str, node: &str) -> Arc<StoredObject> {
+        Arc::new(StoredObject {
+            bytes: Bytes::from_static(b"{}"),
+            revision: rev,
+            namespace: "ns".into(),
+            name: name.into(),
+            uid: "".into(),
+            labels: Box::new([]),
+            fields: vec![("spec.nodeName".to_string(), node.to_string())].into_boxed_slice(),
+        })
+    }
+
+    fn ev(rev: u64, obj: Arc<StoredObject>, prev: Option<Arc<StoredObject>>) -> Arc<Event> {
+        let kind = if prev.is_some() {
+            EventType::Modified
+        } else {
+            EventType::Added
+        };
+        Arc::new(Event::new(rev, kind, Arc::from("/pods"), obj, prev))
+    }
+
+    fn node_filter(node: &str) -> Filter {
+        Filter {
+            fields: FieldSelector::parse(&format!("spec.nodeName={node}")).unwrap(),
+            ..Filter::default()
+        }
+    }
+
+    fn drain(r: &IndexedRing, c: &mut Cursor) -> Vec<u64> {
+        let mut out = Vec::new();
+        while let Read::Event(e) = r.read(c) {
+            out.push(e.revision);
+        }
+        out
+    }
+
+    #[test]
+    fn node_cursor_sees_only_its_node_including_moves() {
+        let now = Instant::now();
+        let mut r = IndexedRing::new(0, RingLimits::default());
+        let mut c = r.cursor_after(&node_filter("n1"), 0).unwrap();
+        assert!(matches!(c, Cursor::Index { field: 0, .. }));
+        let a1 = pod(1, "a", "n1");
+        r.push(ev(1, a1.clone(), None), now);
+        r.push(ev(2, pod(2, "b", "n2"), None), now);
+        let a3 = pod(3, "a", "n2");
+        r.push(ev(3, a3, Some(a1)), now); // moves off n1: n1's watcher must see it
+        r.push(ev(4, pod(4, "c", "n2"), None), now);
+        assert_eq!(drain(&r, &mut c), vec![1, 3]);
+        let mut all = r.cursor_after(&Filter::default(), 0).unwrap();
+        assert_eq!(drain(&r, &mut all), vec![1, 2, 3, 4]);
+        let mut late = r.cursor_after(&node_filter("n2"), 2).unwrap();
+        assert_eq!(drain(&r, &mut late), vec![3, 4]);
+    }
+
+    #[test]
+    fn index_cursor_detects_trimming() {
+        let now = Instant::now();
+        let limits = RingLimits {
+            max_events: 2,
+            window: std::time::Duration::from_secs(60),
+        };
+        let mut r = IndexedRing::new(0, limits);
+        let mut c = r.cursor_after(&node_filter("n1"), 0).unwrap();
+        for rev in 1..=4 {
+            r.push(ev(rev, pod(rev, &format!("p{rev}"), "n1"), None), now);
+        }
+        r.trim(now);
+        assert!(matches!(r.read(&mut c), Read::Overwritten));
+        assert_eq!(r.cursor_after(&node_filter("n1"), 1), Err(2));
+        let mut fresh = r.cursor_after(&node_filter("n1"), 2).unwrap();
+        assert_eq!(drain(&r, &mut fresh), vec![3, 4]);
+    }
+
+    #[test]
+    fn namespace_index_for_namespaced_watches() {
+        let f = Filter {
+            namespace: Some("ns".into()),
+            ..Filter::default()
+        };
+        assert_eq!(IndexedRing::choose_index(&f), Some((2, "ns")));
+        assert_eq!(IndexedRing::choose_index(&Filter::default()), None);
+        let by_name = Filter {
+            namespace: Some("ns".into()),
+            fields: FieldSelector::parse("metadata.name=x").unwrap(),
+            ..Filter::default()
+        };
+        assert_eq!(IndexedRing::choose_index(&by_name), Some((1, "x")));
+    }
+}
