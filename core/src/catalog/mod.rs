@@ -269,6 +269,7 @@ pub struct CatalogReader {
     catalog: Arc<Catalog>,
     /// The snapshot behind an executor-local `Rc`, so handing it to a
     /// request bumps a local counter instead of the shared atomic one.
+    #[allow(clippy::redundant_allocation)] // the Rc is the point: local refcount
     cached: std::cell::RefCell<(u64, std::rc::Rc<Arc<CatalogSnapshot>>)>,
 }
 
@@ -282,6 +283,7 @@ impl CatalogReader {
         }
     }
 
+    #[allow(clippy::redundant_allocation)] // see `cached`
     pub fn current(&self) -> std::rc::Rc<Arc<CatalogSnapshot>> {
         let generation = self.catalog.generation();
         let mut cached = self.cached.borrow_mut();
