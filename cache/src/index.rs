@@ -57,7 +57,7 @@ pub struct IndexedRing {
     waiters: Vec<Waker>,
 }
 
-fn field_value<'a>(o: &'a StoredObject, field: usize) -> Option<&'a str> {
+fn field_value(o: &StoredObject, field: usize) -> Option<&str> {
     let v = o.field(INDEXED_FIELDS[field])?;
     // Cluster-scoped objects have no namespace to index by.
     (!v.is_empty() || field != 2).then_some(v)
