@@ -64,7 +64,7 @@ fn python_informer_stays_in_sync_through_timeouts_bookmarks_and_410() {
         );
     }
     let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/python/informer.py");
-    let mut child = Command::new(&py)
+    let child = Command::new(&py)
         .arg(&script)
         .args([
             "--host",
