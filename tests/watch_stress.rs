@@ -40,6 +40,9 @@ struct Change {
 
 type Key = (String, String);
 
+/// A paged list: its selector, its revision and the (key, rev) it returned.
+type ListedPages = (Sel, u64, Vec<(Key, u64)>);
+
 #[derive(Clone, Debug)]
 enum Sel {
     All,
@@ -211,7 +214,7 @@ fn run(shards: usize, seed: u64) {
         .collect();
 
     // Paged lists with random selectors while writes run; check them later.
-    let mut lists: Vec<(Sel, u64, Vec<(Key, u64)>)> = Vec::new();
+    let mut lists: Vec<ListedPages> = Vec::new();
     for _ in 0..8 {
         let sel = random_sel(&mut rng);
         let (path, q) = sel.query();
