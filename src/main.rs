@@ -5,6 +5,7 @@ mod config;
 mod discovery;
 mod filters;
 mod handlers;
+mod metrics;
 mod openapi;
 mod serving;
 

@@ -187,3 +187,42 @@ fn http2_prior_knowledge() {
         .collect();
     assert_eq!(streams.len(), 3, "three streams on one connection: {text}");
 }
+
+/// History memory is bounded by the flags and reported on /metrics, along
+/// with stored objects and open watchers.
+#[test]
+fn metrics_report_bounded_history() {
+    let s = Server::start_with(2, &["--watch-history-max-events", "10"]);
+    let metric = |text: &str, name: &str| -> Vec<i64> {
+        text.lines()
+            .filter(|l| l.starts_with(&format!("kubeshard_{name}{{")))
+            .map(|l| l.rsplit(' ').next().unwrap().parse().unwrap())
+            .collect()
+    };
+    let w = s.watch("/api/v1/namespaces/default/configmaps?watch=1");
+    for i in 0..50 {
+        s.post(
+            "/api/v1/namespaces/default/configmaps",
+            &configmap(&format!("m{i}"), json!({})),
+        );
+    }
+    let (code, ct, text) = s.get_with("/metrics", "*/*");
+    assert_eq!(code, 200);
+    assert!(ct.starts_with("application/openmetrics-text"), "{ct}");
+    let objects: i64 = metric(&text, "store_objects").iter().sum();
+    assert_eq!(objects, 54, "50 configmaps and 4 namespaces: {text}");
+    assert_eq!(metric(&text, "watchers").iter().sum::<i64>(), 1, "{text}");
+    // Two resources (namespaces, configmaps), at most 10 events each, per shard and per executor ring.
+    assert!(
+        metric(&text, "store_history_events")
+            .iter()
+            .all(|n| *n <= 20),
+        "{text}"
+    );
+    assert!(
+        metric(&text, "watch_cache_events").iter().all(|n| *n <= 20),
+        "{text}"
+    );
+    assert!(metric(&text, "store_object_bytes").iter().sum::<i64>() > 50 * 100);
+    drop(w);
+}

@@ -43,6 +43,8 @@ pub struct Hub {
     released: u64,
     /// Rings created later start complete from the hub's start revision.
     start_revision: u64,
+    /// Open watch streams (they register and unregister themselves).
+    watchers: usize,
 }
 
 impl Hub {
@@ -53,6 +55,7 @@ impl Hub {
             limits,
             released: start_revision,
             start_revision,
+            watchers: 0,
         }
     }
 
@@ -119,6 +122,18 @@ impl Hub {
 
     pub fn ring_events(&self) -> usize {
         self.rings.values().map(|r| r.ring().len()).sum()
+    }
+
+    pub fn watcher_opened(&mut self) {
+        self.watchers += 1;
+    }
+
+    pub fn watcher_closed(&mut self) {
+        self.watchers = self.watchers.saturating_sub(1);
+    }
+
+    pub fn watchers(&self) -> usize {
+        self.watchers
     }
 
     /// Secondary index entries held by this hub.

@@ -10,11 +10,21 @@ use std::sync::Arc;
 
 pub type Reply<T> = oneshot::Sender<T>;
 
-/// Memory and size figures of one shard.
+/// Memory and size figures of one executor: its shard's store and its
+/// watch hub.
 #[derive(Debug, Clone, Default)]
 pub struct ShardStats {
     pub objects: usize,
+    /// Heap bytes of stored objects (encodings and extracted metadata).
     pub object_bytes: usize,
+    /// Events kept in the shard's history rings (list snapshots).
+    pub history_events: usize,
+    /// Events kept in the executor's merged watch rings.
+    pub watch_events: usize,
+    /// Secondary index entries in the watch rings.
+    pub watch_index_entries: usize,
+    /// Watch streams open on this executor.
+    pub watchers: usize,
 }
 
 pub enum ShardMsg {

@@ -136,7 +136,7 @@ where
                     start_revision,
                 )));
                 let hub = Rc::new(RefCell::new(Hub::new(start_revision, limits)));
-                glommio::spawn_local(shard_loop(store.clone(), inbox)).detach();
+                glommio::spawn_local(shard_loop(store.clone(), hub.clone(), inbox)).detach();
                 glommio::spawn_local(hub_loop(
                     hub.clone(),
                     hub_feed,
@@ -167,13 +167,17 @@ where
 }
 
 /// Serves requests for the shard this executor owns, in small batches.
-async fn shard_loop(store: Rc<RefCell<ShardStore>>, inbox: async_channel::Receiver<ShardMsg>) {
+async fn shard_loop(
+    store: Rc<RefCell<ShardStore>>,
+    hub: Rc<RefCell<Hub>>,
+    inbox: async_channel::Receiver<ShardMsg>,
+) {
     while let Ok(first) = inbox.recv().await {
         let mut store = store.borrow_mut();
-        handle(&mut store, first);
+        handle(&mut store, &hub, first);
         for _ in 1..SHARD_BATCH {
             match inbox.try_recv() {
-                Ok(msg) => handle(&mut store, msg),
+                Ok(msg) => handle(&mut store, &hub, msg),
                 Err(_) => break,
             }
         }
@@ -181,7 +185,7 @@ async fn shard_loop(store: Rc<RefCell<ShardStore>>, inbox: async_channel::Receiv
     }
 }
 
-fn handle(store: &mut ShardStore, msg: ShardMsg) {
+fn handle(store: &mut ShardStore, hub: &RefCell<Hub>, msg: ShardMsg) {
     // A dropped reply means the asker went away; nothing to do about it.
     match msg {
         ShardMsg::Get {
@@ -224,9 +228,14 @@ fn handle(store: &mut ShardStore, msg: ShardMsg) {
             let _ = reply.send(store.delete_namespace_contents(&resources, &namespace));
         }
         ShardMsg::Stats { reply } => {
+            let hub = hub.borrow();
             let _ = reply.send(ShardStats {
-                objects: 0,
+                objects: store.total_objects(),
                 object_bytes: store.object_bytes(),
+                history_events: store.history_events(),
+                watch_events: hub.ring_events(),
+                watch_index_entries: hub.index_entries(),
+                watchers: hub.watchers(),
             });
         }
     }

@@ -166,6 +166,16 @@ impl ShardStore {
         self.resources.get(resource).map_or(0, |r| r.objects.len())
     }
 
+    /// Objects of every resource in this shard.
+    pub fn total_objects(&self) -> usize {
+        self.resources.values().map(|r| r.objects.len()).sum()
+    }
+
+    /// Events held in the history rings.
+    pub fn history_events(&self) -> usize {
+        self.resources.values().map(|r| r.history.len()).sum()
+    }
+
     /// Heap bytes held by stored objects (memory reporting).
     pub fn object_bytes(&self) -> usize {
         self.resources

@@ -81,6 +81,18 @@ pub async fn handle(
                 .map(|b| json(StatusCode::OK, b, "application/json"))
                 .ok_or_else(not_found_path)
         }
+        "/metrics" => {
+            let stats = api.shards().stats().await?;
+            let body = crate::metrics::render(&stats, api.shards().sequencer().closed());
+            let mut resp = text(StatusCode::OK, body);
+            resp.headers_mut().insert(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static(
+                    "application/openmetrics-text; version=1.0.0; charset=utf-8",
+                ),
+            );
+            Ok(resp)
+        }
         "/version" => Ok(json(
             StatusCode::OK,
             discovery::version_info(env!("CARGO_PKG_VERSION")),

@@ -140,6 +140,7 @@ pub async fn watch(api: &Rc<Api>, rr: &ResourceRequest) -> HandlerResult {
                 initial.push_back(bookmark_frame(&info, start_rev, true));
             }
             let bookmark_every = bookmarks.then_some(api.config.bookmark_interval);
+            hub.borrow_mut().watcher_opened();
             Box::pin(Watcher {
                 hub,
                 info,
@@ -256,6 +257,12 @@ impl Watcher {
             return Some(e.frame().clone());
         }
         Some(frame_for(&self.info, self.output, kind, bytes))
+    }
+}
+
+impl Drop for Watcher {
+    fn drop(&mut self) {
+        self.hub.borrow_mut().watcher_closed();
     }
 }
 
