@@ -16,10 +16,13 @@ struct ShardLabel {
 
 type PerShard = Family<ShardLabel, Gauge>;
 
+/// A per-shard gauge: name, help, and how to read it from the stats.
+type Figure = (&'static str, &'static str, fn(&ShardStats) -> usize);
+
 /// Renders one scrape from the shards' stats (index = shard id).
 pub fn render(stats: &[ShardStats], closed_revision: u64) -> String {
     let mut registry = Registry::with_prefix("kubeshard");
-    let families: [(&str, &str, fn(&ShardStats) -> usize); 6] = [
+    let families: [Figure; 6] = [
         ("store_objects", "Objects stored in the shard.", |s| {
             s.objects
         }),
