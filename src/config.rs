@@ -41,6 +41,11 @@ pub struct Flags {
     #[arg(long, default_value = "1800s", value_parser = parse_duration)]
     pub min_request_timeout: Duration,
 
+    /// A watcher that has data to send but whose connection accepts none
+    /// for this long is cut off (its connection closed).
+    #[arg(long, default_value = "30s", value_parser = parse_duration)]
+    pub watch_stall_timeout: Duration,
+
     /// How often watchers that asked for bookmarks get one.
     #[arg(long, default_value = "60s", value_parser = parse_duration)]
     pub watch_bookmark_interval: Duration,
@@ -100,6 +105,7 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
 pub struct ServerConfig {
     pub min_request_timeout: Duration,
     pub bookmark_interval: Duration,
+    pub watch_stall_timeout: Duration,
     pub bind: std::net::SocketAddr,
     pub advertise: Option<IpAddr>,
     /// Set in calibration mode (`--hello-bytes`).

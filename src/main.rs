@@ -59,6 +59,7 @@ fn serve(flags: Flags) -> Result<(), String> {
     let config = Arc::new(ServerConfig {
         min_request_timeout: flags.min_request_timeout,
         bookmark_interval: flags.watch_bookmark_interval,
+        watch_stall_timeout: flags.watch_stall_timeout,
         bind,
         advertise: flags.advertise_address,
         hello: flags.hello_bytes.map(|n| bytes::Bytes::from(vec![b'x'; n])),
@@ -143,6 +144,7 @@ fn serve(flags: Flags) -> Result<(), String> {
                         let _ = std::fs::write(f, config.bind.port().to_string());
                     }
                 }
+                glommio::spawn_local(api.stalls.clone().run(ctx.shutdown.clone())).detach();
                 if ctx.id == 0 {
                     let api = api.clone();
                     glommio::spawn_local(async move {

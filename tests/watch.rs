@@ -331,3 +331,64 @@ fn graceful_shutdown_ends_watches_and_exits_cleanly() {
     assert!(status.success(), "{status:?}");
     let _ = reader.join().unwrap();
 }
+
+/// A watcher whose client stops reading while it has events to send is cut
+/// off after --watch-stall-timeout: its connection is closed and the
+/// server forgets it, while writers carry on.
+#[test]
+fn stalled_watcher_connection_is_closed() {
+    use std::io::{Read, Write};
+    let s = Server::start_with(2, &["--watch-stall-timeout", "500ms"]);
+    let sock = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
+    sock.set_recv_buffer_size(4096).unwrap();
+    let addr: std::net::SocketAddr = format!("127.0.0.1:{}", s.port).parse().unwrap();
+    sock.connect(&addr.into()).unwrap();
+    let mut stalled: std::net::TcpStream = sock.into();
+    write!(
+        stalled,
+        "GET {CMS}?watch=1&resourceVersion=0 HTTP/1.1\r\nHost: x\r\n\r\n"
+    )
+    .unwrap();
+    let watchers = || -> i64 {
+        let (_, _, text) = s.get_with("/metrics", "*/*");
+        text.lines()
+            .filter(|l| l.starts_with("kubeshard_watchers{"))
+            .map(|l| l.rsplit(' ').next().unwrap().parse::<i64>().unwrap())
+            .sum()
+    };
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while watchers() != 1 {
+        assert!(Instant::now() < deadline, "watch never registered");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let big = "x".repeat(16 * 1024);
+    for i in 0..400 {
+        let (code, _) = s.post(
+            CMS,
+            &json!({"metadata": {"name": format!("big-{i}")}, "data": {"k": big}}),
+        );
+        assert_eq!(code, 201);
+    }
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while watchers() != 0 {
+        assert!(
+            Instant::now() < deadline,
+            "the stalled watcher was never cut off"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // Its connection is closed: reading drains what was buffered, then EOF.
+    stalled
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let mut buf = vec![0u8; 1 << 20];
+    loop {
+        match stalled.read(&mut buf) {
+            Ok(0) => break,
+            Ok(_) => continue,
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => break,
+            Err(e) => panic!("expected the server to close the connection: {e}"),
+        }
+    }
+    assert!(s.log().contains("stopped reading"), "{}", s.log());
+}

@@ -12,6 +12,7 @@ pub mod negotiation;
 mod nonresource;
 mod patch;
 pub mod response;
+pub mod stall;
 pub mod table;
 mod update;
 mod watch;
@@ -36,6 +37,8 @@ pub struct Api {
     pub catalog: CatalogReader,
     pub config: Arc<ServerConfig>,
     pub admission: Admission,
+    /// This executor's watchers, for cutting off the ones that stall.
+    pub stalls: Rc<stall::StallSweeper>,
     ready: Arc<AtomicBool>,
 }
 
@@ -45,6 +48,8 @@ pub struct ResourceRequest {
     pub resource: Arc<ResourceInfo>,
     pub query: Query,
     pub render: Render,
+    /// The connection the request came on, so a watch can close it.
+    pub conn: Option<crate::serving::abort::ConnAbort>,
 }
 
 pub type HandlerResult = Result<Response<Body>, ApiError>;
@@ -56,11 +61,13 @@ impl Api {
         config: Arc<ServerConfig>,
         ready: Arc<AtomicBool>,
     ) -> Self {
+        let stall_timeout = config.watch_stall_timeout;
         Self {
             exec,
             catalog,
             config,
             admission: Admission::default(),
+            stalls: Rc::new(stall::StallSweeper::new(stall_timeout)),
             ready,
         }
     }
@@ -153,11 +160,16 @@ impl Api {
         if resource.namespaced && info.namespace.is_empty() && !matches!(verb, "list" | "watch") {
             return Err(not_found_path());
         }
+        let conn = req
+            .extensions()
+            .get::<crate::serving::abort::ConnAbort>()
+            .cloned();
         let rr = ResourceRequest {
             info,
             resource,
             query,
             render,
+            conn,
         };
         match rr.info.verb.as_str() {
             "get" => get::get(self, &rr).await,

@@ -96,6 +96,7 @@ pub async fn watch(api: &Rc<Api>, rr: &ResourceRequest) -> HandlerResult {
                 resource: info.clone(),
                 query: list_rr_query,
                 render: rr.render,
+                conn: None,
             },
             filter.clone(),
         )
@@ -141,6 +142,7 @@ pub async fn watch(api: &Rc<Api>, rr: &ResourceRequest) -> HandlerResult {
             }
             let bookmark_every = bookmarks.then_some(api.config.bookmark_interval);
             hub.borrow_mut().watcher_opened();
+            let stall = api.stalls.register(rr.conn.clone());
             Box::pin(Watcher {
                 hub,
                 info,
@@ -156,6 +158,7 @@ pub async fn watch(api: &Rc<Api>, rr: &ResourceRequest) -> HandlerResult {
                 bookmark_timer: bookmark_every.map(|d| Box::pin(Timer::new(d))),
                 shutdown: api.shutdown().clone(),
                 done: false,
+                stall,
             })
         }
     };
@@ -237,6 +240,7 @@ struct Watcher {
     bookmark_timer: Option<Pin<Box<Timer>>>,
     shutdown: Shutdown,
     done: bool,
+    stall: Rc<super::stall::WatchState>,
 }
 
 impl Watcher {
@@ -272,6 +276,15 @@ impl Unpin for Watcher {}
 
 impl ChunkStream for Watcher {
     fn poll_chunk(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Bytes>> {
+        let out = self.as_mut().next_chunk(cx);
+        self.stall
+            .polled(Instant::now(), matches!(out, Poll::Ready(Some(_))));
+        out
+    }
+}
+
+impl Watcher {
+    fn next_chunk(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Bytes>> {
         let this = &mut *self;
         if let Some(b) = this.out.pop_front() {
             return Poll::Ready(Some(b));

@@ -3,6 +3,7 @@
 //! accepted connection, with graceful shutdown: stop accepting, let
 //! in-flight requests finish, end watches.
 
+use super::abort::ConnAbort;
 use super::io::{HyperIo, LocalExec};
 use crate::handlers::Api;
 use futures_lite::future;
@@ -56,26 +57,48 @@ pub async fn serve(listener: TcpListener, api: Rc<Api>) -> std::io::Result<()> {
 
 async fn serve_connection(stream: glommio::net::TcpStream, api: Rc<Api>) {
     let shutdown = api.shutdown().clone();
-    let service = service_fn(move |req: Request<Incoming>| {
+    let abort = ConnAbort::default();
+    let for_requests = abort.clone();
+    let service = service_fn(move |mut req: Request<Incoming>| {
         let api = api.clone();
+        req.extensions_mut().insert(for_requests.clone());
         async move { Ok::<_, Infallible>(api.handle(req).await) }
     });
     let builder = auto::Builder::new(LocalExec);
     let conn = builder.serve_connection(HyperIo::new(stream), service);
     let mut conn = std::pin::pin!(conn);
-    let finished = future::or(
+    let ended = future::or(
+        future::or(
+            async {
+                let _ = conn.as_mut().await;
+                End::Finished
+            },
+            async {
+                shutdown.wait().await;
+                End::Shutdown
+            },
+        ),
         async {
-            let _ = conn.as_mut().await;
-            true
-        },
-        async {
-            shutdown.wait().await;
-            false
+            abort.wait().await;
+            End::Aborted
         },
     )
     .await;
-    if !finished {
+    if let End::Shutdown = ended {
         conn.as_mut().graceful_shutdown();
-        let _ = conn.await;
+        let _ = future::or(
+            async {
+                let _ = conn.await;
+            },
+            abort.wait(),
+        )
+        .await;
     }
+    // Finished, or aborted: dropping the connection closes the socket.
+}
+
+enum End {
+    Finished,
+    Shutdown,
+    Aborted,
 }

@@ -1,5 +1,6 @@
 //! Serving: listeners, connections and the HTTP protocol layer.
 
+pub mod abort;
 pub mod body;
 pub mod io;
 pub mod listener;
