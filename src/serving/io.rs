@@ -50,16 +50,11 @@ impl hyper::rt::Write for HyperIo {
         Pin::new(&mut self.stream).poll_write(cx, buf)
     }
 
-    fn poll_write_vectored(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        bufs: &[io::IoSlice<'_>],
-    ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.stream).poll_write_vectored(cx, bufs)
-    }
-
+    /// glommio's stream has no real vectored write (it would send one
+    /// slice per syscall), so hyper is told to flatten its queued chunks —
+    /// a list's thousands of shared object encodings — into large writes.
     fn is_write_vectored(&self) -> bool {
-        true
+        false
     }
 
     fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {

@@ -17,6 +17,9 @@ use std::convert::Infallible;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
+/// Concurrent HTTP/2 streams per connection (kube-apiserver's default).
+const MAX_STREAMS_PER_CONNECTION: u32 = 1000;
+
 /// How long shutdown waits for open connections before giving up on them.
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -64,7 +67,12 @@ async fn serve_connection(stream: glommio::net::TcpStream, api: Rc<Api>) {
         req.extensions_mut().insert(for_requests.clone());
         async move { Ok::<_, Infallible>(api.handle(req).await) }
     });
-    let builder = auto::Builder::new(LocalExec);
+    let mut builder = auto::Builder::new(LocalExec);
+    // kube-apiserver's --http2-max-streams-per-connection default: informers
+    // multiplex many watches over one connection.
+    builder
+        .http2()
+        .max_concurrent_streams(MAX_STREAMS_PER_CONNECTION);
     let conn = builder.serve_connection(HyperIo::new(stream), service);
     let mut conn = std::pin::pin!(conn);
     let ended = future::or(
