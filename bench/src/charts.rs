@@ -19,8 +19,18 @@ pub fn write(dir: &Path, name: &str, r: &RunResult) -> Result<Vec<PathBuf>> {
     if ops.is_empty() {
         return Ok(files);
     }
+    // "-from-send" twins count the same events as their "from ack" ones.
+    let rates: Vec<&OpSummary> = ops
+        .iter()
+        .copied()
+        .filter(|o| !o.name.ends_with("-from-send"))
+        .collect();
     let f = dir.join(format!("{name}-throughput.svg"));
-    throughput(&f, &format!("{} — operations per second", r.workload), &ops)?;
+    throughput(
+        &f,
+        &format!("{} — operations per second", r.workload),
+        &rates,
+    )?;
     files.push(f);
     for o in ops {
         let f = dir.join(format!("{name}-{}-latency.svg", o.name));
@@ -37,37 +47,48 @@ fn err<E: std::fmt::Debug>(e: E) -> anyhow::Error {
 fn throughput(path: &Path, title: &str, ops: &[&OpSummary]) -> Result<()> {
     let root = SVGBackend::new(path, SIZE).into_drawing_area();
     root.fill(&WHITE).map_err(err)?;
+    // The last second of a run is partial: leave it out.
+    let points = |o: &OpSummary| -> Vec<(f64, f64)> {
+        let n = o.timeline.len();
+        o.timeline
+            .iter()
+            .take(if n > 1 { n - 1 } else { n })
+            .filter(|p| p.ok > 0)
+            .map(|p| (p.t_s as f64 + 0.5, p.ok as f64))
+            .collect()
+    };
     let t_max = ops
         .iter()
         .map(|o| o.timeline.len())
         .max()
         .unwrap_or(1)
         .max(1) as f64;
-    let y_max = ops
+    let all: Vec<f64> = ops.iter().flat_map(|o| points(o)).map(|p| p.1).collect();
+    let y_max = all.iter().copied().fold(1.0f64, f64::max) * 1.2;
+    let y_min = all
         .iter()
-        .flat_map(|o| o.timeline.iter().map(|p| p.ok as f64))
-        .fold(1.0f64, f64::max)
-        * 1.1;
+        .copied()
+        .fold(f64::INFINITY, f64::min)
+        .min(y_max / 2.0)
+        / 1.2;
     let mut chart = ChartBuilder::on(&root)
         .caption(title, ("sans-serif", 20))
         .margin(10)
         .x_label_area_size(35)
         .y_label_area_size(60)
-        .build_cartesian_2d(0f64..t_max, 0f64..y_max)
+        // Log scale: operations at 50/s and events at 50,000/s on one chart.
+        .build_cartesian_2d(0f64..t_max, (y_min.max(0.5)..y_max).log_scale())
         .map_err(err)?;
     chart
         .configure_mesh()
         .x_desc("seconds")
-        .y_desc("ok/s")
+        .y_desc("ok/s (log)")
         .draw()
         .map_err(err)?;
     for (i, o) in ops.iter().enumerate() {
         let color = Palette99::pick(i).to_rgba();
         chart
-            .draw_series(LineSeries::new(
-                o.timeline.iter().map(|p| (p.t_s as f64 + 0.5, p.ok as f64)),
-                color.stroke_width(2),
-            ))
+            .draw_series(LineSeries::new(points(o), color.stroke_width(2)))
             .map_err(err)?
             .label(o.name.clone())
             .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color));

@@ -111,7 +111,8 @@ pub struct LoadArgs {
     pub object_size: usize,
     /// Connections to open. Default: --concurrency with HTTP/1.1 (one
     /// request in flight per connection; extra workers queue in the client
-    /// and that wait counts as latency), at most 4 with HTTP/2.
+    /// and that wait counts as latency), at most 4 with HTTP/2. With
+    /// --http2, watchers multiplex over this many connections of their own.
     #[arg(long, global = true)]
     pub connections: Option<usize>,
     /// Requests in flight (workers).

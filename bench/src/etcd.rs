@@ -26,7 +26,7 @@ use crate::{progress::Progress, runner};
 use anyhow::{bail, Context, Result};
 use bytes::Bytes;
 use etcd_client::{
-    Client, Compare, CompareOp, ConnectOptions, GetOptions, Txn, TxnOp, WatchOptions,
+    Client, Compare, CompareOp, ConnectOptions, GetOptions, KvClient, Txn, TxnOp, WatchOptions,
 };
 use serde_json::{json, Map};
 use std::future::Future;
@@ -53,6 +53,14 @@ struct Ectx {
 impl Ectx {
     fn client(&self, worker: usize) -> Client {
         self.clients[worker % self.clients.len()].clone()
+    }
+
+    /// A KV client on the worker's connection, taking responses of any
+    /// size (a big unpaged range exceeds gRPC's default 4 MiB).
+    fn kv(&self, worker: usize) -> KvClient {
+        self.client(worker)
+            .kv_client()
+            .max_decoding_message_size(usize::MAX)
     }
 
     fn key(&self, i: u64) -> String {
@@ -96,15 +104,31 @@ impl Ectx {
 
 fn kind(e: &etcd_client::Error) -> &'static str {
     use etcd_client::Error as E;
+    // gRPC status codes (tonic is not re-exported: match the numbers).
+    const CODES: [&str; 17] = [
+        "ok",
+        "cancelled",
+        "unknown",
+        "invalid-argument",
+        "deadline-exceeded",
+        "not-found",
+        "already-exists",
+        "permission-denied",
+        "resource-exhausted",
+        "failed-precondition",
+        "aborted",
+        "out-of-range",
+        "unimplemented",
+        "internal",
+        "unavailable",
+        "data-loss",
+        "unauthenticated",
+    ];
     match e {
-        // gRPC status codes (tonic is not re-exported: match the numbers).
-        E::GRpcStatus(s) => match i32::from(s.code()) {
-            3 => "invalid-argument",
-            4 => "deadline-exceeded",
-            8 => "resource-exhausted",
-            14 => "unavailable",
-            _ => "grpc",
-        },
+        E::GRpcStatus(s) => CODES
+            .get(i32::from(s.code()) as usize)
+            .copied()
+            .unwrap_or("grpc"),
         E::TransportError(_) | E::IoError(_) => "transport",
         _ => "etcd",
     }
@@ -150,6 +174,7 @@ pub async fn run(cli: &Cli, args: &EtcdArgs) -> Result<RunResult> {
         quiet: cli.output.quiet,
     };
     let sampler = cli.output.server_pid.and_then(Sampler::start);
+    let me = Sampler::start(std::process::id());
     let started_unix_s = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
@@ -195,6 +220,7 @@ pub async fn run(cli: &Cli, args: &EtcdArgs) -> Result<RunResult> {
         operations: ctx.stats.summarize(end),
         extra,
         server: sampler.and_then(|s| s.finish(end - start)),
+        client: me.and_then(|s| s.finish(end - start)),
     })
 }
 
@@ -204,7 +230,7 @@ async fn create_key(c: &Ectx, worker: usize, i: u64) -> Result<i64, Outcome> {
     let txn = Txn::new()
         .when([Compare::create_revision(key.clone(), CompareOp::Equal, 0)])
         .and_then([TxnOp::put(key, c.value.to_vec(), None)]);
-    let mut kv = c.client(worker).kv_client();
+    let mut kv = c.kv(worker);
     let r = c.call(kv.txn(txn)).await?;
     if !r.succeeded() {
         return Err(Outcome::Failed("exists"));
@@ -242,7 +268,7 @@ async fn precreate(c: &Ectx, n: usize, extra: &mut Map<String, serde_json::Value
     let f = scheduler::run(&plan, &setup, &p, move |t| {
         let (c, mr) = (c2.clone(), mr.clone());
         async move {
-            let mut kv = c.client(t.worker).kv_client();
+            let mut kv = c.kv(t.worker);
             match c.call(kv.put(c.key(t.seq), c.value.to_vec(), None)).await {
                 Ok(r) => {
                     mr.fetch_max(
@@ -277,7 +303,7 @@ async fn get(c: &Ectx, n: usize, extra: &mut Map<String, serde_json::Value>) -> 
     c.drive(&plan, move |t| {
         let c = c2.clone();
         async move {
-            let mut kv = c.client(t.worker).kv_client();
+            let mut kv = c.kv(t.worker);
             match c.call(kv.get(c.key(t.seq % n as u64), None)).await {
                 Ok(r) if r.kvs().len() == 1 => Done::from(Outcome::Ok),
                 Ok(_) => Done::from(Outcome::Failed("missing")),
@@ -316,7 +342,7 @@ async fn list(c: &Ectx, a: &ListArgs, extra: &mut Map<String, serde_json::Value>
         c.drive(&plan, move |t| {
             let (c, it) = (c2.clone(), it.clone());
             async move {
-                let mut kv = c.client(t.worker).kv_client();
+                let mut kv = c.kv(t.worker);
                 let opts = GetOptions::new().with_prefix();
                 match c.call(kv.get(c.keys.clone(), Some(opts))).await {
                     Ok(r) => {
@@ -353,7 +379,7 @@ async fn list(c: &Ectx, a: &ListArgs, extra: &mut Map<String, serde_json::Value>
 /// One full paged range, every page a step, all at the first page's
 /// revision (as kube's paged lists are).
 async fn paged(c: &Ectx, worker: usize, page: i64, items: &AtomicU64) -> Done {
-    let mut kv = c.client(worker).kv_client();
+    let mut kv = c.kv(worker);
     let end = prefix_end(&c.keys);
     let (mut from, mut rev, mut n) = (c.keys.as_bytes().to_vec(), 0i64, 0u64);
     let mut steps = Vec::new();
@@ -397,10 +423,18 @@ async fn watch(c: &Ectx, a: &WatchArgs, extra: &mut Map<String, serde_json::Valu
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let mut positions = Vec::new();
     let mut tasks = Vec::new();
+    // Multiplexed watchers share connections of their own, so the writer
+    // never queues behind them.
+    let mut shared = Vec::new();
+    if c.multiplex {
+        for _ in 0..c.clients.len() {
+            shared.push(connect(&c.endpoint, c.load.timeout).await?);
+        }
+    }
     for i in 0..a.watchers {
         // Each watcher on a connection of its own, unless multiplexing.
         let client = if c.multiplex {
-            c.client(i)
+            shared[i % shared.len()].clone()
         } else {
             connect(&c.endpoint, c.load.timeout).await?
         };
@@ -445,7 +479,7 @@ async fn watch(c: &Ectx, a: &WatchArgs, extra: &mut Map<String, serde_json::Valu
         .drive(&plan, move |t| {
             let (c, acks) = (c2.clone(), ak.clone());
             async move {
-                let mut kv = c.client(t.worker).kv_client();
+                let mut kv = c.kv(t.worker);
                 let key = c.key(t.seq % n as u64);
                 let sent = Instant::now();
                 match c.call(kv.put(key, c.value.to_vec(), None)).await {

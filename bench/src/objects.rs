@@ -193,7 +193,7 @@ pub fn event_type(body: &[u8]) -> Option<&[u8]> {
 
 /// The string value after the first occurrence of `key` (a quoted key).
 fn string_field<'a>(body: &'a [u8], key: &[u8]) -> Option<&'a [u8]> {
-    let at = body.windows(key.len()).position(|w| w == key)? + key.len();
+    let at = memchr::memmem::find(body, key)? + key.len();
     let rest = &body[at..];
     let rest = skip_ws(rest).strip_prefix(b":")?;
     let rest = skip_ws(rest).strip_prefix(b"\"")?;

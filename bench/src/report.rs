@@ -26,6 +26,10 @@ pub struct RunResult {
     pub extra: Map<String, Value>,
     /// Given --server-pid: the server's CPU and memory.
     pub server: Option<ServerStats>,
+    /// The load generator's own CPU and memory: when it nears the cores it
+    /// may use, it (not the server) is the bottleneck.
+    #[serde(default)]
+    pub client: Option<ServerStats>,
 }
 
 /// The flags that shaped the load.
@@ -141,6 +145,15 @@ impl RunResult {
                 sv.cpu_cores,
                 sv.peak_rss_bytes as f64 / 1048576.0,
                 sv.rss_bytes as f64 / 1048576.0
+            );
+        }
+        if let Some(c) = &self.client {
+            let _ = writeln!(
+                s,
+                "load generator: {:.2} CPU s ({:.2} cores), peak RSS {:.1} MiB",
+                c.cpu_seconds,
+                c.cpu_cores,
+                c.peak_rss_bytes as f64 / 1048576.0
             );
         }
         s

@@ -80,6 +80,7 @@ pub async fn run(
         },
         None => None,
     };
+    let me = Sampler::start(std::process::id());
     let extra = workloads::run(&ctx, w).await?;
     let end = Instant::now();
     let server = sampler.and_then(|s| s.finish(end - start));
@@ -105,5 +106,6 @@ pub async fn run(
         operations: ctx.stats.summarize(end),
         extra,
         server,
+        client: me.and_then(|s| s.finish(end - start)),
     })
 }

@@ -103,11 +103,34 @@ impl Stats {
 
     /// Records one completed operation (now) that took `latency`.
     pub fn record(&self, op: &'static str, latency: Duration, outcome: Outcome) {
-        let us = (latency.as_micros() as u64).clamp(1, MAX_US);
-        let sec = Instant::now()
-            .saturating_duration_since(self.start)
-            .as_secs() as usize;
+        let sec = self.second();
+        Self::add(&mut self.ops.lock(), sec, op, latency, outcome);
+    }
+
+    /// Records successful operations that completed about now under one
+    /// lock (for hot loops such as watchers).
+    pub fn record_ok_batch(&self, items: &[(&'static str, Duration)]) {
+        let sec = self.second();
         let mut ops = self.ops.lock();
+        for (op, latency) in items {
+            Self::add(&mut ops, sec, op, *latency, Outcome::Ok);
+        }
+    }
+
+    fn second(&self) -> usize {
+        Instant::now()
+            .saturating_duration_since(self.start)
+            .as_secs() as usize
+    }
+
+    fn add(
+        ops: &mut BTreeMap<&'static str, OpStats>,
+        sec: usize,
+        op: &'static str,
+        latency: Duration,
+        outcome: Outcome,
+    ) {
+        let us = (latency.as_micros() as u64).clamp(1, MAX_US);
         let s = ops.entry(op).or_insert_with(OpStats::new);
         while s.timeline.len() <= sec {
             s.timeline.push(Second {

@@ -56,13 +56,21 @@ pub struct DeliveryOps {
     pub from_send: &'static str,
 }
 
-/// One watcher's delivery measurements.
+/// One watcher's delivery measurements, handed to [`Stats`] in batches
+/// (a thousand watchers recording each event under the shared lock would
+/// make the load generator the bottleneck).
 pub struct DeliveryLog {
     acks: Arc<AckBook>,
     stats: Stats,
     ops: DeliveryOps,
     pending: Vec<(u64, Instant)>,
+    batch: Vec<(&'static str, Duration)>,
+    batch_since: Option<Instant>,
 }
+
+/// Flush a batch at this size or age, whichever comes first.
+const BATCH: usize = 128;
+const BATCH_AGE: Duration = Duration::from_millis(100);
 
 impl DeliveryLog {
     pub fn new(acks: Arc<AckBook>, stats: Stats, ops: DeliveryOps) -> Self {
@@ -71,6 +79,8 @@ impl DeliveryLog {
             stats,
             ops,
             pending: Vec::new(),
+            batch: Vec::with_capacity(BATCH),
+            batch_since: None,
         }
     }
 
@@ -82,16 +92,18 @@ impl DeliveryLog {
         if !self.record(rv, at) {
             self.pending.push((rv, at));
         }
+        let since = *self.batch_since.get_or_insert(at);
+        if self.batch.len() >= BATCH || at.saturating_duration_since(since) >= BATCH_AGE {
+            self.flush();
+        }
     }
 
-    fn record(&self, rv: u64, at: Instant) -> bool {
+    fn record(&mut self, rv: u64, at: Instant) -> bool {
         match self.acks.get(rv) {
             Some((sent, acked)) => {
-                let from_ack = at.saturating_duration_since(acked);
-                let from_send = at.saturating_duration_since(sent);
-                self.stats.record(self.ops.from_ack, from_ack, Outcome::Ok);
-                self.stats
-                    .record(self.ops.from_send, from_send, Outcome::Ok);
+                let (a, s) = (self.ops.from_ack, self.ops.from_send);
+                self.batch.push((a, at.saturating_duration_since(acked)));
+                self.batch.push((s, at.saturating_duration_since(sent)));
                 true
             }
             None => false,
@@ -107,10 +119,19 @@ impl DeliveryLog {
         }
     }
 
-    /// Resolves what is still pending; events of writes that were never
-    /// acknowledged (or not ours) are not measured.
+    fn flush(&mut self) {
+        if !self.batch.is_empty() {
+            self.stats.record_ok_batch(&self.batch);
+            self.batch.clear();
+        }
+        self.batch_since = None;
+    }
+
+    /// Resolves what is still pending and flushes; events of writes that
+    /// were never acknowledged (or not ours) are not measured.
     pub fn finish(mut self) {
         self.retry();
+        self.flush();
     }
 }
 
@@ -226,7 +247,7 @@ pub async fn run(
                 }
             };
             buf.extend_from_slice(&data);
-            while let Some(nl) = buf.iter().position(|&b| b == b'\n') {
+            while let Some(nl) = memchr::memchr(b'\n', &buf) {
                 let line = buf.split_to(nl + 1);
                 let now = Instant::now();
                 match objects::event_type(&line) {

@@ -7,6 +7,7 @@
 use super::crud::put_last;
 use super::{precreate, Ctx, Extra};
 use crate::cli::WatchArgs;
+use crate::client::Client;
 use crate::scheduler::Done;
 use crate::watcher::{self, AckBook, DeliveryOps, Position, WatchShared};
 use anyhow::{bail, Result};
@@ -91,15 +92,26 @@ impl Fleet {
         let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
         let acks = Arc::new(AckBook::default());
         let settled = Arc::new(AtomicUsize::new(0));
+        let http2 = ctx.client.target().http2;
+        // With HTTP/2 the watchers multiplex over connections of their own,
+        // so the writer never waits for stream capacity behind them.
+        let client = if http2 {
+            Client::new(
+                ctx.client.target(),
+                ctx.client.connections(),
+                ctx.load.timeout,
+            )?
+        } else {
+            ctx.client.clone()
+        };
         let shared = WatchShared {
-            client: ctx.client.clone(),
+            client,
             acks: acks.clone(),
             stats: ctx.stats.clone(),
             ops,
             stop: stop_rx,
             established: settled.clone(),
         };
-        let http2 = ctx.client.target().http2;
         let mut positions = Vec::with_capacity(count);
         let mut tasks = Vec::with_capacity(count);
         for i in 0..count {
@@ -114,14 +126,20 @@ impl Fleet {
                 pos,
             )));
         }
-        if !watcher::wait_established(&settled, count, Duration::from_secs(30)).await {
-            let _ = stop_tx.send(true);
-            bail!(
-                "only {} of {count} watchers opened within 30 s",
-                settled.load(Ordering::Relaxed)
-            );
-        }
+        let settled_in_time =
+            watcher::wait_established(&settled, count, ctx.load.timeout + Duration::from_secs(5))
+                .await;
         let established = ctx.stats.ok_count("watch-open") as usize;
+        if !settled_in_time || established < count {
+            let _ = stop_tx.send(true);
+            let hint = if http2 {
+                " (with --http2, the server's limit of concurrent streams per connection \
+                 may be the cause: use more --connections)"
+            } else {
+                ""
+            };
+            bail!("only {established} of {count} watches opened{hint}");
+        }
         Ok((
             Fleet {
                 acks,
