@@ -18,21 +18,6 @@ fn seed(s: &Server) {
     }
 }
 
-fn keys(list: &Value) -> Vec<String> {
-    list["items"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|i| {
-            format!(
-                "{}/{}",
-                i["metadata"]["namespace"].as_str().unwrap(),
-                i["metadata"]["name"].as_str().unwrap()
-            )
-        })
-        .collect()
-}
-
 each_shard_count!(sorted_by_namespace_then_name, |shards| {
     let s = Server::start(shards);
     seed(&s);

@@ -114,20 +114,10 @@ fn python_informer_stays_in_sync_through_timeouts_bookmarks_and_410() {
     let result: Value = serde_json::from_slice(&out.stdout)
         .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)));
     let (_, list) = s.get(&format!("/api/v1/namespaces/{ns}/configmaps"));
-    let server: serde_json::Map<String, Value> = list["items"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|i| {
-            (
-                format!(
-                    "{}/{}",
-                    i["metadata"]["namespace"].as_str().unwrap(),
-                    i["metadata"]["name"].as_str().unwrap()
-                ),
-                i["metadata"]["resourceVersion"].clone(),
-            )
-        })
+    let server: serde_json::Map<String, Value> = keys(&list)
+        .into_iter()
+        .zip(list["items"].as_array().unwrap())
+        .map(|(k, i)| (k, i["metadata"]["resourceVersion"].clone()))
         .collect();
     assert_eq!(
         result["cache"],

@@ -62,17 +62,8 @@ impl Event {
 
     /// `{"type":"MODIFIED","object":{...}}\n`, encoded on first use.
     pub fn frame(&self) -> &Bytes {
-        self.frame.get_or_init(|| {
-            let obj = &self.object.bytes;
-            let kind = self.kind.as_str();
-            let mut out = Vec::with_capacity(obj.len() + 32);
-            out.extend_from_slice(b"{\"type\":\"");
-            out.extend_from_slice(kind.as_bytes());
-            out.extend_from_slice(b"\",\"object\":");
-            out.extend_from_slice(obj);
-            out.extend_from_slice(b"}\n");
-            Bytes::from(out)
-        })
+        self.frame
+            .get_or_init(|| watch_frame(self.kind.as_str(), &self.object.bytes))
     }
 
     /// The previous object with `metadata.resourceVersion` set to this
@@ -89,4 +80,16 @@ impl Event {
             Bytes::from(serde_json::to_vec(&v).expect("a Value always serializes"))
         }))
     }
+}
+
+/// One JSON watch-event line, `{"type":T,"object":O}\n`, around an already
+/// encoded object (events, bookmarks, errors and synthetic ADDEDs alike).
+pub fn watch_frame(kind: &str, object: &[u8]) -> Bytes {
+    let mut out = Vec::with_capacity(object.len() + 32);
+    out.extend_from_slice(b"{\"type\":\"");
+    out.extend_from_slice(kind.as_bytes());
+    out.extend_from_slice(b"\",\"object\":");
+    out.extend_from_slice(object);
+    out.extend_from_slice(b"}\n");
+    Bytes::from(out)
 }

@@ -14,6 +14,7 @@ use crate::serving::body::{Body, ChunkStream};
 use bytes::Bytes;
 use glommio::timer::Timer;
 use http::{header, HeaderValue, Response, StatusCode};
+use kubeshard_cache::event::watch_frame;
 use kubeshard_cache::index::{Cursor, Read};
 use kubeshard_cache::{Event, EventType, Filter, Hub};
 use kubeshard_core::catalog::ResourceInfo;
@@ -177,30 +178,19 @@ pub async fn watch(api: &Rc<Api>, rr: &ResourceRequest) -> HandlerResult {
     Ok(resp)
 }
 
-/// One JSON watch event line: {"type":T,"object":O}\n.
-fn frame(kind: &str, object: &[u8]) -> Bytes {
-    let mut out = Vec::with_capacity(object.len() + 32);
-    out.extend_from_slice(b"{\"type\":\"");
-    out.extend_from_slice(kind.as_bytes());
-    out.extend_from_slice(b"\",\"object\":");
-    out.extend_from_slice(object);
-    out.extend_from_slice(b"}\n");
-    Bytes::from(out)
-}
-
 fn frame_for(info: &ResourceInfo, output: Output, kind: EventType, object: &Bytes) -> Bytes {
     if output == Output::Table {
         let v: serde_json::Value = serde_json::from_slice(object).unwrap_or_default();
         let stored = kubeshard_cache::StoredObject::from_parts(info, &v, 0, object.clone());
         let rv = kubeshard_core::meta::resource_version(&v).to_string();
         let t = table::for_objects(info, &[Arc::new(stored)], None, &rv);
-        return frame(kind.as_str(), &serde_json::to_vec(&t).expect("serializes"));
+        return watch_frame(kind.as_str(), &serde_json::to_vec(&t).expect("serializes"));
     }
-    frame(kind.as_str(), object)
+    watch_frame(kind.as_str(), object)
 }
 
 fn error_frame(err: &ApiError) -> Bytes {
-    frame("ERROR", &err.to_status_json())
+    watch_frame("ERROR", &err.to_status_json())
 }
 
 fn bookmark_frame(info: &ResourceInfo, revision: u64, initial_end: bool) -> Bytes {
@@ -210,7 +200,7 @@ fn bookmark_frame(info: &ResourceInfo, revision: u64, initial_end: bool) -> Byte
     }
     let obj =
         serde_json::json!({"kind": info.kind, "apiVersion": info.api_version(), "metadata": md});
-    frame("BOOKMARK", &serde_json::to_vec(&obj).expect("serializes"))
+    watch_frame("BOOKMARK", &serde_json::to_vec(&obj).expect("serializes"))
 }
 
 struct OneShot(Option<Bytes>);

@@ -288,6 +288,22 @@ pub fn names(list: &Value) -> Vec<String> {
         .collect()
 }
 
+/// "namespace/name" of every item of a list, in order.
+pub fn keys(list: &Value) -> Vec<String> {
+    list["items"]
+        .as_array()
+        .unwrap_or_else(|| panic!("not a list: {list}"))
+        .iter()
+        .map(|i| {
+            format!(
+                "{}/{}",
+                i["metadata"]["namespace"].as_str().unwrap(),
+                i["metadata"]["name"].as_str().unwrap()
+            )
+        })
+        .collect()
+}
+
 pub fn rv(obj: &Value) -> u64 {
     obj["metadata"]["resourceVersion"]
         .as_str()
