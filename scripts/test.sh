@@ -8,6 +8,10 @@ cd "$(dirname "$0")/.."
 need_apt=()
 command -v nghttp >/dev/null 2>&1 || need_apt+=(nghttp2-client)
 command -v curl >/dev/null 2>&1 || need_apt+=(curl)
+# The etcd target of kubeshard-bench (cargo feature `etcd`) needs protoc to
+# build and an etcd binary for its end-to-end test.
+command -v protoc >/dev/null 2>&1 || need_apt+=(protobuf-compiler)
+command -v etcd >/dev/null 2>&1 || need_apt+=(etcd-server)
 command -v kubectl >/dev/null 2>&1 || [ -x /usr/bin/kubectl ] || {
   echo "kubectl is required (kubectl 1.32 at /usr/bin/kubectl on the reference machine)" >&2
   exit 1
@@ -24,5 +28,5 @@ if ! cargo nextest --version >/dev/null 2>&1; then
 fi
 
 cargo fmt --all -- --check
-cargo clippy --workspace --all-targets -- -D warnings
-cargo nextest run --workspace --no-fail-fast
+cargo clippy --workspace --all-targets --features kubeshard-bench/etcd -- -D warnings
+cargo nextest run --workspace --features kubeshard-bench/etcd --no-fail-fast
