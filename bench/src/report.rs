@@ -48,6 +48,29 @@ pub struct RunConfig {
     pub args: Value,
 }
 
+impl RunConfig {
+    /// The load shape every workload shares, plus what is its own.
+    pub fn new(
+        load: &crate::cli::LoadArgs,
+        connections: usize,
+        resource: String,
+        prefix: String,
+        args: Value,
+    ) -> Self {
+        Self {
+            object_size: load.object_size,
+            connections,
+            concurrency: load.concurrency,
+            duration_s: load.duration.map(|d| d.as_secs_f64()),
+            count: load.count,
+            rate: load.rate,
+            resource,
+            prefix,
+            args,
+        }
+    }
+}
+
 impl RunResult {
     pub fn op(&self, name: &str) -> Option<&OpSummary> {
         self.operations.iter().find(|o| o.name == name)
