@@ -204,7 +204,7 @@ pub async fn run(cli: &Cli, args: &EtcdArgs) -> Result<RunResult> {
         target: format!("etcd {}", args.endpoint),
         protocol: "grpc".into(),
         config: RunConfig::new(
-            load,
+            &load,
             connections,
             ctx.keys.clone(),
             prefix,

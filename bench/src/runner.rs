@@ -90,7 +90,7 @@ pub async fn run(
         target: target.url.clone(),
         protocol: if target.http2 { "h2" } else { "http/1.1" }.to_string(),
         config: RunConfig::new(
-            load,
+            &load,
             connections,
             resource.collection,
             ctx.prefix.clone(),
