@@ -253,3 +253,27 @@ fn garbage_bodies_never_crash() {
     assert_eq!(code, 200);
     assert_eq!(now["data"], c["data"]);
 }
+
+/// Extreme query values are answered, never crash the server.
+#[test]
+fn extreme_query_values() {
+    let s = Server::start(2);
+    let cms = "/api/v1/namespaces/default/configmaps";
+    s.post(cms, &configmap("one", json!({})));
+    let mut w = s.watch(&format!(
+        "{cms}?watch=1&timeoutSeconds=18446744073709551615&resourceVersion=0"
+    ));
+    assert_eq!(w.next_event().unwrap()["type"], "ADDED");
+    drop(w);
+    let (code, _) = s.get(&format!("{cms}?limit=-5"));
+    assert_eq!(code, 200);
+    let (code, _) = s.get(&format!("{cms}?limit=99999999999999999999"));
+    assert_eq!(code, 400);
+    let (code, _) = s.get(&format!("{cms}?watch=1&timeoutSeconds=-1"));
+    assert_eq!(code, 400);
+    let (code, _) = s.get(&format!(
+        "{cms}?resourceVersion=18446744073709551615&resourceVersionMatch=Exact&timeoutSeconds=1"
+    ));
+    assert_eq!(code, 504);
+    assert_eq!(s.get("/readyz").0, 200, "{}", s.log());
+}

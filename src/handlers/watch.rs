@@ -31,6 +31,9 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
+/// The longest watch a client can ask for (one year).
+const MAX_WATCH_SECONDS: u64 = 365 * 24 * 3600;
+
 pub async fn watch(api: &Rc<Api>, rr: &ResourceRequest) -> HandlerResult {
     let q = &rr.query;
     let info = rr.resource.clone();
@@ -64,9 +67,12 @@ pub async fn watch(api: &Rc<Api>, rr: &ResourceRequest) -> HandlerResult {
         ));
     }
     let timeout = match q.get("timeoutSeconds").filter(|t| !t.is_empty()) {
+        // Capped so that "now + timeout" cannot overflow; a year is as good
+        // as forever for a watch.
         Some(t) => Duration::from_secs(
             t.parse::<u64>()
-                .map_err(|_| ApiError::bad_request(format!("invalid timeoutSeconds: {t}")))?,
+                .map_err(|_| ApiError::bad_request(format!("invalid timeoutSeconds: {t}")))?
+                .min(MAX_WATCH_SECONDS),
         ),
         None => {
             let min = api.config.min_request_timeout.as_secs().max(1);

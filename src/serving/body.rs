@@ -64,10 +64,19 @@ impl hyper::body::Body for Body {
                 }
                 None => Poll::Ready(None),
             },
-            Body::Stream(s) => s
-                .as_mut()
-                .poll_chunk(cx)
-                .map(|c| c.map(|b| Ok(Frame::data(b)))),
+            Body::Stream(s) => {
+                // A panicking stream ends its own response, not the executor.
+                let polled = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    s.as_mut().poll_chunk(cx)
+                }));
+                match polled {
+                    Ok(p) => p.map(|c| c.map(|b| Ok(Frame::data(b)))),
+                    Err(_) => {
+                        tracing::error!("response stream panicked; ending it");
+                        Poll::Ready(None)
+                    }
+                }
+            }
         }
     }
 

@@ -7,6 +7,7 @@ use super::abort::ConnAbort;
 use super::io::{HyperIo, LocalExec};
 use crate::handlers::Api;
 use futures_lite::future;
+use futures_lite::FutureExt;
 use glommio::net::TcpListener;
 use hyper::body::Incoming;
 use hyper::service::service_fn;
@@ -65,7 +66,22 @@ async fn serve_connection(stream: glommio::net::TcpStream, api: Rc<Api>) {
     let service = service_fn(move |mut req: Request<Incoming>| {
         let api = api.clone();
         req.extensions_mut().insert(for_requests.clone());
-        async move { Ok::<_, Infallible>(api.handle(req).await) }
+        async move {
+            // A bug in one handler must not take the executor (and every
+            // other connection on it) down: answer 500 instead, as Go's
+            // net/http does for a panicking handler.
+            let resp = std::panic::AssertUnwindSafe(api.handle(req))
+                .catch_unwind()
+                .await
+                .unwrap_or_else(|_| {
+                    tracing::error!("handler panicked; answered 500");
+                    crate::handlers::response::error(
+                        &kubeshard_core::status::ApiError::internal("the request handler failed"),
+                        crate::handlers::response::Render::JSON,
+                    )
+                });
+            Ok::<_, Infallible>(resp)
+        }
     });
     let mut builder = auto::Builder::new(LocalExec);
     // kube-apiserver's --http2-max-streams-per-connection default: informers
