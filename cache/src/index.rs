@@ -22,6 +22,12 @@ use std::time::Instant;
 /// prefers them in).
 pub const INDEXED_FIELDS: [&str; 3] = ["spec.nodeName", "metadata.name", "metadata.namespace"];
 
+/// Fields indexed only for values someone watches. Names are as many as
+/// objects, and an always-on name index cost ~400 bytes per object across
+/// two executors; a run for a name is built (from the ring) when its first
+/// watcher arrives and dropped when its last one leaves.
+const ON_DEMAND: [bool; 3] = [false, true, false];
+
 /// One value's run of event positions. Positions are absolute ring
 /// sequence numbers; `base` counts entries dropped from the front.
 #[derive(Debug, Default)]
@@ -29,6 +35,9 @@ struct Run {
     base: u64,
     seqs: VecDeque<u64>,
     waiters: Vec<Waker>,
+    /// Watchers positioned in this run (kept alive while > 0 for
+    /// on-demand fields).
+    watchers: usize,
 }
 
 /// Where a watcher is: in the whole ring, or in one value's run.
@@ -83,7 +92,14 @@ impl IndexedRing {
             let new = field_value(&event.object, field);
             let old = event.prev.as_deref().and_then(|p| field_value(p, field));
             for value in [new, old.filter(|o| Some(*o) != new)].into_iter().flatten() {
-                let run = index.entry(value.into()).or_default();
+                let run = if ON_DEMAND[field] {
+                    match index.get_mut(value) {
+                        Some(run) => run,
+                        None => continue,
+                    }
+                } else {
+                    index.entry(value.into()).or_default()
+                };
                 run.seqs.push_back(seq);
                 for w in run.waiters.drain(..) {
                     w.wake();
@@ -106,7 +122,7 @@ impl IndexedRing {
                     run.seqs.pop_front();
                     run.base += 1;
                 }
-                !run.seqs.is_empty() || !run.waiters.is_empty()
+                !run.seqs.is_empty() || !run.waiters.is_empty() || run.watchers > 0
             });
         }
     }
@@ -134,13 +150,51 @@ impl IndexedRing {
         let Some((field, value)) = Self::choose_index(filter) else {
             return Ok(Cursor::Ring(ring_pos));
         };
+        if ON_DEMAND[field] && !self.indexes[field].contains_key(value) {
+            let run = self.backfill(field, value);
+            self.indexes[field].insert(value.into(), run);
+        }
         let run = self.indexes[field].entry(value.into()).or_default();
+        run.watchers += 1;
         let idx = run.seqs.partition_point(|s| *s < ring_pos);
         Ok(Cursor::Index {
             field,
             value: value.into(),
             pos: run.base + idx as u64,
         })
+    }
+
+    /// A run for an on-demand value, built from the events still in the
+    /// ring (one scan, when the value's first watcher arrives).
+    fn backfill(&self, field: usize, value: &str) -> Run {
+        let first = self.ring.end_seq() - self.ring.len() as u64;
+        let mut run = Run {
+            base: 0,
+            ..Run::default()
+        };
+        for seq in first..self.ring.end_seq() {
+            if let RingRead::Event(e) = self.ring.read(seq) {
+                let touches = field_value(&e.object, field) == Some(value)
+                    || e.prev.as_deref().and_then(|p| field_value(p, field)) == Some(value);
+                if touches {
+                    run.seqs.push_back(seq);
+                }
+            }
+        }
+        run
+    }
+
+    /// A watcher leaves: on-demand runs nobody watches are dropped.
+    pub fn release(&mut self, cursor: &Cursor) {
+        if let Cursor::Index { field, value, .. } = cursor {
+            let index = &mut self.indexes[*field];
+            if let Some(run) = index.get_mut(value) {
+                run.watchers = run.watchers.saturating_sub(1);
+                if ON_DEMAND[*field] && run.watchers == 0 {
+                    index.remove(value);
+                }
+            }
+        }
     }
 
     /// The event at the cursor, advancing it.
@@ -277,6 +331,35 @@ mod tests {
         assert_eq!(drain(&r, &mut all), vec![1, 2, 3, 4]);
         let mut late = r.cursor_after(&node_filter("n2"), 2).unwrap();
         assert_eq!(drain(&r, &mut late), vec![3, 4]);
+    }
+
+    #[test]
+    fn name_runs_exist_only_while_watched_and_backfill_history() {
+        let now = Instant::now();
+        let mut r = IndexedRing::new(0, RingLimits::default());
+        r.push(ev(1, pod(1, "a", "n1"), None), now);
+        r.push(ev(2, pod(2, "b", "n1"), None), now);
+        assert_eq!(
+            r.index_entries(),
+            4,
+            "node and namespace runs only: no name runs without watchers"
+        );
+        let by_name = Filter {
+            fields: FieldSelector::parse("metadata.name=a").unwrap(),
+            ..Filter::default()
+        };
+        let mut c = r.cursor_after(&by_name, 0).unwrap();
+        r.push(ev(3, pod(3, "a", "n2"), Some(pod(1, "a", "n1"))), now);
+        r.push(ev(4, pod(4, "c", "n2"), None), now);
+        assert_eq!(
+            drain(&r, &mut c),
+            vec![1, 3],
+            "history backfilled, new events indexed"
+        );
+        r.release(&c);
+        r.push(ev(5, pod(5, "a", "n2"), Some(pod(3, "a", "n2"))), now);
+        let mut again = r.cursor_after(&by_name, 3).unwrap();
+        assert_eq!(drain(&r, &mut again), vec![5]);
     }
 
     #[test]

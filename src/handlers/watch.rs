@@ -262,7 +262,9 @@ impl Watcher {
 
 impl Drop for Watcher {
     fn drop(&mut self) {
-        self.hub.borrow_mut().watcher_closed();
+        let mut hub = self.hub.borrow_mut();
+        hub.ring(&self.info.storage_key).release(&self.cursor);
+        hub.watcher_closed();
     }
 }
 
