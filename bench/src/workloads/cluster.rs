@@ -91,11 +91,7 @@ pub async fn run(ctx: &Ctx, a: &ClusterArgs) -> Result<Extra> {
     });
     let (_, pf) = tokio::join!(leases, churn);
     let summary = fleet.finish(tallies).await;
-    ctx.stats
-        .set_window(DELIVERY.from_ack, pf.started, summary.drained_at);
-    ctx.stats
-        .set_window(DELIVERY.from_send, pf.started, summary.drained_at);
-    let secs = (summary.drained_at - pf.started).as_secs_f64();
+    let secs = summary.close_windows(&ctx.stats, &DELIVERY, pf.started);
     extra.insert("nodes".into(), json!(nodes));
     extra.insert("informers".into(), json!(a.informers));
     extra.insert("lease_renewals_per_s".into(), json!(lease_plan.rate));

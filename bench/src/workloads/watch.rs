@@ -59,11 +59,7 @@ pub async fn run(ctx: &Ctx, a: &WatchArgs) -> Result<Extra> {
         })
         .await;
     let summary = fleet.finish(tallies).await;
-    ctx.stats
-        .set_window(DELIVERY.from_ack, f.started, summary.drained_at);
-    ctx.stats
-        .set_window(DELIVERY.from_send, f.started, summary.drained_at);
-    let secs = (summary.drained_at - f.started).as_secs_f64();
+    let secs = summary.close_windows(&ctx.stats, &DELIVERY, f.started);
     summary.report(&mut extra, ctx.stats.ok_count("write"), secs);
     extra.insert("writers".into(), serde_json::json!(workers));
     Ok(extra)
@@ -212,6 +208,20 @@ impl Default for FleetSummary {
 }
 
 impl FleetSummary {
+    /// Limits the delivery operations' throughput windows to the span the
+    /// events were delivered over (from `started` until the fleet drained)
+    /// and returns that span in seconds.
+    pub fn close_windows(
+        &self,
+        stats: &crate::stats::Stats,
+        ops: &DeliveryOps,
+        started: Instant,
+    ) -> f64 {
+        stats.set_window(ops.from_ack, started, self.drained_at);
+        stats.set_window(ops.from_send, started, self.drained_at);
+        (self.drained_at - started).as_secs_f64()
+    }
+
     /// Adds the figures to `extra`; `writes` is the successful writes that
     /// every watcher should have received.
     /// `secs` is the span the events were delivered over.
