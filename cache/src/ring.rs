@@ -137,13 +137,6 @@ impl EventRing {
         let start = self.seq_after(revision)? - self.first_seq;
         Ok(self.events.range(start as usize..).map(|(_, e)| e))
     }
-
-    /// Approximate bytes held for history (events and the objects only the
-    /// ring still references are counted by their owners).
-    pub fn overhead_bytes(&self) -> usize {
-        self.events.capacity() * std::mem::size_of::<(Instant, Arc<Event>)>()
-            + self.events.len() * std::mem::size_of::<Event>()
-    }
 }
 
 #[cfg(test)]

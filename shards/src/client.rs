@@ -154,24 +154,35 @@ impl ShardClient {
         .ok_or_else(gone)?
     }
 
-    /// Every shard's part of a list, in shard order. Remote shards are asked
-    /// first so they work while the local part is computed.
-    pub async fn list_all(&self, req: &ListRequest) -> Result<Vec<ListChunk>, ApiError> {
+    /// Sends a request to every shard (but this executor's own, unless
+    /// `include_own`) and returns the pending replies: all are sent before
+    /// any is awaited, so the shards work in parallel.
+    async fn ask_each<T>(
+        &self,
+        include_own: bool,
+        make: impl Fn(oneshot::Sender<T>) -> ShardMsg,
+    ) -> Result<Vec<oneshot::Receiver<T>>, ApiError> {
         let mut waits = Vec::with_capacity(self.inboxes.len());
         for (shard, inbox) in self.inboxes.iter().enumerate() {
-            if shard == self.id {
+            if shard == self.id && !include_own {
                 continue;
             }
             let (tx, rx) = oneshot::channel();
-            inbox
-                .send(ShardMsg::List {
-                    req: req.clone(),
-                    reply: tx,
-                })
-                .await
-                .map_err(|_| gone())?;
+            inbox.send(make(tx)).await.map_err(|_| gone())?;
             waits.push(rx);
         }
+        Ok(waits)
+    }
+
+    /// Every shard's part of a list (own shard first). Remote shards are
+    /// asked first so they work while the local part is computed.
+    pub async fn list_all(&self, req: &ListRequest) -> Result<Vec<ListChunk>, ApiError> {
+        let waits = self
+            .ask_each(false, |reply| ShardMsg::List {
+                req: req.clone(),
+                reply,
+            })
+            .await?;
         let mut chunks = vec![self
             .local
             .borrow()
@@ -193,22 +204,13 @@ impl ShardClient {
         resources: Vec<Arc<ResourceInfo>>,
         namespace: &str,
     ) -> Result<usize, ApiError> {
-        let mut waits = Vec::new();
-        for (shard, inbox) in self.inboxes.iter().enumerate() {
-            if shard == self.id {
-                continue;
-            }
-            let (tx, rx) = oneshot::channel();
-            inbox
-                .send(ShardMsg::DeleteNamespaceContents {
-                    resources: resources.clone(),
-                    namespace: namespace.to_string(),
-                    reply: tx,
-                })
-                .await
-                .map_err(|_| gone())?;
-            waits.push(rx);
-        }
+        let waits = self
+            .ask_each(false, |reply| ShardMsg::DeleteNamespaceContents {
+                resources: resources.clone(),
+                namespace: namespace.to_string(),
+                reply,
+            })
+            .await?;
         let mut total = self.local(|s| s.delete_namespace_contents(&resources, namespace));
         for rx in waits {
             total += rx.await.map_err(|_| gone())?;
@@ -216,14 +218,13 @@ impl ShardClient {
         Ok(total)
     }
 
+    /// Every executor's figures, in shard order.
     pub async fn stats(&self) -> Result<Vec<ShardStats>, ApiError> {
-        let mut out = Vec::new();
-        for inbox in &self.inboxes {
-            let (tx, rx) = oneshot::channel();
-            inbox
-                .send(ShardMsg::Stats { reply: tx })
-                .await
-                .map_err(|_| gone())?;
+        let mut out = Vec::with_capacity(self.inboxes.len());
+        for rx in self
+            .ask_each(true, |reply| ShardMsg::Stats { reply })
+            .await?
+        {
             out.push(rx.await.map_err(|_| gone())?);
         }
         Ok(out)

@@ -121,10 +121,6 @@ impl ShardStore {
         }
     }
 
-    pub fn id(&self) -> usize {
-        self.id
-    }
-
     fn resource_mut(&mut self, resource: &Arc<str>) -> &mut ResourceStore {
         let (limits, start) = (self.limits, self.start_revision);
         self.resources
@@ -159,11 +155,6 @@ impl ShardStore {
             }
         }
         Ok(found)
-    }
-
-    /// Number of objects of a resource in this shard.
-    pub fn count(&self, resource: &str) -> usize {
-        self.resources.get(resource).map_or(0, |r| r.objects.len())
     }
 
     /// Objects of every resource in this shard.
@@ -412,13 +403,6 @@ impl ShardStore {
             chunk.items.push(obj);
         }
         Ok(chunk)
-    }
-
-    /// Where this shard's history for a resource starts.
-    pub fn compacted_through(&self, resource: &str) -> u64 {
-        self.resources
-            .get(resource)
-            .map_or(self.start_revision, |r| r.history.compacted_through())
     }
 }
 

@@ -95,13 +95,7 @@ pub async fn delete_namespace(
             }),
         )
         .await?;
-    let catalog = api.catalog.current();
-    let mut namespaced: Vec<_> = catalog
-        .resources()
-        .filter(|r| r.namespaced)
-        .cloned()
-        .collect();
-    namespaced.dedup_by(|a, b| a.storage_key == b.storage_key);
+    let namespaced = api.catalog.current().namespaced_resources();
     api.shards()
         .delete_namespace_contents(namespaced, &name)
         .await?;

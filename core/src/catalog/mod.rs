@@ -207,15 +207,16 @@ impl CatalogSnapshot {
             .collect()
     }
 
-    /// Namespaced resources, for cascading namespace deletion.
-    pub fn namespaced_storage_keys(&self) -> Vec<Arc<str>> {
-        let mut keys: Vec<Arc<str>> = Vec::new();
+    /// One entry per stored namespaced resource (served versions of the
+    /// same resource share a store), for cascading namespace deletion.
+    pub fn namespaced_resources(&self) -> Vec<Arc<ResourceInfo>> {
+        let mut out: Vec<Arc<ResourceInfo>> = Vec::new();
         for r in self.by_gvr.values().filter(|r| r.namespaced) {
-            if !keys.contains(&r.storage_key) {
-                keys.push(r.storage_key.clone());
+            if !out.iter().any(|o| o.storage_key == r.storage_key) {
+                out.push(r.clone());
             }
         }
-        keys
+        out
     }
 }
 
@@ -291,10 +292,6 @@ impl CatalogReader {
             *cached = (generation, std::rc::Rc::new(self.catalog.snapshot()));
         }
         cached.1.clone()
-    }
-
-    pub fn catalog(&self) -> &Arc<Catalog> {
-        &self.catalog
     }
 }
 
