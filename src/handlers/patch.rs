@@ -4,13 +4,12 @@
 
 use super::decode::read_body;
 use super::negotiation::Input;
-use super::update::{dry_run, finish_update};
+use super::update::{apply_update, dry_run, finish_update};
 use super::{Api, HandlerResult, ResourceRequest};
 use http::Request;
 use hyper::body::Incoming;
 use kubeshard_cache::StoredObject;
 use kubeshard_core::meta;
-use kubeshard_core::registry;
 use kubeshard_core::status::ApiError;
 use serde_json::Value;
 use std::rc::Rc;
@@ -72,23 +71,7 @@ pub async fn patch(api: &Rc<Api>, rr: &ResourceRequest, req: Request<Incoming>) 
                 "the patch may not change the object's name or namespace",
             ));
         }
-        let mut out = if status_only {
-            registry::prepare_for_status_update(&info, &patched, &old_value)
-        } else {
-            registry::prepare_for_update(&info, &mut patched, &old_value);
-            patched
-        };
-        meta::remove_meta(&mut out, "resourceVersion");
-        let causes = registry::validate_object(&info, &out);
-        if !causes.is_empty() {
-            return Err(ApiError::invalid(
-                &info.group,
-                &info.kind,
-                &url_name,
-                causes,
-            ));
-        }
-        Ok(out)
+        apply_update(&info, patched, &old_value, status_only)
     });
     finish_update(api, rr, try_update, dry).await
 }

@@ -114,21 +114,37 @@ pub fn replace_with(info: Arc<ResourceInfo>, new: Value, status_only: bool) -> T
             }
             _ => {}
         }
-        let old_value = old.to_value();
-        let mut out = if status_only {
-            registry::prepare_for_status_update(&info, &new, &old_value)
-        } else {
-            let mut new = new;
-            registry::prepare_for_update(&info, &mut new, &old_value);
-            new
-        };
-        meta::remove_meta(&mut out, "resourceVersion");
-        let causes = registry::validate_object(&info, &out);
-        if !causes.is_empty() {
-            return Err(ApiError::invalid(&info.group, &info.kind, &name, causes));
-        }
-        Ok(out)
+        apply_update(&info, new, &old.to_value(), status_only)
     })
+}
+
+/// The common end of PUT and PATCH on the owning shard: the new state as
+/// the registry shapes it (server-owned metadata kept, status or only
+/// status taken), without a resourceVersion (the store stamps it), and
+/// validated.
+pub fn apply_update(
+    info: &ResourceInfo,
+    mut new: Value,
+    old: &Value,
+    status_only: bool,
+) -> Result<Value, ApiError> {
+    let mut out = if status_only {
+        registry::prepare_for_status_update(info, &new, old)
+    } else {
+        registry::prepare_for_update(info, &mut new, old);
+        new
+    };
+    meta::remove_meta(&mut out, "resourceVersion");
+    let causes = registry::validate_object(info, &out);
+    if !causes.is_empty() {
+        return Err(ApiError::invalid(
+            &info.group,
+            &info.kind,
+            meta::name(&out),
+            causes,
+        ));
+    }
+    Ok(out)
 }
 
 /// `dryRun=All` (the only value kube accepts).

@@ -68,5 +68,3 @@ pub(super) fn on_update(info: &ResourceInfo, new: &mut Value, old: &Value) {
         }
     }
 }
-
-pub(super) fn on_status_update(_info: &ResourceInfo, _new: &mut Value, _old: &Value) {}

@@ -64,17 +64,10 @@ pub fn prepare_for_update(info: &ResourceInfo, new: &mut Value, old: &Value) {
 
 /// A write to the status subresource: the stored object with only its
 /// status replaced.
-pub fn prepare_for_status_update(info: &ResourceInfo, body: &Value, old: &Value) -> Value {
+pub fn prepare_for_status_update(_info: &ResourceInfo, body: &Value, old: &Value) -> Value {
     let mut out = old.clone();
     set_top(&mut out, "status", body.get("status").cloned());
-    hooks::on_status_update(info, &mut out, old);
     out
-}
-
-/// True when nothing a client could observe changed, so the write can be
-/// skipped without a new resourceVersion (kube does the same).
-pub fn is_noop_update(new: &Value, old: &Value) -> bool {
-    new == old
 }
 
 fn copy_system_metadata(new: &mut Value, old: &Value) {
