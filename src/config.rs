@@ -29,6 +29,11 @@ pub struct Flags {
     #[arg(long, default_value = "memory")]
     pub storage: String,
 
+    /// Where the server keeps its state: the write-ahead logs and
+    /// snapshots, and the generated certificates and admin kubeconfig.
+    #[arg(long, default_value = "kubeshard-data")]
+    pub data_dir: std::path::PathBuf,
+
     /// How long watch history is kept (resume and list snapshots).
     #[arg(long, default_value = "5m", value_parser = parse_duration)]
     pub watch_history_window: Duration,
