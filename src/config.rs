@@ -24,10 +24,36 @@ pub struct Flags {
     #[arg(long, default_value_t = 8080)]
     pub insecure_port: u16,
 
-    /// Storage backend: "memory" (this slice's only one; the durable WAL
-    /// becomes the default with the storage issue).
-    #[arg(long, default_value = "memory")]
+    /// Storage backend: "wal" (durable: a write-ahead log and snapshots per
+    /// shard in --data-dir) or "memory" (nothing survives the process).
+    #[arg(long, default_value = "wal", value_parser = ["wal", "memory"])]
     pub storage: String,
+
+    /// When a write counts as durable with --storage=wal: "always" (on
+    /// stable storage before it is acknowledged or visible), "interval:10ms"
+    /// (written before it is acknowledged, synced within the interval: a
+    /// power loss may take the last interval) or "none" (written, never
+    /// synced: survives a crash of the process, not of the machine).
+    #[arg(long, default_value = "always")]
+    pub fsync: String,
+
+    /// Start even when the log is damaged in the middle or does not reach
+    /// back to a snapshot: keep what precedes the damage, drop the rest.
+    #[arg(long)]
+    pub repair: bool,
+
+    /// A shard writes a snapshot (and trims its log) once this many MiB were
+    /// logged since the last one, or the size of that snapshot if larger.
+    #[arg(long, default_value_t = 64)]
+    pub snapshot_after_mib: u64,
+
+    /// Log segment size in KiB (tests use small ones).
+    #[arg(long, hide = true)]
+    pub wal_segment_kib: Option<u64>,
+
+    /// Test hook: log writes fail with ENOSPC while this file exists.
+    #[arg(long, hide = true)]
+    pub inject_disk_full_file: Option<std::path::PathBuf>,
 
     /// Where the server keeps its state: the write-ahead logs and
     /// snapshots, and the generated certificates and admin kubeconfig.

@@ -34,6 +34,8 @@ impl Server {
             .args(["--insecure-port", "0", "--shards", &shards.to_string()])
             .arg("--port-file")
             .arg(&port_file)
+            .arg("--data-dir")
+            .arg(dir.path().join("data"))
             .args(extra)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
