@@ -42,10 +42,11 @@ pub struct Flags {
     #[arg(long)]
     pub repair: bool,
 
-    /// A shard writes a snapshot (and trims its log) once this many MiB were
-    /// logged since the last one, or the size of that snapshot if larger.
-    #[arg(long, default_value_t = 64)]
-    pub snapshot_after_mib: u64,
+    /// A shard writes a snapshot (and trims its log) once this much was
+    /// logged since the last one, or the size of that snapshot if larger
+    /// (bytes, or with a Ki, Mi or Gi suffix).
+    #[arg(long, default_value = "64Mi", value_parser = parse_size)]
+    pub snapshot_after: u64,
 
     /// Log segment size in KiB (tests use small ones).
     #[arg(long, hide = true)]
@@ -131,6 +132,21 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
     Ok(Duration::from_secs_f64(secs))
 }
 
+/// "512Ki", "64Mi", "1Gi" or a bare number of bytes.
+pub fn parse_size(s: &str) -> Result<u64, String> {
+    let s = s.trim();
+    let (num, mult) = match s {
+        _ if s.ends_with("Ki") => (&s[..s.len() - 2], 1u64 << 10),
+        _ if s.ends_with("Mi") => (&s[..s.len() - 2], 1 << 20),
+        _ if s.ends_with("Gi") => (&s[..s.len() - 2], 1 << 30),
+        _ => (s, 1),
+    };
+    num.parse::<u64>()
+        .ok()
+        .and_then(|n| n.checked_mul(mult))
+        .ok_or_else(|| format!("invalid size: {s} (use bytes or a Ki, Mi or Gi suffix)"))
+}
+
 /// What handlers read at request time.
 #[derive(Debug, Clone)]
 pub struct ServerConfig {
@@ -163,5 +179,14 @@ mod tests {
         assert_eq!(parse_duration("7").unwrap(), Duration::from_secs(7));
         assert!(parse_duration("5x").is_err());
         assert!(parse_duration("").is_err());
+    }
+
+    #[test]
+    fn sizes() {
+        assert_eq!(parse_size("64Mi").unwrap(), 64 << 20);
+        assert_eq!(parse_size("16Ki").unwrap(), 16 << 10);
+        assert_eq!(parse_size("100").unwrap(), 100);
+        assert!(parse_size("1Ti").is_err());
+        assert!(parse_size("99999999999999Gi").is_err());
     }
 }

@@ -201,7 +201,7 @@ fn open_storage(
     let wal = WalConfig {
         fsync,
         segment_size: flags.wal_segment_kib.map(|k| k * 1024),
-        snapshot_after_bytes: flags.snapshot_after_mib << 20,
+        snapshot_after_bytes: flags.snapshot_after,
         fault_file: flags.inject_disk_full_file.clone(),
     };
     let start = StartState {

@@ -52,7 +52,7 @@ pub async fn run(
     let snapshots = Rc::new(RefCell::new(cfg.snapshots.clone()));
     let snapshot_busy = Rc::new(Cell::new(false));
     let snapshot_finished = Rc::new(Cell::new(false));
-    let mut next_snapshot_try = Instant::now();
+    let next_snapshot_try = Rc::new(Cell::new(Instant::now()));
     let mut shutdown_seen = false;
     trim(&mut log, &snapshots).await;
     loop {
@@ -98,17 +98,18 @@ pub async fn run(
             .max(last_snapshot_bytes(&snapshots.borrow()));
         if log.written_since_rotation() >= threshold
             && !snapshot_busy.get()
-            && Instant::now() >= next_snapshot_try
+            && Instant::now() >= next_snapshot_try.get()
         {
             let revision = log.last_revision();
             let objects = store.borrow().frozen_objects();
             log.rotate_next();
             snapshot_busy.set(true);
-            let (busy, finished, list, wake) = (
+            let (busy, finished, list, wake, retry) = (
                 snapshot_busy.clone(),
                 snapshot_finished.clone(),
                 snapshots.clone(),
                 wake.clone(),
+                next_snapshot_try.clone(),
             );
             let dir = log_dir(&log);
             let encoder = SnapshotEncoder::new(cfg.shard, cfg.shards, revision, objects);
@@ -126,13 +127,13 @@ pub async fn run(
                     Err(e) => {
                         tracing::error!(shard, revision, error = %e, "snapshot failed; the log is kept and it is retried later");
                         let _ = std::fs::remove_file(&tmp);
+                        retry.set(Instant::now() + SNAPSHOT_RETRY);
                     }
                 }
                 busy.set(false);
                 wake.notify(1);
             })
             .detach();
-            next_snapshot_try = Instant::now() + SNAPSHOT_RETRY;
         }
     }
 }
