@@ -329,6 +329,12 @@ async fn hub_loop(
         if shutdown.is_triggered() {
             hub.borrow_mut().wake_all();
         }
+        // Read the closed revision *before* draining the feed: every event
+        // at or below it was sent before the shard released its slot, so
+        // it is in the feed by now and the drain below takes it. Read after
+        // the drain, closed could cover an event sent in between, and
+        // releasing past it would put it behind later revisions.
+        let closed = seq.closed();
         let mut h = hub.borrow_mut();
         match got {
             Some(Ok(batch)) => h.absorb(&batch),
@@ -342,7 +348,7 @@ async fn hub_loop(
             h.absorb(&batch);
         }
         let now = Instant::now();
-        h.release(seq.closed(), now);
+        h.release(closed, now);
         if now.duration_since(last_trim) > Duration::from_secs(1) {
             h.trim(now);
             last_trim = now;

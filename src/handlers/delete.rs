@@ -61,14 +61,14 @@ async fn delete_options(
 fn preconditions(info: Arc<ResourceInfo>, opts: DeleteOptions) -> DeleteCheck {
     Box::new(move |obj: &Arc<StoredObject>| {
         if let Some(uid) = &opts.uid {
-            if **uid != *obj.uid {
+            if **uid != *obj.uid() {
                 return Err(ApiError::conflict(
                     &info.group,
                     &info.plural,
                     &obj.name,
                     &format!(
                         "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
-                        obj.uid
+                        obj.uid()
                     ),
                 ));
             }
@@ -139,7 +139,7 @@ pub fn deleted_response(
     if info.strategy.return_deleted_object {
         return response::object(StatusCode::OK, info, obj, rr.render);
     }
-    let body = success_status_json(&info.group, &info.plural, &obj.name, &obj.uid);
+    let body = success_status_json(&info.group, &info.plural, &obj.name, obj.uid());
     let mut resp = response::json_bytes(
         StatusCode::OK,
         crate::serving::body::Body::full(body),
