@@ -220,12 +220,14 @@ fn handle(store: &mut ShardStore, hub: &RefCell<Hub>, msg: ShardMsg) {
         } => {
             let _ = reply.send(store.delete(&info, &namespace, &name, check));
         }
-        ShardMsg::DeleteNamespaceContents {
-            resources,
+        ShardMsg::DeleteWith {
+            info,
             namespace,
+            name,
+            plan,
             reply,
         } => {
-            let _ = reply.send(store.delete_namespace_contents(&resources, &namespace));
+            let _ = reply.send(store.delete_with(&info, &namespace, &name, plan));
         }
         ShardMsg::Stats { reply } => {
             let hub = hub.borrow();

@@ -54,6 +54,25 @@ pub async fn create(api: &Rc<Api>, rr: &ResourceRequest, req: Request<Incoming>)
         }
         let prepared = prepare(info, candidate)?;
         if dry_run {
+            // Creating over an existing object fails the same way dry.
+            let existing = api
+                .shards()
+                .get(
+                    &info.storage_key,
+                    meta::namespace(&prepared),
+                    meta::name(&prepared),
+                )
+                .await?;
+            if existing.is_some() {
+                if generate {
+                    continue;
+                }
+                return Err(ApiError::already_exists(
+                    &info.group,
+                    &info.plural,
+                    meta::name(&prepared),
+                ));
+            }
             let stored = kubeshard_cache::StoredObject::encode(info, &prepared, 0);
             return Ok(response::object(
                 StatusCode::CREATED,

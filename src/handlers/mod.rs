@@ -12,9 +12,10 @@ pub mod negotiation;
 mod nonresource;
 mod patch;
 pub mod response;
+mod scale;
 pub mod stall;
 pub mod table;
-mod update;
+pub(crate) mod update;
 mod watch;
 
 use crate::admission::Admission;
@@ -143,10 +144,10 @@ impl Api {
                 | "delete"
                 | "deletecollection"
         );
-        let allowed = if info.subresource.is_empty() {
-            resource.supports(verb)
-        } else {
-            matches!(verb, "get" | "update" | "patch")
+        let allowed = match info.subresource.as_str() {
+            "" => resource.supports(verb),
+            "finalize" => verb == "update",
+            _ => matches!(verb, "get" | "update" | "patch"),
         };
         if !known || !allowed {
             return Err(ApiError::method_not_supported(
@@ -171,6 +172,11 @@ impl Api {
             render,
             conn,
         };
+        match rr.info.subresource.as_str() {
+            "scale" => return scale::serve(self, &rr, req).await,
+            "finalize" => return namespaces::finalize(self, &rr, req).await,
+            _ => {}
+        }
         match rr.info.verb.as_str() {
             "get" => get::get(self, &rr).await,
             "list" => list::list(self, &rr).await,

@@ -24,6 +24,19 @@ impl Render {
         output: Output::Json,
         pretty: false,
     };
+
+    /// For bodies that are never transformed (Status, Scale): YAML when
+    /// asked for, JSON otherwise.
+    pub fn plain(self) -> Render {
+        Render {
+            output: if self.output == Output::Yaml {
+                Output::Yaml
+            } else {
+                Output::Json
+            },
+            ..self
+        }
+    }
 }
 
 fn content_type(output: Output) -> &'static str {

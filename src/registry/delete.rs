@@ -1,0 +1,93 @@
+//! DELETE of one object with kube's lifecycle: preconditions, graceful
+//! deletion, finalizers and the collector's propagation finalizers, decided
+//! atomically on the owning shard (or, for a dry run, on a snapshot read).
+
+use kubeshard_cache::StoredObject;
+use kubeshard_core::catalog::ResourceInfo;
+use kubeshard_core::meta;
+use kubeshard_core::registry::deletion::{plan_delete, DeleteContext, DeleteOptions, DeleteStep};
+use kubeshard_core::status::ApiError;
+use kubeshard_shards::store::DeleteOutcome;
+use kubeshard_shards::ShardClient;
+use serde_json::Value;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// What a deletion did, as the handler answers it.
+#[derive(Debug, Clone)]
+pub enum Deletion {
+    /// Gone; the object's last state.
+    Deleted(Arc<StoredObject>),
+    /// Kept, marked as being deleted (now, or already before).
+    Marked(Arc<StoredObject>),
+    /// A deletion already under way that this request did not change.
+    Pending(Arc<StoredObject>),
+}
+
+impl Deletion {
+    pub fn object(&self) -> &Arc<StoredObject> {
+        match self {
+            Deletion::Deleted(o) | Deletion::Marked(o) | Deletion::Pending(o) => o,
+        }
+    }
+}
+
+/// Deletes (or marks for deletion) one object. A dry run reads the object,
+/// runs the same decision and answers what the deletion would have
+/// returned, writing nothing.
+pub async fn delete(
+    shards: &ShardClient,
+    info: &Arc<ResourceInfo>,
+    namespace: &str,
+    name: &str,
+    opts: &DeleteOptions,
+    gc_enabled: bool,
+) -> Result<Deletion, ApiError> {
+    let ctx = DeleteContext {
+        now: chrono::Utc::now(),
+        gc_enabled,
+    };
+    if opts.dry_run {
+        let current = shards
+            .get(&info.storage_key, namespace, name)
+            .await?
+            .ok_or_else(|| ApiError::not_found(&info.group, &info.plural, name))?;
+        let step = plan_delete(info, &current.to_value(), opts, &ctx)?;
+        let as_stored = |v: Value| stored_at(info, v, &current);
+        return Ok(match step {
+            DeleteStep::Delete => Deletion::Deleted(current),
+            DeleteStep::MarkThenDelete(v) => Deletion::Deleted(as_stored(v)),
+            DeleteStep::Mark(v) => Deletion::Marked(as_stored(v)),
+            DeleteStep::Pending => Deletion::Pending(current),
+        });
+    }
+    let (plan_info, plan_opts) = (info.clone(), opts.clone());
+    let outcome = shards
+        .delete_with(
+            info,
+            namespace,
+            name,
+            Box::new(move |obj| plan_delete(&plan_info, &obj.to_value(), &plan_opts, &ctx)),
+        )
+        .await?;
+    let deletion = match outcome {
+        DeleteOutcome::Deleted(o) => Deletion::Deleted(o),
+        DeleteOutcome::Marked(o) | DeleteOutcome::Unchanged(o) => Deletion::Marked(o),
+        DeleteOutcome::Pending(o) => Deletion::Pending(o),
+    };
+    shards
+        .wait_closed(deletion.object().revision, Duration::from_secs(5))
+        .await;
+    Ok(deletion)
+}
+
+/// A dry-run state as the real write would have answered it: at the
+/// current object's resourceVersion (nothing new was drawn).
+fn stored_at(info: &ResourceInfo, mut v: Value, current: &StoredObject) -> Arc<StoredObject> {
+    meta::set_meta(
+        &mut v,
+        "resourceVersion",
+        Value::String(current.revision.to_string()),
+    );
+    Arc::new(StoredObject::encode(info, &v, current.revision))
+}
