@@ -57,12 +57,20 @@ impl ShardClient {
         shard_for(resource, namespace, name, self.inboxes.len())
     }
 
-    /// Runs `f` on the local store and publishes what it wrote.
-    fn local<T>(&self, f: impl FnOnce(&mut ShardStore) -> T) -> T {
-        let mut store = self.local.borrow_mut();
-        let out = f(&mut store);
-        store.finish_batch();
-        out
+    /// Runs a mutation on the local store and waits until it is durable.
+    async fn local_write<T: 'static>(
+        &self,
+        write: impl FnOnce(&mut ShardStore) -> Result<T, ApiError>,
+        revision: impl FnOnce(&T) -> u64,
+    ) -> Result<T, ApiError> {
+        let (tx, rx) = oneshot::channel();
+        {
+            let mut store = self.local.borrow_mut();
+            let result = write(&mut store);
+            reply_when_durable(&mut store, result, revision, send_to(tx));
+            store.finish_batch();
+        }
+        rx.await.map_err(|_| gone())?
     }
 
     async fn ask<T>(
@@ -102,7 +110,9 @@ impl ShardClient {
     ) -> Result<Arc<StoredObject>, ApiError> {
         let shard = self.owner(&info.storage_key, meta::namespace(&obj), meta::name(&obj));
         if shard == self.id {
-            return self.local(|s| s.create(info, obj));
+            return self
+                .local_write(|s| s.create(info, obj), |o| o.revision)
+                .await;
         }
         self.ask(shard, |reply| ShardMsg::Create {
             info: info.clone(),
@@ -122,7 +132,12 @@ impl ShardClient {
     ) -> Result<UpdateOutcome, ApiError> {
         let shard = self.owner(&info.storage_key, namespace, name);
         if shard == self.id {
-            return self.local(|s| s.update(info, namespace, name, try_update));
+            return self
+                .local_write(
+                    |s| s.update(info, namespace, name, try_update),
+                    |o| o.object().revision,
+                )
+                .await;
         }
         self.ask(shard, |reply| ShardMsg::Update {
             info: info.clone(),
@@ -144,7 +159,9 @@ impl ShardClient {
     ) -> Result<Arc<StoredObject>, ApiError> {
         let shard = self.owner(&info.storage_key, namespace, name);
         if shard == self.id {
-            return self.local(|s| s.delete(info, namespace, name, check));
+            return self
+                .local_write(|s| s.delete(info, namespace, name, check), |o| o.revision)
+                .await;
         }
         self.ask(shard, |reply| ShardMsg::Delete {
             info: info.clone(),
@@ -202,7 +219,7 @@ impl ShardClient {
     }
 
     /// A deletion following the registry's lifecycle rules, decided by
-    /// `plan` on the owning shard.
+    /// `plan` on the owning shard; answers once it is durable.
     pub async fn delete_with(
         &self,
         info: &Arc<ResourceInfo>,
@@ -212,7 +229,12 @@ impl ShardClient {
     ) -> Result<DeleteOutcome, ApiError> {
         let shard = self.owner(&info.storage_key, namespace, name);
         if shard == self.id {
-            return self.local(|s| s.delete_with(info, namespace, name, plan));
+            return self
+                .local_write(
+                    |s| s.delete_with(info, namespace, name, plan),
+                    |o| o.object().revision,
+                )
+                .await;
         }
         self.ask(shard, |reply| ShardMsg::DeleteWith {
             info: info.clone(),
@@ -255,6 +277,34 @@ impl ShardClient {
             }
         }
         true
+    }
+}
+
+/// Sends `result` to `reply` once the write it reports is durable (at once
+/// for failures, which wrote nothing, and for revision 0, no write).
+pub fn reply_when_durable<T: 'static>(
+    store: &mut ShardStore,
+    result: Result<T, ApiError>,
+    revision: impl FnOnce(&T) -> u64,
+    reply: impl FnOnce(Result<T, ApiError>) + 'static,
+) {
+    match result {
+        Ok(v) => {
+            let rev = revision(&v);
+            if rev == 0 {
+                return reply(Ok(v));
+            }
+            store.when_durable(rev, Box::new(move |r| reply(r.map(|()| v))));
+        }
+        Err(e) => reply(Err(e)),
+    }
+}
+
+/// A reply callback that sends on a oneshot channel (a dropped receiver
+/// means the asker went away; nothing to do about it).
+pub fn send_to<T: 'static>(tx: oneshot::Sender<T>) -> impl FnOnce(T) + 'static {
+    move |v| {
+        let _ = tx.send(v);
     }
 }
 
