@@ -171,7 +171,7 @@ fn collector_switched_off_leaves_dependents() {
     create(&s, CMS, &dependent("dep", &[(&owner, true)], &[]));
     let (code, _) = s.delete(&format!("{CMS}/owner"));
     assert_eq!(code, 200);
-    let held = create(&s, CMS, &configmap("held", json!({})));
+    create(&s, CMS, &configmap("held", json!({})));
     let (code, body) = s.delete_with(
         &format!("{CMS}/held"),
         &json!({"propagationPolicy": "Foreground"}),
