@@ -400,4 +400,5 @@ macro_rules! each_shard_count {
     };
 }
 
+pub mod kubectl;
 pub mod wal;
