@@ -49,8 +49,22 @@ impl OwnerRef {
     }
 }
 
+/// Keys whose presence makes an object interesting to the controllers;
+/// most objects carry none of them, and a substring search is much
+/// cheaper than decoding.
+const LIFECYCLE_KEYS: [&[u8]; 3] = [b"\"ownerReferences\"", b"\"finalizers\"", b"\"deletionTimestamp\""];
+
 impl Meta {
     pub fn of(obj: &StoredObject) -> Meta {
+        let interesting = LIFECYCLE_KEYS
+            .iter()
+            .any(|k| memchr::memmem::find(&obj.bytes, k).is_some());
+        if !interesting {
+            return Meta {
+                uid: obj.uid.to_string(),
+                ..Meta::default()
+            };
+        }
         serde_json::from_slice::<Envelope>(&obj.bytes)
             .map(|e| e.metadata)
             .unwrap_or_default()
@@ -111,5 +125,8 @@ mod tests {
         assert!(m.being_deleted() && m.has_finalizer("orphan"));
         assert_eq!(m.owner_references[0].group(), "apps");
         assert_eq!(m.owner_references[0].block_owner_deletion, Some(true));
+        let plain = serde_json::json!({"metadata": {"name": "p", "uid": "v"}, "data": {"finalizer": "x"}});
+        let m = Meta::of(&StoredObject::encode(&info, &plain, 1));
+        assert_eq!((m.uid.as_str(), m.finalizers.len()), ("v", 0));
     }
 }
