@@ -270,9 +270,30 @@ impl GarbageCollector {
             }
             return Ok(());
         }
-        let policy = if waiting && !self.dependents_of(uid_key(&id.uid)).is_empty() {
+        let dependents = self.dependents_of(uid_key(&id.uid));
+        let policy = if waiting && !dependents.is_empty() {
             // An owner waits for us and we have dependents of our own:
-            // cascade the foreground deletion.
+            // cascade the foreground deletion. If one of those waits on its
+            // own dependents too we may be in a cycle, so first stop
+            // blocking our owners (kube does the same).
+            let cycle = dependents
+                .iter()
+                .any(|d| self.deleting.contains_key(&uid_key(&d.id.uid)));
+            if cycle {
+                let mutation = Box::new(|v: &mut Value| Ok(unblock_owner_refs(v)));
+                tolerate(
+                    registry::update_with(
+                        env.shards,
+                        &info,
+                        &id.namespace,
+                        &id.name,
+                        Some(&id.uid),
+                        false,
+                        mutation,
+                    )
+                    .await,
+                )?;
+            }
             Propagation::Foreground
         } else if meta.has_finalizer(FINALIZER_ORPHAN) {
             Propagation::Orphan
@@ -453,6 +474,23 @@ fn remove_owner_refs(v: &mut Value, uids: &[String]) -> bool {
     changed
 }
 
+/// Sets `blockOwnerDeletion` to false on every reference that blocks;
+/// false when none did.
+fn unblock_owner_refs(v: &mut Value) -> bool {
+    let Some(refs) = v
+        .pointer_mut("/metadata/ownerReferences")
+        .and_then(Value::as_array_mut)
+    else {
+        return false;
+    };
+    let mut changed = false;
+    for r in refs.iter_mut().filter(|r| r["blockOwnerDeletion"] == true) {
+        r["blockOwnerDeletion"] = Value::Bool(false);
+        changed = true;
+    }
+    changed
+}
+
 /// The object went away or was replaced while we worked on it: nothing
 /// left to do for this item.
 fn tolerate<T>(r: Result<T, ApiError>) -> Result<(), ApiError> {
@@ -570,5 +608,12 @@ mod tests {
         assert!(!remove_owner_refs(&mut v, &["zzz".into()]));
         assert!(remove_owner_refs(&mut v, &["b".into()]));
         assert!(v["metadata"].get("ownerReferences").is_none());
+        let mut blocking = json!({"metadata": {"ownerReferences": [{"uid": "a", "blockOwnerDeletion": true}, {"uid": "b"}]}});
+        assert!(unblock_owner_refs(&mut blocking));
+        assert_eq!(
+            blocking["metadata"]["ownerReferences"][0]["blockOwnerDeletion"],
+            false
+        );
+        assert!(!unblock_owner_refs(&mut blocking));
     }
 }

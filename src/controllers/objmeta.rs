@@ -52,7 +52,11 @@ impl OwnerRef {
 /// Keys whose presence makes an object interesting to the controllers;
 /// most objects carry none of them, and a substring search is much
 /// cheaper than decoding.
-const LIFECYCLE_KEYS: [&[u8]; 3] = [b"\"ownerReferences\"", b"\"finalizers\"", b"\"deletionTimestamp\""];
+const LIFECYCLE_KEYS: [&[u8]; 3] = [
+    b"\"ownerReferences\"",
+    b"\"finalizers\"",
+    b"\"deletionTimestamp\"",
+];
 
 impl Meta {
     pub fn of(obj: &StoredObject) -> Meta {
@@ -125,7 +129,8 @@ mod tests {
         assert!(m.being_deleted() && m.has_finalizer("orphan"));
         assert_eq!(m.owner_references[0].group(), "apps");
         assert_eq!(m.owner_references[0].block_owner_deletion, Some(true));
-        let plain = serde_json::json!({"metadata": {"name": "p", "uid": "v"}, "data": {"finalizer": "x"}});
+        let plain =
+            serde_json::json!({"metadata": {"name": "p", "uid": "v"}, "data": {"finalizer": "x"}});
         let m = Meta::of(&StoredObject::encode(&info, &plain, 1));
         assert_eq!((m.uid.as_str(), m.finalizers.len()), ("v", 0));
     }
