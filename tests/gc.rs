@@ -115,27 +115,40 @@ each_shard_count!(foreground_waits_for_blocking_dependents, |shards| {
     s.wait_gone(deploy);
 });
 
-each_shard_count!(foreground_cascades_through_generations_and_cycles, |shards| {
-    let s = Server::start(shards);
-    let top = create(&s, CMS, &configmap("top", json!({})));
-    let mid = create(&s, CMS, &dependent("mid", &[(&top, true)], &[]));
-    create(&s, CMS, &dependent("leaf", &[(&mid, true)], &[]));
-    let (code, _) = s.delete_with(&format!("{CMS}/top"), &json!({"propagationPolicy": "Foreground"}));
-    assert_eq!(code, 200);
-    for name in ["leaf", "mid", "top"] {
-        s.wait_gone(&format!("{CMS}/{name}"));
+each_shard_count!(
+    foreground_cascades_through_generations_and_cycles,
+    |shards| {
+        let s = Server::start(shards);
+        let top = create(&s, CMS, &configmap("top", json!({})));
+        let mid = create(&s, CMS, &dependent("mid", &[(&top, true)], &[]));
+        create(&s, CMS, &dependent("leaf", &[(&mid, true)], &[]));
+        let (code, _) = s.delete_with(
+            &format!("{CMS}/top"),
+            &json!({"propagationPolicy": "Foreground"}),
+        );
+        assert_eq!(code, 200);
+        for name in ["leaf", "mid", "top"] {
+            s.wait_gone(&format!("{CMS}/{name}"));
+        }
+        // a owns b and b owns a, both blocking: the collector breaks the cycle.
+        let a = create(&s, CMS, &configmap("a", json!({})));
+        let b = create(&s, CMS, &dependent("b", &[(&a, true)], &[]));
+        let back = json!([{"apiVersion": "v1", "kind": "ConfigMap", "name": "b", "uid": b["metadata"]["uid"], "blockOwnerDeletion": true}]);
+        let (code, _) = s.patch(
+            &format!("{CMS}/a"),
+            "application/merge-patch+json",
+            &json!({"metadata": {"ownerReferences": back}}),
+        );
+        assert_eq!(code, 200);
+        let (code, _) = s.delete_with(
+            &format!("{CMS}/a"),
+            &json!({"propagationPolicy": "Foreground"}),
+        );
+        assert_eq!(code, 200);
+        s.wait_gone(&format!("{CMS}/a"));
+        s.wait_gone(&format!("{CMS}/b"));
     }
-    // a owns b and b owns a, both blocking: the collector breaks the cycle.
-    let a = create(&s, CMS, &configmap("a", json!({})));
-    let b = create(&s, CMS, &dependent("b", &[(&a, true)], &[]));
-    let back = json!([{"apiVersion": "v1", "kind": "ConfigMap", "name": "b", "uid": b["metadata"]["uid"], "blockOwnerDeletion": true}]);
-    let (code, _) = s.patch(&format!("{CMS}/a"), "application/merge-patch+json", &json!({"metadata": {"ownerReferences": back}}));
-    assert_eq!(code, 200);
-    let (code, _) = s.delete_with(&format!("{CMS}/a"), &json!({"propagationPolicy": "Foreground"}));
-    assert_eq!(code, 200);
-    s.wait_gone(&format!("{CMS}/a"));
-    s.wait_gone(&format!("{CMS}/b"));
-});
+);
 
 each_shard_count!(orphan_keeps_dependents_and_drops_references, |shards| {
     let s = Server::start(shards);

@@ -9,32 +9,11 @@ use serde_json::json;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-const DEPLOYMENT: &str = r#"
-apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: web
-  namespace: default
-spec:
-  replicas: 1
-  selector:
-    matchLabels:
-      app: web
-  template:
-    metadata:
-      labels:
-        app: web
-    spec:
-      containers:
-      - name: web
-        image: nginx:1.27
-"#;
-
 #[test]
 fn kubectl_scale_and_wide_tables() {
     let s = Server::start(2);
     let k = Kubectl::new(&s);
-    k.apply_file("create", DEPLOYMENT);
+    k.ok(&["create", "deployment", "web", "--image=nginx:1.27"]);
     assert_eq!(
         k.ok(&["scale", "deploy/web", "--replicas=3"]).trim(),
         "deployment.apps/web scaled"
@@ -78,7 +57,7 @@ fn kubectl_scale_and_wide_tables() {
     );
     assert_eq!(
         [&d[1][..4], &d[1][5..]].concat(),
-        ["web", "0/5", "0", "0", "web", "nginx:1.27", "app=web"]
+        ["web", "0/5", "0", "0", "nginx", "nginx:1.27", "app=web"]
     );
     let narrow = words(&k.ok(&["get", "deploy"]));
     assert_eq!(

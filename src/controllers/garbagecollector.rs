@@ -14,15 +14,15 @@
 use super::informer::Change;
 use super::objmeta::{uid_key, Meta, ObjRef, OwnerRef};
 use super::queue::WorkQueue;
-use crate::registry::{self, Deletion};
+use super::Env;
+use crate::registry;
 use kubeshard_cache::EventType;
-use kubeshard_core::catalog::{CatalogSnapshot, ResourceInfo};
+use kubeshard_core::catalog::ResourceInfo;
 use kubeshard_core::registry::deletion::{DeleteOptions, Propagation};
 use kubeshard_core::registry::lifecycle::{
     finalizers, set_finalizers, FINALIZER_FOREGROUND, FINALIZER_ORPHAN,
 };
 use kubeshard_core::status::ApiError;
-use kubeshard_shards::ShardClient;
 use serde_json::Value;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -63,13 +63,6 @@ pub struct GarbageCollector {
     /// Owner uid → its dependents by uid.
     dependents: HashMap<u128, HashMap<u128, Dependent>>,
     queue: WorkQueue<Work>,
-}
-
-/// What processing needs from the server.
-pub struct Env<'a> {
-    pub shards: &'a ShardClient,
-    pub catalog: &'a CatalogSnapshot,
-    pub gc_enabled: bool,
 }
 
 impl GarbageCollector {
@@ -255,18 +248,7 @@ impl GarbageCollector {
             // or going.
             if !drop_refs.is_empty() {
                 let mutation = Box::new(move |v: &mut Value| Ok(remove_owner_refs(v, &drop_refs)));
-                tolerate(
-                    registry::update_with(
-                        env.shards,
-                        &info,
-                        &id.namespace,
-                        &id.name,
-                        Some(&id.uid),
-                        false,
-                        mutation,
-                    )
-                    .await,
-                )?;
+                change(env, &info, id, mutation).await?;
             }
             return Ok(());
         }
@@ -281,18 +263,7 @@ impl GarbageCollector {
                 .any(|d| self.deleting.contains_key(&uid_key(&d.id.uid)));
             if cycle {
                 let mutation = Box::new(|v: &mut Value| Ok(unblock_owner_refs(v)));
-                tolerate(
-                    registry::update_with(
-                        env.shards,
-                        &info,
-                        &id.namespace,
-                        &id.name,
-                        Some(&id.uid),
-                        false,
-                        mutation,
-                    )
-                    .await,
-                )?;
+                change(env, &info, id, mutation).await?;
             }
             Propagation::Foreground
         } else if meta.has_finalizer(FINALIZER_ORPHAN) {
@@ -315,18 +286,7 @@ impl GarbageCollector {
             };
             let gone = vec![owner.uid.to_string()];
             let mutation = Box::new(move |v: &mut Value| Ok(remove_owner_refs(v, &gone)));
-            tolerate(
-                registry::update_with(
-                    env.shards,
-                    &dep_info,
-                    &d.id.namespace,
-                    &d.id.name,
-                    Some(&d.id.uid),
-                    false,
-                    mutation,
-                )
-                .await,
-            )?;
+            change(env, &dep_info, &d.id, mutation).await?;
         }
         remove_finalizer(env, &info, owner, FINALIZER_ORPHAN).await
     }
@@ -411,16 +371,15 @@ async fn delete_object(
         ..Default::default()
     };
     opts.preconditions.uid = Some(id.uid.to_string());
-    let done: Result<Deletion, ApiError> = registry::delete(
+    let done = registry::delete(
         env.shards,
         info,
         &id.namespace,
         &id.name,
         &opts,
         env.gc_enabled,
-    )
-    .await;
-    tolerate(done.map(|_| ()))
+    );
+    tolerate(done.await)
 }
 
 async fn remove_finalizer(
@@ -438,6 +397,16 @@ async fn remove_finalizer(
         set_finalizers(v, &kept);
         Ok(true)
     });
+    change(env, info, id, mutation).await
+}
+
+/// Changes an object through the registry if it is still the one we saw.
+async fn change(
+    env: &Env<'_>,
+    info: &Arc<ResourceInfo>,
+    id: &ObjRef,
+    mutation: registry::Mutation,
+) -> Result<(), ApiError> {
     tolerate(
         registry::update_with(
             env.shards,

@@ -104,28 +104,25 @@ impl Informer {
         Ok((!changes.is_empty()).then_some(Batch::Changes(changes)))
     }
 
-    fn catalog_changed(&self) -> bool {
-        let now: Vec<Arc<str>> = self
-            .catalog
+    /// The storage keys of every resource the catalog serves now.
+    fn stored_keys(&self) -> Vec<Arc<str>> {
+        self.catalog
             .current()
             .stored_resources()
             .iter()
             .map(|r| r.storage_key.clone())
-            .collect();
-        now != self.resources
+            .collect()
+    }
+
+    fn catalog_changed(&self) -> bool {
+        self.stored_keys() != self.resources
     }
 
     /// Lists every resource at one revision and positions a cursor on each
     /// resource's ring just after it.
     async fn relist(&mut self) -> Result<Batch, ApiError> {
         self.release_all();
-        let resources: Vec<Arc<str>> = self
-            .catalog
-            .current()
-            .stored_resources()
-            .iter()
-            .map(|r| r.storage_key.clone())
-            .collect();
+        let resources = self.stored_keys();
         'attempt: loop {
             let revision = self.exec.shards.sequencer().closed();
             let mut items = Vec::new();

@@ -13,8 +13,9 @@ mod queue;
 
 use garbagecollector::GarbageCollector;
 use informer::{Batch, Informer};
-use kubeshard_core::catalog::{Catalog, CatalogReader};
+use kubeshard_core::catalog::{Catalog, CatalogReader, CatalogSnapshot};
 use kubeshard_shards::ExecutorContext;
+use kubeshard_shards::ShardClient;
 use namespace::NamespaceController;
 use std::rc::Rc;
 use std::sync::Arc;
@@ -27,6 +28,14 @@ const KNOWN: &[&str] = &[GARBAGE_COLLECTOR, NAMESPACE];
 /// Work items a controller handles before it reads new events again, so a
 /// long queue never lets its cursors fall too far behind.
 const BUDGET: usize = 256;
+
+/// What the controllers need from the server to do their work.
+pub struct Env<'a> {
+    pub shards: &'a ShardClient,
+    pub catalog: &'a CatalogSnapshot,
+    /// Deletes set the collector's finalizers (`--enable-garbage-collector`).
+    pub gc_enabled: bool,
+}
 
 /// Which built-in controllers run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -123,20 +132,15 @@ pub async fn run(
             }
         }
         let snapshot = catalog.current();
+        let env = Env {
+            shards: &exec.shards,
+            catalog: &snapshot,
+            gc_enabled,
+        };
         if enabled.garbage_collector {
-            let env = garbagecollector::Env {
-                shards: &exec.shards,
-                catalog: &snapshot,
-                gc_enabled,
-            };
             gc.process(&env, BUDGET).await;
         }
         if enabled.namespace {
-            let env = namespace::Env {
-                shards: &exec.shards,
-                catalog: &snapshot,
-                gc_enabled,
-            };
             ns.process(&env, BUDGET).await;
         }
     }

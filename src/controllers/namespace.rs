@@ -13,14 +13,16 @@
 use super::informer::Change;
 use super::objmeta::{Meta, ObjRef};
 use super::queue::WorkQueue;
+use super::Env;
 use crate::registry;
 use kubeshard_cache::{EventType, Filter, StoredObject};
-use kubeshard_core::catalog::{CatalogSnapshot, ResourceInfo};
+use kubeshard_core::catalog::ResourceInfo;
 use kubeshard_core::registry::deletion::{DeleteOptions, Propagation};
-use kubeshard_core::registry::lifecycle::{deletion_timestamp, format_time, FINALIZER_KUBERNETES};
+use kubeshard_core::registry::lifecycle::{
+    deletion_timestamp, format_time, spec_finalizers, FINALIZER_KUBERNETES,
+};
 use kubeshard_core::status::{aggregate_messages, ApiError};
 use kubeshard_shards::store::ListRequest;
-use kubeshard_shards::ShardClient;
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -37,12 +39,6 @@ pub struct NamespaceController {
     /// Terminating namespaces still holding the `kubernetes` finalizer.
     terminating: HashMap<Box<str>, ObjRef>,
     queue: WorkQueue<Box<str>>,
-}
-
-pub struct Env<'a> {
-    pub shards: &'a ShardClient,
-    pub catalog: &'a CatalogSnapshot,
-    pub gc_enabled: bool,
 }
 
 /// Where a namespace's emptying stands.
@@ -106,17 +102,6 @@ impl NamespaceController {
             }
         }
     }
-}
-
-fn spec_finalizers(ns: &Value) -> Vec<String> {
-    ns.pointer("/spec/finalizers")
-        .and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(|f| f.as_str().map(str::to_string))
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 fn wants_emptying(ns: &Value) -> bool {

@@ -7,7 +7,7 @@ use super::list::{filter, list_objects};
 use super::namespaces;
 use super::response::{self, ListMeta};
 use super::{Api, HandlerResult, ResourceRequest};
-use crate::registry::{self, Deletion};
+use crate::registry;
 use crate::serving::body::Body;
 use http::{header, HeaderValue, Request, Response, StatusCode};
 use hyper::body::Incoming;
@@ -15,6 +15,7 @@ use kubeshard_cache::StoredObject;
 use kubeshard_core::catalog::ResourceInfo;
 use kubeshard_core::registry::deletion::DeleteOptions;
 use kubeshard_core::status::{success_status_json, ApiError};
+use kubeshard_shards::store::DeleteOutcome;
 use serde_json::Value;
 use std::rc::Rc;
 use std::sync::Arc;
@@ -70,13 +71,15 @@ pub async fn delete(api: &Rc<Api>, rr: &ResourceRequest, req: Request<Incoming>)
 /// (202 when the deprecated `orphanDependents=false` asked for cascading).
 fn deletion_response(
     info: &ResourceInfo,
-    deletion: &Deletion,
+    deletion: &DeleteOutcome,
     opts: &DeleteOptions,
     rr: &ResourceRequest,
 ) -> Response<Body> {
     match deletion {
-        Deletion::Deleted(obj) | Deletion::Pending(obj) => deleted_response(info, obj, rr),
-        Deletion::Marked(obj) => {
+        DeleteOutcome::Deleted(obj) | DeleteOutcome::Pending(obj) => {
+            deleted_response(info, obj, rr)
+        }
+        DeleteOutcome::Marked(obj) | DeleteOutcome::Unchanged(obj) => {
             let code = if opts.orphan_dependents == Some(false) {
                 StatusCode::ACCEPTED
             } else {

@@ -13,25 +13,6 @@ use serde_json::Value;
 use std::sync::Arc;
 use std::time::Duration;
 
-/// What a deletion did, as the handler answers it.
-#[derive(Debug, Clone)]
-pub enum Deletion {
-    /// Gone; the object's last state.
-    Deleted(Arc<StoredObject>),
-    /// Kept, marked as being deleted (now, or already before).
-    Marked(Arc<StoredObject>),
-    /// A deletion already under way that this request did not change.
-    Pending(Arc<StoredObject>),
-}
-
-impl Deletion {
-    pub fn object(&self) -> &Arc<StoredObject> {
-        match self {
-            Deletion::Deleted(o) | Deletion::Marked(o) | Deletion::Pending(o) => o,
-        }
-    }
-}
-
 /// Deletes (or marks for deletion) one object. A dry run reads the object,
 /// runs the same decision and answers what the deletion would have
 /// returned, writing nothing.
@@ -42,7 +23,7 @@ pub async fn delete(
     name: &str,
     opts: &DeleteOptions,
     gc_enabled: bool,
-) -> Result<Deletion, ApiError> {
+) -> Result<DeleteOutcome, ApiError> {
     let ctx = DeleteContext {
         now: chrono::Utc::now(),
         gc_enabled,
@@ -55,10 +36,10 @@ pub async fn delete(
         let step = plan_delete(info, &current.to_value(), opts, &ctx)?;
         let as_stored = |v: Value| stored_at(info, v, &current);
         return Ok(match step {
-            DeleteStep::Delete => Deletion::Deleted(current),
-            DeleteStep::MarkThenDelete(v) => Deletion::Deleted(as_stored(v)),
-            DeleteStep::Mark(v) => Deletion::Marked(as_stored(v)),
-            DeleteStep::Pending => Deletion::Pending(current),
+            DeleteStep::Delete => DeleteOutcome::Deleted(current),
+            DeleteStep::MarkThenDelete(v) => DeleteOutcome::Deleted(as_stored(v)),
+            DeleteStep::Mark(v) => DeleteOutcome::Marked(as_stored(v)),
+            DeleteStep::Pending => DeleteOutcome::Pending(current),
         });
     }
     let (plan_info, plan_opts) = (info.clone(), opts.clone());
@@ -70,15 +51,10 @@ pub async fn delete(
             Box::new(move |obj| plan_delete(&plan_info, &obj.to_value(), &plan_opts, &ctx)),
         )
         .await?;
-    let deletion = match outcome {
-        DeleteOutcome::Deleted(o) => Deletion::Deleted(o),
-        DeleteOutcome::Marked(o) | DeleteOutcome::Unchanged(o) => Deletion::Marked(o),
-        DeleteOutcome::Pending(o) => Deletion::Pending(o),
-    };
     shards
-        .wait_closed(deletion.object().revision, Duration::from_secs(5))
+        .wait_closed(outcome.object().revision, Duration::from_secs(5))
         .await;
-    Ok(deletion)
+    Ok(outcome)
 }
 
 /// A dry-run state as the real write would have answered it: at the

@@ -8,6 +8,6 @@ mod delete;
 mod finalize;
 mod update;
 
-pub use delete::{delete, Deletion};
+pub use delete::delete;
 pub use finalize::set_spec_finalizers;
-pub use update::update_with;
+pub use update::{update_with, Mutation};

@@ -10,7 +10,7 @@
 
 use super::lifecycle::{
     deletion_grace, deletion_timestamp, finalizers, format_time, parse_time, set_finalizers,
-    FINALIZER_FOREGROUND, FINALIZER_ORPHAN,
+    spec_finalizers, FINALIZER_FOREGROUND, FINALIZER_ORPHAN,
 };
 use crate::catalog::{GcPolicy, KindHooks, ResourceInfo};
 use crate::meta;
@@ -240,13 +240,11 @@ pub fn plan_delete(
     opts: &DeleteOptions,
     ctx: &DeleteContext,
 ) -> Result<DeleteStep, ApiError> {
+    check_preconditions(info, obj, &opts.preconditions)?;
     if info.strategy.kind_hooks == KindHooks::Namespace {
-        check_namespace_preconditions(obj, &opts.preconditions)?;
         if let Some(step) = plan_namespace(obj, opts, ctx) {
             return Ok(step);
         }
-    } else {
-        check_preconditions(info, obj, &opts.preconditions)?;
     }
     let mut obj = obj.clone();
     let mut grace = opts.grace_period_seconds.map(|g| if g < 0 { 1 } else { g });
@@ -281,52 +279,40 @@ pub fn plan_delete(
 }
 
 /// kube checks preconditions against the object it read before anything
-/// else, naming the kind in the conflict.
+/// else, naming the kind in the conflict; the namespace registry words
+/// its own check differently.
 fn check_preconditions(
     info: &ResourceInfo,
     obj: &Value,
     pre: &Preconditions,
 ) -> Result<(), ApiError> {
     let name = meta::name(obj);
-    let conflict = |msg: String| ApiError::conflict(&info.group, &info.kind, name, &msg);
-    if let Some(uid) = &pre.uid {
-        let actual = meta::meta_str(obj, "uid").unwrap_or("");
-        if uid != actual {
-            return Err(conflict(format!(
-                "the UID in the precondition ({uid}) does not match the UID in record ({actual}). The object might have been deleted and then recreated"
-            )));
-        }
-    }
-    if let Some(rv) = &pre.resource_version {
-        let actual = meta::resource_version(obj);
-        if rv != actual {
-            return Err(conflict(format!(
-                "the ResourceVersion in the precondition ({rv}) does not match the ResourceVersion in record ({actual}). The object might have been modified"
-            )));
-        }
-    }
-    Ok(())
-}
-
-/// The namespace registry words its precondition failures differently.
-fn check_namespace_preconditions(obj: &Value, pre: &Preconditions) -> Result<(), ApiError> {
-    let name = meta::name(obj);
-    let conflict = |msg: String| ApiError::conflict("", "namespaces", name, &msg);
-    if let Some(uid) = &pre.uid {
-        let actual = meta::meta_str(obj, "uid").unwrap_or("");
-        if uid != actual {
-            return Err(conflict(format!(
-                "Precondition failed: UID in precondition: {uid}, UID in object meta: {actual}"
-            )));
-        }
-    }
-    if let Some(rv) = &pre.resource_version {
-        let actual = meta::resource_version(obj);
-        if rv != actual {
-            return Err(conflict(format!(
-                "Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {actual}"
-            )));
-        }
+    let namespace = info.strategy.kind_hooks == KindHooks::Namespace;
+    let uid = meta::meta_str(obj, "uid").unwrap_or("");
+    let checks = [
+        ("UID", pre.uid.as_deref(), uid, "deleted and then recreated"),
+        (
+            "ResourceVersion",
+            pre.resource_version.as_deref(),
+            meta::resource_version(obj),
+            "modified",
+        ),
+    ];
+    for (field, wanted, actual, what) in checks {
+        let Some(wanted) = wanted.filter(|w| *w != actual) else {
+            continue;
+        };
+        return Err(if namespace {
+            let msg = format!(
+                "Precondition failed: {field} in precondition: {wanted}, {field} in object meta: {actual}"
+            );
+            ApiError::conflict("", "namespaces", name, &msg)
+        } else {
+            let msg = format!(
+                "the {field} in the precondition ({wanted}) does not match the {field} in record ({actual}). The object might have been {what}"
+            );
+            ApiError::conflict(&info.group, &info.kind, name, &msg)
+        });
     }
     Ok(())
 }
@@ -355,27 +341,12 @@ fn plan_namespace(obj: &Value, opts: &DeleteOptions, ctx: &DeleteContext) -> Opt
             (None, Some(p)) => (p == Propagation::Orphan, p == Propagation::Foreground),
             (None, None) => (has(FINALIZER_ORPHAN), has(FINALIZER_FOREGROUND)),
         };
-        let mut wanted: Vec<String> = current
-            .iter()
-            .filter(|f| *f != FINALIZER_ORPHAN && *f != FINALIZER_FOREGROUND)
-            .cloned()
-            .collect();
-        if orphan {
-            wanted.push(FINALIZER_ORPHAN.into());
-        }
-        if foreground {
-            wanted.push(FINALIZER_FOREGROUND.into());
-        }
-        if !same_set(&wanted, &current) {
+        if let Some(wanted) = with_collector_finalizers(&current, orphan, foreground) {
             set_finalizers(&mut out, &wanted);
         }
         return Some(DeleteStep::Mark(out));
     }
-    let spec_finalizers = obj
-        .pointer("/spec/finalizers")
-        .and_then(Value::as_array)
-        .is_some_and(|f| !f.is_empty());
-    spec_finalizers.then_some(DeleteStep::Pending)
+    (!spec_finalizers(obj).is_empty()).then_some(DeleteStep::Pending)
 }
 
 /// kube's `BeforeDelete` for kinds with graceful deletion (pods): sets the
@@ -494,6 +465,16 @@ fn gc_finalizers(info: &ResourceInfo, obj: &Value, opts: &DeleteOptions) -> Opti
             None => (policy == GcPolicy::OrphanDependents, false),
         }
     };
+    with_collector_finalizers(&current, orphan, foreground)
+}
+
+/// `current` with the collector's two finalizers set as asked, when that
+/// changes the set.
+fn with_collector_finalizers(
+    current: &[String],
+    orphan: bool,
+    foreground: bool,
+) -> Option<Vec<String>> {
     let mut wanted: Vec<String> = current
         .iter()
         .filter(|f| *f != FINALIZER_ORPHAN && *f != FINALIZER_FOREGROUND)
@@ -505,7 +486,7 @@ fn gc_finalizers(info: &ResourceInfo, obj: &Value, opts: &DeleteOptions) -> Opti
     if foreground {
         wanted.push(FINALIZER_FOREGROUND.into());
     }
-    (!same_set(&wanted, &current)).then_some(wanted)
+    (!same_set(&wanted, current)).then_some(wanted)
 }
 
 fn same_set(a: &[String], b: &[String]) -> bool {

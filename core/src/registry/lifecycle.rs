@@ -21,8 +21,16 @@ pub const FINALIZER_KUBERNETES: &str = "kubernetes";
 /// `metadata.finalizers` as strings (non-strings skipped; validation
 /// rejects them).
 pub fn finalizers(obj: &Value) -> Vec<String> {
-    meta::metadata(obj)
-        .and_then(|m| m.get("finalizers"))
+    strings_at(obj, "/metadata/finalizers")
+}
+
+/// A namespace's `spec.finalizers`.
+pub fn spec_finalizers(obj: &Value) -> Vec<String> {
+    strings_at(obj, "/spec/finalizers")
+}
+
+fn strings_at(obj: &Value, pointer: &str) -> Vec<String> {
+    obj.pointer(pointer)
         .and_then(Value::as_array)
         .map(|a| {
             a.iter()
@@ -75,11 +83,7 @@ pub fn should_delete_during_update(info: &ResourceInfo, new: &Value, old: &Value
         return false;
     }
     if info.strategy.kind_hooks == KindHooks::Namespace {
-        let pending = new
-            .pointer("/spec/finalizers")
-            .and_then(Value::as_array)
-            .is_some_and(|f| !f.is_empty());
-        return !pending;
+        return spec_finalizers(new).is_empty();
     }
     true
 }
