@@ -485,10 +485,11 @@ mod tests {
         );
         assert_eq!(
             names(&apps["resources"], "/name"),
-            ["deployments", "deployments/status"]
+            ["deployments", "deployments/scale", "deployments/status"]
         );
         assert_eq!(apps["resources"][0]["shortNames"], json!(["deploy"]));
-        assert_eq!(apps["resources"][1]["kind"], "Deployment");
+        assert_eq!(apps["resources"][1]["kind"], "Scale");
+        assert_eq!(apps["resources"][2]["kind"], "Deployment");
         assert!(api_resource_list(&cat, "batch", "v1").is_none());
     }
 

@@ -37,8 +37,8 @@ const RECHECK: Duration = Duration::from_secs(5);
 #[derive(Default)]
 pub struct NamespaceController {
     /// Terminating namespaces still holding the `kubernetes` finalizer.
-    terminating: HashMap<Box<str>, ObjRef>,
-    queue: WorkQueue<Box<str>>,
+    terminating: HashMap<Arc<str>, ObjRef>,
+    queue: WorkQueue<Arc<str>>,
 }
 
 /// Where a namespace's emptying stands.

@@ -62,14 +62,14 @@ impl Meta {
     pub fn of(obj: &StoredObject) -> Meta {
         let interesting = LIFECYCLE_KEYS
             .iter()
-            .any(|k| memchr::memmem::find(&obj.bytes, k).is_some());
+            .any(|k| memchr::memmem::find(obj.json_slice(), k).is_some());
         if !interesting {
             return Meta {
                 uid: obj.uid.to_string(),
                 ..Meta::default()
             };
         }
-        serde_json::from_slice::<Envelope>(&obj.bytes)
+        serde_json::from_slice::<Envelope>(obj.json_slice())
             .map(|e| e.metadata)
             .unwrap_or_default()
     }
@@ -88,8 +88,8 @@ impl Meta {
 pub struct ObjRef {
     /// The resource's storage key.
     pub resource: Arc<str>,
-    pub namespace: Box<str>,
-    pub name: Box<str>,
+    pub namespace: Arc<str>,
+    pub name: Arc<str>,
     pub uid: Box<str>,
 }
 

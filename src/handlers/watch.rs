@@ -17,7 +17,7 @@ use glommio::timer::Timer;
 use http::{header, HeaderValue, Response, StatusCode};
 use kubeshard_cache::event::watch_frame;
 use kubeshard_cache::index::{Cursor, Read};
-use kubeshard_cache::{Event, EventType, Filter, Hub};
+use kubeshard_cache::{Event, EventType, Filter, Hub, StoredObject};
 use kubeshard_core::catalog::ResourceInfo;
 use kubeshard_core::meta::parse_resource_version;
 use kubeshard_core::status::ApiError;
@@ -122,7 +122,7 @@ pub async fn watch(api: &Rc<Api>, rr: &ResourceRequest) -> HandlerResult {
         .await?;
         start_rev = listed.meta.resource_version;
         for o in &listed.items {
-            initial.push_back(framer.frame(EventType::Added, &o.bytes));
+            initial.push_back(initial_frame(&mut framer, o));
         }
         initial_end_bookmark = send_initial == Some(true);
     } else if send_initial == Some(false) {
@@ -191,6 +191,15 @@ pub async fn watch(api: &Rc<Api>, rr: &ResourceRequest) -> HandlerResult {
     Ok(resp)
 }
 
+/// The synthetic ADDED line for an object of the initial state: its own
+/// frame when that is an ADDED one, else a new line around its JSON.
+fn initial_frame(framer: &mut Framer, o: &StoredObject) -> Bytes {
+    if !framer.render.output.is_transformed() && o.frame_kind() == EventType::Added {
+        return o.frame().clone();
+    }
+    framer.frame(EventType::Added, o.json_slice())
+}
+
 /// Builds a watcher's frames in the form it asked for. A Table watch
 /// sends column definitions with its first event only, as kube does.
 struct Framer {
@@ -200,15 +209,15 @@ struct Framer {
 }
 
 impl Framer {
-    fn frame(&mut self, kind: EventType, object: &Bytes) -> Bytes {
+    fn frame(&mut self, kind: EventType, object: &[u8]) -> Bytes {
         if !self.render.output.is_transformed() {
             return watch_frame(kind.as_str(), object);
         }
         let v: serde_json::Value = serde_json::from_slice(object).unwrap_or_default();
-        let stored = kubeshard_cache::StoredObject::from_parts(&self.info, &v, 0, object.clone());
+        let stored = Arc::new(StoredObject::encode(&self.info, &v, 0));
         let body = table::transform(
             &self.info,
-            &[Arc::new(stored)],
+            &[stored],
             self.render,
             table::Shape::Object,
             !self.headers_sent,
@@ -271,18 +280,22 @@ struct Watcher {
 fn frame_for_event(filter: &Filter, framer: &mut Framer, e: &Arc<Event>) -> Option<Bytes> {
     let now = filter.matches(&e.object);
     let before = e.prev.as_ref().is_some_and(|p| filter.matches(p));
-    let (kind, bytes) = match (e.kind, before, now) {
-        (EventType::Added, _, true) => (EventType::Added, &e.object.bytes),
-        (EventType::Modified, true, true) => (EventType::Modified, &e.object.bytes),
-        (EventType::Modified, false, true) => (EventType::Added, &e.object.bytes),
-        (EventType::Modified, true, false) => (EventType::Deleted, e.prev_restamped()?),
-        (EventType::Deleted, true, _) => (EventType::Deleted, &e.object.bytes),
+    let kind = match (e.kind, before, now) {
+        (EventType::Added, _, true) => EventType::Added,
+        (EventType::Modified, true, true) => EventType::Modified,
+        (EventType::Modified, false, true) => EventType::Added,
+        (EventType::Modified, true, false) => EventType::Deleted,
+        (EventType::Deleted, true, _) => EventType::Deleted,
         _ => return None,
     };
-    if kind == e.kind && !framer.render.output.is_transformed() {
-        return Some(e.frame().clone());
+    let stopped_matching = kind == EventType::Deleted && e.kind == EventType::Modified;
+    let plain = !framer.render.output.is_transformed();
+    match () {
+        _ if plain && kind == e.kind => Some(e.frame().clone()),
+        _ if plain && stopped_matching => e.prev_deleted_frame().cloned(),
+        _ if stopped_matching => Some(framer.frame(kind, &e.prev_restamped_json()?)),
+        _ => Some(framer.frame(kind, e.object.json_slice())),
     }
-    Some(framer.frame(kind, bytes))
 }
 
 impl Drop for Watcher {

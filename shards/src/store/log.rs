@@ -22,7 +22,7 @@ use std::sync::Arc;
 /// Told whether a write became durable.
 pub type Completion = Box<dyn FnOnce(Result<(), ApiError>)>;
 
-type Key = (Arc<str>, Box<str>, Box<str>);
+type Key = (Arc<str>, Arc<str>, Arc<str>);
 
 /// A borrowed [`Key`]: hashes and compares like it, so lookups allocate
 /// nothing.
