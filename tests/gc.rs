@@ -258,3 +258,46 @@ fn unknown_controllers_are_refused() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("not in the list of known controllers"));
 }
+
+/// A collector whose event history was overwritten before it read it
+/// lists everything again and still does its work.
+#[test]
+fn collector_recovers_after_falling_behind_the_history() {
+    let s = Server::start_with(2, &["--watch-history-max-events=1"]);
+    let owner = create(&s, CMS, &configmap("owner", json!({})));
+    let mut made = 0;
+    for burst in 0..20 {
+        std::thread::scope(|scope| {
+            for t in 0..4 {
+                let (s, owner) = (&s, &owner);
+                scope.spawn(move || {
+                    for i in 0..25 {
+                        create(
+                            s,
+                            CMS,
+                            &dependent(&format!("d-{burst}-{t}-{i}"), &[(owner, false)], &[]),
+                        );
+                    }
+                });
+            }
+        });
+        made += 100;
+        if s.log()
+            .contains("controllers fell behind the event history")
+        {
+            break;
+        }
+    }
+    assert!(
+        s.log()
+            .contains("controllers fell behind the event history; listing again"),
+        "never overtaken"
+    );
+    let (code, _) = s.delete(&format!("{CMS}/owner"));
+    assert_eq!(code, 200);
+    eventually(60, "every dependent collected", || {
+        let (_, list) = s.get(CMS);
+        names(&list).is_empty().then_some(())
+    });
+    assert!(made >= 100);
+}

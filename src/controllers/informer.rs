@@ -202,6 +202,10 @@ impl Informer {
                     }
                     Read::CaughtUp => break,
                     Read::Overwritten => {
+                        tracing::info!(
+                            resource = %s.resource,
+                            "controllers fell behind the event history; listing again"
+                        );
                         self.stale = true;
                         break;
                     }
