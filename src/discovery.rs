@@ -267,11 +267,21 @@ struct Subresource<'a> {
     kind: &'a str,
 }
 
-/// Every subresource kube serves for built-ins (status, scale) is read and
-/// written but never listed, watched, created or deleted.
-const SUBRESOURCE_VERBS: [&str; 3] = ["get", "patch", "update"];
+/// Subresources kube serves for built-ins (status, scale) are read and
+/// written but never listed, watched, created or deleted; a namespace's
+/// `finalize` is only ever replaced.
+const SUBRESOURCE_VERBS: &[&str] = &["get", "patch", "update"];
+const FINALIZE_VERBS: &[&str] = &["update"];
 
 impl Subresource<'_> {
+    fn verbs(&self) -> &'static [&'static str] {
+        if self.name == "finalize" {
+            FINALIZE_VERBS
+        } else {
+            SUBRESOURCE_VERBS
+        }
+    }
+
     fn api_resource(&self, parent: &ResourceInfo) -> Value {
         let non_blank = |s: &str| (!s.is_empty()).then(|| s.to_string());
         json!({
@@ -281,7 +291,7 @@ impl Subresource<'_> {
             "group": non_blank(self.group),
             "version": non_blank(self.version),
             "kind": self.kind,
-            "verbs": SUBRESOURCE_VERBS,
+            "verbs": self.verbs(),
         })
     }
 
@@ -289,7 +299,7 @@ impl Subresource<'_> {
         json!({
             "subresource": self.name,
             "responseKind": {"group": self.group, "version": self.version, "kind": self.kind},
-            "verbs": SUBRESOURCE_VERBS,
+            "verbs": self.verbs(),
         })
     }
 }
@@ -475,10 +485,11 @@ mod tests {
         );
         assert_eq!(
             names(&apps["resources"], "/name"),
-            ["deployments", "deployments/status"]
+            ["deployments", "deployments/scale", "deployments/status"]
         );
         assert_eq!(apps["resources"][0]["shortNames"], json!(["deploy"]));
-        assert_eq!(apps["resources"][1]["kind"], "Deployment");
+        assert_eq!(apps["resources"][1]["kind"], "Scale");
+        assert_eq!(apps["resources"][2]["kind"], "Deployment");
         assert!(api_resource_list(&cat, "batch", "v1").is_none());
     }
 
@@ -511,12 +522,6 @@ mod tests {
     #[test]
     fn scale_subresource_answers_autoscaling_scale() {
         let cat = Catalog::with_builtins();
-        let mut dep = builtin_resources()
-            .into_iter()
-            .find(|r| r.plural == "deployments")
-            .unwrap();
-        dep.subresources.push("scale".into());
-        cat.register(dep);
         let snap = cat.snapshot();
         let doc = parse(&api_resource_list(&snap, "apps", "v1").unwrap());
         let want = format!(

@@ -2,11 +2,13 @@
 
 mod admission;
 mod config;
+mod controllers;
 mod discovery;
 mod filters;
 mod handlers;
 mod metrics;
 mod openapi;
+mod registry;
 mod serving;
 
 use clap::Parser;
@@ -59,11 +61,13 @@ fn serve(flags: Flags) -> Result<(), String> {
         bind,
         advertise: flags.advertise_address,
         hello: flags.hello_bytes.map(|n| bytes::Bytes::from(vec![b'x'; n])),
+        enable_garbage_collector: flags.enable_garbage_collector,
     });
     let limits = RingLimits {
         max_events: flags.watch_history_max_events,
         window: flags.watch_history_window,
     };
+    let controllers = controllers::Enabled::from_flags(&flags.controllers)?;
     let catalog = Catalog::with_builtins();
     let seq = Arc::new(Sequencer::new(shards, start_revision));
     let (mut trigger, shutdown) = shutdown_pair();
@@ -114,7 +118,7 @@ fn serve(flags: Flags) -> Result<(), String> {
         async move {
             let api = Rc::new(Api::new(
                 ctx.clone(),
-                CatalogReader::new(catalog),
+                CatalogReader::new(catalog.clone()),
                 config.clone(),
                 ready.clone(),
             ));
@@ -139,9 +143,20 @@ fn serve(flags: Flags) -> Result<(), String> {
             glommio::spawn_local(api.stalls.clone().run(ctx.shutdown.clone())).detach();
             if ctx.id == 0 {
                 let api = api.clone();
+                let (ctx, catalog) = (ctx.clone(), catalog.clone());
                 glommio::spawn_local(async move {
                     match handlers::bootstrap(&api).await {
                         Ok(()) => {
+                            if controllers.any() {
+                                let gc = config.enable_garbage_collector;
+                                glommio::spawn_local(controllers::run(
+                                    ctx,
+                                    catalog,
+                                    controllers,
+                                    gc,
+                                ))
+                                .detach();
+                            }
                             api.mark_ready();
                             tracing::info!("ready");
                         }

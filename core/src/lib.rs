@@ -12,4 +12,5 @@ pub mod protobuf;
 pub mod registry;
 pub mod selector;
 pub mod status;
+pub mod table;
 pub mod validation;

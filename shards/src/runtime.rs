@@ -274,20 +274,15 @@ fn handle(store: &mut ShardStore, hub: &RefCell<Hub>, msg: ShardMsg) {
             let result = store.delete(&info, &namespace, &name, check);
             reply_when_durable(store, result, |o| o.revision, send_to(reply));
         }
-        ShardMsg::DeleteNamespaceContents {
-            resources,
+        ShardMsg::DeleteWith {
+            info,
             namespace,
+            name,
+            plan,
             reply,
         } => {
-            let (count, last) = store.delete_namespace_contents(&resources, &namespace);
-            reply_when_durable(
-                store,
-                Ok(last),
-                |last| *last,
-                move |r: Result<u64, _>| {
-                    let _ = reply.send(r.map(|_| count));
-                },
-            );
+            let result = store.delete_with(&info, &namespace, &name, plan);
+            reply_when_durable(store, result, |o| o.object().revision, send_to(reply));
         }
         ShardMsg::Stats { reply } => {
             let hub = hub.borrow();

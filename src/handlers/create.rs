@@ -54,6 +54,25 @@ pub async fn create(api: &Rc<Api>, rr: &ResourceRequest, req: Request<Incoming>)
         }
         let prepared = prepare(info, candidate)?;
         if dry_run {
+            // Creating over an existing object fails the same way dry.
+            let existing = api
+                .shards()
+                .get(
+                    &info.storage_key,
+                    meta::namespace(&prepared),
+                    meta::name(&prepared),
+                )
+                .await?;
+            if existing.is_some() {
+                if generate {
+                    continue;
+                }
+                return Err(ApiError::already_exists(
+                    &info.group,
+                    &info.plural,
+                    meta::name(&prepared),
+                ));
+            }
             let stored = kubeshard_cache::StoredObject::encode(info, &prepared, 0);
             return Ok(response::object(
                 StatusCode::CREATED,
@@ -75,10 +94,26 @@ pub async fn create(api: &Rc<Api>, rr: &ResourceRequest, req: Request<Incoming>)
                 ));
             }
             Err(e) if generate && e.code == 409 => last_err = Some(e),
+            Err(e) if e.code == 409 => return Err(being_deleted(api, info, &obj, e).await),
             Err(e) => return Err(e),
         }
     }
     Err(last_err.unwrap_or_else(|| ApiError::internal("name generation failed")))
+}
+
+/// kube tells a client whose name clashes with an object on its way out
+/// that this is why.
+async fn being_deleted(api: &Api, info: &ResourceInfo, obj: &Value, mut err: ApiError) -> ApiError {
+    let existing = api
+        .shards()
+        .get(&info.storage_key, meta::namespace(obj), meta::name(obj))
+        .await;
+    if let Ok(Some(o)) = existing {
+        if meta::meta_str(&o.to_value(), "deletionTimestamp").is_some() {
+            err.message = format!("object is being deleted: {}", err.message);
+        }
+    }
+    err
 }
 
 /// Server-owned fields, then validation (422 with every cause).

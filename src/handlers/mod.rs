@@ -12,9 +12,10 @@ pub mod negotiation;
 mod nonresource;
 mod patch;
 pub mod response;
+mod scale;
 pub mod stall;
 pub mod table;
-mod update;
+pub(crate) mod update;
 mod watch;
 
 use crate::admission::Admission;
@@ -25,6 +26,7 @@ use http::{header, Request, Response};
 use hyper::body::Incoming;
 use kubeshard_core::catalog::{CatalogReader, ResourceInfo};
 use kubeshard_core::status::ApiError;
+use kubeshard_core::table::IncludeObject;
 use kubeshard_shards::{ExecutorContext, ShardClient, Shutdown};
 use response::Render;
 use std::rc::Rc;
@@ -101,12 +103,20 @@ impl Api {
             .and_then(|v| v.to_str().ok());
         let output = negotiation::output(accept);
         let pretty = query.flag("pretty");
+        let include = query.get("includeObject").unwrap_or("");
         let render = Render {
             output: *output.as_ref().unwrap_or(&negotiation::Output::Json),
             pretty,
+            include: IncludeObject::parse(include).unwrap_or_default(),
         };
+        let bad_include = matches!(render.output, negotiation::Output::Table(_))
+            && IncludeObject::parse(include).is_none();
         let result = match output {
             Err(e) if info.is_resource_request => Err(e),
+            _ if bad_include && info.is_resource_request => Err(ApiError::bad_request(format!(
+                "unrecognized includeObject value: {}",
+                kubeshard_core::status::go_quote(include)
+            ))),
             _ if !info.is_resource_request => nonresource::handle(self, &req, &info, &query).await,
             _ => self.handle_resource(req, info, query, render).await,
         };
@@ -143,10 +153,10 @@ impl Api {
                 | "delete"
                 | "deletecollection"
         );
-        let allowed = if info.subresource.is_empty() {
-            resource.supports(verb)
-        } else {
-            matches!(verb, "get" | "update" | "patch")
+        let allowed = match info.subresource.as_str() {
+            "" => resource.supports(verb),
+            "finalize" => verb == "update",
+            _ => matches!(verb, "get" | "update" | "patch"),
         };
         if !known || !allowed {
             return Err(ApiError::method_not_supported(
@@ -171,6 +181,11 @@ impl Api {
             render,
             conn,
         };
+        match rr.info.subresource.as_str() {
+            "scale" => return scale::serve(self, &rr, req).await,
+            "finalize" => return namespaces::finalize(self, &rr, req).await,
+            _ => {}
+        }
         match rr.info.verb.as_str() {
             "get" => get::get(self, &rr).await,
             "list" => list::list(self, &rr).await,

@@ -61,13 +61,26 @@ pub async fn finish_update(
         ""
     };
     if dry_run {
+        // Everything a real update runs, on a snapshot read; the answer
+        // carries the current resourceVersion, as nothing new was drawn.
         let current = api
             .shards()
             .get(&info.storage_key, ns, &rr.info.name)
             .await?;
-        let new = try_update(current.as_ref())?;
-        let stored = Arc::new(StoredObject::encode(info, &new, 0));
-        return Ok(response::object(StatusCode::OK, info, &stored, rr.render));
+        let mut new = try_update(current.as_ref())?;
+        let (code, revision) = match &current {
+            Some(c) => (StatusCode::OK, c.revision),
+            None => (StatusCode::CREATED, 0),
+        };
+        if revision > 0 {
+            meta::set_meta(
+                &mut new,
+                "resourceVersion",
+                Value::String(revision.to_string()),
+            );
+        }
+        let stored = Arc::new(StoredObject::encode(info, &new, revision));
+        return Ok(response::object(code, info, &stored, rr.render));
     }
     let outcome = api
         .shards()
@@ -135,7 +148,7 @@ pub fn apply_update(
         new
     };
     meta::remove_meta(&mut out, "resourceVersion");
-    let causes = registry::validate_object(info, &out);
+    let causes = registry::validate_update(info, &out, old);
     if !causes.is_empty() {
         return Err(ApiError::invalid(
             &info.group,

@@ -349,6 +349,28 @@ pub fn rv(obj: &Value) -> u64 {
         .unwrap()
 }
 
+/// Polls `check` until it returns Some (or panics after `secs` seconds with
+/// `what`): for state that controllers reach asynchronously.
+pub fn eventually<T>(secs: u64, what: &str, mut check: impl FnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    loop {
+        if let Some(v) = check() {
+            return v;
+        }
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+impl Server {
+    /// Waits until GET of `path` answers 404.
+    pub fn wait_gone(&self, path: &str) {
+        eventually(30, &format!("{path} to be gone"), || {
+            (self.get(path).0 == 404).then_some(())
+        });
+    }
+}
+
 /// Creates a namespace and returns its name.
 pub fn namespace(s: &Server, name: &str) -> String {
     let (code, body) = s.post(
@@ -378,4 +400,5 @@ macro_rules! each_shard_count {
     };
 }
 
+pub mod kubectl;
 pub mod wal;

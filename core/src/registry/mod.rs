@@ -6,10 +6,13 @@
 //! named hooks in [`hooks`]. The shard that owns a key runs these functions,
 //! so they must be pure and cheap.
 
+pub mod deletion;
 mod hooks;
+pub mod lifecycle;
 mod validate;
 
-pub use validate::validate_object;
+pub use lifecycle::should_delete_during_update;
+pub use validate::{validate_object, validate_update};
 
 use crate::catalog::ResourceInfo;
 use crate::meta;

@@ -103,3 +103,25 @@ fn validation_reports_every_cause() {
         "namespaces are DNS labels"
     );
 }
+
+#[test]
+fn namespaces_always_start_with_the_kubernetes_finalizer() {
+    let ns = info("namespaces", "");
+    for (given, want) in [
+        (json!(null), json!(["kubernetes"])),
+        (json!([]), json!(["kubernetes"])),
+        (
+            json!(["example.com/x"]),
+            json!(["example.com/x", "kubernetes"]),
+        ),
+        (json!(["kubernetes"]), json!(["kubernetes"])),
+    ] {
+        let mut o = json!({"metadata": {"name": "n"}, "spec": {"finalizers": given}});
+        if given.is_null() {
+            o["spec"] = json!({});
+        }
+        prepare_for_create(&ns, &mut o, &ctx());
+        assert_eq!(o["spec"]["finalizers"], want);
+        assert_eq!(o["status"]["phase"], "Active");
+    }
+}
