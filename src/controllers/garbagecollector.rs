@@ -83,7 +83,7 @@ impl GarbageCollector {
         // Every uid first, so owners listed after their dependents count
         // as present.
         for c in items {
-            self.known.insert(uid_key(&c.object.uid()));
+            self.known.insert(uid_key(c.object.uid()));
         }
         for c in items {
             self.observe(c);
