@@ -10,6 +10,7 @@ pub mod keys;
 pub mod meta;
 pub mod protobuf;
 pub mod registry;
+pub mod schema;
 pub mod selector;
 pub mod status;
 pub mod validation;
