@@ -8,6 +8,7 @@
 pub mod catalog;
 pub mod keys;
 pub mod meta;
+pub mod patch;
 pub mod protobuf;
 pub mod registry;
 pub mod schema;
