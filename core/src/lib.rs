@@ -6,6 +6,7 @@
 //! equally usable from a shard, a handler, a test or a fuzzer.
 
 pub mod catalog;
+pub mod defaults;
 pub mod fieldvalidation;
 pub mod keys;
 pub mod meta;
