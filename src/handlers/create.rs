@@ -1,6 +1,8 @@
 //! POST: create an object.
 
-use super::decode::{check_type, parse_object, read_body};
+use super::decode::{check_type, read_body};
+use super::fields;
+use super::warnings::Warnings;
 use super::namespaces;
 use super::response;
 use super::{Api, HandlerResult, ResourceRequest};
@@ -27,7 +29,17 @@ pub async fn create(api: &Rc<Api>, rr: &ResourceRequest, req: Request<Incoming>)
         ));
     }
     let (input, body) = read_body(req).await?;
-    let mut obj = parse_object(input, &body)?;
+    let info = &rr.resource;
+    let warnings = Warnings::default();
+    let directive = fields::directive(&rr.query, "CreateOptions")?;
+    let obj = fields::decode_object(info, input, &body, directive, &warnings)?;
+    create_decoded(api, rr, obj)
+        .await
+        .map(|resp| warnings.apply(resp))
+}
+
+/// Create of a decoded body: namespace, admission, name generation, store.
+async fn create_decoded(api: &Rc<Api>, rr: &ResourceRequest, mut obj: Value) -> HandlerResult {
     let info = &rr.resource;
     check_type(info, &mut obj)?;
     bind_namespace(info, &rr.info.namespace, &mut obj)?;

@@ -4,6 +4,7 @@
 mod create;
 mod decode;
 mod delete;
+mod fields;
 mod get;
 mod list;
 mod namespaces;
@@ -15,6 +16,7 @@ pub mod response;
 pub mod stall;
 pub mod table;
 mod update;
+mod warnings;
 mod watch;
 
 use crate::admission::Admission;

@@ -1,7 +1,9 @@
 //! PUT: replace an object (or its status).
 
 use super::create::{bind_namespace, prepare};
-use super::decode::{check_type, parse_object, read_body};
+use super::decode::{check_type, read_body};
+use super::fields;
+use super::warnings::Warnings;
 use super::response;
 use super::{Api, HandlerResult, ResourceRequest};
 use crate::filters::requestinfo::Query;
@@ -20,8 +22,10 @@ use std::time::Duration;
 
 pub async fn update(api: &Rc<Api>, rr: &ResourceRequest, req: Request<Incoming>) -> HandlerResult {
     let (input, body) = read_body(req).await?;
-    let mut obj = parse_object(input, &body)?;
     let info = rr.resource.clone();
+    let warnings = Warnings::default();
+    let directive = fields::directive(&rr.query, "UpdateOptions")?;
+    let mut obj = fields::decode_object(&info, input, &body, directive, &warnings)?;
     check_type(&info, &mut obj)?;
     let url_ns = if info.namespaced {
         rr.info.namespace.as_str()
@@ -43,7 +47,9 @@ pub async fn update(api: &Rc<Api>, rr: &ResourceRequest, req: Request<Incoming>)
     api.admission.admit_update(&info, &mut obj)?;
     let status_only = rr.info.subresource == "status";
     let try_update = replace_with(info.clone(), obj, status_only);
-    finish_update(api, rr, try_update, dry_run).await
+    finish_update(api, rr, try_update, dry_run)
+        .await
+        .map(|resp| warnings.apply(resp))
 }
 
 /// Runs an update on the owning shard and answers: 200 with the object,

@@ -61,6 +61,9 @@ pub enum Issue {
     Duplicate(String),
     /// A YAML duplicate key, with its line: `line 5: key "x" already set in map`.
     YamlDuplicate(String),
+    /// A finding about a JSON patch's operations themselves, worded in full
+    /// (`json patch unknown field "[0].foo"`).
+    JsonPatch(String),
 }
 
 impl std::fmt::Display for Issue {
@@ -68,7 +71,7 @@ impl std::fmt::Display for Issue {
         match self {
             Issue::Unknown(p) => write!(f, "unknown field \"{p}\""),
             Issue::Duplicate(p) => write!(f, "duplicate field \"{p}\""),
-            Issue::YamlDuplicate(m) => f.write_str(m),
+            Issue::YamlDuplicate(m) | Issue::JsonPatch(m) => f.write_str(m),
         }
     }
 }
