@@ -149,6 +149,41 @@ impl Server {
         raw(self.agent.run(req))
     }
 
+    /// A request whose `Warning` response headers matter: (code, the
+    /// warning texts unquoted, body).
+    pub fn send_warned(
+        &self,
+        method: &str,
+        path: &str,
+        content_type: &str,
+        body: &[u8],
+    ) -> (u16, Vec<String>, Value) {
+        let req = http::Request::builder()
+            .method(method)
+            .uri(self.url(path))
+            .header("Content-Type", content_type)
+            .body(body.to_vec())
+            .unwrap();
+        let mut resp = self.agent.run(req).expect("request failed");
+        let warnings = resp
+            .headers()
+            .get_all("warning")
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .map(|v| {
+                let quoted = v.splitn(3, ' ').nth(2).unwrap_or("");
+                serde_json::from_str::<String>(quoted).unwrap_or_else(|_| quoted.to_string())
+            })
+            .collect();
+        let code = resp.status().as_u16();
+        let text = resp.body_mut().read_to_string().unwrap_or_default();
+        (
+            code,
+            warnings,
+            serde_json::from_str(&text).unwrap_or(Value::String(text)),
+        )
+    }
+
     /// Opens a watch and returns a reader of its events.
     pub fn watch(&self, path: &str) -> WatchStream {
         let resp = self
