@@ -29,28 +29,49 @@ fn each_kind_is_defaulted_on_create_and_update() {
         "spec": {"containers": [{"name": "c", "image": "nginx"}]}}}}));
     assert_eq!(code, 201, "{d}");
     assert_eq!(d["spec"]["replicas"], 1);
-    assert_eq!(d["spec"]["strategy"]["rollingUpdate"], json!({"maxUnavailable": "25%", "maxSurge": "25%"}));
+    assert_eq!(
+        d["spec"]["strategy"]["rollingUpdate"],
+        json!({"maxUnavailable": "25%", "maxSurge": "25%"})
+    );
     assert_eq!(d["spec"]["revisionHistoryLimit"], 10);
     assert_eq!(d["spec"]["progressDeadlineSeconds"], 600);
-    assert_eq!(d["spec"]["template"]["spec"]["containers"][0]["imagePullPolicy"], "Always");
+    assert_eq!(
+        d["spec"]["template"]["spec"]["containers"][0]["imagePullPolicy"],
+        "Always"
+    );
 
-    let (code, svc) = s.post("/api/v1/namespaces/default/services", &json!({"metadata": {"name": "s"},
-        "spec": {"selector": {"a": "b"}, "ports": [{"port": 80}]}}));
+    let (code, svc) = s.post(
+        "/api/v1/namespaces/default/services",
+        &json!({"metadata": {"name": "s"},
+        "spec": {"selector": {"a": "b"}, "ports": [{"port": 80}]}}),
+    );
     assert_eq!(code, 201, "{svc}");
     assert_eq!(svc["spec"]["type"], "ClusterIP");
     assert_eq!(svc["spec"]["sessionAffinity"], "None");
     assert_eq!(svc["spec"]["internalTrafficPolicy"], "Cluster");
-    assert_eq!(svc["spec"]["ports"][0], json!({"port": 80, "protocol": "TCP", "targetPort": 80}));
+    assert_eq!(
+        svc["spec"]["ports"][0],
+        json!({"port": 80, "protocol": "TCP", "targetPort": 80})
+    );
 
-    let (code, sec) = s.post("/api/v1/namespaces/default/secrets", &json!({"metadata": {"name": "x"}}));
+    let (code, sec) = s.post(
+        "/api/v1/namespaces/default/secrets",
+        &json!({"metadata": {"name": "x"}}),
+    );
     assert_eq!(code, 201);
     assert_eq!(sec["type"], "Opaque");
 
     // An update that drops a defaulted field gets it back.
     let mut d2 = d.clone();
-    d2["spec"].as_object_mut().unwrap().remove("revisionHistoryLimit");
+    d2["spec"]
+        .as_object_mut()
+        .unwrap()
+        .remove("revisionHistoryLimit");
     let (code, d2) = s.put("/apis/apps/v1/namespaces/default/deployments/d", &d2);
     assert_eq!(code, 200, "{d2}");
     assert_eq!(d2["spec"]["revisionHistoryLimit"], 10);
-    assert_eq!(d2["metadata"]["generation"], 1, "re-defaulting is no spec change");
+    assert_eq!(
+        d2["metadata"]["generation"], 1,
+        "re-defaulting is no spec change"
+    );
 }

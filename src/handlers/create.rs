@@ -2,9 +2,9 @@
 
 use super::decode::{check_type, read_body};
 use super::fields;
-use super::warnings::Warnings;
 use super::namespaces;
 use super::response;
+use super::warnings::Warnings;
 use super::{Api, HandlerResult, ResourceRequest};
 use http::{Request, StatusCode};
 use hyper::body::Incoming;

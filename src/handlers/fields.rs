@@ -54,9 +54,7 @@ pub fn decode_object(
         }
         _ => {
             let (v, issues) = fieldvalidation::decode_json(body, schema).map_err(|e| {
-                ApiError::bad_request(format!(
-                    "the body of the request could not be decoded: {e}"
-                ))
+                ApiError::bad_request(format!("the body of the request could not be decoded: {e}"))
             })?;
             if !v.is_object() {
                 return Err(ApiError::bad_request(

@@ -89,7 +89,11 @@ enum PatchKind {
 }
 
 /// Decodes the patch document, with the findings it carries itself.
-fn decode(rr: &ResourceRequest, input: Input, body: &[u8]) -> Result<(PatchKind, Vec<Issue>), ApiError> {
+fn decode(
+    rr: &ResourceRequest,
+    input: Input,
+    body: &[u8],
+) -> Result<(PatchKind, Vec<Issue>), ApiError> {
     match input {
         Input::JsonPatch => {
             let (doc, dups) = fields::decode_patch(body)?;

@@ -3,8 +3,8 @@
 use super::create::{bind_namespace, prepare};
 use super::decode::{check_type, read_body};
 use super::fields;
-use super::warnings::Warnings;
 use super::response;
+use super::warnings::Warnings;
 use super::{Api, HandlerResult, ResourceRequest};
 use crate::filters::requestinfo::Query;
 use http::{Request, StatusCode};

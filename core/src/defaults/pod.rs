@@ -115,7 +115,11 @@ pub(super) fn pull_policy(image: &str) -> &'static str {
 
 /// Requests default to limits for resources given only a limit.
 fn requests_from_limits(c: &mut Value) {
-    let Some(limits) = c.pointer("/resources/limits").and_then(Value::as_object).cloned() else {
+    let Some(limits) = c
+        .pointer("/resources/limits")
+        .and_then(Value::as_object)
+        .cloned()
+    else {
         return;
     };
     let Some(resources) = child(c, "resources") else {
@@ -130,18 +134,46 @@ fn requests_from_limits(c: &mut Value) {
 }
 
 const SOURCES: &[&str] = &[
-    "hostPath", "emptyDir", "gcePersistentDisk", "awsElasticBlockStore", "gitRepo", "secret",
-    "nfs", "iscsi", "glusterfs", "persistentVolumeClaim", "rbd", "flexVolume", "cinder",
-    "cephfs", "flocker", "downwardAPI", "fc", "azureFile", "configMap", "vsphereVolume",
-    "quobyte", "azureDisk", "photonPersistentDisk", "projected", "portworxVolume", "scaleIO",
-    "storageos", "csi", "ephemeral", "image",
+    "hostPath",
+    "emptyDir",
+    "gcePersistentDisk",
+    "awsElasticBlockStore",
+    "gitRepo",
+    "secret",
+    "nfs",
+    "iscsi",
+    "glusterfs",
+    "persistentVolumeClaim",
+    "rbd",
+    "flexVolume",
+    "cinder",
+    "cephfs",
+    "flocker",
+    "downwardAPI",
+    "fc",
+    "azureFile",
+    "configMap",
+    "vsphereVolume",
+    "quobyte",
+    "azureDisk",
+    "photonPersistentDisk",
+    "projected",
+    "portworxVolume",
+    "scaleIO",
+    "storageos",
+    "csi",
+    "ephemeral",
+    "image",
 ];
 
 fn volume(v: &mut Value) {
     let Some(m) = v.as_object() else {
         return;
     };
-    if !SOURCES.iter().any(|s| m.get(*s).is_some_and(|x| !x.is_null())) {
+    if !SOURCES
+        .iter()
+        .any(|s| m.get(*s).is_some_and(|x| !x.is_null()))
+    {
         v["emptyDir"] = json!({});
         return;
     }

@@ -15,7 +15,8 @@ pub fn service(obj: &mut Value) {
             }
         }
         Some("ClientIP") => {
-            if let Some(c) = child(spec, "sessionAffinityConfig").and_then(|c| child(c, "clientIP")) {
+            if let Some(c) = child(spec, "sessionAffinityConfig").and_then(|c| child(c, "clientIP"))
+            {
                 set(c, "timeoutSeconds", 10800);
             }
         }
@@ -41,7 +42,8 @@ pub fn service(obj: &mut Value) {
         .get("externalIPs")
         .and_then(Value::as_array)
         .is_some_and(|a| !a.is_empty());
-    let externally_accessible = ty == "LoadBalancer" || ty == "NodePort" || (ty == "ClusterIP" && external_ips);
+    let externally_accessible =
+        ty == "LoadBalancer" || ty == "NodePort" || (ty == "ClusterIP" && external_ips);
     if externally_accessible {
         set(spec, "externalTrafficPolicy", "Cluster");
     }

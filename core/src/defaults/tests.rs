@@ -67,7 +67,10 @@ fn deployment_defaults() {
     assert_eq!(spec["progressDeadlineSeconds"], 600);
     let t = &spec["template"]["spec"];
     assert_eq!(t["restartPolicy"], "Always");
-    assert!(t.get("enableServiceLinks").is_none(), "only pods get service links");
+    assert!(
+        t.get("enableServiceLinks").is_none(),
+        "only pods get service links"
+    );
     assert_eq!(t["containers"][0]["imagePullPolicy"], "IfNotPresent");
     let mut r = json!({"spec": {"strategy": {"type": "Recreate"}}});
     apply("apps", "Deployment", &mut r);
@@ -84,7 +87,10 @@ fn service_defaults() {
     assert_eq!(spec["internalTrafficPolicy"], "Cluster");
     assert_eq!(spec["ipFamilyPolicy"], "SingleStack");
     assert_eq!(spec["ipFamilies"], json!(["IPv4"]));
-    assert_eq!(spec["ports"][0], json!({"port": 80, "protocol": "TCP", "targetPort": 80}));
+    assert_eq!(
+        spec["ports"][0],
+        json!({"port": 80, "protocol": "TCP", "targetPort": 80})
+    );
     assert_eq!(spec["ports"][1]["targetPort"], "dns");
     assert!(spec.get("externalTrafficPolicy").is_none());
     let mut lb = json!({"spec": {"type": "LoadBalancer", "ports": [{"port": 1}]}});

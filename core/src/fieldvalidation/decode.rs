@@ -143,7 +143,9 @@ impl<'de> Visitor<'de> for ValueSeed<'_, '_> {
                 Unknown => {
                     map.next_value::<IgnoredAny>()?;
                     if !unknown_seen.contains(&key) {
-                        self.ctx.issues.push(Issue::Unknown(self.ctx.path_with(&key)));
+                        self.ctx
+                            .issues
+                            .push(Issue::Unknown(self.ctx.path_with(&key)));
                         unknown_seen.push(key);
                     }
                 }

@@ -101,7 +101,12 @@ pub fn strict_message(issues: &[Issue]) -> String {
 
 /// The answer to a request whose body has findings: the error for Strict,
 /// otherwise the warnings to send (none for Ignore).
-pub fn judge(directive: Directive, issues: Vec<Issue>, kind: &str, version: &str) -> Result<Vec<String>, ApiError> {
+pub fn judge(
+    directive: Directive,
+    issues: Vec<Issue>,
+    kind: &str,
+    version: &str,
+) -> Result<Vec<String>, ApiError> {
     match directive {
         _ if issues.is_empty() => Ok(Vec::new()),
         Directive::Ignore => Ok(Vec::new()),

@@ -50,10 +50,14 @@ fn json_findings_in_document_order_and_pruned() {
 
 #[test]
 fn without_schema_only_duplicates() {
-    let (_, issues) = decode_json(br#"{"a": {"b": 1, "b": 2}, "c": [{"d": 1, "d": 1}]}"#, None).unwrap();
+    let (_, issues) =
+        decode_json(br#"{"a": {"b": 1, "b": 2}, "c": [{"d": 1, "d": 1}]}"#, None).unwrap();
     assert_eq!(
         issues,
-        [Issue::Duplicate("a.b".into()), Issue::Duplicate("c[0].d".into())]
+        [
+            Issue::Duplicate("a.b".into()),
+            Issue::Duplicate("c[0].d".into())
+        ]
     );
     assert!(decode_json(b"{\"a\": 1} x", None).is_err());
 }
@@ -71,7 +75,10 @@ fn prune_reports_sorted_depth_first() {
             r#"unknown field "spec.unknownDupe""#,
         ]
     );
-    assert_eq!(v, json!({"spec": {"template": {"spec": {"containers": [{"name": "c"}]}}}}));
+    assert_eq!(
+        v,
+        json!({"spec": {"template": {"spec": {"containers": [{"name": "c"}]}}}})
+    );
 }
 
 #[test]
@@ -96,13 +103,22 @@ fn yaml_duplicates_carry_lines() {
 
 #[test]
 fn directives() {
-    assert_eq!(Directive::parse(None, "CreateOptions").unwrap(), Directive::Warn);
-    assert_eq!(Directive::parse(Some("Strict"), "CreateOptions").unwrap(), Directive::Strict);
+    assert_eq!(
+        Directive::parse(None, "CreateOptions").unwrap(),
+        Directive::Warn
+    );
+    assert_eq!(
+        Directive::parse(Some("Strict"), "CreateOptions").unwrap(),
+        Directive::Strict
+    );
     let err = Directive::parse(Some("strict"), "PatchOptions").unwrap_err();
     assert_eq!(err.code, 422);
     let err = judge(
         Directive::Strict,
-        vec![Issue::Unknown("spec.foo".into()), Issue::Duplicate("x".into())],
+        vec![
+            Issue::Unknown("spec.foo".into()),
+            Issue::Duplicate("x".into()),
+        ],
         "Deployment",
         "v1",
     )
@@ -112,9 +128,22 @@ fn directives() {
         err.message,
         "Deployment in version \"v1\" cannot be handled as a Deployment: strict decoding error: unknown field \"spec.foo\", duplicate field \"x\""
     );
-    assert!(judge(Directive::Ignore, vec![Issue::Unknown("a".into())], "Pod", "v1").unwrap().is_empty());
+    assert!(judge(
+        Directive::Ignore,
+        vec![Issue::Unknown("a".into())],
+        "Pod",
+        "v1"
+    )
+    .unwrap()
+    .is_empty());
     assert_eq!(
-        judge(Directive::Warn, vec![Issue::Unknown("a".into())], "Pod", "v1").unwrap(),
+        judge(
+            Directive::Warn,
+            vec![Issue::Unknown("a".into())],
+            "Pod",
+            "v1"
+        )
+        .unwrap(),
         ["unknown field \"a\""]
     );
 }

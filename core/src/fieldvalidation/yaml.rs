@@ -42,7 +42,11 @@ impl MarkedEventReceiver for Scan {
     fn on_event(&mut self, ev: Event, mark: Marker) {
         match ev {
             Event::Scalar(s, ..) => {
-                if let Some(Frame::Map { keys, want_key: true }) = self.stack.last_mut() {
+                if let Some(Frame::Map {
+                    keys,
+                    want_key: true,
+                }) = self.stack.last_mut()
+                {
                     if keys.contains(&s) {
                         self.found.push(Issue::YamlDuplicate(format!(
                             "line {}: key {} already set in map",

@@ -54,7 +54,13 @@ pub(super) fn normalize_element_order(
 ) -> Result<Vec<Value>, ApiError> {
     let patch = sort_by_order(patch, patch_order, merge_key, is_map)?;
     let server_only = sort_by_order(server_only, server_order, merge_key, is_map)?;
-    Ok(interleave(server_only, patch, server_order, merge_key, is_map))
+    Ok(interleave(
+        server_only,
+        patch,
+        server_order,
+        merge_key,
+        is_map,
+    ))
 }
 
 fn sort_by_order(
@@ -71,7 +77,11 @@ fn sort_by_order(
                     "",
                     format!(
                         "expected a map[string]interface {{}}, but received a {}",
-                        if v.is_array() { "[]interface {}" } else { "scalar" }
+                        if v.is_array() {
+                            "[]interface {}"
+                        } else {
+                            "scalar"
+                        }
                     ),
                 ));
             };
@@ -151,10 +161,7 @@ pub(super) fn go_print(v: &Value) -> String {
         Value::Bool(b) => b.to_string(),
         Value::Number(n) => n.to_string(),
         Value::String(s) => s.clone(),
-        Value::Array(a) => format!(
-            "[{}]",
-            a.iter().map(go_print).collect::<Vec<_>>().join(" ")
-        ),
+        Value::Array(a) => format!("[{}]", a.iter().map(go_print).collect::<Vec<_>>().join(" ")),
         Value::Object(m) => {
             let mut keys: Vec<&String> = m.keys().collect();
             keys.sort();

@@ -411,7 +411,10 @@ fn merge_list(
     let is_map = element_kind(&original, &patch)?;
     let (live_order, patch, merged) = if !is_map {
         if delete_list {
-            return Ok(original.into_iter().filter(|v| !patch.contains(v)).collect());
+            return Ok(original
+                .into_iter()
+                .filter(|v| !patch.contains(v))
+                .collect());
         }
         let mut merged = original.clone();
         merged.extend(patch.iter().cloned());
@@ -472,9 +475,7 @@ fn apply_list_directives(
                     };
                     for (i, item) in original.iter().enumerate() {
                         if !item.is_object() {
-                            return Err(unstructured(format!(
-                                "value for key {i} is not a map."
-                            )));
+                            return Err(unstructured(format!("value for key {i} is not a map.")));
                         }
                     }
                     original.retain(|item| item.get(merge_key) != Some(target));

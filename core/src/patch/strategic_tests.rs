@@ -40,7 +40,8 @@ fn containers_merge_by_name() {
 
 #[test]
 fn new_container_is_appended_and_delete_directive_removes() {
-    let live = pod_with(json!({"containers": [{"name": "a", "image": "x"}, {"name": "b", "image": "y"}]}));
+    let live =
+        pod_with(json!({"containers": [{"name": "a", "image": "x"}, {"name": "b", "image": "y"}]}));
     let out = smp(
         pod(),
         live,
@@ -107,7 +108,10 @@ fn tolerations_are_replaced_whole() {
         live,
         json!({"spec": {"tolerations": [{"key": "b", "operator": "Exists"}]}}),
     );
-    assert_eq!(out["spec"]["tolerations"], json!([{"key": "b", "operator": "Exists"}]));
+    assert_eq!(
+        out["spec"]["tolerations"],
+        json!([{"key": "b", "operator": "Exists"}])
+    );
 }
 
 #[test]
@@ -134,7 +138,10 @@ fn volumes_retain_keys_swaps_the_source() {
         live,
         json!({"spec": {"volumes": [{"name": "v", "$retainKeys": ["configMap", "name"], "configMap": {"name": "cm"}}]}}),
     );
-    assert_eq!(out["spec"]["volumes"], json!([{"name": "v", "configMap": {"name": "cm"}}]));
+    assert_eq!(
+        out["spec"]["volumes"],
+        json!([{"name": "v", "configMap": {"name": "cm"}}])
+    );
 }
 
 #[test]
@@ -163,7 +170,11 @@ fn retain_keys_must_list_every_patched_key() {
 #[test]
 fn finalizers_merge_as_a_set_and_delete_from_primitive_list() {
     let live = json!({"metadata": {"finalizers": ["a", "b"]}});
-    let out = smp(pod(), live.clone(), json!({"metadata": {"finalizers": ["c", "a"]}}));
+    let out = smp(
+        pod(),
+        live.clone(),
+        json!({"metadata": {"finalizers": ["c", "a"]}}),
+    );
     assert_eq!(out["metadata"]["finalizers"], json!(["c", "a", "b"]));
     let out = smp(
         pod(),
@@ -175,7 +186,8 @@ fn finalizers_merge_as_a_set_and_delete_from_primitive_list() {
 
 #[test]
 fn null_deletes_and_patch_directives_on_maps() {
-    let live = json!({"metadata": {"labels": {"a": "1", "b": "2"}}, "spec": {"nodeSelector": {"x": "y"}}});
+    let live =
+        json!({"metadata": {"labels": {"a": "1", "b": "2"}}, "spec": {"nodeSelector": {"x": "y"}}});
     let out = smp(
         pod(),
         live.clone(),
@@ -188,7 +200,11 @@ fn null_deletes_and_patch_directives_on_maps() {
         json!({"metadata": {"labels": {"$patch": "replace", "z": "9"}}}),
     );
     assert_eq!(out["metadata"]["labels"], json!({"z": "9"}));
-    let out = smp(pod(), live, json!({"spec": {"nodeSelector": {"$patch": "delete"}}}));
+    let out = smp(
+        pod(),
+        live,
+        json!({"spec": {"nodeSelector": {"$patch": "delete"}}}),
+    );
     assert_eq!(out["spec"]["nodeSelector"], json!({}));
 }
 
@@ -206,9 +222,17 @@ fn replace_directive_in_a_list() {
 #[test]
 fn missing_merge_key_is_kubes_bare_error() {
     let live = pod_with(json!({"containers": [{"name": "a"}]}));
-    let err = apply(live, json!({"spec": {"containers": [{"image": "x"}]}}), pod()).unwrap_err();
+    let err = apply(
+        live,
+        json!({"spec": {"containers": [{"image": "x"}]}}),
+        pod(),
+    )
+    .unwrap_err();
     assert_eq!(err.code, 500);
-    assert_eq!(err.message, "map: map[image:x] does not contain declared merge key: name");
+    assert_eq!(
+        err.message,
+        "map: map[image:x] does not contain declared merge key: name"
+    );
     let err = apply(
         json!({}),
         json!({"spec": {"$patch": "bogus"}, "x": 1}),
@@ -225,7 +249,10 @@ fn new_values_lose_nulls_and_directives() {
         json!({"spec": {}}),
         json!({"spec": {"containers": [{"name": "a", "image": null, "$setElementOrder/env": [{"name": "X"}], "env": [{"name": "X"}]}]}}),
     );
-    assert_eq!(out["spec"]["containers"], json!([{"name": "a", "env": [{"name": "X"}]}]));
+    assert_eq!(
+        out["spec"]["containers"],
+        json!([{"name": "a", "env": [{"name": "X"}]}])
+    );
 }
 
 #[test]

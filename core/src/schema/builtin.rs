@@ -96,7 +96,9 @@ pub fn definitions() -> (BTreeMap<String, Value>, Vec<BuiltinKind>) {
             req.retain(|r| r != "metadata");
         }
         if let Some(Value::Object(d)) = defs.get_mut(&k.definition) {
-            if d.get("required").is_some_and(|r| r.as_array().is_some_and(Vec::is_empty)) {
+            if d.get("required")
+                .is_some_and(|r| r.as_array().is_some_and(Vec::is_empty))
+            {
                 d.remove("required");
             }
         }

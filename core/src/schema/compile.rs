@@ -7,7 +7,9 @@
 //! `x-kubernetes-list-type` but with patch strategy `merge` is keyed by its
 //! patch merge key (or is a set of scalars), any other list is atomic.
 
-use super::model::{Field, ListNode, ListType, MapNode, Node, NodeId, ObjectNode, PatchMeta, Scalar};
+use super::model::{
+    Field, ListNode, ListType, MapNode, Node, NodeId, ObjectNode, PatchMeta, Scalar,
+};
 use serde_json::{Map, Value};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -119,8 +121,12 @@ impl<'a> Compiler<'a> {
     }
 
     fn field(&mut self, prop: &Value) -> Field {
-        let strategy = prop.get("x-kubernetes-patch-strategy").and_then(Value::as_str);
-        let key = prop.get("x-kubernetes-patch-merge-key").and_then(Value::as_str);
+        let strategy = prop
+            .get("x-kubernetes-patch-strategy")
+            .and_then(Value::as_str);
+        let key = prop
+            .get("x-kubernetes-patch-merge-key")
+            .and_then(Value::as_str);
         let wrapped = prop
             .get("allOf")
             .and_then(Value::as_array)
@@ -178,7 +184,8 @@ fn list_type(s: &Map<String, Value>) -> ListType {
     }
     let meta = PatchMeta::parse(
         s.get("x-kubernetes-patch-strategy").and_then(Value::as_str),
-        s.get("x-kubernetes-patch-merge-key").and_then(Value::as_str),
+        s.get("x-kubernetes-patch-merge-key")
+            .and_then(Value::as_str),
     );
     match (meta.merge, meta.merge_key) {
         (true, Some(key)) => ListType::Map(vec![key]),

@@ -11,6 +11,7 @@ mod builtin;
 mod compile;
 mod facts;
 pub mod model;
+pub mod openapi;
 
 #[cfg(test)]
 mod tests;
@@ -55,7 +56,11 @@ pub fn builtin() -> &'static SchemaRegistry {
             .into_iter()
             .map(|k| {
                 (
-                    (k.group.to_string(), k.version.to_string(), k.kind.to_string()),
+                    (
+                        k.group.to_string(),
+                        k.version.to_string(),
+                        k.kind.to_string(),
+                    ),
                     k.definition,
                 )
             })

@@ -9,13 +9,19 @@ fn merge_keys_come_from_the_facts() {
     let (containers, meta) = pod_spec().field("containers").unwrap();
     assert!(meta.merge);
     assert_eq!(meta.merge_key.as_deref(), Some("name"));
-    assert_eq!(containers.list_type(), Some(&ListType::Map(vec!["name".into()])));
+    assert_eq!(
+        containers.list_type(),
+        Some(&ListType::Map(vec!["name".into()]))
+    );
     let container = containers.items().unwrap();
     let (ports, meta) = container.field("ports").unwrap();
     assert_eq!(meta.merge_key.as_deref(), Some("containerPort"));
     assert_eq!(
         ports.list_type(),
-        Some(&ListType::Map(vec!["containerPort".into(), "protocol".into()]))
+        Some(&ListType::Map(vec![
+            "containerPort".into(),
+            "protocol".into()
+        ]))
     );
     let (tolerations, meta) = pod_spec().field("tolerations").unwrap();
     assert!(!meta.merge);
