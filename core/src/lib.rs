@@ -5,6 +5,7 @@
 //! strategies. Nothing in this crate does IO or knows about threads, so it is
 //! equally usable from a shard, a handler, a test or a fuzzer.
 
+pub mod apply;
 pub mod catalog;
 pub mod defaults;
 pub mod fieldvalidation;

@@ -4,7 +4,7 @@
 //! Findings come out in document order, the order kube reports them in.
 
 use super::Issue;
-use crate::schema::{Node, Schema};
+use crate::schema::Schema;
 use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
 use std::fmt;
@@ -176,12 +176,6 @@ enum Child<'s> {
     Unknown,
 }
 
-/// Keys of this node are never unknown: maps, untyped values, objects that
-/// keep unknown fields, and scalars given an object (a type error that
-/// validation reports, not field validation).
 pub(super) fn open(s: Schema<'_>) -> bool {
-    match s.node() {
-        Node::Object(o) => o.preserve_unknown || o.additional.is_some(),
-        _ => true,
-    }
+    s.accepts_unknown_fields()
 }

@@ -161,6 +161,16 @@ impl<'a> Schema<'a> {
         }
     }
 
+    /// Keys this node does not declare are still fine here: maps, untyped
+    /// values, objects that keep unknown fields, and non-objects (a type
+    /// mismatch is not an unknown field).
+    pub fn accepts_unknown_fields(&self) -> bool {
+        match self.node() {
+            Node::Object(o) => o.preserve_unknown || o.additional.is_some(),
+            _ => true,
+        }
+    }
+
     pub fn is_untyped(&self) -> bool {
         matches!(self.node(), Node::Untyped)
     }
