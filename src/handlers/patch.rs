@@ -5,6 +5,7 @@
 
 use super::decode::read_body;
 use super::fields;
+use super::managers::Tracking;
 use super::negotiation::Input;
 use super::update::{apply_update, dry_run, finish_update};
 use super::warnings::Warnings;
@@ -15,14 +16,29 @@ use kubeshard_cache::StoredObject;
 use kubeshard_core::fieldvalidation::Issue;
 use kubeshard_core::meta;
 use kubeshard_core::patch::strategic;
-use kubeshard_core::status::ApiError;
+use kubeshard_core::status::{field_forbidden, ApiError};
 use serde_json::Value;
 use std::rc::Rc;
 use std::sync::Arc;
 
 pub async fn patch(api: &Rc<Api>, rr: &ResourceRequest, req: Request<Incoming>) -> HandlerResult {
+    let tracking = Tracking::new(
+        &rr.query,
+        req.headers(),
+        &rr.info.subresource,
+        "PatchOptions",
+    )?;
     let (input, body) = read_body(req).await?;
     let directive = fields::directive(&rr.query, "PatchOptions")?;
+    if input == Input::ApplyPatch {
+        return super::apply::apply(api, rr, &body, directive, tracking).await;
+    }
+    if rr.query.get("force").is_some() {
+        return Err(options_invalid(vec![field_forbidden(
+            "force",
+            "may not be specified for non-apply patch",
+        )]));
+    }
     let (kind, issues) = decode(rr, input, &body)?;
     let dry = dry_run(&rr.query)?;
     let info = rr.resource.clone();
@@ -60,7 +76,9 @@ pub async fn patch(api: &Rc<Api>, rr: &ResourceRequest, req: Request<Incoming>) 
                 "the patch may not change the object's name or namespace",
             ));
         }
-        apply_update(&info, patched, &old_value, status_only)
+        let mut out = apply_update(&info, patched, &old_value, status_only)?;
+        tracking.record(&info, Some(&old_value), &mut out);
+        Ok(out)
     });
     finish_update(api, rr, try_update, dry)
         .await
@@ -153,6 +171,11 @@ fn unknown_op_fields(doc: &Value) -> Vec<Issue> {
         }
     }
     out
+}
+
+/// kube's 422 for bad patch options.
+pub fn options_invalid(causes: Vec<kubeshard_core::status::StatusCause>) -> ApiError {
+    ApiError::invalid("meta.k8s.io", "PatchOptions", "", causes)
 }
 
 /// A JSON patch that cannot apply (failed `test`, missing path): kube
