@@ -74,7 +74,13 @@ pub async fn apply(
         if let Some(old) = old {
             match meta::resource_version(&config) {
                 rv if rv.is_empty() || rv == old.revision.to_string() => {}
-                _ => return Err(ApiError::conflict_stale(&info.group, &info.plural, &url_name)),
+                _ => {
+                    return Err(ApiError::conflict_stale(
+                        &info.group,
+                        &info.plural,
+                        &url_name,
+                    ))
+                }
             }
         }
         let live = old.map(|o| o.to_value());

@@ -3,6 +3,8 @@
 
 #![allow(dead_code)]
 
+pub mod kubectl;
+
 use serde_json::Value;
 use std::io::{BufRead, BufReader, Read};
 use std::path::PathBuf;
