@@ -14,8 +14,9 @@ use config::{Flags, ServerConfig};
 use handlers::Api;
 use kubeshard_cache::ring::RingLimits;
 use kubeshard_core::catalog::{Catalog, CatalogReader};
-use kubeshard_shards::storage::memory::MemoryBackend;
-use kubeshard_shards::{run, shutdown_pair, RuntimeConfig, Sequencer};
+use kubeshard_shards::storage::recovery::{recover, RecoveryOptions};
+use kubeshard_shards::storage::{FsyncPolicy, StorageMode, WalConfig};
+use kubeshard_shards::{run, shutdown_pair, RuntimeConfig, Sequencer, StartState};
 use std::net::SocketAddr;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -37,14 +38,9 @@ fn main() {
 }
 
 fn serve(flags: Flags) -> Result<(), String> {
-    if flags.storage != "memory" {
-        return Err(format!(
-            "unknown --storage {:?}: this build supports \"memory\"",
-            flags.storage
-        ));
-    }
     let cpus = allowed_cpus();
     let shards = flags.shards.unwrap_or(cpus.len()).max(1);
+    let (storage, start, start_revision, _lock) = open_storage(&flags, shards)?;
     // Reserve the port first so that every executor binds the same one,
     // including when the caller asked for any free port (0).
     let reservation = reserve_port(SocketAddr::new(
@@ -69,7 +65,7 @@ fn serve(flags: Flags) -> Result<(), String> {
         window: flags.watch_history_window,
     };
     let catalog = Catalog::with_builtins();
-    let seq = Arc::new(Sequencer::new(shards, 0));
+    let seq = Arc::new(Sequencer::new(shards, start_revision));
     let (mut trigger, shutdown) = shutdown_pair();
     let ready = Arc::new(AtomicBool::new(false));
     let bound = Arc::new(std::sync::atomic::AtomicUsize::new(0));
@@ -104,72 +100,120 @@ fn serve(flags: Flags) -> Result<(), String> {
         limits,
         io_memory: flags.io_memory_kib * 1024,
         spin_before_park: (!flags.spin_before_park.is_zero()).then_some(flags.spin_before_park),
+        storage,
     };
-    run(
-        rt,
-        seq,
-        shutdown,
-        |_| Box::new(MemoryBackend),
-        move |ctx| {
-            let (catalog, config, ready, port_file, bound, reservation) = (
-                catalog.clone(),
+    run(rt, seq, shutdown, start, move |ctx| {
+        let (catalog, config, ready, port_file, bound, reservation) = (
+            catalog.clone(),
+            config.clone(),
+            ready.clone(),
+            port_file.clone(),
+            bound.clone(),
+            reservation.clone(),
+        );
+        async move {
+            let api = Rc::new(Api::new(
+                ctx.clone(),
+                CatalogReader::new(catalog),
                 config.clone(),
                 ready.clone(),
-                port_file.clone(),
-                bound.clone(),
-                reservation.clone(),
-            );
-            async move {
-                let api = Rc::new(Api::new(
-                    ctx.clone(),
-                    CatalogReader::new(catalog),
-                    config.clone(),
-                    ready.clone(),
-                ));
-                let listener = match glommio::net::TcpListener::bind(config.bind) {
-                    Ok(l) => l,
-                    Err(e) => {
-                        eprintln!(
-                            "kubeshard: executor {} cannot bind {}: {e}",
-                            ctx.id, config.bind
-                        );
-                        std::process::exit(1);
-                    }
-                };
-                if bound.fetch_add(1, Ordering::SeqCst) + 1 == ctx.shards.shard_count() {
-                    // Every executor listens now: release the reservation (it
-                    // is bound but not listening, so it never took connections).
-                    reservation.lock().take();
-                    if let Some(f) = &port_file {
-                        let _ = std::fs::write(f, config.bind.port().to_string());
-                    }
+            ));
+            let listener = match glommio::net::TcpListener::bind(config.bind) {
+                Ok(l) => l,
+                Err(e) => {
+                    eprintln!(
+                        "kubeshard: executor {} cannot bind {}: {e}",
+                        ctx.id, config.bind
+                    );
+                    std::process::exit(1);
                 }
-                glommio::spawn_local(api.stalls.clone().run(ctx.shutdown.clone())).detach();
-                if ctx.id == 0 {
-                    let api = api.clone();
-                    glommio::spawn_local(async move {
-                        match handlers::bootstrap(&api).await {
-                            Ok(()) => {
-                                api.mark_ready();
-                                tracing::info!("ready");
-                            }
-                            Err(e) => {
-                                eprintln!("kubeshard: bootstrap failed: {e}");
-                                std::process::exit(1);
-                            }
-                        }
-                    })
-                    .detach();
-                }
-                if let Err(e) = serving::listener::serve(listener, api).await {
-                    tracing::error!(error = %e, "listener failed");
+            };
+            if bound.fetch_add(1, Ordering::SeqCst) + 1 == ctx.shards.shard_count() {
+                // Every executor listens now: release the reservation (it
+                // is bound but not listening, so it never took connections).
+                reservation.lock().take();
+                if let Some(f) = &port_file {
+                    let _ = std::fs::write(f, config.bind.port().to_string());
                 }
             }
-        },
-    )
+            glommio::spawn_local(api.stalls.clone().run(ctx.shutdown.clone())).detach();
+            if ctx.id == 0 {
+                let api = api.clone();
+                glommio::spawn_local(async move {
+                    match handlers::bootstrap(&api).await {
+                        Ok(()) => {
+                            api.mark_ready();
+                            tracing::info!("ready");
+                        }
+                        Err(e) => {
+                            eprintln!("kubeshard: bootstrap failed: {e}");
+                            std::process::exit(1);
+                        }
+                    }
+                })
+                .detach();
+            }
+            if let Err(e) = serving::listener::serve(listener, api).await {
+                tracing::error!(error = %e, "listener failed");
+            }
+        }
+    })
     .map_err(|e| e.to_string())?;
     tracing::info!("stopped");
     Ok(())
+}
+
+/// Picks the storage mode and, for the log, recovers the data directory:
+/// the state to start from, the revision to count on from, and the lock
+/// that keeps other servers out while this one runs.
+fn open_storage(
+    flags: &Flags,
+    shards: usize,
+) -> Result<
+    (
+        StorageMode,
+        StartState,
+        u64,
+        Option<kubeshard_shards::storage::layout::DirLock>,
+    ),
+    String,
+> {
+    if flags.storage == "memory" {
+        return Ok((StorageMode::Memory, StartState::default(), 0, None));
+    }
+    let fsync = FsyncPolicy::parse(&flags.fsync, config::parse_duration)
+        .map_err(|e| format!("--fsync: {e}"))?;
+    let recovered = recover(&RecoveryOptions {
+        dir: flags.data_dir.clone(),
+        shards,
+        repair: flags.repair,
+    })?;
+    let r = &recovered.report;
+    tracing::info!(
+        data_dir = %flags.data_dir.display(),
+        objects = r.objects,
+        replayed_events = r.replayed,
+        revision = recovered.revision,
+        resharded_from = ?r.resharded_from,
+        elapsed = ?r.elapsed,
+        "recovered stored state"
+    );
+    let wal = WalConfig {
+        fsync,
+        segment_size: flags.wal_segment_kib.map(|k| k * 1024),
+        snapshot_after_bytes: flags.snapshot_after,
+        fault_file: flags.inject_disk_full_file.clone(),
+    };
+    let start = StartState {
+        hub_start: recovered.hub_start,
+        shards: recovered.shards,
+    };
+    Ok((
+        StorageMode::Wal(wal),
+        start,
+        recovered.revision,
+        Some(recovered.lock),
+    ))
 }
 
 /// A bound (not listening) SO_REUSEPORT socket holding the port.

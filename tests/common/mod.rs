@@ -30,12 +30,40 @@ impl Server {
 
     pub fn start_with(shards: usize, extra: &[&str]) -> Server {
         let dir = tempfile::tempdir().expect("tempdir");
+        let data = dir.path().join("data");
+        Self::launch_in(dir, shards, &data, extra)
+            .unwrap_or_else(|log| panic!("kubeshard exited early: {log}"))
+    }
+
+    /// Starts a server on the given data directory (which outlives it, for
+    /// restarts); Err carries the server's log when it exits before ready.
+    pub fn launch(
+        shards: usize,
+        data_dir: &std::path::Path,
+        extra: &[&str],
+    ) -> Result<Server, String> {
+        Self::launch_in(
+            tempfile::tempdir().expect("tempdir"),
+            shards,
+            data_dir,
+            extra,
+        )
+    }
+
+    fn launch_in(
+        dir: tempfile::TempDir,
+        shards: usize,
+        data_dir: &std::path::Path,
+        extra: &[&str],
+    ) -> Result<Server, String> {
         let port_file = dir.path().join("port");
         let log = std::fs::File::create(dir.path().join("server.log")).expect("log file");
         let child = Command::new(binary())
             .args(["--insecure-port", "0", "--shards", &shards.to_string()])
             .arg("--port-file")
             .arg(&port_file)
+            .arg("--data-dir")
+            .arg(data_dir)
             .args(extra)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -49,17 +77,18 @@ impl Server {
             dir,
             agent: agent(),
         };
-        let deadline = Instant::now() + Duration::from_secs(30);
+        let deadline = Instant::now() + Duration::from_secs(60);
         loop {
             if let Some(status) = server.child.as_mut().unwrap().try_wait().unwrap() {
-                panic!("kubeshard exited early ({status}): {}", server.log());
+                server.child = None;
+                return Err(format!("({status}) {}", server.log()));
             }
             if let Ok(p) = std::fs::read_to_string(&port_file) {
                 if let Ok(port) = p.trim().parse::<u16>() {
                     server.port = port;
                     server.base = format!("http://127.0.0.1:{port}");
                     if server.get("/readyz").0 == 200 {
-                        return server;
+                        return Ok(server);
                     }
                 }
             }
@@ -69,6 +98,14 @@ impl Server {
                 server.log()
             );
             std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// SIGKILL: the server gets no chance to flush or clean up.
+    pub fn kill(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
         }
     }
 
@@ -377,3 +414,5 @@ macro_rules! each_shard_count {
         }
     };
 }
+
+pub mod wal;
