@@ -147,3 +147,29 @@ fn directives() {
         ["unknown field \"a\""]
     );
 }
+
+mod robustness {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn decoders_never_panic(body in prop::collection::vec(any::<u8>(), 0..256)) {
+            let _ = decode_json(&body, Some(deployment()));
+            let _ = duplicate_keys(&String::from_utf8_lossy(&body));
+        }
+
+        #[test]
+        fn yaml_like_text_never_panics(text in "([a-z]{1,3}: [a-z0-9]{0,3}\n|  |- |\n){0,20}") {
+            let _ = duplicate_keys(&text);
+        }
+
+        #[test]
+        fn last_duplicate_wins(a in 0i64..100, b in 0i64..100) {
+            let body = format!("{{\"spec\": {{\"replicas\": {a}, \"replicas\": {b}}}}}");
+            let (v, issues) = decode_json(body.as_bytes(), Some(deployment())).unwrap();
+            prop_assert_eq!(&v["spec"]["replicas"], &json!(b));
+            prop_assert_eq!(issues, vec![Issue::Duplicate("spec.replicas".into())]);
+        }
+    }
+}

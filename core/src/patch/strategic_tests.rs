@@ -271,3 +271,65 @@ fn lists_of_lists_are_refused() {
     .unwrap_err();
     assert_eq!(err.code, 422);
 }
+
+mod robustness {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// JSON built from the names and directives strategic merge cares about,
+    /// so random documents reach the interesting paths.
+    fn arb_json() -> impl Strategy<Value = Value> {
+        let key = prop_oneof![
+            Just("spec".to_string()),
+            Just("containers".to_string()),
+            Just("name".to_string()),
+            Just("env".to_string()),
+            Just("ports".to_string()),
+            Just("containerPort".to_string()),
+            Just("tolerations".to_string()),
+            Just("metadata".to_string()),
+            Just("finalizers".to_string()),
+            Just("$patch".to_string()),
+            Just("$retainKeys".to_string()),
+            Just("$setElementOrder/containers".to_string()),
+            Just("$deleteFromPrimitiveList/finalizers".to_string()),
+            "[a-z]{1,3}",
+        ];
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::from),
+            (0i64..5).prop_map(Value::from),
+            prop_oneof![
+                Just("a"),
+                Just("b"),
+                Just("delete"),
+                Just("replace"),
+                Just("merge")
+            ]
+            .prop_map(Value::from),
+        ];
+        leaf.prop_recursive(4, 48, 6, move |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+                prop::collection::vec((key.clone(), inner), 0..5)
+                    .prop_map(|kv| Value::Object(kv.into_iter().collect())),
+            ]
+        })
+    }
+
+    proptest! {
+        #[test]
+        fn never_panics_on_any_document(original in arb_json(), patch in arb_json()) {
+            let _ = apply(original, patch, pod());
+        }
+
+        #[test]
+        fn plain_maps_merge_like_merge_patch(a in "[a-z]{1,4}", b in "[a-z]{1,4}", v in 0i64..9) {
+            let out = smp(pod(), json!({"metadata": {"labels": {a.clone(): "x"}}}), json!({"metadata": {"labels": {b.clone(): v}}}));
+            prop_assert_eq!(&out["metadata"]["labels"][&b], &json!(v));
+            if a != b {
+                prop_assert_eq!(&out["metadata"]["labels"][&a], &json!("x"));
+            }
+        }
+    }
+}

@@ -89,7 +89,7 @@ pub fn v3_schemas(reg: &SchemaRegistry, kinds: &[ServedKind<'_>]) -> Map<String,
         collect_refs(&def, &mut pending);
     }
     for def in out.values_mut() {
-        int_or_string_as_kube_renders_it(def);
+        int_or_string_as_kube_renders_it(def, false);
     }
     out.into_iter().collect()
 }
@@ -101,6 +101,7 @@ pub fn v2_definitions(reg: &SchemaRegistry, kinds: &[ServedKind<'_>]) -> Map<Str
         .into_iter()
         .map(|(k, mut v)| {
             to_v2(&mut v);
+            int_or_string_as_kube_renders_it(&mut v, true);
             (k, v)
         })
         .collect()
@@ -163,15 +164,22 @@ fn collect_refs(v: &Value, out: &mut Vec<String>) {
     }
 }
 
-/// IntOrString and Quantity carry a type for clients that need one
-/// (kubectl explain prints `<IntOrString>`).
-fn int_or_string_as_kube_renders_it(def: &mut Value) {
+/// IntOrString and Quantity as kube renders them: a string with a format
+/// in swagger 2.0, a `oneOf` of both types in OpenAPI v3.
+fn int_or_string_as_kube_renders_it(def: &mut Value, v2: bool) {
     if let Some(m) = def.as_object_mut() {
         if m.get("x-kubernetes-int-or-string") == Some(&Value::Bool(true))
             && !m.contains_key("type")
         {
-            m.insert("type".into(), json!("string"));
-            m.insert("format".into(), json!("int-or-string"));
+            if v2 {
+                m.insert("type".into(), json!("string"));
+                m.insert("format".into(), json!("int-or-string"));
+            } else {
+                m.insert(
+                    "oneOf".into(),
+                    json!([{"type": "integer"}, {"type": "string"}]),
+                );
+            }
         }
     }
 }
