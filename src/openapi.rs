@@ -90,13 +90,21 @@ fn build(cat: &CatalogSnapshot) -> Documents {
     }
 }
 
+/// The paths of `resources` and the kinds they serve.
+fn paths_and_kinds<'r>(
+    resources: &[&'r Arc<ResourceInfo>],
+    f: Flavor,
+) -> (Map<String, Value>, Vec<ServedKind<'r>>) {
+    let mut paths = Map::new();
+    for r in resources {
+        add_resource(&mut paths, r, f);
+    }
+    (paths, resources.iter().map(|r| served(r)).collect())
+}
+
 fn v3_document(resources: Vec<&Arc<ResourceInfo>>) -> Vec<u8> {
     let reg = schema::builtin();
-    let mut paths = Map::new();
-    for r in &resources {
-        add_resource(&mut paths, r, Flavor::V3);
-    }
-    let kinds: Vec<ServedKind> = resources.iter().map(|r| served(r)).collect();
+    let (paths, kinds) = paths_and_kinds(&resources, Flavor::V3);
     let doc = json!({
         "openapi": "3.0.0",
         "info": {"title": "Kubernetes", "version": "v1.34.0"},
@@ -113,11 +121,7 @@ fn v3_document(resources: Vec<&Arc<ResourceInfo>>) -> Vec<u8> {
 
 fn v2_document(resources: &[&Arc<ResourceInfo>]) -> Vec<u8> {
     let reg = schema::builtin();
-    let mut paths = Map::new();
-    for r in resources {
-        add_resource(&mut paths, r, Flavor::V2);
-    }
-    let kinds: Vec<ServedKind> = resources.iter().map(|r| served(r)).collect();
+    let (paths, kinds) = paths_and_kinds(resources, Flavor::V2);
     let doc = json!({
         "swagger": "2.0",
         "info": {"title": "Kubernetes", "version": "v1.34.0"},
@@ -304,38 +308,41 @@ fn add_resource(paths: &mut Map<String, Value>, r: &ResourceInfo, f: Flavor) {
     .collect();
     let kind = &r.kind;
     let ns = if r.namespaced { "Namespaced" } else { "" };
+    // kube's operation ids: verb, "Namespaced" for namespaced kinds, kind.
+    let op =
+        |action: &str, verb: &str, params: Vec<Value>, body: Option<&[&str]>, response: &str| {
+            operation(
+                f,
+                r,
+                action,
+                &format!("{verb}{ns}{kind}"),
+                params,
+                body,
+                response,
+            )
+        };
+    let status_def = "io.k8s.apimachinery.pkg.apis.meta.v1.Status";
     let mut collection = json!({"parameters": scope_params.clone()});
     if r.supports("list") {
-        collection["get"] = operation(
-            f,
-            r,
-            "list",
-            &format!("list{ns}{kind}"),
-            list_params,
-            None,
-            &list_def,
-        );
+        collection["get"] = op("list", "list", list_params, None, &list_def);
     }
     if r.supports("create") {
-        collection["post"] = operation(
-            f,
-            r,
+        collection["post"] = op(
             "post",
-            &format!("create{ns}{kind}"),
+            "create",
             write_params(f),
             Some(WRITE_TYPES),
             &kind_def,
         );
     }
     if r.supports("deletecollection") {
-        collection["delete"] = operation(
-            f,
-            r,
+        let params = vec![f.query("dryRun", "")];
+        collection["delete"] = op(
             "deletecollection",
-            &format!("deleteCollection{ns}{kind}"),
-            vec![f.query("dryRun", "")],
+            "deleteCollection",
+            params,
             None,
-            &format!("io.k8s.apimachinery.pkg.apis.meta.v1.Status"),
+            status_def,
         );
     }
     paths.insert(scoped.clone(), collection);
@@ -343,21 +350,11 @@ fn add_resource(paths: &mut Map<String, Value>, r: &ResourceInfo, f: Flavor) {
     let mut item_params = scope_params;
     item_params.push(f.param("name", "path", &format!("name of the {kind}"), "string"));
     let mut item = json!({"parameters": item_params});
-    item["get"] = operation(
-        f,
-        r,
-        "get",
-        &format!("read{ns}{kind}"),
-        vec![],
-        None,
-        &kind_def,
-    );
+    item["get"] = op("get", "read", vec![], None, &kind_def);
     if r.supports("update") {
-        item["put"] = operation(
-            f,
-            r,
+        item["put"] = op(
             "put",
-            &format!("replace{ns}{kind}"),
+            "replace",
             write_params(f),
             Some(WRITE_TYPES),
             &kind_def,
@@ -366,30 +363,14 @@ fn add_resource(paths: &mut Map<String, Value>, r: &ResourceInfo, f: Flavor) {
     if r.supports("patch") {
         let mut p = write_params(f);
         p.push(f.query("force", "Force is going to \"force\" Apply requests."));
-        item["patch"] = operation(
-            f,
-            r,
-            "patch",
-            &format!("patch{ns}{kind}"),
-            p,
-            Some(PATCH_TYPES),
-            &kind_def,
-        );
+        item["patch"] = op("patch", "patch", p, Some(PATCH_TYPES), &kind_def);
     }
     if r.supports("delete") {
-        item["delete"] = operation(
-            f,
-            r,
-            "delete",
-            &format!("delete{ns}{kind}"),
-            vec![
-                f.query("dryRun", ""),
-                f.query("gracePeriodSeconds", ""),
-                f.query("propagationPolicy", ""),
-            ],
-            None,
-            &kind_def,
-        );
+        let params = ["dryRun", "gracePeriodSeconds", "propagationPolicy"]
+            .iter()
+            .map(|q| f.query(q, ""))
+            .collect();
+        item["delete"] = op("delete", "delete", params, None, &kind_def);
     }
     paths.insert(format!("{scoped}/{{name}}"), item.clone());
     for sub in &r.subresources {
@@ -408,6 +389,15 @@ mod tests {
 
     fn docs() -> Rc<Documents> {
         documents(&Catalog::with_builtins().snapshot())
+    }
+
+    /// Every `$ref` with `prefix` names a definition of `defs`.
+    fn assert_refs_resolve(doc: &Value, prefix: &str, defs: &Value) {
+        let text = doc.to_string();
+        for part in text.split(&format!("\"$ref\":\"{prefix}")).skip(1) {
+            let name = &part[..part.find('"').unwrap()];
+            assert!(defs.get(name).is_some(), "dangling reference {name}");
+        }
     }
 
     #[test]
@@ -459,12 +449,7 @@ mod tests {
             schemas["io.k8s.api.core.v1.PodList"]["x-kubernetes-group-version-kind"][0]["kind"],
             "PodList"
         );
-        // Every reference resolves inside the document.
-        let text = doc.to_string();
-        for part in text.split("\"$ref\":\"#/components/schemas/").skip(1) {
-            let name = &part[..part.find('"').unwrap()];
-            assert!(schemas.get(name).is_some(), "dangling reference {name}");
-        }
+        assert_refs_resolve(&doc, "#/components/schemas/", schemas);
     }
 
     #[test]
@@ -486,12 +471,8 @@ mod tests {
             defs["io.k8s.apimachinery.pkg.util.intstr.IntOrString"]["format"],
             "int-or-string"
         );
-        let text = doc.to_string();
-        assert!(!text.contains("#/components/schemas/"));
-        for part in text.split("\"$ref\":\"#/definitions/").skip(1) {
-            let name = &part[..part.find('"').unwrap()];
-            assert!(defs.get(name).is_some(), "dangling reference {name}");
-        }
+        assert!(!doc.to_string().contains("#/components/schemas/"));
+        assert_refs_resolve(&doc, "#/definitions/", defs);
         assert!(
             doc["paths"]["/apis/apps/v1/namespaces/{namespace}/deployments/{name}"]["patch"]
                 .is_object()

@@ -19,6 +19,26 @@ const TWO_VARS: &str =
     "        - name: MODE\n          value: blue\n        - name: LEVEL\n          value: \"3\"\n";
 const ONE_VAR: &str = "        - name: MODE\n          value: blue\n";
 
+/// `kubectl patch deployment web --type <ty> -p <body>`.
+fn patch_web(k: &Kubectl, ty: &str, body: &str) -> String {
+    k.ok(&["patch", "deployment", "web", "--type", ty, "-p", body])
+}
+
+/// The managers recorded on an object fetched with --show-managed-fields.
+fn managers(obj: &serde_json::Value) -> Vec<(String, String)> {
+    obj["metadata"]["managedFields"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|e| {
+            (
+                e["manager"].as_str().unwrap_or("").to_string(),
+                e["operation"].as_str().unwrap_or("").to_string(),
+            )
+        })
+        .collect()
+}
+
 #[test]
 fn client_side_apply_twice_changes_image_and_removes_env() {
     let s = Server::start(2);
@@ -58,15 +78,10 @@ fn client_side_apply_twice_changes_image_and_removes_env() {
         last["spec"]["template"]["spec"]["containers"][0]["image"],
         "nginx:1.26"
     );
-    let managers: Vec<&str> = d["metadata"]["managedFields"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| e["manager"].as_str().unwrap())
-        .collect();
+    let recorded = managers(&d);
     assert!(
-        managers.contains(&"kubectl-client-side-apply"),
-        "{managers:?}"
+        recorded.contains(&("kubectl-client-side-apply".into(), "Update".into())),
+        "{recorded:?}"
     );
     // A third apply of the same file changes nothing.
     assert!(k
@@ -82,15 +97,7 @@ fn server_side_apply_conflicts_and_force() {
     assert!(k
         .ok(&["apply", "--server-side", "-f", &file])
         .contains("serverside-applied"));
-    k.ok(&[
-        "patch",
-        "deployment",
-        "web",
-        "--type",
-        "merge",
-        "-p",
-        r#"{"spec":{"replicas":4}}"#,
-    ]);
+    patch_web(&k, "merge", r#"{"spec":{"replicas":4}}"#);
     let changed = k.file("d2.yaml", &deployment("nginx:1.25", ONE_VAR, 3));
     let err = k.fails(&["apply", "--server-side", "-f", &changed]);
     assert!(
@@ -134,11 +141,7 @@ fn edit_with_an_editor_script() {
     let c = &d["spec"]["template"]["spec"]["containers"][0];
     assert_eq!(c["image"], "nginx:1.27");
     assert_eq!(c["env"], json!([{"name": "MODE", "value": "green"}]));
-    assert!(d["metadata"]["managedFields"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .any(|e| e["manager"] == "kubectl-edit"));
+    assert!(managers(&d).contains(&("kubectl-edit".into(), "Update".into())));
 }
 
 #[test]
@@ -148,33 +151,31 @@ fn patch_of_every_type() {
     let file = k.file("d.yaml", &deployment("nginx:1.25", TWO_VARS, 1));
     k.ok(&["apply", "-f", &file]);
     // strategic (the default): containers merge by name.
-    k.ok(&[
-        "patch",
-        "deployment",
-        "web",
-        "-p",
+    patch_web(
+        &k,
+        "strategic",
         r#"{"spec":{"template":{"spec":{"containers":[{"name":"web","image":"nginx:1.28"}]}}}}"#,
-    ]);
+    );
     let d = k.get_json(&["deployment", "web"]);
     let containers = &d["spec"]["template"]["spec"]["containers"];
     assert_eq!(containers.as_array().unwrap().len(), 2, "sidecar kept");
     assert_eq!(containers[0]["image"], "nginx:1.28");
     assert_eq!(containers[0]["env"].as_array().unwrap().len(), 2);
     // merge: replaces the labels map entries given, adds replicas.
-    k.ok(&[
-        "patch",
-        "deployment",
-        "web",
-        "--type",
+    patch_web(
+        &k,
         "merge",
-        "-p",
         r#"{"metadata":{"labels":{"tier":"front"}},"spec":{"replicas":2}}"#,
-    ]);
+    );
     let d = k.get_json(&["deployment", "web"]);
     assert_eq!(d["metadata"]["labels"]["tier"], "front");
     assert_eq!(d["spec"]["replicas"], 2);
     // json: test and replace.
-    k.ok(&["patch", "deployment", "web", "--type", "json", "-p", r#"[{"op":"test","path":"/spec/replicas","value":2},{"op":"replace","path":"/spec/replicas","value":5}]"#]);
+    patch_web(
+        &k,
+        "json",
+        r#"[{"op":"test","path":"/spec/replicas","value":2},{"op":"replace","path":"/spec/replicas","value":5}]"#,
+    );
     assert_eq!(k.get_json(&["deployment", "web"])["spec"]["replicas"], 5);
     let err = k.fails(&[
         "patch",

@@ -31,6 +31,13 @@ fn deployment(name: &str) -> Value {
     }})
 }
 
+/// Creates `obj` in `collection`; returns the object's path.
+fn create(s: &Server, collection: &str, obj: &Value) -> String {
+    let (code, body) = s.post(collection, obj);
+    assert_eq!(code, 201, "{body}");
+    format!("{collection}/{}", obj["metadata"]["name"].as_str().unwrap())
+}
+
 fn patch(s: &Server, path: &str, ct: &str, body: Value) -> Value {
     let (code, out) = s.patch(path, ct, &body);
     assert_eq!(code, 200, "{out}");
@@ -48,9 +55,7 @@ fn names(list: &Value) -> Vec<&str> {
 #[test]
 fn strategic_merge_on_pod_spec() {
     let s = Server::start(2);
-    let (code, body) = s.post("/api/v1/namespaces/default/pods", &pod("p"));
-    assert_eq!(code, 201, "{body}");
-    let path = "/api/v1/namespaces/default/pods/p";
+    let path = &create(&s, "/api/v1/namespaces/default/pods", &pod("p"));
 
     // Containers merge by name: only app's image changes, sidecar stays.
     let out = patch(
@@ -171,12 +176,11 @@ fn strategic_merge_on_pod_spec() {
 #[test]
 fn strategic_merge_on_deployment_spec() {
     let s = Server::start(1);
-    let (code, body) = s.post(
+    let path = &create(
+        &s,
         "/apis/apps/v1/namespaces/default/deployments",
         &deployment("d"),
     );
-    assert_eq!(code, 201, "{body}");
-    let path = "/apis/apps/v1/namespaces/default/deployments/d";
     // The patch kubectl apply sends when an image changes and an env var goes.
     let out = patch(
         &s,

@@ -5,7 +5,7 @@
 use super::create::{bind_namespace, prepare};
 use super::decode::check_type;
 use super::managers::Tracking;
-use super::patch::options_invalid;
+use super::patch::{options_invalid, precondition};
 use super::update::{apply_update, dry_run, finish_update};
 use super::warnings::Warnings;
 use super::{namespaces, Api, HandlerResult, ResourceRequest};
@@ -72,16 +72,7 @@ pub async fn apply(
             return Err(ApiError::not_found(&info.group, &info.plural, &url_name));
         }
         if let Some(old) = old {
-            match meta::resource_version(&config) {
-                rv if rv.is_empty() || rv == old.revision.to_string() => {}
-                _ => {
-                    return Err(ApiError::conflict_stale(
-                        &info.group,
-                        &info.plural,
-                        &url_name,
-                    ))
-                }
-            }
+            precondition(&info, &config, old)?;
         }
         let live = old.map(|o| o.to_value());
         let api_version = info.api_version();

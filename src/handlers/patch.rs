@@ -13,6 +13,7 @@ use super::{Api, HandlerResult, ResourceRequest};
 use http::Request;
 use hyper::body::Incoming;
 use kubeshard_cache::StoredObject;
+use kubeshard_core::catalog::ResourceInfo;
 use kubeshard_core::fieldvalidation::Issue;
 use kubeshard_core::meta;
 use kubeshard_core::patch::strategic;
@@ -58,17 +59,7 @@ pub async fn patch(api: &Rc<Api>, rr: &ResourceRequest, req: Request<Incoming>) 
             ));
         }
         fields::judge_patched(&info, &mut patched, issues, directive, &found)?;
-        // A patch that names a resourceVersion is a precondition.
-        match meta::resource_version(&patched) {
-            rv if rv.is_empty() || rv == old.revision.to_string() => {}
-            _ => {
-                return Err(ApiError::conflict_stale(
-                    &info.group,
-                    &info.plural,
-                    &url_name,
-                ))
-            }
-        }
+        precondition(&info, &patched, old)?;
         if meta::name(&patched) != url_name
             || (info.namespaced && meta::namespace(&patched) != url_ns)
         {
@@ -171,6 +162,19 @@ fn unknown_op_fields(doc: &Value) -> Vec<Issue> {
         }
     }
     out
+}
+
+/// A patch (or applied configuration) that names a resourceVersion makes
+/// it a precondition: a stale one is a conflict.
+pub fn precondition(info: &ResourceInfo, obj: &Value, old: &StoredObject) -> Result<(), ApiError> {
+    match meta::resource_version(obj) {
+        rv if rv.is_empty() || rv == old.revision.to_string() => Ok(()),
+        _ => Err(ApiError::conflict_stale(
+            &info.group,
+            &info.plural,
+            meta::name(obj),
+        )),
+    }
 }
 
 /// kube's 422 for bad patch options.

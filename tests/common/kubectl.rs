@@ -78,6 +78,12 @@ impl<'a> Kubectl<'a> {
         path.to_str().unwrap().to_string()
     }
 
+    /// `kubectl <verb> -f` of `yaml` written to a file; returns stdout.
+    pub fn apply_file(&self, verb: &str, yaml: &str) -> String {
+        let path = self.file(&format!("{verb}.yaml"), yaml);
+        self.ok(&[verb, "-f", &path])
+    }
+
     /// `kubectl get … -o json`, parsed.
     pub fn get_json(&self, args: &[&str]) -> serde_json::Value {
         let mut all = vec!["get"];

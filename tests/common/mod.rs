@@ -179,13 +179,24 @@ impl Server {
         content_type: &str,
         body: &[u8],
     ) -> (u16, String, String) {
-        let req = http::Request::builder()
+        raw(self
+            .agent
+            .run(self.request(method, path, content_type, body)))
+    }
+
+    fn request(
+        &self,
+        method: &str,
+        path: &str,
+        content_type: &str,
+        body: &[u8],
+    ) -> http::Request<Vec<u8>> {
+        http::Request::builder()
             .method(method)
             .uri(self.url(path))
             .header("Content-Type", content_type)
             .body(body.to_vec())
-            .unwrap();
-        raw(self.agent.run(req))
+            .unwrap()
     }
 
     /// A request whose `Warning` response headers matter: (code, the
@@ -197,13 +208,10 @@ impl Server {
         content_type: &str,
         body: &[u8],
     ) -> (u16, Vec<String>, Value) {
-        let req = http::Request::builder()
-            .method(method)
-            .uri(self.url(path))
-            .header("Content-Type", content_type)
-            .body(body.to_vec())
-            .unwrap();
-        let mut resp = self.agent.run(req).expect("request failed");
+        let mut resp = self
+            .agent
+            .run(self.request(method, path, content_type, body))
+            .expect("request failed");
         let warnings = resp
             .headers()
             .get_all("warning")

@@ -10,18 +10,27 @@ pub fn deployment(obj: &mut Value) {
         return;
     };
     set(spec, "replicas", 1);
-    if let Some(strategy) = child(spec, "strategy") {
-        set(strategy, "type", "RollingUpdate");
-        if strategy.get("type").and_then(Value::as_str) == Some("RollingUpdate") {
-            if let Some(ru) = child(strategy, "rollingUpdate") {
-                set(ru, "maxUnavailable", "25%");
-                set(ru, "maxSurge", "25%");
-            }
-        }
-    }
+    rolling_update(spec, "strategy", |ru| {
+        set(ru, "maxUnavailable", "25%");
+        set(ru, "maxSurge", "25%");
+    });
     set(spec, "revisionHistoryLimit", 10);
     set(spec, "progressDeadlineSeconds", 600);
     pod::template(spec.get_mut("template"));
+}
+
+/// A strategy under `key` defaulting to RollingUpdate, whose
+/// `rollingUpdate` parameters `params` fills when that is the type.
+fn rolling_update(spec: &mut Value, key: &str, params: impl FnOnce(&mut Value)) {
+    let Some(strategy) = child(spec, key) else {
+        return;
+    };
+    set(strategy, "type", "RollingUpdate");
+    if strategy.get("type").and_then(Value::as_str) == Some("RollingUpdate") {
+        if let Some(ru) = child(strategy, "rollingUpdate") {
+            params(ru);
+        }
+    }
 }
 
 pub fn replica_set(obj: &mut Value) {
@@ -42,14 +51,7 @@ pub fn stateful_set(obj: &mut Value) {
     };
     set(spec, "replicas", 1);
     set(spec, "podManagementPolicy", "OrderedReady");
-    if let Some(us) = child(spec, "updateStrategy") {
-        set(us, "type", "RollingUpdate");
-        if us.get("type").and_then(Value::as_str) == Some("RollingUpdate") {
-            if let Some(ru) = child(us, "rollingUpdate") {
-                set(ru, "partition", 0);
-            }
-        }
-    }
+    rolling_update(spec, "updateStrategy", |ru| set(ru, "partition", 0));
     set(spec, "revisionHistoryLimit", 10);
     set(
         spec,
@@ -63,15 +65,10 @@ pub fn daemon_set(obj: &mut Value) {
     let Some(spec) = child(obj, "spec") else {
         return;
     };
-    if let Some(us) = child(spec, "updateStrategy") {
-        set(us, "type", "RollingUpdate");
-        if us.get("type").and_then(Value::as_str) == Some("RollingUpdate") {
-            if let Some(ru) = child(us, "rollingUpdate") {
-                set(ru, "maxUnavailable", 1);
-                set(ru, "maxSurge", 0);
-            }
-        }
-    }
+    rolling_update(spec, "updateStrategy", |ru| {
+        set(ru, "maxUnavailable", 1);
+        set(ru, "maxSurge", 0);
+    });
     set(spec, "revisionHistoryLimit", 10);
     pod::template(spec.get_mut("template"));
 }
