@@ -7,6 +7,7 @@ mod filters;
 mod handlers;
 mod metrics;
 mod openapi;
+mod openapi_pb;
 mod serving;
 
 use clap::Parser;

@@ -22,6 +22,8 @@ pub struct Documents {
     /// `api/v1`, `apis/apps/v1` → document bytes.
     pub v3: BTreeMap<String, Vec<u8>>,
     pub v2: Vec<u8>,
+    /// The protobuf form of `v2`, rendered on first request.
+    v2_pb: std::cell::OnceCell<Vec<u8>>,
 }
 
 thread_local! {
@@ -87,6 +89,7 @@ fn build(cat: &CatalogSnapshot) -> Documents {
         v3_index,
         v3,
         v2: v2_document(&all),
+        v2_pb: std::cell::OnceCell::new(),
     }
 }
 
@@ -139,24 +142,41 @@ pub fn v3_document_for(docs: &Documents, path: &str) -> Option<Vec<u8>> {
     docs.v3.get(path.trim_matches('/')).cloned()
 }
 
-/// GET /openapi/v2 in JSON. kubectl asks for the protobuf form only;
-/// kubeshard does not render it, and a 406 makes client-go give up on v2
-/// cleanly (kubectl then works from OpenAPI v3).
+/// The media type client-go asks `/openapi/v2` for (its `@` makes it an
+/// invalid media type, so answers carry the dotted spelling kube uses).
+const V2_PROTOBUF_ASKED: &str = "application/com.github.proto-openapi.spec.v2@v1.0+protobuf";
+pub const V2_PROTOBUF: &str = "application/com.github.proto-openapi.spec.v2.v1.0+protobuf";
+
+/// GET /openapi/v2: the protobuf form when the client lists it first among
+/// the forms kubeshard serves, JSON otherwise; 406 for anything else.
 pub fn v2_response(
     cat: &Arc<CatalogSnapshot>,
     accept: &str,
-) -> Result<Vec<u8>, kubeshard_core::status::ApiError> {
-    let json_ok = accept.is_empty()
-        || accept.split(',').any(|a| {
-            let media = a.split(';').next().unwrap_or("").trim();
-            matches!(media, "application/json" | "*/*" | "application/*")
-        });
-    if !json_ok {
-        return Err(kubeshard_core::status::ApiError::not_acceptable(&[
-            "application/json",
-        ]));
+) -> Result<(Vec<u8>, &'static str), kubeshard_core::status::ApiError> {
+    let docs = documents(cat);
+    if accept.trim().is_empty() {
+        return Ok((docs.v2.clone(), "application/json"));
     }
-    Ok(documents(cat).v2.clone())
+    for clause in accept.split(',') {
+        let media = clause.split(';').next().unwrap_or("").trim();
+        match media {
+            V2_PROTOBUF_ASKED | V2_PROTOBUF => {
+                let pb = docs.v2_pb.get_or_init(|| {
+                    let doc: Value = serde_json::from_slice(&docs.v2).expect("our own JSON");
+                    crate::openapi_pb::encode(&doc)
+                });
+                return Ok((pb.clone(), V2_PROTOBUF));
+            }
+            "application/json" | "*/*" | "application/*" => {
+                return Ok((docs.v2.clone(), "application/json"))
+            }
+            _ => {}
+        }
+    }
+    Err(kubeshard_core::status::ApiError::not_acceptable(&[
+        "application/json",
+        V2_PROTOBUF,
+    ]))
 }
 
 #[derive(Clone, Copy, PartialEq)]
@@ -450,6 +470,19 @@ mod tests {
             "PodList"
         );
         assert_refs_resolve(&doc, "#/components/schemas/", schemas);
+    }
+
+    #[test]
+    fn v2_negotiates_json_and_protobuf() {
+        let cat = Catalog::with_builtins().snapshot();
+        let (json_doc, ct) = v2_response(&cat, "application/json").unwrap();
+        assert_eq!(ct, "application/json");
+        assert!(json_doc.starts_with(b"{"));
+        let (pb, ct) = v2_response(&cat, V2_PROTOBUF_ASKED).unwrap();
+        assert_eq!(ct, V2_PROTOBUF);
+        // Field 1 (swagger) comes first: tag 0x0a, length 3, "2.0".
+        assert_eq!(&pb[..5], b"\x0a\x032.0");
+        assert_eq!(v2_response(&cat, "text/html").unwrap_err().code, 406);
     }
 
     #[test]

@@ -203,6 +203,14 @@ fn explain_reads_the_openapi_schemas() {
         out.contains("rollingUpdate\t<RollingUpdateDeployment>"),
         "{out}"
     );
+    // The legacy explain reads the protobuf form of /openapi/v2.
+    let out = k.ok(&[
+        "explain",
+        "pods.spec.containers",
+        "--output=plaintext-openapiv2",
+    ]);
+    assert!(out.contains("RESOURCE: containers <[]Object>"), "{out}");
+    assert!(out.contains("image\t<string>"), "{out}");
 }
 
 #[test]

@@ -77,7 +77,7 @@ pub async fn handle(
             "application/json",
         )),
         "/openapi/v2" => crate::openapi::v2_response(&catalog, accept)
-            .map(|b| json(StatusCode::OK, b, "application/json")),
+            .map(|(b, content_type)| json(StatusCode::OK, b, content_type)),
         p if p.starts_with("/openapi/v3/") => crate::openapi::v3_document_for(
             &crate::openapi::documents(&catalog),
             &p["/openapi/v3/".len()..],
