@@ -64,6 +64,8 @@ fn container(c: &mut Value) {
     set(c, "imagePullPolicy", policy);
     set(c, "terminationMessagePath", "/dev/termination-log");
     set(c, "terminationMessagePolicy", "File");
+    // A struct Go always prints, empty or not.
+    set(c, "resources", json!({}));
     for port in each(c, "ports") {
         set(port, "protocol", "TCP");
     }

@@ -24,6 +24,9 @@ fn pod_defaults() {
     assert_eq!(c["terminationMessagePolicy"], "File");
     assert_eq!(c["ports"][0]["protocol"], "TCP");
     assert_eq!(c["resources"]["requests"], json!({"cpu": "1"}));
+    let mut bare = json!({"spec": {"containers": [{"name": "b", "image": "x"}]}});
+    apply("", "Pod", &mut bare);
+    assert_eq!(bare["spec"]["containers"][0]["resources"], json!({}));
     assert_eq!(
         c["livenessProbe"],
         json!({"httpGet": {"port": 80, "path": "/", "scheme": "HTTP"}, "timeoutSeconds": 1,
