@@ -129,10 +129,56 @@ impl ManagedFields {
         )
     }
 
+    /// Keeps at most `max` Update entries: the oldest are folded, per
+    /// apiVersion, into one `ancient-changes` entry (kube's cap, so an
+    /// object written by many clients does not grow without bound).
+    pub fn cap_updaters(&mut self, max: usize) {
+        let mut updaters: Vec<usize> = (0..self.0.len())
+            .filter(|&i| self.0[i].operation == Operation::Update)
+            .collect();
+        if updaters.len() <= max {
+            return;
+        }
+        updaters.sort_by(|&a, &b| {
+            let (a, b) = (&self.0[a], &self.0[b]);
+            a.time.cmp(&b.time).then_with(|| a.manager.cmp(&b.manager))
+        });
+        let mut count = updaters.len();
+        let mut first_of_version: Vec<(String, usize)> = Vec::new();
+        let mut drop: Vec<usize> = Vec::new();
+        for i in updaters {
+            if count <= max {
+                break;
+            }
+            let version = self.0[i].api_version.clone();
+            match first_of_version.iter().find(|(v, _)| *v == version) {
+                Some(&(_, bucket)) => {
+                    let merged = self.0[bucket].fields.union(&self.0[i].fields);
+                    let time = self.0[i].time.clone();
+                    let b = &mut self.0[bucket];
+                    b.manager = ANCIENT_CHANGES.to_string();
+                    b.subresource = String::new();
+                    b.fields = merged;
+                    b.time = time;
+                    drop.push(i);
+                    count -= 1;
+                }
+                None => first_of_version.push((version, i)),
+            }
+        }
+        drop.sort_unstable();
+        for i in drop.into_iter().rev() {
+            self.0.remove(i);
+        }
+    }
+
     pub fn find_mut(&mut self, who: &Entry) -> Option<&mut Entry> {
         self.0.iter_mut().find(|e| e.same_manager(who))
     }
 }
+
+/// The manager the oldest updates are folded into past the cap.
+pub const ANCIENT_CHANGES: &str = "ancient-changes";
 
 /// The manager name kube derives from a User-Agent when `fieldManager` is
 /// not given: what precedes the first `/`, printable characters only, at

@@ -42,6 +42,10 @@ pub struct Writer<'a> {
     pub now: &'a str,
 }
 
+/// How many Update entries an object keeps before the oldest are folded
+/// together (kube's default).
+const MAX_UPDATE_MANAGERS: usize = 10;
+
 /// Metadata kube never tracks ownership of.
 const STRIPPED: &[&[&str]] = &[
     &["apiVersion"],
@@ -164,6 +168,7 @@ pub fn update(w: &Writer<'_>, old: Option<&Value>, new: &mut Value) {
             }
         }
     }
+    managers.cap_updaters(MAX_UPDATE_MANAGERS);
     write(new, &managers);
 }
 

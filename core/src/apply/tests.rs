@@ -224,6 +224,34 @@ fn update_takes_changed_fields_from_others_and_merges_its_own() {
     ]));
 }
 
+#[test]
+fn update_managers_are_capped_at_ten() {
+    let mut obj = deployment(1, json!([]));
+    update(&writer("m00", "2025-01-01T00:00:00Z"), None, &mut obj);
+    for i in 1..14 {
+        let mut next = obj.clone();
+        next["metadata"]["labels"][format!("k{i}")] = json!("v");
+        let t = format!("2025-01-01T00:00:{i:02}Z");
+        update(&writer(&format!("m{i:02}"), &t), Some(&obj), &mut next);
+        obj = next;
+    }
+    let entries = ManagedFields::decode(&obj).0;
+    assert_eq!(
+        entries.len(),
+        10,
+        "{:?}",
+        entries.iter().map(|e| &e.manager).collect::<Vec<_>>()
+    );
+    let ancient = entries
+        .iter()
+        .find(|e| e.manager == "ancient-changes")
+        .unwrap();
+    // The first writer's fields are in the folded entry.
+    assert!(ancient.fields.contains(&replicas_path()));
+    assert!(entries.iter().any(|e| e.manager == "m13"));
+    assert!(!entries.iter().any(|e| e.manager == "m00"));
+}
+
 fn arb_path() -> impl Strategy<Value = Vec<PathElement>> {
     let pe = prop_oneof![
         "[a-z]{1,3}".prop_map(PathElement::Field),
