@@ -8,6 +8,7 @@ mod filters;
 mod handlers;
 mod metrics;
 mod openapi;
+mod openapi_pb;
 mod registry;
 mod serving;
 

@@ -1,8 +1,11 @@
 //! POST: create an object.
 
-use super::decode::{check_type, parse_object, read_body};
+use super::decode::{check_type, read_body};
+use super::fields;
+use super::managers::Tracking;
 use super::namespaces;
 use super::response;
+use super::warnings::Warnings;
 use super::{Api, HandlerResult, ResourceRequest};
 use http::{Request, StatusCode};
 use hyper::body::Incoming;
@@ -26,8 +29,24 @@ pub async fn create(api: &Rc<Api>, rr: &ResourceRequest, req: Request<Incoming>)
             "create",
         ));
     }
+    let tracking = Tracking::new(&rr.query, req.headers(), "", "CreateOptions")?;
     let (input, body) = read_body(req).await?;
-    let mut obj = parse_object(input, &body)?;
+    let info = &rr.resource;
+    let warnings = Warnings::default();
+    let directive = fields::directive(&rr.query, "CreateOptions")?;
+    let obj = fields::decode_object(info, input, &body, directive, &warnings)?;
+    create_decoded(api, rr, obj, &tracking)
+        .await
+        .map(|resp| warnings.apply(resp))
+}
+
+/// Create of a decoded body: namespace, admission, name generation, store.
+async fn create_decoded(
+    api: &Rc<Api>,
+    rr: &ResourceRequest,
+    mut obj: Value,
+    tracking: &Tracking,
+) -> HandlerResult {
     let info = &rr.resource;
     check_type(info, &mut obj)?;
     bind_namespace(info, &rr.info.namespace, &mut obj)?;
@@ -52,7 +71,8 @@ pub async fn create(api: &Rc<Api>, rr: &ResourceRequest, req: Request<Incoming>)
                 json!(format!("{prefix}{}", validation::generate_name_suffix())),
             );
         }
-        let prepared = prepare(info, candidate)?;
+        let mut prepared = prepare(info, candidate)?;
+        tracking.record(info, None, &mut prepared);
         if dry_run {
             // Creating over an existing object fails the same way dry.
             let existing = api

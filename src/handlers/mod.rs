@@ -1,11 +1,14 @@
 //! REST handlers: one generic code path for every catalog entry, one file
 //! per verb (the shape of k8s.io/apiserver's endpoints/handlers).
 
+mod apply;
 mod create;
 mod decode;
 mod delete;
+mod fields;
 mod get;
 mod list;
+mod managers;
 mod namespaces;
 pub use namespaces::bootstrap;
 pub mod negotiation;
@@ -16,6 +19,7 @@ mod scale;
 pub mod stall;
 pub mod table;
 pub(crate) mod update;
+mod warnings;
 mod watch;
 
 use crate::admission::Admission;

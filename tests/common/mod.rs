@@ -3,6 +3,8 @@
 
 #![allow(dead_code)]
 
+pub mod kubectl;
+
 use serde_json::Value;
 use std::io::{BufRead, BufReader, Read};
 use std::path::PathBuf;
@@ -177,13 +179,56 @@ impl Server {
         content_type: &str,
         body: &[u8],
     ) -> (u16, String, String) {
-        let req = http::Request::builder()
+        raw(self
+            .agent
+            .run(self.request(method, path, content_type, body)))
+    }
+
+    fn request(
+        &self,
+        method: &str,
+        path: &str,
+        content_type: &str,
+        body: &[u8],
+    ) -> http::Request<Vec<u8>> {
+        http::Request::builder()
             .method(method)
             .uri(self.url(path))
             .header("Content-Type", content_type)
             .body(body.to_vec())
-            .unwrap();
-        raw(self.agent.run(req))
+            .unwrap()
+    }
+
+    /// A request whose `Warning` response headers matter: (code, the
+    /// warning texts unquoted, body).
+    pub fn send_warned(
+        &self,
+        method: &str,
+        path: &str,
+        content_type: &str,
+        body: &[u8],
+    ) -> (u16, Vec<String>, Value) {
+        let mut resp = self
+            .agent
+            .run(self.request(method, path, content_type, body))
+            .expect("request failed");
+        let warnings = resp
+            .headers()
+            .get_all("warning")
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .map(|v| {
+                let quoted = v.splitn(3, ' ').nth(2).unwrap_or("");
+                serde_json::from_str::<String>(quoted).unwrap_or_else(|_| quoted.to_string())
+            })
+            .collect();
+        let code = resp.status().as_u16();
+        let text = resp.body_mut().read_to_string().unwrap_or_default();
+        (
+            code,
+            warnings,
+            serde_json::from_str(&text).unwrap_or(Value::String(text)),
+        )
     }
 
     /// Opens a watch and returns a reader of its events.
@@ -400,5 +445,4 @@ macro_rules! each_shard_count {
     };
 }
 
-pub mod kubectl;
 pub mod wal;

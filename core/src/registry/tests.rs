@@ -45,7 +45,9 @@ fn create_sets_server_fields_and_resets_status() {
 #[test]
 fn update_keeps_status_and_bumps_generation_on_spec_change() {
     let deploy = info("deployments", "apps");
-    let old = json!({"metadata": {"name": "d", "uid": "u", "creationTimestamp": "t", "generation": 3}, "spec": {"replicas": 1}, "status": {"replicas": 1}});
+    let mut old = json!({"metadata": {"name": "d", "uid": "u", "creationTimestamp": "t", "generation": 3}, "spec": {"replicas": 1}, "status": {"replicas": 1}});
+    // Stored objects are defaulted; an update is compared with that form.
+    crate::defaults::apply("apps", "Deployment", &mut old);
     let mut same = json!({"metadata": {"name": "d", "labels": {"a": "b"}}, "spec": {"replicas": 1}, "status": {"replicas": 9}});
     prepare_for_update(&deploy, &mut same, &old);
     assert_eq!(
