@@ -7,8 +7,12 @@
 use futures_lite::io::{AsyncBufRead, AsyncWrite};
 use glommio::net::{Preallocated, TcpStream};
 use std::io;
+use std::os::unix::io::AsRawFd;
 use std::pin::Pin;
 use std::task::{Context, Poll};
+
+/// Slices per `sendmsg` (Linux's UIO_MAXIOV is 1024).
+const MAX_IOVECS: usize = 1024;
 
 pub struct HyperIo {
     stream: TcpStream<Preallocated>,
@@ -50,11 +54,45 @@ impl hyper::rt::Write for HyperIo {
         Pin::new(&mut self.stream).poll_write(cx, buf)
     }
 
-    /// glommio's stream has no real vectored write (it would send one
-    /// slice per syscall), so hyper is told to flatten its queued chunks —
-    /// a list's thousands of shared object encodings — into large writes.
+    /// A real vectored write: glommio's stream sends one slice per call,
+    /// which made hyper copy (flatten) every queued chunk — a list's shared
+    /// object encodings, a watch's shared event lines — into one buffer
+    /// first. `sendmsg` hands the kernel the chunks themselves; only when
+    /// the socket is full does glommio's write take over, to wait for it.
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        let bufs = &bufs[..bufs.len().min(MAX_IOVECS)];
+        // SAFETY: zeroed msghdr is valid; IoSlice is guaranteed to be ABI
+        // compatible with iovec on Unix, and the slices outlive the call.
+        let sent = unsafe {
+            let mut msg: libc::msghdr = std::mem::zeroed();
+            msg.msg_iov = bufs.as_ptr() as *mut libc::iovec;
+            msg.msg_iovlen = bufs.len() as _;
+            libc::sendmsg(
+                self.stream.as_raw_fd(),
+                &msg,
+                libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL,
+            )
+        };
+        if sent >= 0 {
+            return Poll::Ready(Ok(sent as usize));
+        }
+        let err = io::Error::last_os_error();
+        if err.kind() != io::ErrorKind::WouldBlock {
+            return Poll::Ready(Err(err));
+        }
+        let first = bufs
+            .iter()
+            .find(|b| !b.is_empty())
+            .map_or(&[][..], |b| &**b);
+        Pin::new(&mut self.stream).poll_write(cx, first)
+    }
+
     fn is_write_vectored(&self) -> bool {
-        false
+        true
     }
 
     fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {

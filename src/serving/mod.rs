@@ -3,4 +3,5 @@
 pub mod abort;
 pub mod body;
 pub mod io;
+pub mod joined;
 pub mod listener;
