@@ -268,8 +268,18 @@ struct Subresource<'a> {
 }
 
 /// Every subresource kube serves for built-ins (status, scale) is read and
-/// written but never listed, watched, created or deleted.
+/// written but never listed, watched, created or deleted — except
+/// `serviceaccounts/token`, which is only created.
 const SUBRESOURCE_VERBS: [&str; 3] = ["get", "patch", "update"];
+const CREATE_ONLY: [&str; 1] = ["create"];
+
+fn subresource_verbs(name: &str) -> &'static [&'static str] {
+    if name == "token" {
+        &CREATE_ONLY
+    } else {
+        &SUBRESOURCE_VERBS
+    }
+}
 
 impl Subresource<'_> {
     fn api_resource(&self, parent: &ResourceInfo) -> Value {
@@ -281,7 +291,7 @@ impl Subresource<'_> {
             "group": non_blank(self.group),
             "version": non_blank(self.version),
             "kind": self.kind,
-            "verbs": SUBRESOURCE_VERBS,
+            "verbs": subresource_verbs(self.name),
         })
     }
 
@@ -289,7 +299,7 @@ impl Subresource<'_> {
         json!({
             "subresource": self.name,
             "responseKind": {"group": self.group, "version": self.version, "kind": self.kind},
-            "verbs": SUBRESOURCE_VERBS,
+            "verbs": subresource_verbs(self.name),
         })
     }
 }
@@ -301,6 +311,7 @@ fn subresources(r: &ResourceInfo) -> Vec<Subresource<'_>> {
         .map(|name| {
             let (group, version, kind) = match name.as_str() {
                 "scale" => ("autoscaling", "v1", "Scale"),
+                "token" => ("authentication.k8s.io", "v1", "TokenRequest"),
                 // status (and anything unknown) answers with the parent object.
                 _ => ("", "", r.kind.as_str()),
             };

@@ -5,10 +5,13 @@
 //! strategies. Nothing in this crate does IO or knows about threads, so it is
 //! equally usable from a shard, a handler, a test or a fuzzer.
 
+pub mod audit;
+pub mod authn;
 pub mod catalog;
 pub mod keys;
 pub mod meta;
 pub mod protobuf;
+pub mod rbac;
 pub mod registry;
 pub mod selector;
 pub mod status;

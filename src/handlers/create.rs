@@ -35,6 +35,7 @@ pub async fn create(api: &Rc<Api>, rr: &ResourceRequest, req: Request<Incoming>)
     if info.namespaced {
         namespaces::require_active(api, info, meta::name(&obj), meta::namespace(&obj)).await?;
     }
+    crate::filters::authz::escalation::check_create(api, rr, &obj).await?;
     api.admission.admit_create(info, &mut obj)?;
     let generate = meta::name(&obj).is_empty()
         && meta::meta_str(&obj, "generateName").is_some_and(|g| !g.is_empty());

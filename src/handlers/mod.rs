@@ -1,13 +1,16 @@
 //! REST handlers: one generic code path for every catalog entry, one file
 //! per verb (the shape of k8s.io/apiserver's endpoints/handlers).
 
+pub mod authapi;
 mod create;
 mod decode;
 mod delete;
 mod get;
 mod list;
 mod namespaces;
+pub use create::prepare;
 pub use namespaces::bootstrap;
+pub use update::apply_update;
 pub mod negotiation;
 mod nonresource;
 mod patch;
@@ -39,6 +42,8 @@ pub struct Api {
     pub admission: Admission,
     /// This executor's watchers, for cutting off the ones that stall.
     pub stalls: Rc<stall::StallSweeper>,
+    /// Authentication, authorization and audit state of this executor.
+    pub security: Rc<crate::security::Security>,
     ready: Arc<AtomicBool>,
 }
 
@@ -50,6 +55,8 @@ pub struct ResourceRequest {
     pub render: Render,
     /// The connection the request came on, so a watch can close it.
     pub conn: Option<crate::serving::abort::ConnAbort>,
+    /// Who the request acts as (after impersonation).
+    pub user: Arc<kubeshard_core::authn::UserInfo>,
 }
 
 pub type HandlerResult = Result<Response<Body>, ApiError>;
@@ -60,6 +67,7 @@ impl Api {
         catalog: CatalogReader,
         config: Arc<ServerConfig>,
         ready: Arc<AtomicBool>,
+        security: Rc<crate::security::Security>,
     ) -> Self {
         let stall_timeout = config.watch_stall_timeout;
         Self {
@@ -68,6 +76,7 @@ impl Api {
             config,
             admission: Admission::default(),
             stalls: Rc::new(stall::StallSweeper::new(stall_timeout)),
+            security,
             ready,
         }
     }
@@ -84,17 +93,25 @@ impl Api {
         self.ready.store(true, Ordering::Release);
     }
 
+    /// Bootstrap done, this executor's authorization caches loaded, and
+    /// not shutting down.
     pub fn is_ready(&self) -> bool {
-        self.ready.load(Ordering::Acquire) && !self.shutdown().is_triggered()
+        self.ready.load(Ordering::Acquire)
+            && self.security.informers.synced()
+            && !self.shutdown().is_triggered()
     }
 
-    /// Serves one request; never fails (errors become Status responses).
-    pub async fn handle(self: &Rc<Self>, req: Request<Incoming>) -> Response<Body> {
+    /// Serves one request that passed the filter chain (which parsed its
+    /// info and query); never fails (errors become Status responses).
+    pub async fn handle(
+        self: &Rc<Self>,
+        req: Request<Incoming>,
+        info: RequestInfo,
+        query: Query,
+    ) -> Response<Body> {
         if let Some(hello) = &self.config.hello {
             return Response::new(Body::full(hello.clone()));
         }
-        let query = Query::parse(req.uri().query());
-        let info = RequestInfo::parse(req.method(), req.uri().path(), &query);
         let accept = req
             .headers()
             .get(header::ACCEPT)
@@ -127,6 +144,9 @@ impl Api {
             .ok_or_else(not_found_path)?;
         if !info.subresource.is_empty() && !resource.has_subresource(&info.subresource) {
             return Err(not_found_path());
+        }
+        if authapi::serves(&info, &resource) {
+            return authapi::serve(self, req, &info, &resource, render).await;
         }
         if !resource.namespaced && !info.namespace.is_empty() && info.resource != "namespaces" {
             return Err(not_found_path());
@@ -164,12 +184,18 @@ impl Api {
             .extensions()
             .get::<crate::serving::abort::ConnAbort>()
             .cloned();
+        let user = req
+            .extensions()
+            .get::<crate::filters::RequestUser>()
+            .map(|u| u.0.clone())
+            .unwrap_or_default();
         let rr = ResourceRequest {
             info,
             resource,
             query,
             render,
             conn,
+            user,
         };
         match rr.info.verb.as_str() {
             "get" => get::get(self, &rr).await,

@@ -2,5 +2,7 @@
 
 pub mod abort;
 pub mod body;
+pub mod conn;
 pub mod io;
 pub mod listener;
+pub mod tls;

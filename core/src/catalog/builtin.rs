@@ -59,6 +59,10 @@ impl Entry {
         self.info.categories = c.iter().map(|s| s.to_string()).collect();
         self
     }
+    fn subresource(mut self, name: &str) -> Self {
+        self.info.subresources.push(name.into());
+        self
+    }
     fn status(mut self) -> Self {
         self.info.subresources.push("status".into());
         self
@@ -120,6 +124,7 @@ pub fn builtin_resources() -> Vec<ResourceInfo> {
             .hooks(KindHooks::Secret),
         entry("", "v1", "ServiceAccount", "serviceaccounts", true)
             .short(&["sa"])
+            .subresource("token")
             .returns_deleted(),
         entry("", "v1", "Pod", "pods", true)
             .short(&["po"])
@@ -189,6 +194,33 @@ pub fn builtin_resources() -> Vec<ResourceInfo> {
             .generation(),
     ]
     .into_iter()
+    .chain(security_resources())
     .map(|e| e.info)
     .collect()
+}
+
+/// RBAC kinds, and the review kinds of the authentication and
+/// authorization groups: create-only, answered without being stored.
+fn security_resources() -> Vec<Entry> {
+    let rbac = |kind: &str, plural: &str, namespaced: bool| {
+        entry("rbac.authorization.k8s.io", "v1", kind, plural, namespaced)
+            .name_rule(NameRule::PathSegment)
+            .hooks(KindHooks::Rbac)
+    };
+    let review = |group: &str, kind: &str, plural: &str, namespaced: bool| {
+        entry(group, "v1", kind, plural, namespaced).verbs(&["create"])
+    };
+    let (authn, authz) = ("authentication.k8s.io", "authorization.k8s.io");
+    vec![
+        rbac("Role", "roles", true),
+        rbac("ClusterRole", "clusterroles", false),
+        rbac("RoleBinding", "rolebindings", true),
+        rbac("ClusterRoleBinding", "clusterrolebindings", false),
+        review(authn, "TokenReview", "tokenreviews", false),
+        review(authn, "SelfSubjectReview", "selfsubjectreviews", false),
+        review(authz, "SubjectAccessReview", "subjectaccessreviews", false),
+        review(authz, "SelfSubjectAccessReview", "selfsubjectaccessreviews", false),
+        review(authz, "SelfSubjectRulesReview", "selfsubjectrulesreviews", false),
+        review(authz, "LocalSubjectAccessReview", "localsubjectaccessreviews", true),
+    ]
 }

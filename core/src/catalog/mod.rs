@@ -50,6 +50,8 @@ pub enum KindHooks {
     Namespace,
     Service,
     Secret,
+    /// Roles, ClusterRoles and their bindings (validated by `rbac`).
+    Rbac,
 }
 
 /// One selectable field: its label as clients write it and where it lives in
