@@ -433,7 +433,13 @@ mod tests {
         assert_eq!([&list["kind"], &list["apiVersion"]], ["APIGroupList", "v1"]);
         assert_eq!(
             names(&list["groups"], "/name"),
-            ["apps", "coordination.k8s.io"]
+            [
+                "apps",
+                "authentication.k8s.io",
+                "authorization.k8s.io",
+                "rbac.authorization.k8s.io",
+                "coordination.k8s.io"
+            ]
         );
         let apps = r#""name":"apps","versions":[{"groupVersion":"apps/v1","version":"v1"}],"preferredVersion":{"groupVersion":"apps/v1","version":"v1"}}"#;
         assert_eq!(list["groups"][0].to_string(), format!("{{{apps}"));
@@ -513,7 +519,16 @@ mod tests {
         let named = parse(&aggregated_discovery(&cat, false));
         // kube's priority table ranks apps above coordination.k8s.io.
         let order = names(&named["items"], "/metadata/name");
-        assert_eq!(order, ["apps", "coordination.k8s.io"]);
+        assert_eq!(
+            order,
+            [
+                "apps",
+                "authentication.k8s.io",
+                "authorization.k8s.io",
+                "rbac.authorization.k8s.io",
+                "coordination.k8s.io"
+            ]
+        );
         let apps = &named["items"][0]["versions"][0]["resources"];
         let deploy = find(apps, "resource", "deployments");
         assert!(deploy.contains(r#""shortNames":["deploy"],"categories":["all"]"#));

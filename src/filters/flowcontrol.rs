@@ -15,6 +15,7 @@ use kubeshard_core::status::ApiError;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
+#[derive(Debug)]
 pub struct Inflight {
     read_only: AtomicUsize,
     mutating: AtomicUsize,
@@ -23,6 +24,7 @@ pub struct Inflight {
 }
 
 /// A slot held until the request is answered.
+#[derive(Debug)]
 pub struct Permit {
     inflight: Arc<Inflight>,
     mutating: bool,

@@ -91,7 +91,7 @@ pub fn server_config(
     let hints = client_cas
         .iter()
         .filter_map(|c| webpki::anchor_from_trusted_cert(c).ok())
-        .map(|a| DistinguishedName::from(a.subject.to_vec()))
+        .map(|a| DistinguishedName::in_sequence(&a.subject))
         .collect();
     let verifier = Arc::new(RequestClientCert {
         provider: provider.clone(),

@@ -3,6 +3,8 @@
 
 #![allow(dead_code)]
 
+pub mod tls;
+
 use serde_json::Value;
 use std::io::{BufRead, BufReader, Read};
 use std::path::PathBuf;
@@ -13,6 +15,8 @@ pub struct Server {
     child: Option<Child>,
     pub base: String,
     pub port: u16,
+    /// The HTTPS port (every server also listens with TLS; see `tls.rs`).
+    pub secure_port: u16,
     pub dir: tempfile::TempDir,
     agent: ureq::Agent,
 }
@@ -29,11 +33,17 @@ impl Server {
     pub fn start_with(shards: usize, extra: &[&str]) -> Server {
         let dir = tempfile::tempdir().expect("tempdir");
         let port_file = dir.path().join("port");
+        let secure_port_file = dir.path().join("secure-port");
         let log = std::fs::File::create(dir.path().join("server.log")).expect("log file");
         let child = Command::new(binary())
             .args(["--insecure-port", "0", "--shards", &shards.to_string()])
             .arg("--port-file")
             .arg(&port_file)
+            .args(["--secure-port", "0", "--bind-address", "127.0.0.1"])
+            .arg("--secure-port-file")
+            .arg(&secure_port_file)
+            .arg("--data-dir")
+            .arg(dir.path().join("data"))
             .args(extra)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -44,6 +54,7 @@ impl Server {
             child: Some(child),
             base: String::new(),
             port: 0,
+            secure_port: 0,
             dir,
             agent: agent(),
         };
@@ -56,7 +67,11 @@ impl Server {
                 if let Ok(port) = p.trim().parse::<u16>() {
                     server.port = port;
                     server.base = format!("http://127.0.0.1:{port}");
-                    if server.get("/readyz").0 == 200 {
+                    let secure = std::fs::read_to_string(&secure_port_file)
+                        .ok()
+                        .and_then(|p| p.trim().parse::<u16>().ok());
+                    if let (Some(sp), 200) = (secure, server.get("/readyz").0) {
+                        server.secure_port = sp;
                         return server;
                     }
                 }
