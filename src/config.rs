@@ -29,10 +29,37 @@ pub struct Flags {
     #[command(flatten)]
     pub security: crate::security::SecurityFlags,
 
-    /// Storage backend: "memory" (this slice's only one; the durable WAL
-    /// becomes the default with the storage issue).
-    #[arg(long, default_value = "memory")]
+    /// Storage backend: "wal" (durable: a write-ahead log and snapshots per
+    /// shard in --data-dir) or "memory" (nothing survives the process).
+    #[arg(long, default_value = "wal", value_parser = ["wal", "memory"])]
     pub storage: String,
+
+    /// When a write counts as durable with --storage=wal: "always" (on
+    /// stable storage before it is acknowledged or visible), "interval:10ms"
+    /// (written before it is acknowledged, synced within the interval: a
+    /// power loss may take the last interval) or "none" (written, never
+    /// synced: survives a crash of the process, not of the machine).
+    #[arg(long, default_value = "always")]
+    pub fsync: String,
+
+    /// Start even when the log is damaged in the middle or does not reach
+    /// back to a snapshot: keep what precedes the damage, drop the rest.
+    #[arg(long)]
+    pub repair: bool,
+
+    /// A shard writes a snapshot (and trims its log) once this much was
+    /// logged since the last one, or the size of that snapshot if larger
+    /// (bytes, or with a Ki, Mi or Gi suffix).
+    #[arg(long, default_value = "64Mi", value_parser = parse_size)]
+    pub snapshot_after: u64,
+
+    /// Log segment size in KiB (tests use small ones).
+    #[arg(long, hide = true)]
+    pub wal_segment_kib: Option<u64>,
+
+    /// Test hook: log writes fail with ENOSPC while this file exists.
+    #[arg(long, hide = true)]
+    pub inject_disk_full_file: Option<std::path::PathBuf>,
 
     /// Where the server keeps its state: the write-ahead logs and
     /// snapshots, and the generated certificates and admin kubeconfig.
@@ -110,6 +137,21 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
     Ok(Duration::from_secs_f64(secs))
 }
 
+/// "512Ki", "64Mi", "1Gi" or a bare number of bytes.
+pub fn parse_size(s: &str) -> Result<u64, String> {
+    let s = s.trim();
+    let (num, mult) = match s {
+        _ if s.ends_with("Ki") => (&s[..s.len() - 2], 1u64 << 10),
+        _ if s.ends_with("Mi") => (&s[..s.len() - 2], 1 << 20),
+        _ if s.ends_with("Gi") => (&s[..s.len() - 2], 1 << 30),
+        _ => (s, 1),
+    };
+    num.parse::<u64>()
+        .ok()
+        .and_then(|n| n.checked_mul(mult))
+        .ok_or_else(|| format!("invalid size: {s} (use bytes or a Ki, Mi or Gi suffix)"))
+}
+
 /// What handlers read at request time.
 #[derive(Debug, Clone)]
 pub struct ServerConfig {
@@ -142,5 +184,14 @@ mod tests {
         assert_eq!(parse_duration("7").unwrap(), Duration::from_secs(7));
         assert!(parse_duration("5x").is_err());
         assert!(parse_duration("").is_err());
+    }
+
+    #[test]
+    fn sizes() {
+        assert_eq!(parse_size("64Mi").unwrap(), 64 << 20);
+        assert_eq!(parse_size("16Ki").unwrap(), 16 << 10);
+        assert_eq!(parse_size("100").unwrap(), 100);
+        assert!(parse_size("1Ti").is_err());
+        assert!(parse_size("99999999999999Gi").is_err());
     }
 }

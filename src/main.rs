@@ -18,8 +18,9 @@ use config::{Flags, ServerConfig};
 use handlers::Api;
 use kubeshard_cache::ring::RingLimits;
 use kubeshard_core::catalog::{Catalog, CatalogReader};
-use kubeshard_shards::storage::memory::MemoryBackend;
-use kubeshard_shards::{run, shutdown_pair, RuntimeConfig, Sequencer};
+use kubeshard_shards::storage::recovery::{recover, RecoveryOptions};
+use kubeshard_shards::storage::{FsyncPolicy, StorageMode, WalConfig};
+use kubeshard_shards::{run, shutdown_pair, RuntimeConfig, Sequencer, StartState};
 use std::net::SocketAddr;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -41,14 +42,9 @@ fn main() {
 }
 
 fn serve(flags: Flags) -> Result<(), String> {
-    if flags.storage != "memory" {
-        return Err(format!(
-            "unknown --storage {:?}: this build supports \"memory\"",
-            flags.storage
-        ));
-    }
     let cpus = allowed_cpus();
     let shards = flags.shards.unwrap_or(cpus.len()).max(1);
+    let (storage, start, start_revision, _lock) = open_storage(&flags, shards)?;
     let security = Arc::new(security::SecurityConfig::build(
         &flags.security,
         &flags.data_dir,
@@ -95,7 +91,7 @@ fn serve(flags: Flags) -> Result<(), String> {
         window: flags.watch_history_window,
     };
     let catalog = Catalog::with_builtins();
-    let seq = Arc::new(Sequencer::new(shards, 0));
+    let seq = Arc::new(Sequencer::new(shards, start_revision));
     let (mut trigger, shutdown) = shutdown_pair();
     let ready = Arc::new(AtomicBool::new(false));
 
@@ -135,12 +131,13 @@ fn serve(flags: Flags) -> Result<(), String> {
         limits,
         io_memory: flags.io_memory_kib * 1024,
         spin_before_park: (!flags.spin_before_park.is_zero()).then_some(flags.spin_before_park),
+        storage,
     };
     run(
         rt,
         seq,
         shutdown,
-        |_| Box::new(MemoryBackend),
+        start,
         move |ctx| {
             let (catalog, config, ready, security, secure, insecure) = (
                 catalog.clone(),
@@ -198,7 +195,8 @@ fn start_controllers(api: &Rc<Api>) {
     glommio::spawn_local(async move {
         let boot = async {
             handlers::bootstrap(&api).await?;
-            controllers::bootstrap_policy::ensure(&api).await
+            controllers::bootstrap_policy::ensure(&api).await?;
+            controllers::aggregation::settle(&api).await
         };
         match boot.await {
             Ok(()) => {
@@ -270,6 +268,59 @@ impl Listening {
         }
         listener
     }
+}
+
+/// Picks the storage mode and, for the log, recovers the data directory:
+/// the state to start from, the revision to count on from, and the lock
+/// that keeps other servers out while this one runs.
+fn open_storage(
+    flags: &Flags,
+    shards: usize,
+) -> Result<
+    (
+        StorageMode,
+        StartState,
+        u64,
+        Option<kubeshard_shards::storage::layout::DirLock>,
+    ),
+    String,
+> {
+    if flags.storage == "memory" {
+        return Ok((StorageMode::Memory, StartState::default(), 0, None));
+    }
+    let fsync = FsyncPolicy::parse(&flags.fsync, config::parse_duration)
+        .map_err(|e| format!("--fsync: {e}"))?;
+    let recovered = recover(&RecoveryOptions {
+        dir: flags.data_dir.clone(),
+        shards,
+        repair: flags.repair,
+    })?;
+    let r = &recovered.report;
+    tracing::info!(
+        data_dir = %flags.data_dir.display(),
+        objects = r.objects,
+        replayed_events = r.replayed,
+        revision = recovered.revision,
+        resharded_from = ?r.resharded_from,
+        elapsed = ?r.elapsed,
+        "recovered stored state"
+    );
+    let wal = WalConfig {
+        fsync,
+        segment_size: flags.wal_segment_kib.map(|k| k * 1024),
+        snapshot_after_bytes: flags.snapshot_after,
+        fault_file: flags.inject_disk_full_file.clone(),
+    };
+    let start = StartState {
+        hub_start: recovered.hub_start,
+        shards: recovered.shards,
+    };
+    Ok((
+        StorageMode::Wal(wal),
+        start,
+        recovered.revision,
+        Some(recovered.lock),
+    ))
 }
 
 /// A bound (not listening) SO_REUSEPORT socket holding the port.

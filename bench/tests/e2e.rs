@@ -49,6 +49,8 @@ impl Server {
         let child = Command::new(server_binary())
             .args(["--insecure-port", "0", "--shards", "2", "--port-file"])
             .arg(&port_file)
+            .arg("--data-dir")
+            .arg(dir.path().join("data"))
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(log)

@@ -54,12 +54,20 @@ impl ShardClient {
         shard_for(resource, namespace, name, self.inboxes.len())
     }
 
-    /// Runs `f` on the local store and publishes what it wrote.
-    fn local<T>(&self, f: impl FnOnce(&mut ShardStore) -> T) -> T {
-        let mut store = self.local.borrow_mut();
-        let out = f(&mut store);
-        store.finish_batch();
-        out
+    /// Runs a mutation on the local store and waits until it is durable.
+    async fn local_write<T: 'static>(
+        &self,
+        write: impl FnOnce(&mut ShardStore) -> Result<T, ApiError>,
+        revision: impl FnOnce(&T) -> u64,
+    ) -> Result<T, ApiError> {
+        let (tx, rx) = oneshot::channel();
+        {
+            let mut store = self.local.borrow_mut();
+            let result = write(&mut store);
+            reply_when_durable(&mut store, result, revision, send_to(tx));
+            store.finish_batch();
+        }
+        rx.await.map_err(|_| gone())?
     }
 
     async fn ask<T>(
@@ -99,7 +107,9 @@ impl ShardClient {
     ) -> Result<Arc<StoredObject>, ApiError> {
         let shard = self.owner(&info.storage_key, meta::namespace(&obj), meta::name(&obj));
         if shard == self.id {
-            return self.local(|s| s.create(info, obj));
+            return self
+                .local_write(|s| s.create(info, obj), |o| o.revision)
+                .await;
         }
         self.ask(shard, |reply| ShardMsg::Create {
             info: info.clone(),
@@ -119,7 +129,12 @@ impl ShardClient {
     ) -> Result<UpdateOutcome, ApiError> {
         let shard = self.owner(&info.storage_key, namespace, name);
         if shard == self.id {
-            return self.local(|s| s.update(info, namespace, name, try_update));
+            return self
+                .local_write(
+                    |s| s.update(info, namespace, name, try_update),
+                    |o| o.object().revision,
+                )
+                .await;
         }
         self.ask(shard, |reply| ShardMsg::Update {
             info: info.clone(),
@@ -141,7 +156,9 @@ impl ShardClient {
     ) -> Result<Arc<StoredObject>, ApiError> {
         let shard = self.owner(&info.storage_key, namespace, name);
         if shard == self.id {
-            return self.local(|s| s.delete(info, namespace, name, check));
+            return self
+                .local_write(|s| s.delete(info, namespace, name, check), |o| o.revision)
+                .await;
         }
         self.ask(shard, |reply| ShardMsg::Delete {
             info: info.clone(),
@@ -211,9 +228,14 @@ impl ShardClient {
                 reply,
             })
             .await?;
-        let mut total = self.local(|s| s.delete_namespace_contents(&resources, namespace));
+        let (mut total, _) = self
+            .local_write(
+                |s| Ok(s.delete_namespace_contents(&resources, namespace)),
+                |(_, last)| *last,
+            )
+            .await?;
         for rx in waits {
-            total += rx.await.map_err(|_| gone())?;
+            total += rx.await.map_err(|_| gone())??;
         }
         Ok(total)
     }
@@ -248,6 +270,34 @@ impl ShardClient {
             }
         }
         true
+    }
+}
+
+/// Sends `result` to `reply` once the write it reports is durable (at once
+/// for failures, which wrote nothing, and for revision 0, no write).
+pub fn reply_when_durable<T: 'static>(
+    store: &mut ShardStore,
+    result: Result<T, ApiError>,
+    revision: impl FnOnce(&T) -> u64,
+    reply: impl FnOnce(Result<T, ApiError>) + 'static,
+) {
+    match result {
+        Ok(v) => {
+            let rev = revision(&v);
+            if rev == 0 {
+                return reply(Ok(v));
+            }
+            store.when_durable(rev, Box::new(move |r| reply(r.map(|()| v))));
+        }
+        Err(e) => reply(Err(e)),
+    }
+}
+
+/// A reply callback that sends on a oneshot channel (a dropped receiver
+/// means the asker went away; nothing to do about it).
+pub fn send_to<T: 'static>(tx: oneshot::Sender<T>) -> impl FnOnce(T) + 'static {
+    move |v| {
+        let _ = tx.send(v);
     }
 }
 

@@ -7,6 +7,7 @@
 //! revision; [`storage`] is the seam where durable backends plug in.
 
 pub mod client;
+mod committer;
 pub mod messages;
 pub mod runtime;
 pub mod sequencer;
@@ -14,5 +15,7 @@ pub mod storage;
 pub mod store;
 
 pub use client::ShardClient;
-pub use runtime::{run, shutdown_pair, ExecutorContext, RuntimeConfig, Shutdown, ShutdownTrigger};
+pub use runtime::{
+    run, shutdown_pair, ExecutorContext, RuntimeConfig, Shutdown, ShutdownTrigger, StartState,
+};
 pub use sequencer::Sequencer;

@@ -60,7 +60,7 @@ pub enum ShardMsg {
     DeleteNamespaceContents {
         resources: Vec<Arc<ResourceInfo>>,
         namespace: String,
-        reply: Reply<usize>,
+        reply: Reply<Result<usize, ApiError>>,
     },
     Stats {
         reply: Reply<ShardStats>,

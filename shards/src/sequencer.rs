@@ -43,6 +43,13 @@ impl Sequencer {
         self.current.fetch_add(1, SeqCst) + 1
     }
 
+    /// `shard` has applied and published everything it drew below
+    /// `revision`, which it drew too and has not yet applied (a logged
+    /// write still waiting for the disk).
+    pub fn hold(&self, shard: usize, revision: u64) {
+        self.inflight[shard].0.store(revision, SeqCst);
+    }
+
     /// `shard` has applied and published everything it drew.
     pub fn end(&self, shard: usize) {
         self.inflight[shard].0.store(0, SeqCst);

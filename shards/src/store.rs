@@ -2,20 +2,28 @@
 //! recent history of their changes.
 //!
 //! Only the shard's own executor thread touches a store. Each mutation draws
-//! a global revision, is handed to the backend, then becomes visible in the
-//! maps and in the history ring, and its event is queued for the watch hubs
-//! of every executor. [`ShardStore::finish_batch`] publishes the queued
-//! events *before* it tells the sequencer the shard is idle, which is what
-//! makes "closed ≥ R" imply "every event ≤ R is on its way to every hub".
+//! a global revision and is stamped and encoded once. Without a log it is
+//! applied at once; with one it waits in the pending overlay (seen by later
+//! writes to the same key, by nobody else) until its group is durable, and
+//! only then is applied to the maps and history and queued for the watch
+//! hubs. Events are published *before* the shard tells the sequencer it is
+//! idle (or past them), which is what makes "closed ≥ R" imply "every event
+//! ≤ R is durable and on its way to every hub".
+
+mod list;
+mod log;
+
+pub use list::{ListChunk, ListRequest};
+pub use log::Completion;
 
 use crate::sequencer::Sequencer;
-use crate::storage::Backend;
 use hashbrown::HashMap;
 use kubeshard_cache::ring::RingLimits;
-use kubeshard_cache::{Event, EventRing, EventType, Filter, StoredObject};
+use kubeshard_cache::{Event, EventRing, EventType, StoredObject};
 use kubeshard_core::catalog::ResourceInfo;
 use kubeshard_core::meta;
 use kubeshard_core::status::ApiError;
+use log::LogState;
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -59,51 +67,28 @@ impl UpdateOutcome {
     }
 }
 
-/// One shard's part of a list.
-#[derive(Debug, Default)]
-pub struct ListChunk {
-    /// Matching objects in key order, at most `limit` of them.
-    pub items: Vec<Arc<StoredObject>>,
-    /// Matching objects after the last returned one (0 unless counted).
-    pub remaining: usize,
-    /// More matching objects exist after `items`.
-    pub more: bool,
-}
-
-/// Parameters of a list on one shard.
-#[derive(Debug, Clone)]
-pub struct ListRequest {
-    pub resource: Arc<str>,
-    pub filter: Arc<Filter>,
-    /// The snapshot revision.
-    pub revision: u64,
-    /// Start strictly after this key (from a continue token).
-    pub start_after: Option<NsName>,
-    /// 0 = no limit.
-    pub limit: usize,
-    /// Count all matches past the page (for remainingItemCount).
-    pub count_remaining: bool,
-}
-
 pub struct ShardStore {
     id: usize,
     seq: Arc<Sequencer>,
-    backend: Box<dyn Backend>,
     resources: HashMap<Arc<str>, ResourceStore>,
     limits: RingLimits,
-    /// Revision the store started at: history before it is unavailable.
+    /// Revision the store's history starts at: older history is unavailable.
     start_revision: u64,
-    /// Events not yet published to the hubs.
+    /// Applied events not yet published to the hubs.
     outbox: Vec<Arc<Event>>,
+    /// The sequencer slot of this shard is held.
     in_batch: bool,
     hubs: Vec<async_channel::Sender<EventBatch>>,
+    /// Present when mutations are logged before they apply.
+    log: Option<LogState>,
 }
 
 impl ShardStore {
+    /// `logged`: mutations wait for the write-ahead log (see [`log`]).
     pub fn new(
         id: usize,
         seq: Arc<Sequencer>,
-        backend: Box<dyn Backend>,
+        logged: bool,
         limits: RingLimits,
         hubs: Vec<async_channel::Sender<EventBatch>>,
         start_revision: u64,
@@ -111,13 +96,29 @@ impl ShardStore {
         Self {
             id,
             seq,
-            backend,
             resources: HashMap::new(),
             limits,
             start_revision,
             outbox: Vec::new(),
             in_batch: false,
             hubs,
+            log: logged.then(LogState::default),
+        }
+    }
+
+    /// Loads recovered state: objects, and the history after the start
+    /// revision (so watches and lists can resume across a restart). Nothing
+    /// is published: every executor's hub gets the same history itself.
+    pub fn restore(&mut self, objects: Vec<(Arc<str>, Arc<StoredObject>)>, history: &[Arc<Event>]) {
+        for (resource, obj) in objects {
+            let key: NsName = (obj.namespace.clone(), obj.name.clone());
+            self.resource_mut(&resource).objects.insert(key, obj);
+        }
+        let now = Instant::now();
+        for ev in history {
+            self.resource_mut(&ev.resource)
+                .history
+                .push(ev.clone(), now);
         }
     }
 
@@ -131,9 +132,22 @@ impl ShardStore {
             })
     }
 
+    /// The visible (durable) state of an object.
     pub fn get(&self, resource: &str, namespace: &str, name: &str) -> Option<Arc<StoredObject>> {
         let rs = self.resources.get(resource)?;
         rs.objects.get(&(namespace.into(), name.into())).cloned()
+    }
+
+    /// The state a new write builds on: pending writes included.
+    fn current(&self, resource: &str, namespace: &str, name: &str) -> Option<Arc<StoredObject>> {
+        if let Some(pending) = self
+            .log
+            .as_ref()
+            .and_then(|l| l.pending_state(resource, namespace, name))
+        {
+            return pending;
+        }
+        self.get(resource, namespace, name)
     }
 
     /// The object as it was at `revision`, if history reaches back that far.
@@ -176,6 +190,16 @@ impl ShardStore {
             .sum()
     }
 
+    /// Every visible object, in no particular order: a snapshot's content.
+    /// Objects are immutable and shared, so this copies pointers only.
+    pub fn frozen_objects(&self) -> Vec<(Arc<str>, Arc<StoredObject>)> {
+        let mut out = Vec::with_capacity(self.total_objects());
+        for (res, rs) in &self.resources {
+            out.extend(rs.objects.values().map(|o| (res.clone(), o.clone())));
+        }
+        out
+    }
+
     fn begin(&mut self) {
         if !self.in_batch {
             self.seq.begin(self.id);
@@ -183,33 +207,54 @@ impl ShardStore {
         }
     }
 
-    /// Publishes queued events to every hub, then marks the shard idle.
-    /// Callers must call this after every group of mutations, before they
-    /// yield to the executor.
+    /// Publishes applied events to every hub, then releases the shard's
+    /// sequencer slot unless logged writes are still pending. Callers must
+    /// call this after every group of mutations, before they yield.
     pub fn finish_batch(&mut self) {
-        if !self.outbox.is_empty() {
-            let batch: EventBatch = std::mem::take(&mut self.outbox).into();
-            for hub in &self.hubs {
-                // Unbounded channels: a send fails only when the hub is gone
-                // (shutdown), and then nobody is left to tell.
-                let _ = hub.try_send(batch.clone());
-            }
-        }
-        if self.in_batch {
+        self.publish();
+        if self.in_batch && self.log.as_ref().is_none_or(LogState::is_idle) {
             self.seq.end(self.id);
             self.in_batch = false;
         }
     }
 
-    /// Draws a revision, stamps and encodes the object, persists the event
-    /// and makes it visible.
+    fn publish(&mut self) {
+        if self.outbox.is_empty() {
+            return;
+        }
+        let batch: EventBatch = std::mem::take(&mut self.outbox).into();
+        for hub in &self.hubs {
+            // Unbounded channels: a send fails only when the hub is gone
+            // (shutdown), and then nobody is left to tell.
+            let _ = hub.try_send(batch.clone());
+        }
+    }
+
+    /// Makes an event visible: maps, history, and the outbox for the hubs.
+    fn apply(&mut self, event: Arc<Event>) {
+        let key: NsName = (event.object.namespace.clone(), event.object.name.clone());
+        let rs = self.resource_mut(&event.resource);
+        match event.kind {
+            EventType::Deleted => {
+                rs.objects.remove(&key);
+            }
+            _ => {
+                rs.objects.insert(key, event.object.clone());
+            }
+        }
+        rs.history.push(event.clone(), Instant::now());
+        self.outbox.push(event);
+    }
+
+    /// Draws a revision, stamps and encodes the object, and applies the
+    /// event (without a log) or queues it for the log.
     fn commit(
         &mut self,
         info: &ResourceInfo,
         kind: EventType,
         mut obj: Value,
         prev: Option<Arc<StoredObject>>,
-    ) -> Result<Arc<StoredObject>, ApiError> {
+    ) -> Arc<StoredObject> {
         self.begin();
         let revision = self.seq.next();
         meta::set_meta(
@@ -225,20 +270,21 @@ impl ShardStore {
             stored.clone(),
             prev,
         ));
-        self.backend.persist(std::slice::from_ref(&event))?;
-        let key: NsName = (stored.namespace.clone(), stored.name.clone());
-        let rs = self.resource_mut(&info.storage_key);
-        match kind {
-            EventType::Deleted => {
-                rs.objects.remove(&key);
-            }
-            _ => {
-                rs.objects.insert(key, stored.clone());
-            }
+        match &mut self.log {
+            None => self.apply(event),
+            Some(log) => log.queue(event),
         }
-        rs.history.push(event.clone(), Instant::now());
-        self.outbox.push(event);
-        Ok(stored)
+        stored
+    }
+
+    /// Calls `done` once the write that produced `revision` is durable (or
+    /// failed to be). Must be called right after that write, before the
+    /// store is released: a revision not pending then is already durable.
+    pub fn when_durable(&mut self, revision: u64, done: Completion) {
+        match &mut self.log {
+            Some(log) => log.when_durable(revision, done),
+            None => done(Ok(())),
+        }
     }
 
     /// Stores a new object (already prepared and validated).
@@ -251,10 +297,10 @@ impl ShardStore {
             meta::namespace(&obj).to_string(),
             meta::name(&obj).to_string(),
         );
-        if self.get(&info.storage_key, &ns, &name).is_some() {
+        if self.current(&info.storage_key, &ns, &name).is_some() {
             return Err(ApiError::already_exists(&info.group, &info.plural, &name));
         }
-        self.commit(info, EventType::Added, obj, None)
+        Ok(self.commit(info, EventType::Added, obj, None))
     }
 
     /// Read-modify-write of one object, atomic on this shard.
@@ -265,44 +311,35 @@ impl ShardStore {
         name: &str,
         try_update: TryUpdate,
     ) -> Result<UpdateOutcome, ApiError> {
-        let old = self.get(&info.storage_key, namespace, name);
+        let old = self.current(&info.storage_key, namespace, name);
         let new = try_update(old.as_ref())?;
         if meta::namespace(&new) != namespace || meta::name(&new) != name {
             return Err(ApiError::bad_request(
                 "an update may not change the object's name or namespace",
             ));
         }
-        match old {
-            None => Ok(UpdateOutcome::Created(self.commit(
+        let Some(old) = old else {
+            return Ok(UpdateOutcome::Created(self.commit(
                 info,
                 EventType::Added,
                 new,
                 None,
-            )?)),
-            Some(old) => {
-                let mut old_value = old.to_value();
-                let mut candidate = new.clone();
-                meta::set_meta(
-                    &mut candidate,
-                    "resourceVersion",
-                    Value::String(old.revision.to_string()),
-                );
-                meta::set_meta(
-                    &mut old_value,
-                    "resourceVersion",
-                    Value::String(old.revision.to_string()),
-                );
-                if candidate == old_value {
-                    return Ok(UpdateOutcome::Unchanged(old));
-                }
-                Ok(UpdateOutcome::Updated(self.commit(
-                    info,
-                    EventType::Modified,
-                    new,
-                    Some(old),
-                )?))
-            }
+            )));
+        };
+        let mut old_value = old.to_value();
+        let mut candidate = new.clone();
+        let rv = Value::String(old.revision.to_string());
+        meta::set_meta(&mut candidate, "resourceVersion", rv.clone());
+        meta::set_meta(&mut old_value, "resourceVersion", rv);
+        if candidate == old_value {
+            return Ok(UpdateOutcome::Unchanged(old));
         }
+        Ok(UpdateOutcome::Updated(self.commit(
+            info,
+            EventType::Modified,
+            new,
+            Some(old),
+        )))
     }
 
     /// Removes an object; returns its last state stamped with the deletion
@@ -314,151 +351,51 @@ impl ShardStore {
         name: &str,
         check: DeleteCheck,
     ) -> Result<Arc<StoredObject>, ApiError> {
-        let Some(old) = self.get(&info.storage_key, namespace, name) else {
+        let Some(old) = self.current(&info.storage_key, namespace, name) else {
             return Err(ApiError::not_found(&info.group, &info.plural, name));
         };
         check(&old)?;
         let last = old.to_value();
-        self.commit(info, EventType::Deleted, last, Some(old))
+        Ok(self.commit(info, EventType::Deleted, last, Some(old)))
     }
 
     /// Deletes every object of the given resources in a namespace (the
-    /// simple synchronous namespace cleanup). Returns how many went.
+    /// simple synchronous namespace cleanup). Returns how many went and the
+    /// revision of the last deletion (0 when none).
     pub fn delete_namespace_contents(
         &mut self,
         resources: &[Arc<ResourceInfo>],
         namespace: &str,
-    ) -> usize {
+    ) -> (usize, u64) {
         let mut deleted = 0;
+        let mut last = 0;
         for info in resources {
-            let names: Vec<Box<str>> = match self.resources.get(&info.storage_key) {
+            let mut names: Vec<Box<str>> = match self.resources.get(&info.storage_key) {
                 Some(rs) => rs
                     .objects
                     .range::<NsName, _>((Box::from(namespace), Box::from(""))..)
                     .take_while(|((ns, _), _)| **ns == *namespace)
                     .map(|((_, n), _)| n.clone())
                     .collect(),
-                None => continue,
+                None => Vec::new(),
             };
+            if let Some(log) = &self.log {
+                names.extend(log.pending_names(&info.storage_key, namespace));
+                names.sort();
+                names.dedup();
+            }
             for name in names {
-                if self
-                    .delete(info, namespace, &name, Box::new(|_| Ok(())))
-                    .is_ok()
-                {
+                if let Ok(o) = self.delete(info, namespace, &name, Box::new(|_| Ok(()))) {
                     deleted += 1;
+                    last = o.revision;
                 }
             }
         }
-        deleted
-    }
-
-    /// This shard's part of a list at `req.revision`: current objects with
-    /// the changes after that revision undone from history. Err carries the
-    /// compaction point when history no longer reaches the revision.
-    pub fn list(&self, req: &ListRequest) -> Result<ListChunk, u64> {
-        let Some(rs) = self.resources.get(&req.resource) else {
-            return Ok(ListChunk::default());
-        };
-        // Keys changed after the snapshot revision, mapped to their state at
-        // the revision (None: did not exist then). Walking newest → oldest,
-        // the last write per key is the oldest event's `prev`.
-        let mut overlay: BTreeMap<NsName, Option<Arc<StoredObject>>> = BTreeMap::new();
-        if req.revision < rs.history.last_revision() {
-            for ev in rs.history.events_after(req.revision)?.rev() {
-                let key = (ev.object.namespace.clone(), ev.object.name.clone());
-                overlay.insert(key, ev.prev.clone());
-            }
-        }
-        let ns = req.filter.namespace.as_deref();
-        let lower: NsName = match (&req.start_after, ns) {
-            (Some(k), _) => k.clone(),
-            (None, Some(ns)) => (ns.into(), "".into()),
-            (None, None) => ("".into(), "".into()),
-        };
-        let exclusive = req.start_after.is_some();
-        let in_namespace = |k: &NsName| ns.is_none_or(|ns| *k.0 == *ns);
-        let past_start = |k: &NsName| !exclusive || *k != lower;
-        let current = rs
-            .objects
-            .range(lower.clone()..)
-            .take_while(|(k, _)| in_namespace(k))
-            .filter(|(k, _)| past_start(k));
-        let changed = overlay
-            .range(lower.clone()..)
-            .take_while(|(k, _)| in_namespace(k))
-            .filter(|(k, _)| past_start(k));
-        let mut chunk = ListChunk::default();
-        for obj in MergeOverlay::new(current, changed) {
-            if !req.filter.matches(&obj) {
-                continue;
-            }
-            if req.limit > 0 && chunk.items.len() >= req.limit {
-                chunk.more = true;
-                if !req.count_remaining {
-                    break;
-                }
-                chunk.remaining += 1;
-                continue;
-            }
-            chunk.items.push(obj);
-        }
-        Ok(chunk)
+        (deleted, last)
     }
 }
 
-/// Merges current objects with the snapshot overlay, both in key order:
-/// an overlay entry replaces (or hides, when None) the current one.
-struct MergeOverlay<'a, A, B>
-where
-    A: Iterator<Item = (&'a NsName, &'a Arc<StoredObject>)>,
-    B: Iterator<Item = (&'a NsName, &'a Option<Arc<StoredObject>>)>,
-{
-    a: std::iter::Peekable<A>,
-    b: std::iter::Peekable<B>,
-}
-
-impl<'a, A, B> MergeOverlay<'a, A, B>
-where
-    A: Iterator<Item = (&'a NsName, &'a Arc<StoredObject>)>,
-    B: Iterator<Item = (&'a NsName, &'a Option<Arc<StoredObject>>)>,
-{
-    fn new(a: A, b: B) -> Self {
-        Self {
-            a: a.peekable(),
-            b: b.peekable(),
-        }
-    }
-}
-
-impl<'a, A, B> Iterator for MergeOverlay<'a, A, B>
-where
-    A: Iterator<Item = (&'a NsName, &'a Arc<StoredObject>)>,
-    B: Iterator<Item = (&'a NsName, &'a Option<Arc<StoredObject>>)>,
-{
-    type Item = Arc<StoredObject>;
-
-    fn next(&mut self) -> Option<Self::Item> {
-        loop {
-            let order = match (self.a.peek(), self.b.peek()) {
-                (None, None) => return None,
-                (Some(_), None) => std::cmp::Ordering::Less,
-                (None, Some(_)) => std::cmp::Ordering::Greater,
-                (Some((ka, _)), Some((kb, _))) => ka.cmp(kb),
-            };
-            let from_overlay = match order {
-                std::cmp::Ordering::Less => return self.a.next().map(|(_, o)| o.clone()),
-                std::cmp::Ordering::Equal => {
-                    self.a.next();
-                    self.b.next()
-                }
-                std::cmp::Ordering::Greater => self.b.next(),
-            };
-            if let Some((_, Some(o))) = from_overlay {
-                return Some(o.clone());
-            }
-        }
-    }
-}
-
+#[cfg(test)]
+mod log_tests;
 #[cfg(test)]
 mod tests;

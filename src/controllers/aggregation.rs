@@ -24,8 +24,23 @@ pub async fn run(api: Rc<Api>) {
     }
 }
 
-/// One pass: rewrite each aggregated role whose rules are out of date.
-async fn reconcile(api: &Api) -> Result<(), ApiError> {
+/// Brings every aggregated role up to date before the server reports
+/// ready (aggregations chain — view into edit into admin — so this takes
+/// a few passes, each on an index that has seen the previous one).
+pub async fn settle(api: &Api) -> Result<(), ApiError> {
+    for _ in 0..8 {
+        let closed = api.shards().sequencer().closed();
+        api.security.informers.catch_up(&api.exec.hub, closed).await;
+        if reconcile(api).await? == 0 {
+            return Ok(());
+        }
+    }
+    Ok(())
+}
+
+/// One pass: rewrite each aggregated role whose rules are out of date;
+/// returns how many were rewritten.
+async fn reconcile(api: &Api) -> Result<usize, ApiError> {
     let updates: Vec<(String, serde_json::Value)> = {
         let idx = api.security.rbac.borrow();
         idx.cluster_roles()
@@ -35,8 +50,9 @@ async fn reconcile(api: &Api) -> Result<(), ApiError> {
             })
             .collect()
     };
-    if updates.is_empty() {
-        return Ok(());
+    let count = updates.len();
+    if count == 0 {
+        return Ok(0);
     }
     let info = resource(api, kubeshard_core::rbac::GROUP, "clusterroles")?;
     for (name, rules) in updates {
@@ -62,5 +78,5 @@ async fn reconcile(api: &Api) -> Result<(), ApiError> {
             Err(e) => return Err(e),
         }
     }
-    Ok(())
+    Ok(count)
 }

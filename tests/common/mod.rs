@@ -18,6 +18,8 @@ pub struct Server {
     /// The HTTPS port (every server also listens with TLS; see `tls.rs`).
     pub secure_port: u16,
     pub dir: tempfile::TempDir,
+    /// Where the server keeps its state (and its generated certificates).
+    pub data_dir: PathBuf,
     agent: ureq::Agent,
 }
 
@@ -32,6 +34,32 @@ impl Server {
 
     pub fn start_with(shards: usize, extra: &[&str]) -> Server {
         let dir = tempfile::tempdir().expect("tempdir");
+        let data = dir.path().join("data");
+        Self::launch_in(dir, shards, &data, extra)
+            .unwrap_or_else(|log| panic!("kubeshard exited early: {log}"))
+    }
+
+    /// Starts a server on the given data directory (which outlives it, for
+    /// restarts); Err carries the server's log when it exits before ready.
+    pub fn launch(
+        shards: usize,
+        data_dir: &std::path::Path,
+        extra: &[&str],
+    ) -> Result<Server, String> {
+        Self::launch_in(
+            tempfile::tempdir().expect("tempdir"),
+            shards,
+            data_dir,
+            extra,
+        )
+    }
+
+    fn launch_in(
+        dir: tempfile::TempDir,
+        shards: usize,
+        data_dir: &std::path::Path,
+        extra: &[&str],
+    ) -> Result<Server, String> {
         let port_file = dir.path().join("port");
         let secure_port_file = dir.path().join("secure-port");
         let log = std::fs::File::create(dir.path().join("server.log")).expect("log file");
@@ -43,7 +71,7 @@ impl Server {
             .arg("--secure-port-file")
             .arg(&secure_port_file)
             .arg("--data-dir")
-            .arg(dir.path().join("data"))
+            .arg(data_dir)
             .args(extra)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -56,12 +84,14 @@ impl Server {
             port: 0,
             secure_port: 0,
             dir,
+            data_dir: data_dir.to_path_buf(),
             agent: agent(),
         };
-        let deadline = Instant::now() + Duration::from_secs(30);
+        let deadline = Instant::now() + Duration::from_secs(60);
         loop {
             if let Some(status) = server.child.as_mut().unwrap().try_wait().unwrap() {
-                panic!("kubeshard exited early ({status}): {}", server.log());
+                server.child = None;
+                return Err(format!("({status}) {}", server.log()));
             }
             if let Ok(p) = std::fs::read_to_string(&port_file) {
                 if let Ok(port) = p.trim().parse::<u16>() {
@@ -72,7 +102,7 @@ impl Server {
                         .and_then(|p| p.trim().parse::<u16>().ok());
                     if let (Some(sp), 200) = (secure, server.get("/readyz").0) {
                         server.secure_port = sp;
-                        return server;
+                        return Ok(server);
                     }
                 }
             }
@@ -82,6 +112,14 @@ impl Server {
                 server.log()
             );
             std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// SIGKILL: the server gets no chance to flush or clean up.
+    pub fn kill(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
         }
     }
 
@@ -355,3 +393,5 @@ macro_rules! each_shard_count {
         }
     };
 }
+
+pub mod wal;

@@ -72,7 +72,7 @@ impl Server {
     }
 
     pub fn pki(&self, file: &str) -> String {
-        std::fs::read_to_string(self.dir.path().join("data/pki").join(file)).unwrap()
+        std::fs::read_to_string(self.data_dir.join("pki").join(file)).unwrap()
     }
 
     pub fn ca_pem(&self) -> String {

@@ -1,23 +1,74 @@
-//! The storage backend seam.
+//! Storage: how a shard's mutations become durable.
 //!
-//! A shard store keeps its objects in memory and hands every mutation to a
-//! backend before the mutation becomes visible. The in-memory backend
-//! accepts everything at once; the write-ahead log (durable default) and
-//! etcd backends plug in here without the store or the handlers changing.
+//! A shard keeps its objects in memory. With `--storage=memory` a mutation
+//! is visible as soon as it is applied. With the default write-ahead log
+//! (`--storage=wal`) the shard logs each mutation first and lets it become
+//! visible — to GET, LIST and WATCH alike — only once it is durable under
+//! the fsync policy; snapshots bound the log, and recovery rebuilds the
+//! state from both. An etcd backend will plug in at the same place: a
+//! durable sink for groups of committed mutations.
 
-use kubeshard_cache::Event;
-use kubeshard_core::status::ApiError;
-use std::sync::Arc;
+pub mod layout;
+pub mod record;
+pub mod recovery;
+pub mod snapshot;
+pub mod wal;
 
-pub mod memory;
+use std::time::Duration;
 
-/// Where a shard's mutations go to become durable.
-pub trait Backend {
-    /// Takes one batch of events (in revision order). When it returns Ok the
-    /// batch is durable under the backend's policy and may become visible;
-    /// on Err the store rolls the batch back and fails its requests.
-    fn persist(&mut self, batch: &[Arc<Event>]) -> Result<(), ApiError>;
+/// When a logged write counts as durable.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FsyncPolicy {
+    /// On stable storage (fdatasync) before it is acknowledged or visible.
+    Always,
+    /// Written before it is acknowledged; synced at most this long after.
+    Interval(Duration),
+    /// Written before it is acknowledged; never explicitly synced.
+    None,
+}
 
-    /// A short name for logs and metrics.
-    fn name(&self) -> &'static str;
+impl FsyncPolicy {
+    /// `always`, `none` or `interval:<duration>` (the duration parsed by
+    /// `parse_duration`).
+    pub fn parse(
+        s: &str,
+        parse_duration: impl Fn(&str) -> Result<Duration, String>,
+    ) -> Result<Self, String> {
+        match s {
+            "always" => Ok(Self::Always),
+            "none" => Ok(Self::None),
+            _ => match s.strip_prefix("interval:") {
+                Some(d) => {
+                    let d = parse_duration(d)?;
+                    if d.is_zero() {
+                        return Err("an fsync interval must be above zero".into());
+                    }
+                    Ok(Self::Interval(d))
+                }
+                None => Err(format!(
+                    "unknown fsync policy {s:?}: use always, interval:<duration> or none"
+                )),
+            },
+        }
+    }
+}
+
+/// How a shard persists: chosen at start, fixed for the run.
+#[derive(Debug, Clone)]
+pub enum StorageMode {
+    /// Nothing is persisted; mutations are visible when applied.
+    Memory,
+    /// The write-ahead log with snapshots.
+    Wal(WalConfig),
+}
+
+#[derive(Debug, Clone)]
+pub struct WalConfig {
+    pub fsync: FsyncPolicy,
+    /// Segment size (None: the default).
+    pub segment_size: Option<u64>,
+    /// Log bytes after which a shard writes a snapshot and trims its log.
+    pub snapshot_after_bytes: u64,
+    /// Test hook: writes fail with ENOSPC while this file exists.
+    pub fault_file: Option<std::path::PathBuf>,
 }

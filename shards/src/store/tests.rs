@@ -4,7 +4,7 @@
 //! that revision; events come out in revision order, once each.
 
 use super::*;
-use crate::storage::memory::MemoryBackend;
+use kubeshard_cache::Filter;
 use kubeshard_core::catalog::Catalog;
 use kubeshard_core::selector::labels::LabelSelector;
 use proptest::prelude::*;
@@ -41,14 +41,7 @@ fn new_store() -> (
 ) {
     let seq = Arc::new(Sequencer::new(1, 0));
     let (tx, rx) = async_channel::unbounded();
-    let store = ShardStore::new(
-        0,
-        seq,
-        Box::new(MemoryBackend),
-        RingLimits::default(),
-        vec![tx],
-        0,
-    );
+    let store = ShardStore::new(0, seq, false, RingLimits::default(), vec![tx], 0);
     let info = Catalog::with_builtins()
         .snapshot()
         .lookup("", "v1", "configmaps")
@@ -203,7 +196,7 @@ fn lists_before_history_are_expired() {
         max_events: 2,
         window: std::time::Duration::from_secs(60),
     };
-    let mut store = ShardStore::new(0, seq, Box::new(MemoryBackend), limits, vec![], 0);
+    let mut store = ShardStore::new(0, seq, false, limits, vec![], 0);
     let info = Catalog::with_builtins()
         .snapshot()
         .lookup("", "v1", "configmaps")
