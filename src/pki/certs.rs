@@ -79,8 +79,14 @@ impl ClientIssuer {
         let key = KeyPair::generate().map_err(rcgen_err)?;
         let mut params = CertificateParams::new(Vec::<String>::new()).map_err(rcgen_err)?;
         params.distinguished_name.push(DnType::CommonName, user);
-        for g in groups {
-            params.distinguished_name.push(DnType::OrganizationName, *g);
+        // rcgen keeps one value per attribute type; a second Organization
+        // goes in under the same OID as a "custom" type.
+        if groups.len() > 2 {
+            return Err("client certificates carry at most two groups".into());
+        }
+        let org_types = [DnType::OrganizationName, DnType::CustomDnType(vec![2, 5, 4, 10])];
+        for (g, t) in groups.iter().zip(org_types) {
+            params.distinguished_name.push(t, *g);
         }
         params.key_usages = vec![KeyUsagePurpose::DigitalSignature, KeyUsagePurpose::KeyEncipherment];
         params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];

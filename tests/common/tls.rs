@@ -39,8 +39,12 @@ pub fn sign_client_cert(ca_pem: &str, ca_key_pem: &str, user: &str, groups: &[St
     let key = KeyPair::generate().unwrap();
     let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
     params.distinguished_name.push(DnType::CommonName, user);
-    for g in groups {
-        params.distinguished_name.push(DnType::OrganizationName, g.as_str());
+    // rcgen keeps one value per attribute type; a second Organization goes
+    // in under the same OID as a "custom" type.
+    assert!(groups.len() <= 2, "at most two groups per test certificate");
+    let org_types = [DnType::OrganizationName, DnType::CustomDnType(vec![2, 5, 4, 10])];
+    for (g, t) in groups.iter().zip(org_types) {
+        params.distinguished_name.push(t, g.as_str());
     }
     params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
     let cert = params.signed_by(&key, &issuer).unwrap();
@@ -198,4 +202,99 @@ impl Client {
         let text = resp.body_mut().read_to_string().unwrap_or_default();
         Ok((code, headers, text))
     }
+}
+
+/// RBAC objects for tests, posted through the (privileged) plain port.
+pub mod rbac {
+    use super::super::Server;
+    use serde_json::{json, Value};
+
+    const G: &str = "rbac.authorization.k8s.io";
+
+    pub fn rule(verbs: &[&str], groups: &[&str], resources: &[&str]) -> Value {
+        json!({"verbs": verbs, "apiGroups": groups, "resources": resources})
+    }
+
+    pub fn subject(kind: &str, name: &str) -> Value {
+        match kind {
+            "ServiceAccount" => {
+                let (ns, n) = name.split_once('/').expect("namespace/name");
+                json!({"kind": kind, "namespace": ns, "name": n})
+            }
+            _ => json!({"kind": kind, "apiGroup": G, "name": name}),
+        }
+    }
+
+    fn create(s: &Server, path: &str, body: Value) -> Value {
+        let (code, out) = s.post(path, &body);
+        assert_eq!(code, 201, "creating {path}: {out}");
+        out
+    }
+
+    pub fn role(s: &Server, ns: &str, name: &str, rules: Vec<Value>) -> Value {
+        create(
+            s,
+            &format!("/apis/{G}/v1/namespaces/{ns}/roles"),
+            json!({"metadata": {"name": name}, "rules": rules}),
+        )
+    }
+
+    pub fn cluster_role(s: &Server, name: &str, labels: Value, rules: Vec<Value>) -> Value {
+        create(
+            s,
+            &format!("/apis/{G}/v1/clusterroles"),
+            json!({"metadata": {"name": name, "labels": labels}, "rules": rules}),
+        )
+    }
+
+    /// A RoleBinding (ns given) or ClusterRoleBinding (ns empty).
+    pub fn bind(s: &Server, ns: &str, name: &str, role_kind: &str, role: &str, subjects: Vec<Value>) -> Value {
+        let body = json!({
+            "metadata": {"name": name},
+            "roleRef": {"apiGroup": G, "kind": role_kind, "name": role},
+            "subjects": subjects,
+        });
+        if ns.is_empty() {
+            create(s, &format!("/apis/{G}/v1/clusterrolebindings"), body)
+        } else {
+            create(s, &format!("/apis/{G}/v1/namespaces/{ns}/rolebindings"), body)
+        }
+    }
+}
+
+/// A bound service-account token from the TokenRequest subresource
+/// (creating the account first).
+pub fn service_account_token(s: &Server, ns: &str, name: &str) -> String {
+    let (code, body) = s.post(
+        &format!("/api/v1/namespaces/{ns}/serviceaccounts"),
+        &serde_json::json!({"metadata": {"name": name}}),
+    );
+    assert!(code == 201 || code == 409, "{body}");
+    let (code, tr) = s.post(
+        &format!("/api/v1/namespaces/{ns}/serviceaccounts/{name}/token"),
+        &serde_json::json!({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {}}),
+    );
+    assert_eq!(code, 201, "{tr}");
+    tr["status"]["token"].as_str().unwrap().to_string()
+}
+
+/// Runs kubectl with `kubeconfig`; (exit code, stdout, stderr).
+pub fn kubectl(kubeconfig: &std::path::Path, args: &[&str]) -> (i32, String, String) {
+    let bin = if std::path::Path::new("/usr/bin/kubectl").exists() {
+        "/usr/bin/kubectl"
+    } else {
+        "kubectl"
+    };
+    let out = std::process::Command::new(bin)
+        .args(args)
+        .env("KUBECONFIG", kubeconfig)
+        .env("HOME", kubeconfig.parent().unwrap())
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("run kubectl");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).to_string(),
+        String::from_utf8_lossy(&out.stderr).to_string(),
+    )
 }
