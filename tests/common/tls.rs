@@ -151,6 +151,17 @@ impl Server {
 }
 
 impl Client {
+    /// A copy of this client that also sends `name: value`.
+    pub fn clone_with(&self, name: &str, value: &str) -> Client {
+        Client {
+            agent: self.agent.clone(),
+            base: self.base.clone(),
+            token: self.token.clone(),
+            headers: self.headers.clone(),
+        }
+        .with_header(name, value)
+    }
+
     /// Adds a header to every request (impersonation, audit ids).
     pub fn with_header(mut self, name: &str, value: &str) -> Client {
         self.headers.push((name.into(), value.into()));
