@@ -120,7 +120,10 @@ impl Informers {
 
     /// True once every informer has done its first list.
     pub fn synced(&self) -> bool {
-        self.all.borrow().iter().all(|i| i.borrow().cursor.is_some())
+        self.all
+            .borrow()
+            .iter()
+            .all(|i| i.borrow().cursor.is_some())
     }
 }
 
@@ -159,7 +162,12 @@ async fn run(inf: Rc<RefCell<Informer>>, ctx: Rc<ExecutorContext>) {
                 (i.sink)(Change::Upsert(item));
             }
             i.listed = revision;
-            i.cursor = ctx.hub.borrow_mut().ring(&resource).cursor_after(&filter, revision).ok();
+            i.cursor = ctx
+                .hub
+                .borrow_mut()
+                .ring(&resource)
+                .cursor_after(&filter, revision)
+                .ok();
             if i.cursor.is_none() {
                 continue;
             }

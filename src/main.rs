@@ -133,56 +133,54 @@ fn serve(flags: Flags) -> Result<(), String> {
         spin_before_park: (!flags.spin_before_park.is_zero()).then_some(flags.spin_before_park),
         storage,
     };
-    run(
-        rt,
-        seq,
-        shutdown,
-        start,
-        move |ctx| {
-            let (catalog, config, ready, security, secure, insecure) = (
-                catalog.clone(),
+    run(rt, seq, shutdown, start, move |ctx| {
+        let (catalog, config, ready, security, secure, insecure) = (
+            catalog.clone(),
+            config.clone(),
+            ready.clone(),
+            security.clone(),
+            secure.clone(),
+            insecure.clone(),
+        );
+        async move {
+            let sec = Rc::new(security::Security::new(security.clone()));
+            sec.start(&ctx);
+            let api = Rc::new(Api::new(
+                ctx.clone(),
+                CatalogReader::new(catalog),
                 config.clone(),
                 ready.clone(),
-                security.clone(),
-                secure.clone(),
-                insecure.clone(),
-            );
-            async move {
-                let sec = Rc::new(security::Security::new(security.clone()));
-                sec.start(&ctx);
-                let api = Rc::new(Api::new(
-                    ctx.clone(),
-                    CatalogReader::new(catalog),
-                    config.clone(),
-                    ready.clone(),
-                    sec,
-                ));
-                let executors = ctx.shards.shard_count();
-                let secure_listener = secure.bind(ctx.id, executors);
-                let insecure_listener = insecure.as_ref().map(|l| l.bind(ctx.id, executors));
-                glommio::spawn_local(api.stalls.clone().run(ctx.shutdown.clone())).detach();
-                if ctx.id == 0 {
-                    start_controllers(&api);
-                }
-                let tls = serving::listener::serve(
-                    secure_listener,
-                    api.clone(),
-                    serving::listener::Transport::tls(security.tls.clone()),
-                );
-                let result = match insecure_listener {
-                    Some(l) => {
-                        let plain = serving::listener::serve(l, api.clone(), serving::listener::Transport::Plain);
-                        let (a, b) = futures_lite::future::zip(tls, plain).await;
-                        a.and(b)
-                    }
-                    None => tls.await,
-                };
-                if let Err(e) = result {
-                    tracing::error!(error = %e, "listener failed");
-                }
+                sec,
+            ));
+            let executors = ctx.shards.shard_count();
+            let secure_listener = secure.bind(ctx.id, executors);
+            let insecure_listener = insecure.as_ref().map(|l| l.bind(ctx.id, executors));
+            glommio::spawn_local(api.stalls.clone().run(ctx.shutdown.clone())).detach();
+            if ctx.id == 0 {
+                start_controllers(&api);
             }
-        },
-    )
+            let tls = serving::listener::serve(
+                secure_listener,
+                api.clone(),
+                serving::listener::Transport::tls(security.tls.clone()),
+            );
+            let result = match insecure_listener {
+                Some(l) => {
+                    let plain = serving::listener::serve(
+                        l,
+                        api.clone(),
+                        serving::listener::Transport::Plain,
+                    );
+                    let (a, b) = futures_lite::future::zip(tls, plain).await;
+                    a.and(b)
+                }
+                None => tls.await,
+            };
+            if let Err(e) = result {
+                tracing::error!(error = %e, "listener failed");
+            }
+        }
+    })
     .map_err(|e| e.to_string())?;
     tracing::info!("stopped");
     Ok(())
@@ -254,7 +252,10 @@ impl Listening {
         let listener = match glommio::net::TcpListener::bind(self.addr) {
             Ok(l) => l,
             Err(e) => {
-                eprintln!("kubeshard: executor {executor} cannot bind {}: {e}", self.addr);
+                eprintln!(
+                    "kubeshard: executor {executor} cannot bind {}: {e}",
+                    self.addr
+                );
                 std::process::exit(1);
             }
         };

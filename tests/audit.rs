@@ -37,7 +37,12 @@ fn server() -> Audited {
     let log = dir.path().join("audit.log");
     let s = Server::start_with(
         2,
-        &["--audit-policy-file", policy.to_str().unwrap(), "--audit-log-path", log.to_str().unwrap()],
+        &[
+            "--audit-policy-file",
+            policy.to_str().unwrap(),
+            "--audit-log-path",
+            log.to_str().unwrap(),
+        ],
     );
     std::mem::forget(dir);
     Audited { s, log }
@@ -57,18 +62,28 @@ impl Audited {
     fn of(&self, audit_id: &str, last_stage: &str) -> Vec<Value> {
         let deadline = Instant::now() + Duration::from_secs(10);
         loop {
-            let mine: Vec<Value> = self.events().into_iter().filter(|e| e["auditID"] == audit_id).collect();
+            let mine: Vec<Value> = self
+                .events()
+                .into_iter()
+                .filter(|e| e["auditID"] == audit_id)
+                .collect();
             if mine.iter().any(|e| e["stage"] == last_stage) {
                 return mine;
             }
-            assert!(Instant::now() < deadline, "no {last_stage} for {audit_id}: {mine:?}");
+            assert!(
+                Instant::now() < deadline,
+                "no {last_stage} for {audit_id}: {mine:?}"
+            );
             std::thread::sleep(Duration::from_millis(10));
         }
     }
 }
 
 fn stages(events: &[Value]) -> Vec<&str> {
-    events.iter().map(|e| e["stage"].as_str().unwrap()).collect()
+    events
+        .iter()
+        .map(|e| e["stage"].as_str().unwrap())
+        .collect()
 }
 
 #[test]
@@ -78,8 +93,20 @@ fn audit_levels_and_stages() {
     for ns in ["rr", "req", "meta"] {
         namespace(s, ns);
     }
-    role(s, "meta", "cm-reader", vec![rule(&["get"], &[""], &["configmaps"])]);
-    bind(s, "meta", "alice-reads", "Role", "cm-reader", vec![subject("User", "alice")]);
+    role(
+        s,
+        "meta",
+        "cm-reader",
+        vec![rule(&["get"], &[""], &["configmaps"])],
+    );
+    bind(
+        s,
+        "meta",
+        "alice-reads",
+        "Role",
+        "cm-reader",
+        vec![subject("User", "alice")],
+    );
     let admin = s.client(&Who::cert("root", &["system:masters"]));
     let with_id = |id: &str| admin.clone_with("Audit-ID", id);
 
@@ -100,20 +127,36 @@ fn audit_levels_and_stages() {
     assert_eq!(done["verb"], "create");
     assert_eq!(done["requestURI"], "/api/v1/namespaces/rr/configmaps");
     assert_eq!(done["user"]["username"], "root");
-    assert_eq!(done["user"]["groups"], json!(["system:masters", "system:authenticated"]));
+    assert_eq!(
+        done["user"]["groups"],
+        json!(["system:masters", "system:authenticated"])
+    );
     assert_eq!(done["sourceIPs"], json!(["127.0.0.1"]));
-    assert_eq!(done["objectRef"], json!({"resource": "configmaps", "namespace": "rr", "apiVersion": "v1"}));
+    assert_eq!(
+        done["objectRef"],
+        json!({"resource": "configmaps", "namespace": "rr", "apiVersion": "v1"})
+    );
     assert_eq!(done["responseStatus"]["code"], 201);
     assert_eq!(done["requestObject"]["metadata"]["name"], "c1");
     assert_eq!(done["responseObject"]["metadata"]["name"], "c1");
     assert!(done["responseObject"]["metadata"]["uid"].is_string());
-    assert_eq!(done["annotations"]["authorization.k8s.io/decision"], "allow");
+    assert_eq!(
+        done["annotations"]["authorization.k8s.io/decision"],
+        "allow"
+    );
     for ts in ["requestReceivedTimestamp", "stageTimestamp"] {
-        assert!(chrono::DateTime::parse_from_rfc3339(done[ts].as_str().unwrap()).is_ok(), "{done}");
+        assert!(
+            chrono::DateTime::parse_from_rfc3339(done[ts].as_str().unwrap()).is_ok(),
+            "{done}"
+        );
     }
 
     // Request: the request body only.
-    with_id("req-create").raw("POST", "/api/v1/namespaces/req/configmaps", configmap("c2", json!({})).to_string().into_bytes());
+    with_id("req-create").raw(
+        "POST",
+        "/api/v1/namespaces/req/configmaps",
+        configmap("c2", json!({})).to_string().into_bytes(),
+    );
     let done = a.of("req-create", "ResponseComplete").pop().unwrap();
     assert_eq!(done["level"], "Request");
     assert_eq!(done["requestObject"]["metadata"]["name"], "c2");
@@ -121,8 +164,12 @@ fn audit_levels_and_stages() {
 
     // Metadata, with RequestReceived omitted by the rule; as alice (by
     // impersonation) and refused.
-    s.post("/api/v1/namespaces/meta/configmaps", &configmap("c3", json!({})));
-    let (code, _, _) = with_id("meta-get").raw("GET", "/api/v1/namespaces/meta/configmaps/c3", vec![]);
+    s.post(
+        "/api/v1/namespaces/meta/configmaps",
+        &configmap("c3", json!({})),
+    );
+    let (code, _, _) =
+        with_id("meta-get").raw("GET", "/api/v1/namespaces/meta/configmaps/c3", vec![]);
     assert_eq!(code, 200);
     let ev = a.of("meta-get", "ResponseComplete");
     assert_eq!(stages(&ev), ["ResponseComplete"]);
@@ -138,12 +185,22 @@ fn audit_levels_and_stages() {
     assert_eq!(done["impersonatedUser"]["username"], "alice");
     assert_eq!(done["responseStatus"]["code"], 403);
     assert_eq!(done["responseStatus"]["reason"], "Forbidden");
-    assert_eq!(done["annotations"]["authorization.k8s.io/decision"], "forbid");
+    assert_eq!(
+        done["annotations"]["authorization.k8s.io/decision"],
+        "forbid"
+    );
 
     // A watch is long-running: ResponseStarted, then ResponseComplete when it ends.
-    let (code, _, _) = with_id("meta-watch").raw("GET", "/api/v1/namespaces/meta/configmaps?watch=1&timeoutSeconds=1", vec![]);
+    let (code, _, _) = with_id("meta-watch").raw(
+        "GET",
+        "/api/v1/namespaces/meta/configmaps?watch=1&timeoutSeconds=1",
+        vec![],
+    );
     assert_eq!(code, 200);
-    assert_eq!(stages(&a.of("meta-watch", "ResponseComplete")), ["ResponseStarted", "ResponseComplete"]);
+    assert_eq!(
+        stages(&a.of("meta-watch", "ResponseComplete")),
+        ["ResponseStarted", "ResponseComplete"]
+    );
 
     // A failed credential is audited too.
     let (code, _, _) = s
@@ -151,11 +208,15 @@ fn audit_levels_and_stages() {
         .clone_with("Audit-ID", "bad-token")
         .raw("GET", "/api/v1/namespaces", vec![]);
     assert_eq!(code, 401);
-    assert_eq!(a.of("bad-token", "ResponseComplete").pop().unwrap()["responseStatus"]["code"], 401);
+    assert_eq!(
+        a.of("bad-token", "ResponseComplete").pop().unwrap()["responseStatus"]["code"],
+        401
+    );
 
     // Level None: secrets and health checks leave no trace (but still
     // carry an Audit-ID).
-    let (_, headers, _) = with_id("quiet-secret").raw("GET", "/api/v1/namespaces/meta/secrets", vec![]);
+    let (_, headers, _) =
+        with_id("quiet-secret").raw("GET", "/api/v1/namespaces/meta/secrets", vec![]);
     assert_eq!(headers["audit-id"], "quiet-secret");
     with_id("quiet-health").raw("GET", "/healthz", vec![]);
     // A later request's event proves the writer caught up past them.

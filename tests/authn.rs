@@ -60,12 +60,25 @@ fn http2_over_tls_is_negotiated() {
     let ca = s.dir.path().join("ca.crt");
     std::fs::write(&ca, s.ca_pem()).unwrap();
     let out = std::process::Command::new("curl")
-        .args(["-sS", "--http2", "-o", "/dev/null", "-w", "%{http_version} %{http_code}", "--cacert"])
+        .args([
+            "-sS",
+            "--http2",
+            "-o",
+            "/dev/null",
+            "-w",
+            "%{http_version} %{http_code}",
+            "--cacert",
+        ])
         .arg(&ca)
         .arg(format!("{}/healthz", s.secure_base()))
         .output()
         .expect("curl");
-    assert_eq!(String::from_utf8_lossy(&out.stdout), "2 200", "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "2 200",
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 #[test]
@@ -78,7 +91,13 @@ fn static_tokens_and_garbled_tokens() {
     assert_eq!(u["username"], "bob");
     assert_eq!(u["uid"], "bob-uid");
     assert_eq!(u["groups"], json!(["ops", "dev", "system:authenticated"]));
-    for bad in ["nope", "s3cret2", "a.b.c", "abcdef.0123456789abcdef", "eyJhbGciOiJFUzI1NiJ9.e30.c2ln"] {
+    for bad in [
+        "nope",
+        "s3cret2",
+        "a.b.c",
+        "abcdef.0123456789abcdef",
+        "eyJhbGciOiJFUzI1NiJ9.e30.c2ln",
+    ] {
         let (code, body) = s.client(&Who::token(bad)).get("/healthz");
         assert_eq!(code, 401, "{bad}: {body}");
     }
@@ -93,7 +112,12 @@ fn anonymous_can_be_turned_off() {
 
 fn sign(claims: &Value, key_pem: &str) -> String {
     let key = jsonwebtoken::EncodingKey::from_ec_pem(key_pem.as_bytes()).unwrap();
-    jsonwebtoken::encode(&jsonwebtoken::Header::new(jsonwebtoken::Algorithm::ES256), claims, &key).unwrap()
+    jsonwebtoken::encode(
+        &jsonwebtoken::Header::new(jsonwebtoken::Algorithm::ES256),
+        claims,
+        &key,
+    )
+    .unwrap()
 }
 
 #[test]
@@ -105,7 +129,11 @@ fn service_account_tokens() {
     assert_eq!(u["username"], "system:serviceaccount:apps:builder");
     assert_eq!(
         u["groups"],
-        json!(["system:serviceaccounts", "system:serviceaccounts:apps", "system:authenticated"])
+        json!([
+            "system:serviceaccounts",
+            "system:serviceaccounts:apps",
+            "system:authenticated"
+        ])
     );
     assert!(u["extra"]["authentication.kubernetes.io/credential-id"][0]
         .as_str()
@@ -121,8 +149,14 @@ fn service_account_tokens() {
     );
     assert_eq!(code, 201, "{review}");
     assert_eq!(review["status"]["authenticated"], true);
-    assert_eq!(review["status"]["user"]["username"], "system:serviceaccount:apps:builder");
-    assert_eq!(review["status"]["audiences"], json!(["https://kubernetes.default.svc.cluster.local"]));
+    assert_eq!(
+        review["status"]["user"]["username"],
+        "system:serviceaccount:apps:builder"
+    );
+    assert_eq!(
+        review["status"]["audiences"],
+        json!(["https://kubernetes.default.svc.cluster.local"])
+    );
 
     // Expired, forged and wrongly-addressed tokens are 401.
     let key = s.pki("sa.key");
@@ -134,24 +168,48 @@ fn service_account_tokens() {
             "kubernetes.io": {"namespace": "apps", "serviceaccount": {"name": "builder", "uid": sa["metadata"]["uid"]}}
         })
     };
-    let good = sign(&claims(now + 600, "https://kubernetes.default.svc.cluster.local"), &key);
-    assert_eq!(user_of(&s, &Who::token(&good))["username"], "system:serviceaccount:apps:builder");
-    let expired = sign(&claims(now - 3600, "https://kubernetes.default.svc.cluster.local"), &key);
+    let good = sign(
+        &claims(now + 600, "https://kubernetes.default.svc.cluster.local"),
+        &key,
+    );
+    assert_eq!(
+        user_of(&s, &Who::token(&good))["username"],
+        "system:serviceaccount:apps:builder"
+    );
+    let expired = sign(
+        &claims(now - 3600, "https://kubernetes.default.svc.cluster.local"),
+        &key,
+    );
     let other_key = rcgen::KeyPair::generate().unwrap().serialize_pem();
-    let forged = sign(&claims(now + 600, "https://kubernetes.default.svc.cluster.local"), &other_key);
+    let forged = sign(
+        &claims(now + 600, "https://kubernetes.default.svc.cluster.local"),
+        &other_key,
+    );
     let wrong_aud = sign(&claims(now + 600, "vault"), &key);
     let mut tampered = token.clone();
     tampered.insert(token.len() / 2, 'x');
-    for (what, t) in [("expired", expired), ("forged", forged), ("audience", wrong_aud), ("garbled", tampered)] {
+    for (what, t) in [
+        ("expired", expired),
+        ("forged", forged),
+        ("audience", wrong_aud),
+        ("garbled", tampered),
+    ] {
         let (code, body) = s.client(&Who::token(&t)).get("/healthz");
         assert_eq!(code, 401, "{what}: {body}");
     }
 
     // Deleting the account ends its tokens; a new account of the same
     // name (another uid) does not revive them.
-    assert_eq!(s.delete("/api/v1/namespaces/apps/serviceaccounts/builder").0, 200);
+    assert_eq!(
+        s.delete("/api/v1/namespaces/apps/serviceaccounts/builder")
+            .0,
+        200
+    );
     assert_eq!(s.client(&Who::token(&token)).get("/healthz").0, 401);
-    s.post("/api/v1/namespaces/apps/serviceaccounts", &json!({"metadata": {"name": "builder"}}));
+    s.post(
+        "/api/v1/namespaces/apps/serviceaccounts",
+        &json!({"metadata": {"name": "builder"}}),
+    );
     assert_eq!(s.client(&Who::token(&token)).get("/healthz").0, 401);
     assert_eq!(s.client(&Who::token(&good)).get("/healthz").0, 401);
 }
@@ -160,21 +218,33 @@ fn service_account_tokens() {
 fn token_request_validation_and_bound_objects() {
     let s = Server::start(1);
     namespace(&s, "apps");
-    s.post("/api/v1/namespaces/apps/serviceaccounts", &json!({"metadata": {"name": "runner"}}));
+    s.post(
+        "/api/v1/namespaces/apps/serviceaccounts",
+        &json!({"metadata": {"name": "runner"}}),
+    );
     let path = "/api/v1/namespaces/apps/serviceaccounts/runner/token";
     let (code, body) = s.post(path, &json!({"spec": {"expirationSeconds": 60}}));
     assert_eq!(code, 422, "{body}");
-    let (code, _) = s.post("/api/v1/namespaces/apps/serviceaccounts/ghost/token", &json!({"spec": {}}));
+    let (code, _) = s.post(
+        "/api/v1/namespaces/apps/serviceaccounts/ghost/token",
+        &json!({"spec": {}}),
+    );
     assert_eq!(code, 404);
     // Bound to a secret: works while the secret exists.
-    let (_, secret) = s.post("/api/v1/namespaces/apps/secrets", &json!({"metadata": {"name": "anchor"}}));
+    let (_, secret) = s.post(
+        "/api/v1/namespaces/apps/secrets",
+        &json!({"metadata": {"name": "anchor"}}),
+    );
     let (code, tr) = s.post(
         path,
         &json!({"spec": {"audiences": ["api", "vault"], "expirationSeconds": 1200,
             "boundObjectRef": {"kind": "Secret", "apiVersion": "v1", "name": "anchor"}}}),
     );
     assert_eq!(code, 201, "{tr}");
-    assert_eq!(tr["spec"]["boundObjectRef"]["uid"], secret["metadata"]["uid"]);
+    assert_eq!(
+        tr["spec"]["boundObjectRef"]["uid"],
+        secret["metadata"]["uid"]
+    );
     assert_eq!(tr["spec"]["expirationSeconds"], 1200);
     let token = tr["status"]["token"].as_str().unwrap().to_string();
     // Not for this server's audience, but a TokenReview for "vault" says yes.
@@ -197,7 +267,10 @@ fn token_request_validation_and_bound_objects() {
 fn legacy_service_account_token_secrets() {
     let s = Server::start(2);
     namespace(&s, "apps");
-    s.post("/api/v1/namespaces/apps/serviceaccounts", &json!({"metadata": {"name": "old"}}));
+    s.post(
+        "/api/v1/namespaces/apps/serviceaccounts",
+        &json!({"metadata": {"name": "old"}}),
+    );
     s.post(
         "/api/v1/namespaces/apps/secrets",
         &json!({"metadata": {"name": "old-token", "annotations": {"kubernetes.io/service-account.name": "old"}},
@@ -213,10 +286,16 @@ fn legacy_service_account_token_secrets() {
             assert!(secret["data"]["ca.crt"].is_string());
             break String::from_utf8(raw).unwrap();
         }
-        assert!(std::time::Instant::now() < deadline, "token never filled: {secret}");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "token never filled: {secret}"
+        );
         std::thread::sleep(std::time::Duration::from_millis(20));
     };
-    assert_eq!(user_of(&s, &Who::token(&token))["username"], "system:serviceaccount:apps:old");
+    assert_eq!(
+        user_of(&s, &Who::token(&token))["username"],
+        "system:serviceaccount:apps:old"
+    );
     // Deleting the secret revokes it.
     s.delete("/api/v1/namespaces/apps/secrets/old-token");
     assert_eq!(s.client(&Who::token(&token)).get("/healthz").0, 401);
@@ -233,15 +312,37 @@ fn bootstrap_tokens() {
                 "usage-bootstrap-authentication": b64("true"), "expiration": b64(expiration),
                 "auth-extra-groups": b64("system:bootstrappers:workers")}})
     };
-    assert_eq!(s.post("/api/v1/namespaces/kube-system/secrets", &secret("abcdef", "2999-01-01T00:00:00Z")).0, 201);
-    assert_eq!(s.post("/api/v1/namespaces/kube-system/secrets", &secret("zzzzzz", "2001-01-01T00:00:00Z")).0, 201);
+    assert_eq!(
+        s.post(
+            "/api/v1/namespaces/kube-system/secrets",
+            &secret("abcdef", "2999-01-01T00:00:00Z")
+        )
+        .0,
+        201
+    );
+    assert_eq!(
+        s.post(
+            "/api/v1/namespaces/kube-system/secrets",
+            &secret("zzzzzz", "2001-01-01T00:00:00Z")
+        )
+        .0,
+        201
+    );
     let u = user_of(&s, &Who::token("abcdef.0123456789abcdef"));
     assert_eq!(u["username"], "system:bootstrap:abcdef");
     assert_eq!(
         u["groups"],
-        json!(["system:bootstrappers", "system:bootstrappers:workers", "system:authenticated"])
+        json!([
+            "system:bootstrappers",
+            "system:bootstrappers:workers",
+            "system:authenticated"
+        ])
     );
-    for bad in ["zzzzzz.0123456789abcdef", "abcdef.0123456789abcdee", "qqqqqq.0123456789abcdef"] {
+    for bad in [
+        "zzzzzz.0123456789abcdef",
+        "abcdef.0123456789abcdee",
+        "qqqqqq.0123456789abcdef",
+    ] {
         assert_eq!(s.client(&Who::token(bad)).get("/healthz").0, 401, "{bad}");
     }
 }
@@ -256,13 +357,25 @@ fn kubectl_auth_whoami_and_the_admin_kubeconfig() {
     assert!(out.contains("kube-system"), "{out}");
     let (code, out, err) = kubectl(&admin, &["auth", "whoami"]);
     assert_eq!(code, 0, "{err}");
-    assert!(out.contains("kubeshard-admin") && out.contains("system:masters"), "{out}");
+    assert!(
+        out.contains("kubeshard-admin") && out.contains("system:masters"),
+        "{out}"
+    );
     // And for a certificate user without any role.
-    let (code, out, err) = kubectl(&s.kubeconfig(&Who::cert("carol", &["team"])), &["auth", "whoami", "-o", "json"]);
+    let (code, out, err) = kubectl(
+        &s.kubeconfig(&Who::cert("carol", &["team"])),
+        &["auth", "whoami", "-o", "json"],
+    );
     assert_eq!(code, 0, "{err}");
     let v: Value = serde_json::from_str(&out).unwrap();
     assert_eq!(v["status"]["userInfo"]["username"], "carol");
-    let (code, _, err) = kubectl(&s.kubeconfig(&Who::cert("carol", &["team"])), &["get", "pods"]);
+    let (code, _, err) = kubectl(
+        &s.kubeconfig(&Who::cert("carol", &["team"])),
+        &["get", "pods"],
+    );
     assert_ne!(code, 0);
-    assert!(err.contains(r#"User "carol" cannot list resource "pods""#), "{err}");
+    assert!(
+        err.contains(r#"User "carol" cannot list resource "pods""#),
+        "{err}"
+    );
 }

@@ -24,8 +24,23 @@ fn inflight(s: &Server) -> i64 {
 
 #[test]
 fn a_flood_gets_429_but_admins_and_probes_get_through() {
-    let s = Server::start_with(2, &["--max-requests-inflight", "2", "--max-mutating-requests-inflight", "1"]);
-    bind(&s, "", "flood-views", "ClusterRole", "view", vec![subject("User", "flood")]);
+    let s = Server::start_with(
+        2,
+        &[
+            "--max-requests-inflight",
+            "2",
+            "--max-mutating-requests-inflight",
+            "1",
+        ],
+    );
+    bind(
+        &s,
+        "",
+        "flood-views",
+        "ClusterRole",
+        "view",
+        vec![subject("User", "flood")],
+    );
     let flood = Who::cert("flood", &[]);
     let slow: Vec<_> = (0..2)
         .map(|_| {
@@ -35,7 +50,10 @@ fn a_flood_gets_429_but_admins_and_probes_get_through() {
         .collect();
     let deadline = Instant::now() + Duration::from_secs(3);
     while inflight(&s) < 2 {
-        assert!(Instant::now() < deadline, "slow requests never got in flight");
+        assert!(
+            Instant::now() < deadline,
+            "slow requests never got in flight"
+        );
         std::thread::sleep(Duration::from_millis(5));
     }
     let c = s.client(&flood);
@@ -47,11 +65,27 @@ fn a_flood_gets_429_but_admins_and_probes_get_through() {
     assert_eq!(v["details"]["retryAfterSeconds"], 1);
     // Exempt: system:masters, health probes, watches; and mutating
     // requests count separately (this one gets as far as authorization).
-    assert_eq!(s.client(&Who::cert("root", &["system:masters"])).get("/api/v1/namespaces").0, 200);
+    assert_eq!(
+        s.client(&Who::cert("root", &["system:masters"]))
+            .get("/api/v1/namespaces")
+            .0,
+        200
+    );
     assert_eq!(s.client(&Who::Anonymous).get("/healthz").0, 200);
     assert_eq!(s.client(&Who::Anonymous).get("/readyz").0, 200);
-    assert_eq!(c.get("/api/v1/namespaces/default/configmaps?watch=1&timeoutSeconds=1").0, 200);
-    assert_eq!(c.post("/api/v1/namespaces/default/configmaps", &configmap("x", json!({}))).0, 403);
+    assert_eq!(
+        c.get("/api/v1/namespaces/default/configmaps?watch=1&timeoutSeconds=1")
+            .0,
+        200
+    );
+    assert_eq!(
+        c.post(
+            "/api/v1/namespaces/default/configmaps",
+            &configmap("x", json!({}))
+        )
+        .0,
+        403
+    );
     assert_eq!(inflight(&s), 2);
     for t in slow {
         assert_eq!(t.join().unwrap(), 504);
@@ -68,12 +102,24 @@ fn request_timeout_is_504() {
     let (code, body) = admin.get(SLOW);
     assert_eq!(code, 504, "{body}");
     assert_eq!(body["reason"], "Timeout");
-    assert!(body["message"].as_str().unwrap().contains("request did not complete within requested timeout"), "{body}");
-    assert!(started.elapsed() < Duration::from_millis(2500), "took {:?}", started.elapsed());
+    assert!(
+        body["message"]
+            .as_str()
+            .unwrap()
+            .contains("request did not complete within requested timeout"),
+        "{body}"
+    );
+    assert!(
+        started.elapsed() < Duration::from_millis(2500),
+        "took {:?}",
+        started.elapsed()
+    );
     // ?timeout= may ask for less than the server's limit.
     let s2 = Server::start(1);
     let started = Instant::now();
-    let (code, _) = s2.client(&Who::cert("root", &["system:masters"])).get(&format!("{SLOW}&timeout=200ms"));
+    let (code, _) = s2
+        .client(&Who::cert("root", &["system:masters"]))
+        .get(&format!("{SLOW}&timeout=200ms"));
     assert_eq!(code, 504);
     assert!(started.elapsed() < Duration::from_millis(2000));
     // Watches are long-running: not cut by the request timeout.

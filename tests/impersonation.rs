@@ -12,8 +12,20 @@ use serde_json::json;
 fn impersonation_allowed_and_refused() {
     let s = Server::start(2);
     namespace(&s, "ns-a");
-    role(&s, "ns-a", "pod-reader", vec![rule(&["list"], &[""], &["pods"])]);
-    bind(&s, "ns-a", "alice-reads", "Role", "pod-reader", vec![subject("User", "alice")]);
+    role(
+        &s,
+        "ns-a",
+        "pod-reader",
+        vec![rule(&["list"], &[""], &["pods"])],
+    );
+    bind(
+        &s,
+        "ns-a",
+        "alice-reads",
+        "Role",
+        "pod-reader",
+        vec![subject("User", "alice")],
+    );
     let ivan = s.client(&Who::cert("ivan", &[]));
     let pods = "/api/v1/namespaces/ns-a/pods";
 
@@ -37,13 +49,28 @@ fn impersonation_allowed_and_refused() {
             json!({"verbs": ["impersonate"], "apiGroups": ["authentication.k8s.io"], "resources": ["userextras/scopes"], "resourceNames": ["read"]}),
         ],
     );
-    bind(&s, "", "ivan-impersonates", "ClusterRole", "impersonator", vec![subject("User", "ivan")]);
+    bind(
+        &s,
+        "",
+        "ivan-impersonates",
+        "ClusterRole",
+        "impersonator",
+        vec![subject("User", "ivan")],
+    );
     let (code, body) = ivan.clone_with("Impersonate-User", "alice").get(pods);
     assert_eq!(code, 200, "{body}");
     // Acting as alice means alice's permissions, not ivan's.
-    let (code, body) = ivan.clone_with("Impersonate-User", "alice").get("/api/v1/namespaces/ns-a/configmaps");
+    let (code, body) = ivan
+        .clone_with("Impersonate-User", "alice")
+        .get("/api/v1/namespaces/ns-a/configmaps");
     assert_eq!(code, 403);
-    assert!(body["message"].as_str().unwrap().contains(r#"User "alice" cannot list"#), "{body}");
+    assert!(
+        body["message"]
+            .as_str()
+            .unwrap()
+            .contains(r#"User "alice" cannot list"#),
+        "{body}"
+    );
     assert_eq!(ivan.clone_with("Impersonate-User", "bob").get(pods).0, 403);
     // Groups, uid and extras are checked one by one.
     let c = ivan
@@ -61,9 +88,13 @@ fn impersonation_allowed_and_refused() {
     assert_eq!(u["uid"], "u-123");
     assert_eq!(u["groups"], json!(["dev", "system:authenticated"]));
     assert_eq!(u["extra"]["scopes"], json!(["read"]));
-    let bad_group = ivan.clone_with("Impersonate-User", "alice").with_header("Impersonate-Group", "ops");
+    let bad_group = ivan
+        .clone_with("Impersonate-User", "alice")
+        .with_header("Impersonate-Group", "ops");
     assert_eq!(bad_group.get(pods).0, 403);
-    let bad_extra = ivan.clone_with("Impersonate-User", "alice").with_header("Impersonate-Extra-Scopes", "write");
+    let bad_extra = ivan
+        .clone_with("Impersonate-User", "alice")
+        .with_header("Impersonate-Extra-Scopes", "write");
     assert_eq!(bad_extra.get(pods).0, 403);
     // Groups without a user is not a request kube accepts.
     assert_eq!(ivan.clone_with("Impersonate-Group", "dev").get(pods).0, 500);
@@ -85,9 +116,33 @@ fn impersonation_allowed_and_refused() {
     let (code, _, err) = kubectl(&kc, &["--as", "bob", "get", "pods", "-n", "ns-a"]);
     assert_ne!(code, 0);
     assert!(err.contains("cannot impersonate"), "{err}");
-    let (code, _, _) = kubectl(&kc, &["--as", "alice", "--as-group", "dev", "get", "pods", "-n", "ns-a"]);
+    let (code, _, _) = kubectl(
+        &kc,
+        &[
+            "--as",
+            "alice",
+            "--as-group",
+            "dev",
+            "get",
+            "pods",
+            "-n",
+            "ns-a",
+        ],
+    );
     assert_eq!(code, 0);
-    let (code, _, err) = kubectl(&kc, &["--as", "alice", "--as-group", "ops", "get", "pods", "-n", "ns-a"]);
+    let (code, _, err) = kubectl(
+        &kc,
+        &[
+            "--as",
+            "alice",
+            "--as-group",
+            "ops",
+            "get",
+            "pods",
+            "-n",
+            "ns-a",
+        ],
+    );
     assert_ne!(code, 0, "{err}");
     // An administrator may be anyone.
     let admin = s.kubeconfig(&Who::cert("root", &["system:masters"]));

@@ -27,16 +27,31 @@ fn fixture() -> Fixture {
     std::fs::write(&tokens, "bob-token,bob,bob-uid,ops\n").unwrap();
     let s = Server::start_with(
         2,
-        &["--token-auth-file", tokens.to_str().unwrap(), "--enable-bootstrap-token-auth"],
+        &[
+            "--token-auth-file",
+            tokens.to_str().unwrap(),
+            "--enable-bootstrap-token-auth",
+        ],
     );
     std::mem::forget(dir); // the server reads the file only at start, but keep it for its lifetime
     namespace(&s, "ns-a");
     namespace(&s, "ns-b");
     let pod = |name: &str| json!({"metadata": {"name": name}, "spec": {"containers": [{"name": "c", "image": "busybox"}]}});
     for ns in ["ns-a", "ns-b"] {
-        assert_eq!(s.post(&format!("/api/v1/namespaces/{ns}/pods"), &pod("p1")).0, 201);
+        assert_eq!(
+            s.post(&format!("/api/v1/namespaces/{ns}/pods"), &pod("p1"))
+                .0,
+            201
+        );
         for cm in ["cm-1", "cm-2"] {
-            assert_eq!(s.post(&format!("/api/v1/namespaces/{ns}/configmaps"), &configmap(cm, json!({}))).0, 201);
+            assert_eq!(
+                s.post(
+                    &format!("/api/v1/namespaces/{ns}/configmaps"),
+                    &configmap(cm, json!({}))
+                )
+                .0,
+                201
+            );
         }
     }
     let robot = service_account_token(&s, "ns-a", "robot");
@@ -51,26 +66,99 @@ fn fixture() -> Fixture {
 
     // alice (certificate, group dev): reads pods in ns-a, incl. logs; the
     // bootstrap "view" role in ns-b.
-    role(&s, "ns-a", "pod-reader", vec![rule(&["get", "list"], &[""], &["pods", "pods/log"])]);
-    bind(&s, "ns-a", "alice-reads", "Role", "pod-reader", vec![subject("User", "alice")]);
-    bind(&s, "ns-b", "alice-views", "ClusterRole", "view", vec![subject("User", "alice")]);
+    role(
+        &s,
+        "ns-a",
+        "pod-reader",
+        vec![rule(&["get", "list"], &[""], &["pods", "pods/log"])],
+    );
+    bind(
+        &s,
+        "ns-a",
+        "alice-reads",
+        "Role",
+        "pod-reader",
+        vec![subject("User", "alice")],
+    );
+    bind(
+        &s,
+        "ns-b",
+        "alice-views",
+        "ClusterRole",
+        "view",
+        vec![subject("User", "alice")],
+    );
     // bob (static token, group ops): one named configmap, everywhere.
-    cluster_role(&s, "cm-one", json!({}), vec![json!({"verbs": ["get"], "apiGroups": [""], "resources": ["configmaps"], "resourceNames": ["cm-1"]})]);
-    bind(&s, "", "ops-cm-one", "ClusterRole", "cm-one", vec![subject("Group", "ops")]);
+    cluster_role(
+        &s,
+        "cm-one",
+        json!({}),
+        vec![
+            json!({"verbs": ["get"], "apiGroups": [""], "resources": ["configmaps"], "resourceNames": ["cm-1"]}),
+        ],
+    );
+    bind(
+        &s,
+        "",
+        "ops-cm-one",
+        "ClusterRole",
+        "cm-one",
+        vec![subject("Group", "ops")],
+    );
     // robot (service account): /metrics, and any status in ns-a.
-    cluster_role(&s, "metrics-reader", json!({}), vec![json!({"verbs": ["get"], "nonResourceURLs": ["/metrics"]})]);
-    bind(&s, "", "robot-metrics", "ClusterRole", "metrics-reader", vec![subject("ServiceAccount", "ns-a/robot")]);
-    role(&s, "ns-a", "status-writer", vec![rule(&["get", "update"], &["*"], &["*/status"])]);
-    bind(&s, "ns-a", "robot-status", "Role", "status-writer", vec![json!({"kind": "ServiceAccount", "name": "robot"})]);
+    cluster_role(
+        &s,
+        "metrics-reader",
+        json!({}),
+        vec![json!({"verbs": ["get"], "nonResourceURLs": ["/metrics"]})],
+    );
+    bind(
+        &s,
+        "",
+        "robot-metrics",
+        "ClusterRole",
+        "metrics-reader",
+        vec![subject("ServiceAccount", "ns-a/robot")],
+    );
+    role(
+        &s,
+        "ns-a",
+        "status-writer",
+        vec![rule(&["get", "update"], &["*"], &["*/status"])],
+    );
+    bind(
+        &s,
+        "ns-a",
+        "robot-status",
+        "Role",
+        "status-writer",
+        vec![json!({"kind": "ServiceAccount", "name": "robot"})],
+    );
     // The bootstrapper: an aggregated role, filled from a labelled part.
     let (code, agg) = s.post(
         "/apis/rbac.authorization.k8s.io/v1/clusterroles",
         &json!({"metadata": {"name": "agg"}, "aggregationRule": {"clusterRoleSelectors": [{"matchLabels": {"agg": "yes"}}]}}),
     );
     assert_eq!(code, 201, "{agg}");
-    cluster_role(&s, "agg-part", json!({"agg": "yes"}), vec![rule(&["list"], &["apps"], &["deployments"])]);
-    bind(&s, "ns-b", "boot-agg", "ClusterRole", "agg", vec![subject("Group", "system:bootstrappers")]);
-    wait_for(&s, "/apis/rbac.authorization.k8s.io/v1/clusterroles/agg", |r| r["rules"].as_array().is_some_and(|a| !a.is_empty()));
+    cluster_role(
+        &s,
+        "agg-part",
+        json!({"agg": "yes"}),
+        vec![rule(&["list"], &["apps"], &["deployments"])],
+    );
+    bind(
+        &s,
+        "ns-b",
+        "boot-agg",
+        "ClusterRole",
+        "agg",
+        vec![subject("Group", "system:bootstrappers")],
+    );
+    wait_for(
+        &s,
+        "/apis/rbac.authorization.k8s.io/v1/clusterroles/agg",
+        |r| r["rules"].as_array().is_some_and(|a| !a.is_empty()),
+    );
 
     Fixture {
         who: vec![
@@ -80,7 +168,10 @@ fn fixture() -> Fixture {
             ("boot", Who::token(BOOTSTRAP_TOKEN)),
             ("anonymous", Who::Anonymous),
             ("stranger", Who::StrangerCert("alice".into())),
-            ("garbled", Who::token("eyJhbGciOiJFUzI1NiJ9.eyJpc3MiOiJ4In0.c2ln")),
+            (
+                "garbled",
+                Who::token("eyJhbGciOiJFUzI1NiJ9.eyJpc3MiOiJ4In0.c2ln"),
+            ),
         ],
         s,
     }
@@ -118,52 +209,214 @@ const fn cell(
     expect: u16,
     can_i: Option<&'static [&'static str]>,
 ) -> Cell {
-    Cell { who, method, path, expect, can_i }
+    Cell {
+        who,
+        method,
+        path,
+        expect,
+        can_i,
+    }
 }
 
 const MATRIX: &[Cell] = &[
     // alice: Role in ns-a (namespaced), bootstrap aggregated "view" in ns-b.
-    cell("alice", "GET", "/api/v1/namespaces/ns-a/pods/p1", 200, Some(&["get", "pods/p1", "-n", "ns-a"])),
-    cell("alice", "GET", "/api/v1/namespaces/ns-a/pods", 200, Some(&["list", "pods", "-n", "ns-a"])),
-    cell("alice", "GET", "/api/v1/namespaces/ns-b/pods/p1", 200, Some(&["get", "pods/p1", "-n", "ns-b"])),
-    cell("alice", "GET", "/api/v1/namespaces/ns-b/configmaps/cm-2", 200, Some(&["get", "configmaps/cm-2", "-n", "ns-b"])),
-    cell("alice", "DELETE", "/api/v1/namespaces/ns-a/pods/p1", 403, Some(&["delete", "pods/p1", "-n", "ns-a"])),
-    cell("alice", "DELETE", "/api/v1/namespaces/ns-b/pods/p1", 403, Some(&["delete", "pods/p1", "-n", "ns-b"])),
-    cell("alice", "GET", "/api/v1/namespaces/ns-a/configmaps/cm-1", 403, Some(&["get", "configmaps/cm-1", "-n", "ns-a"])),
-    cell("alice", "GET", "/api/v1/pods", 403, Some(&["list", "pods", "-A"])),
+    cell(
+        "alice",
+        "GET",
+        "/api/v1/namespaces/ns-a/pods/p1",
+        200,
+        Some(&["get", "pods/p1", "-n", "ns-a"]),
+    ),
+    cell(
+        "alice",
+        "GET",
+        "/api/v1/namespaces/ns-a/pods",
+        200,
+        Some(&["list", "pods", "-n", "ns-a"]),
+    ),
+    cell(
+        "alice",
+        "GET",
+        "/api/v1/namespaces/ns-b/pods/p1",
+        200,
+        Some(&["get", "pods/p1", "-n", "ns-b"]),
+    ),
+    cell(
+        "alice",
+        "GET",
+        "/api/v1/namespaces/ns-b/configmaps/cm-2",
+        200,
+        Some(&["get", "configmaps/cm-2", "-n", "ns-b"]),
+    ),
+    cell(
+        "alice",
+        "DELETE",
+        "/api/v1/namespaces/ns-a/pods/p1",
+        403,
+        Some(&["delete", "pods/p1", "-n", "ns-a"]),
+    ),
+    cell(
+        "alice",
+        "DELETE",
+        "/api/v1/namespaces/ns-b/pods/p1",
+        403,
+        Some(&["delete", "pods/p1", "-n", "ns-b"]),
+    ),
+    cell(
+        "alice",
+        "GET",
+        "/api/v1/namespaces/ns-a/configmaps/cm-1",
+        403,
+        Some(&["get", "configmaps/cm-1", "-n", "ns-a"]),
+    ),
+    cell(
+        "alice",
+        "GET",
+        "/api/v1/pods",
+        403,
+        Some(&["list", "pods", "-A"]),
+    ),
     // Authorized for pods/log, which this server does not serve: 404.
-    cell("alice", "GET", "/api/v1/namespaces/ns-a/pods/p1/log", 404, Some(&["get", "pods/p1", "--subresource", "log", "-n", "ns-a"])),
-    cell("alice", "GET", "/api/v1/namespaces/ns-a/pods/p1/status", 403, Some(&["get", "pods/p1", "--subresource", "status", "-n", "ns-a"])),
+    cell(
+        "alice",
+        "GET",
+        "/api/v1/namespaces/ns-a/pods/p1/log",
+        404,
+        Some(&["get", "pods/p1", "--subresource", "log", "-n", "ns-a"]),
+    ),
+    cell(
+        "alice",
+        "GET",
+        "/api/v1/namespaces/ns-a/pods/p1/status",
+        403,
+        Some(&["get", "pods/p1", "--subresource", "status", "-n", "ns-a"]),
+    ),
     cell("alice", "GET", "/metrics", 403, Some(&["get", "/metrics"])),
     cell("alice", "GET", "/healthz", 200, Some(&["get", "/healthz"])),
     cell("alice", "GET", "/apis", 200, Some(&["get", "/apis"])),
     // bob: a ClusterRole limited by resourceNames, bound to his group.
-    cell("bob", "GET", "/api/v1/namespaces/ns-a/configmaps/cm-1", 200, Some(&["get", "configmaps/cm-1", "-n", "ns-a"])),
-    cell("bob", "GET", "/api/v1/namespaces/ns-b/configmaps/cm-1", 200, Some(&["get", "configmaps/cm-1", "-n", "ns-b"])),
-    cell("bob", "GET", "/api/v1/namespaces/ns-a/configmaps/cm-2", 403, Some(&["get", "configmaps/cm-2", "-n", "ns-a"])),
-    cell("bob", "GET", "/api/v1/namespaces/ns-a/configmaps", 403, Some(&["list", "configmaps", "-n", "ns-a"])),
-    cell("bob", "PUT", "/api/v1/namespaces/ns-a/configmaps/cm-1", 403, Some(&["update", "configmaps/cm-1", "-n", "ns-a"])),
-    cell("bob", "GET", "/api/v1/namespaces/ns-a/pods/p1", 403, Some(&["get", "pods/p1", "-n", "ns-a"])),
+    cell(
+        "bob",
+        "GET",
+        "/api/v1/namespaces/ns-a/configmaps/cm-1",
+        200,
+        Some(&["get", "configmaps/cm-1", "-n", "ns-a"]),
+    ),
+    cell(
+        "bob",
+        "GET",
+        "/api/v1/namespaces/ns-b/configmaps/cm-1",
+        200,
+        Some(&["get", "configmaps/cm-1", "-n", "ns-b"]),
+    ),
+    cell(
+        "bob",
+        "GET",
+        "/api/v1/namespaces/ns-a/configmaps/cm-2",
+        403,
+        Some(&["get", "configmaps/cm-2", "-n", "ns-a"]),
+    ),
+    cell(
+        "bob",
+        "GET",
+        "/api/v1/namespaces/ns-a/configmaps",
+        403,
+        Some(&["list", "configmaps", "-n", "ns-a"]),
+    ),
+    cell(
+        "bob",
+        "PUT",
+        "/api/v1/namespaces/ns-a/configmaps/cm-1",
+        403,
+        Some(&["update", "configmaps/cm-1", "-n", "ns-a"]),
+    ),
+    cell(
+        "bob",
+        "GET",
+        "/api/v1/namespaces/ns-a/pods/p1",
+        403,
+        Some(&["get", "pods/p1", "-n", "ns-a"]),
+    ),
     // robot: nonResourceURLs cluster-wide, "*/status" in its namespace.
     cell("robot", "GET", "/metrics", 200, Some(&["get", "/metrics"])),
-    cell("robot", "GET", "/api/v1/namespaces/ns-a/pods/p1/status", 200, Some(&["get", "pods/p1", "--subresource", "status", "-n", "ns-a"])),
-    cell("robot", "GET", "/api/v1/namespaces/ns-b/pods/p1/status", 403, Some(&["get", "pods/p1", "--subresource", "status", "-n", "ns-b"])),
-    cell("robot", "GET", "/api/v1/namespaces/ns-a/pods/p1", 403, Some(&["get", "pods/p1", "-n", "ns-a"])),
-    cell("robot", "GET", "/metrics/slis", 403, Some(&["get", "/metrics/slis"])),
+    cell(
+        "robot",
+        "GET",
+        "/api/v1/namespaces/ns-a/pods/p1/status",
+        200,
+        Some(&["get", "pods/p1", "--subresource", "status", "-n", "ns-a"]),
+    ),
+    cell(
+        "robot",
+        "GET",
+        "/api/v1/namespaces/ns-b/pods/p1/status",
+        403,
+        Some(&["get", "pods/p1", "--subresource", "status", "-n", "ns-b"]),
+    ),
+    cell(
+        "robot",
+        "GET",
+        "/api/v1/namespaces/ns-a/pods/p1",
+        403,
+        Some(&["get", "pods/p1", "-n", "ns-a"]),
+    ),
+    cell(
+        "robot",
+        "GET",
+        "/metrics/slis",
+        403,
+        Some(&["get", "/metrics/slis"]),
+    ),
     // The bootstrap token's group: an aggregated ClusterRole in ns-b.
-    cell("boot", "GET", "/apis/apps/v1/namespaces/ns-b/deployments", 200, Some(&["list", "deployments.apps", "-n", "ns-b"])),
-    cell("boot", "GET", "/apis/apps/v1/namespaces/ns-a/deployments", 403, Some(&["list", "deployments.apps", "-n", "ns-a"])),
-    cell("boot", "GET", "/apis/apps/v1/namespaces/ns-b/deployments/d", 403, Some(&["get", "deployments.apps/d", "-n", "ns-b"])),
+    cell(
+        "boot",
+        "GET",
+        "/apis/apps/v1/namespaces/ns-b/deployments",
+        200,
+        Some(&["list", "deployments.apps", "-n", "ns-b"]),
+    ),
+    cell(
+        "boot",
+        "GET",
+        "/apis/apps/v1/namespaces/ns-a/deployments",
+        403,
+        Some(&["list", "deployments.apps", "-n", "ns-a"]),
+    ),
+    cell(
+        "boot",
+        "GET",
+        "/apis/apps/v1/namespaces/ns-b/deployments/d",
+        403,
+        Some(&["get", "deployments.apps/d", "-n", "ns-b"]),
+    ),
     // Anonymous: the public-info paths only.
     cell("anonymous", "GET", "/healthz", 200, None),
     cell("anonymous", "GET", "/version", 200, None),
     cell("anonymous", "GET", "/api", 403, None),
-    cell("anonymous", "GET", "/api/v1/namespaces/ns-a/pods", 403, None),
+    cell(
+        "anonymous",
+        "GET",
+        "/api/v1/namespaces/ns-a/pods",
+        403,
+        None,
+    ),
     // Credentials that fail: 401 whatever the path.
     cell("stranger", "GET", "/healthz", 401, None),
-    cell("stranger", "GET", "/api/v1/namespaces/ns-a/pods/p1", 401, None),
+    cell(
+        "stranger",
+        "GET",
+        "/api/v1/namespaces/ns-a/pods/p1",
+        401,
+        None,
+    ),
     cell("garbled", "GET", "/healthz", 401, None),
-    cell("garbled", "GET", "/api/v1/namespaces/ns-a/pods/p1", 401, None),
+    cell(
+        "garbled",
+        "GET",
+        "/api/v1/namespaces/ns-a/pods/p1",
+        401,
+        None,
+    ),
 ];
 
 #[test]
@@ -180,12 +433,18 @@ fn who_can_do_what() {
         };
         let (code, resp) = s.client(who).send(c.method, c.path, body.as_ref());
         if code != c.expect {
-            failures.push(format!("{} {} {}: got {code}, want {}: {resp}", c.who, c.method, c.path, c.expect));
+            failures.push(format!(
+                "{} {} {}: got {code}, want {}: {resp}",
+                c.who, c.method, c.path, c.expect
+            ));
         }
         if code == 403 {
             let msg = resp["message"].as_str().unwrap_or_default();
             if !msg.contains(" cannot ") || resp["reason"] != "Forbidden" {
-                failures.push(format!("{} {}: 403 without kube's message: {resp}", c.who, c.path));
+                failures.push(format!(
+                    "{} {}: 403 without kube's message: {resp}",
+                    c.who, c.path
+                ));
             }
         }
         if let Some(args) = c.can_i {
@@ -196,11 +455,19 @@ fn who_can_do_what() {
             let allowed = c.expect != 403;
             let want = if allowed { "yes" } else { "no" };
             if out.trim() != want || (exit == 0) != allowed {
-                failures.push(format!("{}: kubectl {full:?} said {out:?} (exit {exit}, {err}), want {want}", c.who));
+                failures.push(format!(
+                    "{}: kubectl {full:?} said {out:?} (exit {exit}, {err}), want {want}",
+                    c.who
+                ));
             }
         }
     }
-    assert!(failures.is_empty(), "{} cells disagree:\n{}", failures.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} cells disagree:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
 }
 
 #[test]
@@ -210,13 +477,29 @@ fn bindings_take_effect_at_once_on_every_shard() {
     let dave = s.client(&Who::cert("dave", &[]));
     let path = "/api/v1/namespaces/live/configmaps";
     assert_eq!(dave.get(path).0, 403);
-    role(&s, "live", "cm-lister", vec![rule(&["list"], &[""], &["configmaps"])]);
-    bind(&s, "live", "dave-lists", "Role", "cm-lister", vec![subject("User", "dave")]);
+    role(
+        &s,
+        "live",
+        "cm-lister",
+        vec![rule(&["list"], &[""], &["configmaps"])],
+    );
+    bind(
+        &s,
+        "live",
+        "dave-lists",
+        "Role",
+        "cm-lister",
+        vec![subject("User", "dave")],
+    );
     // The very next request, on any executor, sees the binding.
     for _ in 0..20 {
         assert_eq!(s.client(&Who::cert("dave", &[])).get(path).0, 200);
     }
-    assert_eq!(s.delete("/apis/rbac.authorization.k8s.io/v1/namespaces/live/rolebindings/dave-lists").0, 200);
+    assert_eq!(
+        s.delete("/apis/rbac.authorization.k8s.io/v1/namespaces/live/rolebindings/dave-lists")
+            .0,
+        200
+    );
     // Revocation is eventually visible on every executor (informer lag is
     // microseconds; poll rather than sleep).
     let deadline = Instant::now() + Duration::from_secs(5);
@@ -241,22 +524,42 @@ fn escalation_is_refused() {
         "team",
         "rbac-manager",
         vec![
-            rule(&["create", "update", "get"], &["rbac.authorization.k8s.io"], &["roles", "rolebindings"]),
+            rule(
+                &["create", "update", "get"],
+                &["rbac.authorization.k8s.io"],
+                &["roles", "rolebindings"],
+            ),
             rule(&["get", "list"], &[""], &["pods"]),
         ],
     );
-    bind(&s, "team", "erin-manages", "Role", "rbac-manager", vec![subject("User", "erin")]);
+    bind(
+        &s,
+        "team",
+        "erin-manages",
+        "Role",
+        "rbac-manager",
+        vec![subject("User", "erin")],
+    );
     let roles = "/apis/rbac.authorization.k8s.io/v1/namespaces/team/roles";
     let bindings = "/apis/rbac.authorization.k8s.io/v1/namespaces/team/rolebindings";
     // A role within what she holds: fine.
-    let (code, body) = c.post(roles, &json!({"metadata": {"name": "readers"}, "rules": [rule(&["get"], &[""], &["pods"])]}));
+    let (code, body) = c.post(
+        roles,
+        &json!({"metadata": {"name": "readers"}, "rules": [rule(&["get"], &[""], &["pods"])]}),
+    );
     assert_eq!(code, 201, "{body}");
     // One that grants more: refused, naming what is missing.
     let (code, body) = c.post(roles, &json!({"metadata": {"name": "deleters"}, "rules": [rule(&["get", "delete"], &[""], &["pods"])]}));
     assert_eq!(code, 403, "{body}");
     let msg = body["message"].as_str().unwrap();
-    assert!(msg.contains("attempting to grant RBAC permissions not currently held"), "{msg}");
-    assert!(msg.contains(r#"Resources:["pods"]"#) && msg.contains(r#"Verbs:["delete"]"#), "{msg}");
+    assert!(
+        msg.contains("attempting to grant RBAC permissions not currently held"),
+        "{msg}"
+    );
+    assert!(
+        msg.contains(r#"Resources:["pods"]"#) && msg.contains(r#"Verbs:["delete"]"#),
+        "{msg}"
+    );
     // Nor may she widen an existing role by update.
     let (_, mut readers) = s.get(&format!("{roles}/readers"));
     readers["rules"][0]["verbs"] = json!(["*"]);
@@ -266,17 +569,58 @@ fn escalation_is_refused() {
         json!({"metadata": {"name": name}, "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": kind, "name": role},
                "subjects": [subject("User", "frank")]})
     };
-    assert_eq!(c.post(bindings, &rb("frank-reads", "Role", "readers")).0, 201);
+    assert_eq!(
+        c.post(bindings, &rb("frank-reads", "Role", "readers")).0,
+        201
+    );
     let (code, body) = c.post(bindings, &rb("frank-admin", "ClusterRole", "cluster-admin"));
     assert_eq!(code, 403, "{body}");
     // With `bind` on that one role she may bind it, and only that one.
-    role(&s, "team", "binder", vec![json!({"verbs": ["bind"], "apiGroups": ["rbac.authorization.k8s.io"], "resources": ["clusterroles"], "resourceNames": ["admin"]})]);
-    bind(&s, "team", "erin-binds", "Role", "binder", vec![subject("User", "erin")]);
-    assert_eq!(c.post(bindings, &rb("frank-ns-admin", "ClusterRole", "admin")).0, 201);
-    assert_eq!(c.post(bindings, &rb("frank-admin", "ClusterRole", "cluster-admin")).0, 403);
+    role(
+        &s,
+        "team",
+        "binder",
+        vec![
+            json!({"verbs": ["bind"], "apiGroups": ["rbac.authorization.k8s.io"], "resources": ["clusterroles"], "resourceNames": ["admin"]}),
+        ],
+    );
+    bind(
+        &s,
+        "team",
+        "erin-binds",
+        "Role",
+        "binder",
+        vec![subject("User", "erin")],
+    );
+    assert_eq!(
+        c.post(bindings, &rb("frank-ns-admin", "ClusterRole", "admin"))
+            .0,
+        201
+    );
+    assert_eq!(
+        c.post(bindings, &rb("frank-admin", "ClusterRole", "cluster-admin"))
+            .0,
+        403
+    );
     // With `escalate` on roles she may write any role.
-    role(&s, "team", "escalator", vec![rule(&["escalate"], &["rbac.authorization.k8s.io"], &["roles"])]);
-    bind(&s, "team", "erin-escalates", "Role", "escalator", vec![subject("User", "erin")]);
+    role(
+        &s,
+        "team",
+        "escalator",
+        vec![rule(
+            &["escalate"],
+            &["rbac.authorization.k8s.io"],
+            &["roles"],
+        )],
+    );
+    bind(
+        &s,
+        "team",
+        "erin-escalates",
+        "Role",
+        "escalator",
+        vec![subject("User", "erin")],
+    );
     assert_eq!(c.post(roles, &json!({"metadata": {"name": "deleters"}, "rules": [rule(&["delete"], &[""], &["pods"])]})).0, 201);
     // An aggregated ClusterRole needs cluster-admin powers.
     role(&s, "team", "unused", vec![]);
@@ -301,7 +645,10 @@ fn rbac_objects_are_validated() {
         &json!({"metadata": {"name": "bad"}, "rules": [{"verbs": ["get"], "nonResourceURLs": ["/x"]}]}),
     );
     assert_eq!(code, 422, "{body}");
-    assert_eq!(body["details"]["causes"][0]["field"], "rules[0].nonResourceURLs");
+    assert_eq!(
+        body["details"]["causes"][0]["field"],
+        "rules[0].nonResourceURLs"
+    );
     let (code, body) = s.post(
         "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings",
         &json!({"metadata": {"name": "bad"}, "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "r"}}),
@@ -313,14 +660,33 @@ fn rbac_objects_are_validated() {
 fn kubectl_can_i_list_and_authorizer_modes() {
     let s = Server::start(1);
     namespace(&s, "ns-a");
-    role(&s, "ns-a", "pod-reader", vec![rule(&["get", "list"], &[""], &["pods"])]);
-    bind(&s, "ns-a", "hank-reads", "Role", "pod-reader", vec![subject("User", "hank")]);
+    role(
+        &s,
+        "ns-a",
+        "pod-reader",
+        vec![rule(&["get", "list"], &[""], &["pods"])],
+    );
+    bind(
+        &s,
+        "ns-a",
+        "hank-reads",
+        "Role",
+        "pod-reader",
+        vec![subject("User", "hank")],
+    );
     let kc = s.kubeconfig(&Who::cert("hank", &[]));
     let (code, out, err) = kubectl(&kc, &["auth", "can-i", "--list", "-n", "ns-a"]);
     assert_eq!(code, 0, "{err}");
-    let pods = out.lines().find(|l| l.starts_with("pods ")).unwrap_or_else(|| panic!("{out}"));
+    let pods = out
+        .lines()
+        .find(|l| l.starts_with("pods "))
+        .unwrap_or_else(|| panic!("{out}"));
     assert!(pods.contains("[get list]"), "{pods}");
-    assert!(out.lines().any(|l| l.contains("selfsubjectaccessreviews.authorization.k8s.io")), "{out}");
+    assert!(
+        out.lines()
+            .any(|l| l.contains("selfsubjectaccessreviews.authorization.k8s.io")),
+        "{out}"
+    );
     assert!(out.lines().any(|l| l.contains("/healthz")), "{out}");
     let (_, out, _) = kubectl(&kc, &["auth", "can-i", "--list", "-n", "other"]);
     assert!(!out.lines().any(|l| l.starts_with("pods ")), "{out}");
@@ -330,11 +696,25 @@ fn kubectl_can_i_list_and_authorizer_modes() {
     let deny = Server::start_with(1, &["--authorization-mode", "AlwaysDeny"]);
     let (code, body) = deny.client(&Who::cert("x", &[])).get("/healthz");
     assert_eq!(code, 403, "{body}");
-    assert!(body["message"].as_str().unwrap().ends_with("Everything is forbidden."), "{body}");
-    assert_eq!(deny.client(&Who::cert("root", &["system:masters"])).get("/api/v1/pods").0, 200);
+    assert!(
+        body["message"]
+            .as_str()
+            .unwrap()
+            .ends_with("Everything is forbidden."),
+        "{body}"
+    );
+    assert_eq!(
+        deny.client(&Who::cert("root", &["system:masters"]))
+            .get("/api/v1/pods")
+            .0,
+        200
+    );
     let allow = Server::start_with(1, &["--authorization-mode", "AlwaysAllow,RBAC"]);
     assert_eq!(allow.client(&Who::Anonymous).get("/api/v1/pods").0, 200);
-    let (code, out, _) = kubectl(&allow.kubeconfig(&Who::cert("x", &[])), &["auth", "can-i", "delete", "nodes"]);
+    let (code, out, _) = kubectl(
+        &allow.kubeconfig(&Who::cert("x", &[])),
+        &["auth", "can-i", "delete", "nodes"],
+    );
     assert_eq!((code, out.trim()), (0, "yes"));
 }
 
@@ -342,21 +722,46 @@ fn kubectl_can_i_list_and_authorizer_modes() {
 fn access_reviews_for_other_subjects() {
     let s = Server::start(1);
     namespace(&s, "ns-a");
-    role(&s, "ns-a", "pod-reader", vec![rule(&["get"], &[""], &["pods"])]);
-    bind(&s, "ns-a", "g-reads", "Role", "pod-reader", vec![subject("Group", "readers")]);
+    role(
+        &s,
+        "ns-a",
+        "pod-reader",
+        vec![rule(&["get"], &[""], &["pods"])],
+    );
+    bind(
+        &s,
+        "ns-a",
+        "g-reads",
+        "Role",
+        "pod-reader",
+        vec![subject("Group", "readers")],
+    );
     let sar = |spec: Value| {
         s.post(
             "/apis/authorization.k8s.io/v1/subjectaccessreviews",
             &json!({"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview", "spec": spec}),
         )
     };
-    let (code, r) = sar(json!({"user": "ivy", "groups": ["readers"], "resourceAttributes": {"namespace": "ns-a", "verb": "get", "resource": "pods"}}));
+    let (code, r) = sar(
+        json!({"user": "ivy", "groups": ["readers"], "resourceAttributes": {"namespace": "ns-a", "verb": "get", "resource": "pods"}}),
+    );
     assert_eq!(code, 201, "{r}");
     assert_eq!(r["status"]["allowed"], true);
-    assert!(r["status"]["reason"].as_str().unwrap().contains(r#"RoleBinding "g-reads""#), "{r}");
-    let (_, r) = sar(json!({"user": "ivy", "resourceAttributes": {"namespace": "ns-a", "verb": "get", "resource": "pods"}}));
+    assert!(
+        r["status"]["reason"]
+            .as_str()
+            .unwrap()
+            .contains(r#"RoleBinding "g-reads""#),
+        "{r}"
+    );
+    let (_, r) = sar(
+        json!({"user": "ivy", "resourceAttributes": {"namespace": "ns-a", "verb": "get", "resource": "pods"}}),
+    );
     assert_eq!(r["status"]["allowed"], false);
-    assert_eq!(sar(json!({"resourceAttributes": {"verb": "get", "resource": "pods"}})).0, 422);
+    assert_eq!(
+        sar(json!({"resourceAttributes": {"verb": "get", "resource": "pods"}})).0,
+        422
+    );
     assert_eq!(sar(json!({"user": "ivy"})).0, 422);
     // The local variant takes its namespace from the URL.
     let (code, r) = s.post(

@@ -64,7 +64,9 @@ async fn reconcile(api: &Api) -> Result<usize, ApiError> {
                 "",
                 &name,
                 Box::new(move |old| {
-                    let old = old.ok_or_else(|| ApiError::not_found("", "", ""))?.to_value();
+                    let old = old
+                        .ok_or_else(|| ApiError::not_found("", "", ""))?
+                        .to_value();
                     let mut new = old.clone();
                     new["rules"] = rules;
                     kubeshard_core::meta::remove_meta(&mut new, "resourceVersion");

@@ -14,7 +14,11 @@ pub async fn ensure(api: &Api) -> Result<(), ApiError> {
     let wanted = bootstrap::cluster_roles()
         .into_iter()
         .map(|o| (roles.clone(), o))
-        .chain(bootstrap::cluster_role_bindings().into_iter().map(|o| (bindings.clone(), o)));
+        .chain(
+            bootstrap::cluster_role_bindings()
+                .into_iter()
+                .map(|o| (bindings.clone(), o)),
+        );
     for (info, obj) in wanted {
         let name = kubeshard_core::meta::name(&obj).to_string();
         match api.shards().get(&info.storage_key, "", &name).await? {

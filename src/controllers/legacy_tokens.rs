@@ -37,7 +37,8 @@ pub fn start(api: &Rc<Api>) {
             if let Change::Upsert(o) = change {
                 let v = o.to_value();
                 if v.pointer("/data/token").is_none() {
-                    t.borrow_mut().push((o.namespace.to_string(), o.name.to_string()));
+                    t.borrow_mut()
+                        .push((o.namespace.to_string(), o.name.to_string()));
                     w.notify(1);
                 }
             }
@@ -66,13 +67,20 @@ async fn fill(api: &Api, ns: &str, name: &str) -> Result<(), ApiError> {
     };
     let v = secret.to_value();
     let Some(account) = v
-        .pointer(&format!("/metadata/annotations/{}", NAME_ANNOTATION.replace('/', "~1")))
+        .pointer(&format!(
+            "/metadata/annotations/{}",
+            NAME_ANNOTATION.replace('/', "~1")
+        ))
         .and_then(Value::as_str)
         .map(str::to_string)
     else {
         return Ok(());
     };
-    let Some(sa) = api.shards().get(&Arc::from("/serviceaccounts"), ns, &account).await? else {
+    let Some(sa) = api
+        .shards()
+        .get(&Arc::from("/serviceaccounts"), ns, &account)
+        .await?
+    else {
         return Ok(());
     };
     let config = &api.security.config;
@@ -98,7 +106,9 @@ async fn fill(api: &Api, ns: &str, name: &str) -> Result<(), ApiError> {
             ns,
             name,
             Box::new(move |old| {
-                let old = old.ok_or_else(|| ApiError::not_found("", "secrets", ""))?.to_value();
+                let old = old
+                    .ok_or_else(|| ApiError::not_found("", "secrets", ""))?
+                    .to_value();
                 if old.pointer("/data/token").is_some() {
                     return Err(ApiError::conflict("", "secrets", "", "already filled"));
                 }

@@ -32,7 +32,9 @@ pub struct Permit {
 
 impl Drop for Permit {
     fn drop(&mut self) {
-        self.inflight.counter(self.mutating).fetch_sub(1, Ordering::AcqRel);
+        self.inflight
+            .counter(self.mutating)
+            .fetch_sub(1, Ordering::AcqRel);
     }
 }
 
@@ -95,7 +97,11 @@ fn is_mutating(info: &RequestInfo) -> bool {
 }
 
 /// A permit for this request, None when exempt, or 429.
-pub fn admit(inflight: &Arc<Inflight>, user: &UserInfo, info: &RequestInfo) -> Result<Option<Permit>, ApiError> {
+pub fn admit(
+    inflight: &Arc<Inflight>,
+    user: &UserInfo,
+    info: &RequestInfo,
+) -> Result<Option<Permit>, ApiError> {
     if exempt(user, info) {
         return Ok(None);
     }
@@ -152,11 +158,28 @@ mod tests {
         let inflight = Arc::new(Inflight::new(1, 1));
         let u = UserInfo::new("u", &[]);
         let _held = admit(&inflight, &u, &info(http::Method::GET, "/api/v1/pods")).unwrap();
-        let watch = RequestInfo::parse(&http::Method::GET, "/api/v1/pods", &Query::parse(Some("watch=1")));
+        let watch = RequestInfo::parse(
+            &http::Method::GET,
+            "/api/v1/pods",
+            &Query::parse(Some("watch=1")),
+        );
         assert!(admit(&inflight, &u, &watch).unwrap().is_none());
-        assert!(admit(&inflight, &u, &info(http::Method::GET, "/readyz/shards")).unwrap().is_none());
+        assert!(
+            admit(&inflight, &u, &info(http::Method::GET, "/readyz/shards"))
+                .unwrap()
+                .is_none()
+        );
         let admin = UserInfo::new("a", &[MASTERS]);
-        assert!(admit(&inflight, &admin, &info(http::Method::GET, "/api/v1/pods")).unwrap().is_none());
-        assert_eq!(admit(&inflight, &u, &info(http::Method::GET, "/healthzz")).unwrap_err().code, 429);
+        assert!(
+            admit(&inflight, &admin, &info(http::Method::GET, "/api/v1/pods"))
+                .unwrap()
+                .is_none()
+        );
+        assert_eq!(
+            admit(&inflight, &u, &info(http::Method::GET, "/healthzz"))
+                .unwrap_err()
+                .code,
+            429
+        );
     }
 }

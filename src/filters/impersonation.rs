@@ -40,13 +40,27 @@ fn requested(headers: &HeaderMap) -> Result<Option<Requested>, ApiError> {
             .map(str::to_string)
             .map_err(|_| ApiError::bad_request("impersonation headers must be valid text"))
     };
-    let name = headers.get(USER).map(value).transpose()?.filter(|n| !n.is_empty());
-    let groups: Vec<String> = headers.get_all(GROUP).iter().map(value).collect::<Result<_, _>>()?;
-    let uid = headers.get(UID).map(value).transpose()?.filter(|u| !u.is_empty());
+    let name = headers
+        .get(USER)
+        .map(value)
+        .transpose()?
+        .filter(|n| !n.is_empty());
+    let groups: Vec<String> = headers
+        .get_all(GROUP)
+        .iter()
+        .map(value)
+        .collect::<Result<_, _>>()?;
+    let uid = headers
+        .get(UID)
+        .map(value)
+        .transpose()?
+        .filter(|u| !u.is_empty());
     let mut extra: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for (h, v) in headers {
         if let Some(key) = h.as_str().strip_prefix(EXTRA_PREFIX) {
-            let key = percent_encoding::percent_decode_str(key).decode_utf8_lossy().to_string();
+            let key = percent_encoding::percent_decode_str(key)
+                .decode_utf8_lossy()
+                .to_string();
             extra.entry(key).or_default().push(value(v)?);
         }
     }
@@ -121,7 +135,10 @@ mod tests {
     fn headers(pairs: &[(&str, &str)]) -> HeaderMap {
         let mut h = HeaderMap::new();
         for (k, v) in pairs {
-            h.append(http::HeaderName::from_bytes(k.as_bytes()).unwrap(), v.parse().unwrap());
+            h.append(
+                http::HeaderName::from_bytes(k.as_bytes()).unwrap(),
+                v.parse().unwrap(),
+            );
         }
         h
     }
@@ -152,11 +169,17 @@ mod tests {
 
     #[test]
     fn service_accounts_get_their_groups_and_namespace() {
-        let r = requested(&headers(&[("Impersonate-User", "system:serviceaccount:ns:robot")]))
-            .unwrap()
-            .unwrap();
+        let r = requested(&headers(&[(
+            "Impersonate-User",
+            "system:serviceaccount:ns:robot",
+        )]))
+        .unwrap()
+        .unwrap();
         assert_eq!(r.checks[0].resource, "serviceaccounts");
-        assert_eq!((r.checks[0].namespace.as_str(), r.checks[0].name.as_str()), ("ns", "robot"));
+        assert_eq!(
+            (r.checks[0].namespace.as_str(), r.checks[0].name.as_str()),
+            ("ns", "robot")
+        );
         assert!(r.user.in_group("system:serviceaccounts:ns"));
     }
 

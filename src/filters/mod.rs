@@ -57,7 +57,9 @@ pub fn attributes(info: &RequestInfo) -> Attributes {
 /// Status responses).
 pub async fn serve(api: &Rc<Api>, conn: &ConnInfo, mut req: Request<Incoming>) -> Response<Body> {
     if api.config.hello.is_some() {
-        return api.handle(req, RequestInfo::default(), Query::default()).await;
+        return api
+            .handle(req, RequestInfo::default(), Query::default())
+            .await;
     }
     let received = chrono::Utc::now();
     let arrived_at = api.shards().sequencer().closed();
@@ -76,20 +78,30 @@ pub async fn serve(api: &Rc<Api>, conn: &ConnInfo, mut req: Request<Incoming>) -
         audit_id: &audit_id,
         received,
         uri: req.uri().path_and_query().map_or("/", |p| p.as_str()),
-        user_agent: req.headers().get(http::header::USER_AGENT).and_then(|v| v.to_str().ok()),
+        user_agent: req
+            .headers()
+            .get(http::header::USER_AGENT)
+            .and_then(|v| v.to_str().ok()),
         source_ips: source_ips(&req, conn),
     };
 
     let user = match authn::authenticate(api, conn, req.headers()).await {
         Ok(u) => u,
         Err(e) => {
-            let record = audit::Record::begin(config.audit.as_ref(), &UserInfo::default(), &attrs, &info, incoming());
+            let record = audit::Record::begin(
+                config.audit.as_ref(),
+                &UserInfo::default(),
+                &attrs,
+                &info,
+                incoming(),
+            );
             let resp = response::error(&e, Render::JSON);
             return with_audit_id(finish(record, resp), &audit_id);
         }
     };
     let mut record = audit::Record::begin(config.audit.as_ref(), &user, &attrs, &info, incoming());
-    let permit = match admitted(api, &user, &attrs, &info, arrived_at, &mut record, &mut req).await {
+    let permit = match admitted(api, &user, &attrs, &info, arrived_at, &mut record, &mut req).await
+    {
         Ok(p) => p,
         Err(e) => {
             return with_audit_id(finish(record, response::error(&e, Render::JSON)), &audit_id)

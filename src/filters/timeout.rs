@@ -54,7 +54,11 @@ impl CoarseTimer {
     }
 
     /// Runs `fut`, or gives up with 504 once `limit` has passed.
-    pub async fn limit<T>(&self, limit: Duration, fut: impl Future<Output = T>) -> Result<T, ApiError> {
+    pub async fn limit<T>(
+        &self,
+        limit: Duration,
+        fut: impl Future<Output = T>,
+    ) -> Result<T, ApiError> {
         let deadline = self.deadline(Instant::now() + limit);
         futures_lite::future::or(async { Ok(fut.await) }, async {
             deadline.await;
@@ -132,7 +136,9 @@ mod tests {
         t.sweep(now);
         assert_eq!(t.pending.borrow().len(), 1);
         let mut expired = std::pin::pin!(expired);
-        let waker = futures_lite::future::block_on(std::future::poll_fn(|cx| Poll::Ready(cx.waker().clone())));
+        let waker = futures_lite::future::block_on(std::future::poll_fn(|cx| {
+            Poll::Ready(cx.waker().clone())
+        }));
         let mut cx = std::task::Context::from_waker(&waker);
         assert!(expired.as_mut().poll(&mut cx).is_ready());
         let mut later = std::pin::pin!(later);

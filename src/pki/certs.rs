@@ -53,9 +53,10 @@ impl ClientIssuer {
         }
         let key = KeyPair::generate().map_err(rcgen_err)?;
         let mut params = CertificateParams::new(Vec::<String>::new()).map_err(rcgen_err)?;
-        params
-            .distinguished_name
-            .push(DnType::CommonName, format!("kubeshard-ca@{}", chrono::Utc::now().timestamp()));
+        params.distinguished_name.push(
+            DnType::CommonName,
+            format!("kubeshard-ca@{}", chrono::Utc::now().timestamp()),
+        );
         params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
         params.key_usages = vec![
             KeyUsagePurpose::KeyCertSign,
@@ -75,7 +76,12 @@ impl ClientIssuer {
 
     /// A client certificate for `user` in `groups` (CN and O, which is how
     /// the x509 authenticator reads them): (cert PEM, key PEM).
-    pub fn client_cert(&self, user: &str, groups: &[&str], days: i64) -> Result<(String, String), String> {
+    pub fn client_cert(
+        &self,
+        user: &str,
+        groups: &[&str],
+        days: i64,
+    ) -> Result<(String, String), String> {
         let key = KeyPair::generate().map_err(rcgen_err)?;
         let mut params = CertificateParams::new(Vec::<String>::new()).map_err(rcgen_err)?;
         params.distinguished_name.push(DnType::CommonName, user);
@@ -84,11 +90,17 @@ impl ClientIssuer {
         if groups.len() > 2 {
             return Err("client certificates carry at most two groups".into());
         }
-        let org_types = [DnType::OrganizationName, DnType::CustomDnType(vec![2, 5, 4, 10])];
+        let org_types = [
+            DnType::OrganizationName,
+            DnType::CustomDnType(vec![2, 5, 4, 10]),
+        ];
         for (g, t) in groups.iter().zip(org_types) {
             params.distinguished_name.push(t, *g);
         }
-        params.key_usages = vec![KeyUsagePurpose::DigitalSignature, KeyUsagePurpose::KeyEncipherment];
+        params.key_usages = vec![
+            KeyUsagePurpose::DigitalSignature,
+            KeyUsagePurpose::KeyEncipherment,
+        ];
         params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
         validity(&mut params, days);
         let cert = params.signed_by(&key, &self.issuer).map_err(rcgen_err)?;
@@ -98,9 +110,14 @@ impl ClientIssuer {
     fn serving_cert(&self, sans: &[SanType]) -> Result<(String, String), String> {
         let key = KeyPair::generate().map_err(rcgen_err)?;
         let mut params = CertificateParams::new(Vec::<String>::new()).map_err(rcgen_err)?;
-        params.distinguished_name.push(DnType::CommonName, "kubeshard-apiserver");
+        params
+            .distinguished_name
+            .push(DnType::CommonName, "kubeshard-apiserver");
         params.subject_alt_names = sans.to_vec();
-        params.key_usages = vec![KeyUsagePurpose::DigitalSignature, KeyUsagePurpose::KeyEncipherment];
+        params.key_usages = vec![
+            KeyUsagePurpose::DigitalSignature,
+            KeyUsagePurpose::KeyEncipherment,
+        ];
         params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
         validity(&mut params, LEAF_DAYS);
         let cert = params.signed_by(&key, &self.issuer).map_err(rcgen_err)?;
@@ -180,7 +197,8 @@ impl ServingCerts {
                 if !usable {
                     let (c, k) = issuer.serving_cert(&serving_sans(advertise))?;
                     write_private(&key, k.as_bytes())?;
-                    std::fs::write(&crt, c).map_err(|e| format!("writing {}: {e}", crt.display()))?;
+                    std::fs::write(&crt, c)
+                        .map_err(|e| format!("writing {}: {e}", crt.display()))?;
                 }
                 (crt, key)
             }

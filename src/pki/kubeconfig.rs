@@ -21,7 +21,12 @@ pub fn render(server: &str, ca_pem: &str, cert_pem: &str, key_pem: &str) -> Stri
 
 /// Writes the admin kubeconfig unless it already exists for this server
 /// address (the port may change between starts when it is chosen freely).
-pub fn write_admin(path: &Path, server: &str, trust_pem: &str, issuer: &ClientIssuer) -> Result<(), String> {
+pub fn write_admin(
+    path: &Path,
+    server: &str,
+    trust_pem: &str,
+    issuer: &ClientIssuer,
+) -> Result<(), String> {
     if let Ok(existing) = std::fs::read_to_string(path) {
         if existing.contains(&format!("server: {server}\n")) {
             return Ok(());

@@ -35,7 +35,10 @@ pub fn read(path: &Path) -> Result<String, String> {
 }
 
 /// Every certificate in a PEM file.
-pub fn parse_certs(pem: &str, what: &Path) -> Result<Vec<rustls_pki_types::CertificateDer<'static>>, String> {
+pub fn parse_certs(
+    pem: &str,
+    what: &Path,
+) -> Result<Vec<rustls_pki_types::CertificateDer<'static>>, String> {
     use rustls_pki_types::pem::PemObject;
     let certs: Vec<_> = rustls_pki_types::CertificateDer::pem_slice_iter(pem.as_bytes())
         .collect::<Result<_, _>>()

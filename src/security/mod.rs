@@ -55,8 +55,15 @@ pub struct SecurityConfig {
 }
 
 impl SecurityConfig {
-    pub fn build(flags: &SecurityFlags, data_dir: &Path, advertise: Option<std::net::IpAddr>) -> Result<Self, String> {
-        let cert_dir = flags.cert_dir.clone().unwrap_or_else(|| data_dir.join("pki"));
+    pub fn build(
+        flags: &SecurityFlags,
+        data_dir: &Path,
+        advertise: Option<std::net::IpAddr>,
+    ) -> Result<Self, String> {
+        let cert_dir = flags
+            .cert_dir
+            .clone()
+            .unwrap_or_else(|| data_dir.join("pki"));
         std::fs::create_dir_all(&cert_dir)
             .map_err(|e| format!("creating --cert-dir {}: {e}", cert_dir.display()))?;
         let issuer = ClientIssuer::load_or_generate(&cert_dir)?;

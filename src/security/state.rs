@@ -64,7 +64,8 @@ impl Security {
             RbacKind::ClusterRoleBinding,
         ] {
             let (index, changed) = (self.rbac.clone(), self.cluster_roles_changed.clone());
-            let key: Arc<str> = Arc::from(format!("{}/{}", kubeshard_core::rbac::GROUP, kind.plural()));
+            let key: Arc<str> =
+                Arc::from(format!("{}/{}", kubeshard_core::rbac::GROUP, kind.plural()));
             self.informers.start(
                 ctx,
                 key,
@@ -120,7 +121,11 @@ impl Security {
                 filter,
                 Box::new(move |change| {
                     let mut s = secrets.borrow_mut();
-                    let id = |o: &StoredObject| o.name.strip_prefix(bootstrap_token::SECRET_PREFIX).map(str::to_string);
+                    let id = |o: &StoredObject| {
+                        o.name
+                            .strip_prefix(bootstrap_token::SECRET_PREFIX)
+                            .map(str::to_string)
+                    };
                     match change {
                         Change::Reset => s.clear(),
                         Change::Upsert(o) => {

@@ -49,7 +49,11 @@ impl Transport {
 }
 
 /// Accepts and serves until shutdown, then drains.
-pub async fn serve(listener: TcpListener, api: Rc<Api>, transport: Transport) -> std::io::Result<()> {
+pub async fn serve(
+    listener: TcpListener,
+    api: Rc<Api>,
+    transport: Transport,
+) -> std::io::Result<()> {
     let open = Rc::new(Cell::new(0usize));
     let shutdown = api.shutdown().clone();
     loop {

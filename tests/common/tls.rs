@@ -32,7 +32,12 @@ impl Who {
 }
 
 /// A certificate signed by `ca` (cert PEM, key PEM) for CN `user`, O `groups`.
-pub fn sign_client_cert(ca_pem: &str, ca_key_pem: &str, user: &str, groups: &[String]) -> (String, String) {
+pub fn sign_client_cert(
+    ca_pem: &str,
+    ca_key_pem: &str,
+    user: &str,
+    groups: &[String],
+) -> (String, String) {
     use rcgen::{CertificateParams, DnType, ExtendedKeyUsagePurpose, Issuer, KeyPair};
     let ca_key = KeyPair::from_pem(ca_key_pem).unwrap();
     let issuer = Issuer::from_ca_cert_pem(ca_pem, ca_key).unwrap();
@@ -42,7 +47,10 @@ pub fn sign_client_cert(ca_pem: &str, ca_key_pem: &str, user: &str, groups: &[St
     // rcgen keeps one value per attribute type; a second Organization goes
     // in under the same OID as a "custom" type.
     assert!(groups.len() <= 2, "at most two groups per test certificate");
-    let org_types = [DnType::OrganizationName, DnType::CustomDnType(vec![2, 5, 4, 10])];
+    let org_types = [
+        DnType::OrganizationName,
+        DnType::CustomDnType(vec![2, 5, 4, 10]),
+    ];
     for (g, t) in groups.iter().zip(org_types) {
         params.distinguished_name.push(t, g.as_str());
     }
@@ -56,7 +64,9 @@ pub fn stranger_cert(user: &str) -> (String, String) {
     use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, KeyPair};
     let key = KeyPair::generate().unwrap();
     let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
-    params.distinguished_name.push(DnType::CommonName, "stranger-ca");
+    params
+        .distinguished_name
+        .push(DnType::CommonName, "stranger-ca");
     params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
     let ca = params.self_signed(&key).unwrap();
     sign_client_cert(&ca.pem(), &key.serialize_pem(), user, &[])
@@ -86,7 +96,12 @@ impl Server {
     /// (cert PEM, key PEM) for `who`, if it uses a certificate.
     pub fn credentials(&self, who: &Who) -> Option<(String, String)> {
         match who {
-            Who::Cert(user, groups) => Some(sign_client_cert(&self.ca_pem(), &self.pki("ca.key"), user, groups)),
+            Who::Cert(user, groups) => Some(sign_client_cert(
+                &self.ca_pem(),
+                &self.pki("ca.key"),
+                user,
+                groups,
+            )),
             Who::StrangerCert(user) => Some(stranger_cert(user)),
             _ => None,
         }
@@ -187,7 +202,10 @@ impl Client {
     pub fn send(&self, method: &str, path: &str, body: Option<&Value>) -> (u16, Value) {
         let body = body.map(|b| b.to_string().into_bytes()).unwrap_or_default();
         let (code, _, text) = self.raw(method, path, body);
-        (code, serde_json::from_str(&text).unwrap_or(Value::String(text)))
+        (
+            code,
+            serde_json::from_str(&text).unwrap_or(Value::String(text)),
+        )
     }
 
     /// Status, response headers, body text. Panics if the connection fails.
@@ -196,7 +214,12 @@ impl Client {
     }
 
     /// Like `raw`, but a failed connection (a TLS handshake error) is an Err.
-    pub fn try_raw(&self, method: &str, path: &str, body: Vec<u8>) -> Result<(u16, http::HeaderMap, String), String> {
+    pub fn try_raw(
+        &self,
+        method: &str,
+        path: &str,
+        body: Vec<u8>,
+    ) -> Result<(u16, http::HeaderMap, String), String> {
         let mut req = http::Request::builder()
             .method(method)
             .uri(format!("{}{}", self.base, path))
@@ -207,7 +230,10 @@ impl Client {
         for (k, v) in &self.headers {
             req = req.header(k.as_str(), v.as_str());
         }
-        let mut resp = self.agent.run(req.body(body).unwrap()).map_err(|e| e.to_string())?;
+        let mut resp = self
+            .agent
+            .run(req.body(body).unwrap())
+            .map_err(|e| e.to_string())?;
         let code = resp.status().as_u16();
         let headers = resp.headers().clone();
         let text = resp.body_mut().read_to_string().unwrap_or_default();
@@ -259,7 +285,14 @@ pub mod rbac {
     }
 
     /// A RoleBinding (ns given) or ClusterRoleBinding (ns empty).
-    pub fn bind(s: &Server, ns: &str, name: &str, role_kind: &str, role: &str, subjects: Vec<Value>) -> Value {
+    pub fn bind(
+        s: &Server,
+        ns: &str,
+        name: &str,
+        role_kind: &str,
+        role: &str,
+        subjects: Vec<Value>,
+    ) -> Value {
         let body = json!({
             "metadata": {"name": name},
             "roleRef": {"apiGroup": G, "kind": role_kind, "name": role},
@@ -268,7 +301,11 @@ pub mod rbac {
         if ns.is_empty() {
             create(s, &format!("/apis/{G}/v1/clusterrolebindings"), body)
         } else {
-            create(s, &format!("/apis/{G}/v1/namespaces/{ns}/rolebindings"), body)
+            create(
+                s,
+                &format!("/apis/{G}/v1/namespaces/{ns}/rolebindings"),
+                body,
+            )
         }
     }
 }

@@ -234,7 +234,10 @@ rules:
         let p = Policy::parse(POLICY).unwrap();
         let level = |user: &UserInfo, a: &Attributes| p.evaluate(user, a).level;
         let bob = u("bob", &[]);
-        assert_eq!(level(&bob, &Attributes::non_resource("get", "/healthz/ping")), Level::None);
+        assert_eq!(
+            level(&bob, &Attributes::non_resource("get", "/healthz/ping")),
+            Level::None
+        );
         let cm = |name: &str| Attributes::resource("get", "", "configmaps", "prod", name);
         assert_eq!(level(&bob, &cm("audited")), Level::RequestResponse);
         assert_eq!(level(&bob, &cm("other")), Level::None);
@@ -246,13 +249,25 @@ rules:
         assert_eq!(level(&u("x", &["devs"]), &scale), Level::Metadata);
         assert_eq!(level(&u("x", &["ops"]), &scale), Level::None);
         let d = p.evaluate(&u("x", &["devs"]), &scale);
-        assert_eq!(d.omit_stages, vec![Stage::RequestReceived, Stage::ResponseStarted]);
-        assert_eq!(level(&u("alice", &[]), &Attributes::non_resource("get", "/metrics")), Level::Metadata);
+        assert_eq!(
+            d.omit_stages,
+            vec![Stage::RequestReceived, Stage::ResponseStarted]
+        );
+        assert_eq!(
+            level(
+                &u("alice", &[]),
+                &Attributes::non_resource("get", "/metrics")
+            ),
+            Level::Metadata
+        );
     }
 
     #[test]
     fn rejects_other_kinds() {
         assert!(Policy::parse("apiVersion: v1\nkind: ConfigMap\n").is_err());
-        assert!(Policy::parse("apiVersion: audit.k8s.io/v1\nkind: Policy\nrules: [{level: Loud}]\n").is_err());
+        assert!(Policy::parse(
+            "apiVersion: audit.k8s.io/v1\nkind: Policy\nrules: [{level: Loud}]\n"
+        )
+        .is_err());
     }
 }

@@ -15,7 +15,9 @@ const USER_PREFIX: &str = "system:bootstrap:";
 pub fn parse_token(token: &str) -> Option<(&str, &str)> {
     let (id, secret) = token.split_once('.')?;
     let ok = |s: &str, n: usize| {
-        s.len() == n && s.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
+        s.len() == n
+            && s.bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
     };
     (ok(id, 6) && ok(secret, 16)).then_some((id, secret))
 }

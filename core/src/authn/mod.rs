@@ -173,7 +173,10 @@ mod tests {
         assert_eq!(split_service_account_username(&u), Some(("ns", "builder")));
         assert!(is_service_account(&u, "ns", "builder"));
         assert!(!is_service_account(&u, "ns", "build"));
-        assert_eq!(split_service_account_username("system:serviceaccount:ns"), None);
+        assert_eq!(
+            split_service_account_username("system:serviceaccount:ns"),
+            None
+        );
         assert_eq!(split_service_account_username("alice"), None);
         assert_eq!(
             split_service_account_username("system:serviceaccount:a:b:c"),

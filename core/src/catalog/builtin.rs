@@ -219,8 +219,23 @@ fn security_resources() -> Vec<Entry> {
         review(authn, "TokenReview", "tokenreviews", false),
         review(authn, "SelfSubjectReview", "selfsubjectreviews", false),
         review(authz, "SubjectAccessReview", "subjectaccessreviews", false),
-        review(authz, "SelfSubjectAccessReview", "selfsubjectaccessreviews", false),
-        review(authz, "SelfSubjectRulesReview", "selfsubjectrulesreviews", false),
-        review(authz, "LocalSubjectAccessReview", "localsubjectaccessreviews", true),
+        review(
+            authz,
+            "SelfSubjectAccessReview",
+            "selfsubjectaccessreviews",
+            false,
+        ),
+        review(
+            authz,
+            "SelfSubjectRulesReview",
+            "selfsubjectrulesreviews",
+            false,
+        ),
+        review(
+            authz,
+            "LocalSubjectAccessReview",
+            "localsubjectaccessreviews",
+            true,
+        ),
     ]
 }

@@ -55,7 +55,11 @@ mod tests {
         let roles = [
             role("b", Some("agg"), vec![list.clone(), get.clone()]),
             role("a", Some("agg"), vec![get.clone()]),
-            role("c", None, vec![PolicyRule::resources(&["*"], &["*"], &["*"])]),
+            role(
+                "c",
+                None,
+                vec![PolicyRule::resources(&["*"], &["*"], &["*"])],
+            ),
         ];
         let target = ClusterRole {
             name: "t".into(),

@@ -16,7 +16,14 @@ const AGG_VIEW: &str = "rbac.authorization.k8s.io/aggregate-to-view";
 const READ: &[&str] = &["get", "list", "watch"];
 const WRITE: &[&str] = &["create", "delete", "deletecollection", "patch", "update"];
 const READ_WRITE: &[&str] = &[
-    "create", "delete", "deletecollection", "get", "list", "patch", "update", "watch",
+    "create",
+    "delete",
+    "deletecollection",
+    "get",
+    "list",
+    "patch",
+    "update",
+    "watch",
 ];
 
 fn r(verbs: &[&str], group: &str, resources: &[&str]) -> PolicyRule {
@@ -89,8 +96,17 @@ pub fn cluster_roles() -> Vec<Value> {
             vec![PolicyRule::urls(
                 &["get"],
                 &[
-                    "/api", "/api/*", "/apis", "/apis/*", "/healthz", "/livez", "/openapi",
-                    "/openapi/*", "/readyz", "/version", "/version/",
+                    "/api",
+                    "/api/*",
+                    "/apis",
+                    "/apis/*",
+                    "/healthz",
+                    "/livez",
+                    "/openapi",
+                    "/openapi/*",
+                    "/readyz",
+                    "/version",
+                    "/version/",
                 ],
             )],
             None,
@@ -110,8 +126,14 @@ pub fn cluster_roles() -> Vec<Value> {
             vec![PolicyRule::urls(
                 &["get"],
                 &[
-                    "/healthz", "/healthz/*", "/livez", "/livez/*", "/metrics", "/metrics/slis",
-                    "/readyz", "/readyz/*",
+                    "/healthz",
+                    "/healthz/*",
+                    "/livez",
+                    "/livez/*",
+                    "/metrics",
+                    "/metrics/slis",
+                    "/readyz",
+                    "/readyz/*",
                 ],
             )],
             None,
@@ -125,7 +147,11 @@ pub fn cluster_roles() -> Vec<Value> {
                     "authorization.k8s.io",
                     &["selfsubjectaccessreviews", "selfsubjectrulesreviews"],
                 ),
-                r(&["create"], "authentication.k8s.io", &["selfsubjectreviews"]),
+                r(
+                    &["create"],
+                    "authentication.k8s.io",
+                    &["selfsubjectreviews"],
+                ),
             ],
             None,
         ),
@@ -134,7 +160,11 @@ pub fn cluster_roles() -> Vec<Value> {
             &[],
             vec![
                 r(&["create"], "authentication.k8s.io", &["tokenreviews"]),
-                r(&["create"], "authorization.k8s.io", &["subjectaccessreviews"]),
+                r(
+                    &["create"],
+                    "authorization.k8s.io",
+                    &["subjectaccessreviews"],
+                ),
             ],
             None,
         ),
@@ -155,16 +185,39 @@ pub fn cluster_roles() -> Vec<Value> {
         cluster_role("admin", &[], vec![], Some(AGG_ADMIN)),
         cluster_role("edit", &[(AGG_ADMIN, "true")], vec![], Some(AGG_EDIT)),
         cluster_role("view", &[(AGG_EDIT, "true")], vec![], Some(AGG_VIEW)),
-        cluster_role("system:aggregate-to-admin", &[(AGG_ADMIN, "true")], aggregate_to_admin(), None),
-        cluster_role("system:aggregate-to-edit", &[(AGG_EDIT, "true")], aggregate_to_edit(), None),
-        cluster_role("system:aggregate-to-view", &[(AGG_VIEW, "true")], aggregate_to_view(), None),
+        cluster_role(
+            "system:aggregate-to-admin",
+            &[(AGG_ADMIN, "true")],
+            aggregate_to_admin(),
+            None,
+        ),
+        cluster_role(
+            "system:aggregate-to-edit",
+            &[(AGG_EDIT, "true")],
+            aggregate_to_edit(),
+            None,
+        ),
+        cluster_role(
+            "system:aggregate-to-view",
+            &[(AGG_VIEW, "true")],
+            aggregate_to_view(),
+            None,
+        ),
     ]
 }
 
 fn aggregate_to_admin() -> Vec<PolicyRule> {
     vec![
-        r(&["create"], "authorization.k8s.io", &["localsubjectaccessreviews"]),
-        r(READ_WRITE, "rbac.authorization.k8s.io", &["rolebindings", "roles"]),
+        r(
+            &["create"],
+            "authorization.k8s.io",
+            &["localsubjectaccessreviews"],
+        ),
+        r(
+            READ_WRITE,
+            "rbac.authorization.k8s.io",
+            &["rolebindings", "roles"],
+        ),
     ]
 }
 
@@ -175,7 +228,11 @@ fn aggregate_to_edit() -> Vec<PolicyRule> {
             WRITE,
             "",
             &[
-                "pods", "pods/attach", "pods/proxy", "pods/exec", "pods/portforward",
+                "pods",
+                "pods/attach",
+                "pods/proxy",
+                "pods/exec",
+                "pods/portforward",
             ],
         ),
         r(&["create"], "", &["pods/eviction"]),
@@ -212,7 +269,11 @@ fn aggregate_to_edit() -> Vec<PolicyRule> {
         r(WRITE, "autoscaling", &["horizontalpodautoscalers"]),
         r(WRITE, "batch", &["jobs", "cronjobs"]),
         r(WRITE, "policy", &["poddisruptionbudgets"]),
-        r(WRITE, "networking.k8s.io", &["networkpolicies", "ingresses"]),
+        r(
+            WRITE,
+            "networking.k8s.io",
+            &["networkpolicies", "ingresses"],
+        ),
         r(WRITE, "coordination.k8s.io", &["leases"]),
         r(READ, "", &["secrets"]),
     ]
@@ -274,9 +335,16 @@ fn aggregate_to_view() -> Vec<PolicyRule> {
         r(
             READ,
             "autoscaling",
-            &["horizontalpodautoscalers", "horizontalpodautoscalers/status"],
+            &[
+                "horizontalpodautoscalers",
+                "horizontalpodautoscalers/status",
+            ],
         ),
-        r(READ, "batch", &["jobs", "cronjobs", "cronjobs/status", "jobs/status"]),
+        r(
+            READ,
+            "batch",
+            &["jobs", "cronjobs", "cronjobs/status", "jobs/status"],
+        ),
         r(
             READ,
             "policy",
@@ -329,8 +397,16 @@ pub fn reconcile(wanted: &Value, existing: &Value) -> Option<Value> {
     } else {
         "rules"
     };
-    let have = existing.get(field).and_then(Value::as_array).cloned().unwrap_or_default();
-    let want = wanted.get(field).and_then(Value::as_array).cloned().unwrap_or_default();
+    let have = existing
+        .get(field)
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let want = wanted
+        .get(field)
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
     let missing: Vec<Value> = want.into_iter().filter(|w| !have.contains(w)).collect();
     if missing.is_empty() {
         return None;

@@ -70,9 +70,10 @@ pub fn rule_covers(owner: &PolicyRule, sub: &PolicyRule) -> bool {
     let groups = has(&owner.api_groups, "*") || has_all(&owner.api_groups, &sub.api_groups);
     let resources = resources_cover(&owner.resources, &sub.resources);
     let urls = sub.non_resource_urls.iter().all(|u| {
-        owner.non_resource_urls.iter().any(|o| {
-            o == "*" || o == u || o.strip_suffix('*').is_some_and(|p| u.starts_with(p))
-        })
+        owner
+            .non_resource_urls
+            .iter()
+            .any(|o| o == "*" || o == u || o.strip_suffix('*').is_some_and(|p| u.starts_with(p)))
     });
     let names = if sub.resource_names.is_empty() {
         owner.resource_names.is_empty()
@@ -104,7 +105,11 @@ mod tests {
             PolicyRule::urls(&["*"], &["*"]),
         ];
         let want = [
-            PolicyRule::resources(&["get", "delete"], &["", "apps"], &["pods", "deployments/scale"]),
+            PolicyRule::resources(
+                &["get", "delete"],
+                &["", "apps"],
+                &["pods", "deployments/scale"],
+            ),
             PolicyRule::urls(&["get"], &["/healthz"]),
         ];
         assert!(uncovered(&admin, &want).is_empty());
@@ -115,7 +120,10 @@ mod tests {
         let owner = [PolicyRule::resources(&["get", "list"], &[""], &["pods"])];
         let want = [PolicyRule::resources(&["get", "delete"], &[""], &["pods"])];
         let missing = uncovered(&owner, &want);
-        assert_eq!(missing, vec![PolicyRule::resources(&["delete"], &[""], &["pods"])]);
+        assert_eq!(
+            missing,
+            vec![PolicyRule::resources(&["delete"], &[""], &["pods"])]
+        );
     }
 
     #[test]

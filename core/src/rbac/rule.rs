@@ -85,9 +85,18 @@ mod tests {
         assert!(!rule_allows(&get("", "pods", "", "a"), &logs));
         assert!(!rule_allows(&get("", "pods", "status", "a"), &logs));
         let any_status = PolicyRule::resources(&["get"], &["*"], &["*/status"]);
-        assert!(rule_allows(&get("apps", "deployments", "status", "d"), &any_status));
-        assert!(!rule_allows(&get("apps", "deployments", "", "d"), &any_status));
-        assert!(!rule_allows(&get("apps", "deployments", "scale", "d"), &any_status));
+        assert!(rule_allows(
+            &get("apps", "deployments", "status", "d"),
+            &any_status
+        ));
+        assert!(!rule_allows(
+            &get("apps", "deployments", "", "d"),
+            &any_status
+        ));
+        assert!(!rule_allows(
+            &get("apps", "deployments", "scale", "d"),
+            &any_status
+        ));
     }
 
     #[test]
@@ -110,7 +119,13 @@ mod tests {
         post.verb = "post".into();
         assert!(!rule_allows(&post, &r));
         // A resource rule never matches a path, nor a path rule a resource.
-        assert!(!rule_allows(&at("/api"), &PolicyRule::resources(&["*"], &["*"], &["*"])));
-        assert!(!rule_allows(&get("", "pods", "", ""), &PolicyRule::urls(&["*"], &["*"])));
+        assert!(!rule_allows(
+            &at("/api"),
+            &PolicyRule::resources(&["*"], &["*"], &["*"])
+        ));
+        assert!(!rule_allows(
+            &get("", "pods", "", ""),
+            &PolicyRule::urls(&["*"], &["*"])
+        ));
     }
 }

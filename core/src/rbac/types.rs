@@ -15,7 +15,11 @@ pub struct PolicyRule {
     pub resources: Vec<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub resource_names: Vec<String>,
-    #[serde(default, rename = "nonResourceURLs", skip_serializing_if = "Vec::is_empty")]
+    #[serde(
+        default,
+        rename = "nonResourceURLs",
+        skip_serializing_if = "Vec::is_empty"
+    )]
     pub non_resource_urls: Vec<String>,
 }
 
@@ -147,6 +151,9 @@ mod tests {
             r#"{APIGroups:[""], Resources:["pods"], ResourceNames:["a"], Verbs:["get"]}"#
         );
         let back = serde_json::to_value(&rules[1]).unwrap();
-        assert_eq!(back, json!({"verbs": ["get"], "nonResourceURLs": ["/healthz"]}));
+        assert_eq!(
+            back,
+            json!({"verbs": ["get"], "nonResourceURLs": ["/healthz"]})
+        );
     }
 }

@@ -34,7 +34,10 @@ pub fn validate(kind: RbacKind, obj: &Value) -> Vec<StatusCause> {
         }
         RbacKind::RoleBinding | RbacKind::ClusterRoleBinding => {
             let namespaced = kind == RbacKind::RoleBinding;
-            match obj.get("roleRef").map(|r| serde_json::from_value::<RoleRef>(r.clone())) {
+            match obj
+                .get("roleRef")
+                .map(|r| serde_json::from_value::<RoleRef>(r.clone()))
+            {
                 Some(Ok(r)) => causes.extend(validate_role_ref(&r, namespaced)),
                 Some(Err(e)) => causes.push(field_invalid("roleRef", "", &e.to_string())),
                 None => causes.push(field_required("roleRef.name", "")),
@@ -74,7 +77,10 @@ fn validate_rule(rule: &PolicyRule, namespaced: bool, path: &str) -> Vec<StatusC
                 "namespaced rules cannot apply to non-resource URLs",
             ));
         }
-        if !rule.api_groups.is_empty() || !rule.resources.is_empty() || !rule.resource_names.is_empty() {
+        if !rule.api_groups.is_empty()
+            || !rule.resources.is_empty()
+            || !rule.resource_names.is_empty()
+        {
             causes.push(field_invalid(
                 &format!("{path}.nonResourceURLs"),
                 &urls,
@@ -114,7 +120,13 @@ fn validate_aggregation(obj: &Value) -> Vec<StatusCause> {
         .filter_map(|(i, s)| {
             crate::selector::labels::LabelSelector::from_metav1(s)
                 .err()
-                .map(|e| field_invalid(&format!("aggregationRule.clusterRoleSelectors[{i}]"), "", &e))
+                .map(|e| {
+                    field_invalid(
+                        &format!("aggregationRule.clusterRoleSelectors[{i}]"),
+                        "",
+                        &e,
+                    )
+                })
         })
         .collect()
 }
@@ -122,9 +134,17 @@ fn validate_aggregation(obj: &Value) -> Vec<StatusCause> {
 fn validate_role_ref(r: &RoleRef, namespaced: bool) -> Vec<StatusCause> {
     let mut causes = Vec::new();
     if r.api_group != super::GROUP {
-        causes.push(field_not_supported("roleRef.apiGroup", &r.api_group, &[super::GROUP]));
+        causes.push(field_not_supported(
+            "roleRef.apiGroup",
+            &r.api_group,
+            &[super::GROUP],
+        ));
     }
-    let kinds: &[&str] = if namespaced { &["Role", "ClusterRole"] } else { &["ClusterRole"] };
+    let kinds: &[&str] = if namespaced {
+        &["Role", "ClusterRole"]
+    } else {
+        &["ClusterRole"]
+    };
     if !kinds.contains(&r.kind.as_str()) {
         causes.push(field_not_supported("roleRef.kind", &r.kind, kinds));
     }
@@ -151,7 +171,11 @@ fn validate_subject(s: &Subject, namespaced: bool, path: &str) -> Vec<StatusCaus
                 }
             }
             if !s.api_group.is_empty() {
-                causes.push(field_not_supported(&format!("{path}.apiGroup"), &s.api_group, &[""]));
+                causes.push(field_not_supported(
+                    &format!("{path}.apiGroup"),
+                    &s.api_group,
+                    &[""],
+                ));
             }
             if !namespaced && s.namespace.is_empty() {
                 causes.push(field_required(&format!("{path}.namespace"), ""));
@@ -159,7 +183,11 @@ fn validate_subject(s: &Subject, namespaced: bool, path: &str) -> Vec<StatusCaus
         }
         "User" | "Group" => {
             if s.api_group != super::GROUP {
-                causes.push(field_not_supported(&format!("{path}.apiGroup"), &s.api_group, &[super::GROUP]));
+                causes.push(field_not_supported(
+                    &format!("{path}.apiGroup"),
+                    &s.api_group,
+                    &[super::GROUP],
+                ));
             }
         }
         other => causes.push(field_not_supported(
@@ -191,7 +219,11 @@ mod tests {
         ]});
         assert_eq!(
             fields(&validate(RbacKind::Role, &bad)),
-            ["rules[0].verbs", "rules[1].nonResourceURLs", "rules[2].apiGroups"]
+            [
+                "rules[0].verbs",
+                "rules[1].nonResourceURLs",
+                "rules[2].apiGroups"
+            ]
         );
         let url = json!({"rules": [{"verbs": ["get"], "nonResourceURLs": ["/x"]}]});
         assert!(validate(RbacKind::ClusterRole, &url).is_empty());
@@ -218,7 +250,12 @@ mod tests {
             "subjects": [{"kind": "Robot", "name": "r"}, {"kind": "User", "name": "u"}]});
         assert_eq!(
             fields(&validate(RbacKind::RoleBinding, &bad)),
-            ["roleRef.apiGroup", "roleRef.name", "subjects[0].kind", "subjects[1].apiGroup"]
+            [
+                "roleRef.apiGroup",
+                "roleRef.name",
+                "subjects[0].kind",
+                "subjects[1].apiGroup"
+            ]
         );
     }
 }

@@ -37,15 +37,20 @@ impl Auditor {
 /// Where a handler leaves the request body for an audit event at level
 /// Request or above (the body is read by the handler, after this filter).
 #[derive(Clone, Default)]
-pub struct RequestBodySink(Arc<Mutex<Option<(Option<String>, Bytes)>>>);
+pub struct RequestBodySink(Arc<Mutex<Option<CapturedBody>>>);
+
+/// A request body and its content type.
+type CapturedBody = (Option<String>, Bytes);
 
 impl RequestBodySink {
     pub fn put(&self, content_type: Option<&str>, body: &[u8]) {
-        *self.0.lock().expect("not poisoned") =
-            Some((content_type.map(str::to_string), Bytes::copy_from_slice(body)));
+        *self.0.lock().expect("not poisoned") = Some((
+            content_type.map(str::to_string),
+            Bytes::copy_from_slice(body),
+        ));
     }
 
-    fn take(&self) -> Option<(Option<String>, Bytes)> {
+    fn take(&self) -> Option<CapturedBody> {
         self.0.lock().expect("not poisoned").take()
     }
 }
@@ -119,7 +124,10 @@ impl Record {
             }
             e.insert("objectRef".into(), Value::Object(o));
         }
-        e.insert("requestReceivedTimestamp".into(), json!(timestamp(req.received)));
+        e.insert(
+            "requestReceivedTimestamp".into(),
+            json!(timestamp(req.received)),
+        );
         let r = Record {
             auditor: auditor.clone(),
             level: decision.level,
@@ -136,10 +144,7 @@ impl Record {
     }
 
     pub fn annotate(&mut self, key: &str, value: &str) {
-        let ann = self
-            .event
-            .entry("annotations")
-            .or_insert_with(|| json!({}));
+        let ann = self.event.entry("annotations").or_insert_with(|| json!({}));
         if let Some(m) = ann.as_object_mut() {
             m.insert(key.to_string(), json!(value));
         }
@@ -151,7 +156,10 @@ impl Record {
         }
         let mut e = self.event.clone();
         e.insert("stage".into(), json!(stage.as_str()));
-        e.insert("stageTimestamp".into(), json!(timestamp(chrono::Utc::now())));
+        e.insert(
+            "stageTimestamp".into(),
+            json!(timestamp(chrono::Utc::now())),
+        );
         match serde_json::to_vec(&Value::Object(e)) {
             Ok(line) => self.auditor.log.write(line),
             Err(e) => tracing::error!(error = %e, "audit event did not serialize"),

@@ -37,6 +37,7 @@ impl TokenCache {
             let left = exp - chrono::Utc::now().timestamp();
             ttl = ttl.min(Duration::from_secs(left.max(0) as u64));
         }
-        self.entries.insert(token.to_string(), (Instant::now() + ttl, claims));
+        self.entries
+            .insert(token.to_string(), (Instant::now() + ttl, claims));
     }
 }

@@ -40,7 +40,11 @@ pub struct TokenUser {
 }
 
 /// The request's user, or 401.
-pub async fn authenticate(api: &Api, conn: &ConnInfo, headers: &HeaderMap) -> Result<Arc<UserInfo>, ApiError> {
+pub async fn authenticate(
+    api: &Api,
+    conn: &ConnInfo,
+    headers: &HeaderMap,
+) -> Result<Arc<UserInfo>, ApiError> {
     if conn.privileged {
         return Ok(privileged_user());
     }
@@ -48,10 +52,9 @@ pub async fn authenticate(api: &Api, conn: &ConnInfo, headers: &HeaderMap) -> Re
     let mut failed = false;
     // (The authenticating proxy's request-header authenticator goes here.)
     if !conn.client_chain.is_empty() {
-        match conn
-            .x509
-            .get_or_init(|| x509::verify(&config.client_cas, &conn.client_chain).map(with_authenticated))
-        {
+        match conn.x509.get_or_init(|| {
+            x509::verify(&config.client_cas, &conn.client_chain).map(with_authenticated)
+        }) {
             Ok(u) => return Ok(u.clone()),
             Err(e) => {
                 tracing::debug!(error = %e, "client certificate rejected");
@@ -98,7 +101,11 @@ pub async fn authenticate_token(
     let agnostic = |user: Arc<UserInfo>| {
         let auds: Vec<String> = match audiences {
             None => api_audiences.clone(),
-            Some(want) => want.iter().filter(|a| api_audiences.contains(a)).cloned().collect(),
+            Some(want) => want
+                .iter()
+                .filter(|a| api_audiences.contains(a))
+                .cloned()
+                .collect(),
         };
         (!auds.is_empty()).then(|| TokenUser {
             user: with_authenticated(user),

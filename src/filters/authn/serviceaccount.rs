@@ -41,7 +41,11 @@ pub struct Claims {
     pub iss: String,
     #[serde(default)]
     pub sub: String,
-    #[serde(default, deserialize_with = "one_or_many", skip_serializing_if = "Vec::is_empty")]
+    #[serde(
+        default,
+        deserialize_with = "one_or_many",
+        skip_serializing_if = "Vec::is_empty"
+    )]
     pub aud: Vec<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub exp: Option<i64>,
@@ -51,15 +55,35 @@ pub struct Claims {
     pub nbf: Option<i64>,
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub jti: String,
-    #[serde(rename = "kubernetes.io", default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        rename = "kubernetes.io",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
     pub kube: Option<KubeClaims>,
-    #[serde(rename = "kubernetes.io/serviceaccount/namespace", default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        rename = "kubernetes.io/serviceaccount/namespace",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
     pub legacy_namespace: Option<String>,
-    #[serde(rename = "kubernetes.io/serviceaccount/secret.name", default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        rename = "kubernetes.io/serviceaccount/secret.name",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
     pub legacy_secret: Option<String>,
-    #[serde(rename = "kubernetes.io/serviceaccount/service-account.name", default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        rename = "kubernetes.io/serviceaccount/service-account.name",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
     pub legacy_name: Option<String>,
-    #[serde(rename = "kubernetes.io/serviceaccount/service-account.uid", default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        rename = "kubernetes.io/serviceaccount/service-account.uid",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
     pub legacy_uid: Option<String>,
 }
 
@@ -111,7 +135,8 @@ fn peek(token: &str) -> Option<Claims> {
 
 /// Signature, time and issuer checks.
 fn verify(config: &ServiceAccountConfig, token: &str) -> Result<Claims, String> {
-    let header = jsonwebtoken::decode_header(token).map_err(|e| format!("invalid bearer token: {e}"))?;
+    let header =
+        jsonwebtoken::decode_header(token).map_err(|e| format!("invalid bearer token: {e}"))?;
     let mut validation = Validation::new(header.alg);
     validation.required_spec_claims.clear();
     validation.validate_aud = false;
@@ -161,7 +186,11 @@ pub async fn authenticate(
             .cloned()
             .collect()
     } else {
-        audiences.iter().filter(|a| claims.aud.contains(a)).cloned().collect()
+        audiences
+            .iter()
+            .filter(|a| claims.aud.contains(a))
+            .cloned()
+            .collect()
     };
     if granted.is_empty() {
         return Err("token audiences are not valid for this server".into());
@@ -185,8 +214,14 @@ pub async fn authenticate(
     if let Some(k) = &claims.kube {
         for (kind, r) in [("pod", &k.pod), ("node", &k.node)] {
             if let Some(r) = r {
-                user.extra.insert(format!("authentication.kubernetes.io/{kind}-name"), vec![r.name.clone()]);
-                user.extra.insert(format!("authentication.kubernetes.io/{kind}-uid"), vec![r.uid.clone()]);
+                user.extra.insert(
+                    format!("authentication.kubernetes.io/{kind}-name"),
+                    vec![r.name.clone()],
+                );
+                user.extra.insert(
+                    format!("authentication.kubernetes.io/{kind}-uid"),
+                    vec![r.uid.clone()],
+                );
             }
         }
     }
@@ -208,7 +243,9 @@ async fn check_still_valid(
         let accounts = api.security.accounts.borrow();
         match accounts.get(&(ns.to_string(), name.to_string())) {
             Some(a) if a.uid == uid && !a.terminating => {}
-            Some(a) if a.uid == uid => return Err(format!("service account {ns}/{name} is being deleted")),
+            Some(a) if a.uid == uid => {
+                return Err(format!("service account {ns}/{name} is being deleted"))
+            }
             _ => return Err(format!("service account {ns}/{name} has been deleted")),
         }
     }
@@ -232,7 +269,13 @@ async fn check_still_valid(
             .map_err(|e| e.message)?;
         match obj {
             Some(o) if *o.uid == *r.uid => {}
-            _ => return Err(format!("{} {:?} bound to this token has been deleted", &resource[1..], r.name)),
+            _ => {
+                return Err(format!(
+                    "{} {:?} bound to this token has been deleted",
+                    &resource[1..],
+                    r.name
+                ))
+            }
         }
     }
     if claims.is_legacy() {
@@ -250,7 +293,9 @@ async fn check_still_valid(
             .and_then(|t| t.as_str())
             .and_then(|t| base64::engine::general_purpose::STANDARD.decode(t).ok());
         if stored.as_deref() != Some(token.as_bytes()) {
-            return Err(format!("token does not match the one in secret {ns}/{secret}"));
+            return Err(format!(
+                "token does not match the one in secret {ns}/{secret}"
+            ));
         }
     }
     Ok(())
@@ -296,7 +341,12 @@ pub fn issue(config: &ServiceAccountConfig, spec: TokenSpec<'_>) -> Result<(Stri
 }
 
 /// Signs a legacy (Secret-stored, non-expiring) token.
-pub fn issue_legacy(config: &ServiceAccountConfig, ns: &str, account: &ObjectRef, secret: &str) -> Result<String, String> {
+pub fn issue_legacy(
+    config: &ServiceAccountConfig,
+    ns: &str,
+    account: &ObjectRef,
+    secret: &str,
+) -> Result<String, String> {
     let claims = Claims {
         iss: LEGACY_ISSUER.into(),
         sub: service_account_username(ns, &account.name),
@@ -315,7 +365,8 @@ fn sign(config: &ServiceAccountConfig, claims: &Claims) -> Result<String, String
         kid: Some(config.keys.kid.clone()),
         ..Header::new(Algorithm::ES256)
     };
-    jsonwebtoken::encode(&header, claims, &config.keys.signing).map_err(|e| format!("signing token: {e}"))
+    jsonwebtoken::encode(&header, claims, &config.keys.signing)
+        .map_err(|e| format!("signing token: {e}"))
 }
 
 #[cfg(test)]

@@ -4,11 +4,14 @@
 //! Run once per connection; the verdict is kept on the connection.
 
 use kubeshard_core::authn::UserInfo;
+use rustls_pki_types::TrustAnchor;
 use rustls_pki_types::{CertificateDer, UnixTime};
 use std::sync::Arc;
-use rustls_pki_types::TrustAnchor;
 
-pub fn verify(anchors: &[TrustAnchor<'static>], chain: &[CertificateDer<'static>]) -> Result<Arc<UserInfo>, String> {
+pub fn verify(
+    anchors: &[TrustAnchor<'static>],
+    chain: &[CertificateDer<'static>],
+) -> Result<Arc<UserInfo>, String> {
     let (leaf, intermediates) = chain.split_first().ok_or("no client certificate")?;
     let cert = webpki::EndEntityCert::try_from(leaf).map_err(|e| format!("x509: {e}"))?;
     cert.verify_for_usage(
@@ -21,7 +24,8 @@ pub fn verify(anchors: &[TrustAnchor<'static>], chain: &[CertificateDer<'static>
         None,
     )
     .map_err(|e| format!("x509: certificate signed by unknown authority or invalid: {e}"))?;
-    let (_, parsed) = x509_parser::parse_x509_certificate(leaf).map_err(|e| format!("x509: {e}"))?;
+    let (_, parsed) =
+        x509_parser::parse_x509_certificate(leaf).map_err(|e| format!("x509: {e}"))?;
     let subject = parsed.subject();
     let name = subject
         .iter_common_name()

@@ -38,7 +38,12 @@ fn scope(rr: &ResourceRequest) -> &str {
 }
 
 fn may(api: &Api, user: &UserInfo, verb: &str, resource: &str, ns: &str, name: &str) -> bool {
-    decide(api, user, &Attributes::resource(verb, GROUP, resource, ns, name)).allowed()
+    decide(
+        api,
+        user,
+        &Attributes::resource(verb, GROUP, resource, ns, name),
+    )
+    .allowed()
 }
 
 /// The check for one write, carrying only owned data so it can run on
@@ -235,7 +240,14 @@ pub async fn guard_update(
     }
     let check = match (kind.is_binding(), &expected_ref) {
         (true, None) => None, // nothing to update: the update answers 404
-        _ => prepare(api, &rr.user, kind, scope(rr), &rr.info.name, expected_ref.clone()),
+        _ => prepare(
+            api,
+            &rr.user,
+            kind,
+            scope(rr),
+            &rr.info.name,
+            expected_ref.clone(),
+        ),
     };
     let (info, user) = (rr.resource.clone(), rr.user.clone());
     Ok(Box::new(move |old: Option<&Arc<StoredObject>>| {
@@ -270,8 +282,5 @@ pub async fn guard_update(
 /// acknowledged so far.
 async fn catch_up(api: &Api) {
     let closed = api.shards().sequencer().closed();
-    api.security
-        .informers
-        .catch_up(&api.exec.hub, closed)
-        .await;
+    api.security.informers.catch_up(&api.exec.hub, closed).await;
 }

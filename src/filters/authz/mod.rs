@@ -25,7 +25,9 @@ impl Mode {
             "AlwaysAllow" => Ok(Mode::AlwaysAllow),
             "AlwaysDeny" => Ok(Mode::AlwaysDeny),
             "RBAC" => Ok(Mode::Rbac),
-            "Node" | "Webhook" | "ABAC" => Err(format!("--authorization-mode {s} is not supported yet")),
+            "Node" | "Webhook" | "ABAC" => {
+                Err(format!("--authorization-mode {s} is not supported yet"))
+            }
             other => Err(format!("unknown --authorization-mode {other:?}")),
         }
     }
@@ -52,7 +54,9 @@ impl Decision {
     /// The text kube puts in `authorization.k8s.io/reason` and reviews.
     pub fn reason(&self, user: &UserInfo) -> String {
         match self {
-            Decision::Allow(Reason::Masters) | Decision::Allow(Reason::AlwaysAllow) => String::new(),
+            Decision::Allow(Reason::Masters) | Decision::Allow(Reason::AlwaysAllow) => {
+                String::new()
+            }
             Decision::Allow(Reason::Rbac(a)) => a.reason(user),
             Decision::Deny(r) => r.to_string(),
             Decision::NoOpinion => String::new(),
@@ -83,7 +87,12 @@ pub fn decide(api: &Api, user: &UserInfo, attrs: &Attributes) -> Decision {
 /// refused is decided again once this executor's RBAC index has caught up
 /// with every write acknowledged before the request arrived (a binding
 /// created a moment ago on another core counts).
-pub async fn decide_fresh(api: &Api, user: &UserInfo, attrs: &Attributes, arrived_at: u64) -> Decision {
+pub async fn decide_fresh(
+    api: &Api,
+    user: &UserInfo,
+    attrs: &Attributes,
+    arrived_at: u64,
+) -> Decision {
     let first = decide(api, user, attrs);
     if first.allowed() || !api.security.config.modes.contains(&Mode::Rbac) {
         return first;
@@ -91,12 +100,20 @@ pub async fn decide_fresh(api: &Api, user: &UserInfo, attrs: &Attributes, arrive
     if api.security.rbac.borrow().revision() >= arrived_at {
         return first;
     }
-    api.security.informers.catch_up(&api.exec.hub, arrived_at).await;
+    api.security
+        .informers
+        .catch_up(&api.exec.hub, arrived_at)
+        .await;
     decide(api, user, attrs)
 }
 
 /// The authorization filter: Ok with the decision, or 403.
-pub async fn authorize(api: &Api, user: &UserInfo, attrs: &Attributes, arrived_at: u64) -> Result<Decision, ApiError> {
+pub async fn authorize(
+    api: &Api,
+    user: &UserInfo,
+    attrs: &Attributes,
+    arrived_at: u64,
+) -> Result<Decision, ApiError> {
     let d = decide_fresh(api, user, attrs, arrived_at).await;
     if d.allowed() {
         return Ok(d);

@@ -23,8 +23,14 @@ fn attributes(kind: &str, spec: &Value, local_ns: Option<&str>) -> Result<Attrib
     let non = spec.get("nonResourceAttributes").filter(|v| v.is_object());
     match (res, non) {
         (Some(r), None) => {
-            let mut a = Attributes::resource(s(r, "verb"), s(r, "group"), s(r, "resource"), s(r, "namespace"), s(r, "name"))
-                .with_subresource(s(r, "subresource"));
+            let mut a = Attributes::resource(
+                s(r, "verb"),
+                s(r, "group"),
+                s(r, "resource"),
+                s(r, "namespace"),
+                s(r, "name"),
+            )
+            .with_subresource(s(r, "subresource"));
             a.api_version = s(r, "version").to_string();
             if let Some(ns) = local_ns {
                 if a.namespace.is_empty() {
@@ -37,10 +43,16 @@ fn attributes(kind: &str, spec: &Value, local_ns: Option<&str>) -> Result<Attrib
             }
             Ok(a)
         }
-        (None, Some(n)) if local_ns.is_none() => Ok(Attributes::non_resource(s(n, "verb"), s(n, "path"))),
+        (None, Some(n)) if local_ns.is_none() => {
+            Ok(Attributes::non_resource(s(n, "verb"), s(n, "path")))
+        }
         (None, Some(_)) => Err(invalid(
             kind,
-            vec![field_invalid("spec.nonResourceAttributes", "", "disallowed on this kind of request")],
+            vec![field_invalid(
+                "spec.nonResourceAttributes",
+                "",
+                "disallowed on this kind of request",
+            )],
         )),
         _ => Err(invalid(
             kind,
@@ -57,7 +69,11 @@ fn attributes(kind: &str, spec: &Value, local_ns: Option<&str>) -> Result<Attrib
 fn subject(kind: &str, spec: &Value) -> Result<UserInfo, ApiError> {
     let strings = |v: Option<&Value>| -> Vec<String> {
         v.and_then(Value::as_array)
-            .map(|a| a.iter().filter_map(|x| x.as_str().map(str::to_string)).collect())
+            .map(|a| {
+                a.iter()
+                    .filter_map(|x| x.as_str().map(str::to_string))
+                    .collect()
+            })
             .unwrap_or_default()
     };
     let user = UserInfo {
@@ -67,13 +83,20 @@ fn subject(kind: &str, spec: &Value) -> Result<UserInfo, ApiError> {
         extra: spec
             .get("extra")
             .and_then(Value::as_object)
-            .map(|m| m.iter().map(|(k, v)| (k.clone(), strings(Some(v)))).collect::<BTreeMap<_, _>>())
+            .map(|m| {
+                m.iter()
+                    .map(|(k, v)| (k.clone(), strings(Some(v))))
+                    .collect::<BTreeMap<_, _>>()
+            })
             .unwrap_or_default(),
     };
     if user.name.is_empty() && user.groups.is_empty() {
         return Err(invalid(
             kind,
-            vec![field_required("spec.user", "at least one of user or group must be specified")],
+            vec![field_required(
+                "spec.user",
+                "at least one of user or group must be specified",
+            )],
         ));
     }
     Ok(user)

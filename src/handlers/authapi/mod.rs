@@ -29,7 +29,9 @@ const GROUPS: [&str; 2] = ["authentication.k8s.io", "authorization.k8s.io"];
 /// Whether this path answers the request.
 pub fn serves(info: &RequestInfo, resource: &ResourceInfo) -> bool {
     GROUPS.contains(&resource.group.as_str())
-        || (resource.group.is_empty() && resource.plural == "serviceaccounts" && info.subresource == "token")
+        || (resource.group.is_empty()
+            && resource.plural == "serviceaccounts"
+            && info.subresource == "token")
 }
 
 pub async fn serve(
@@ -46,7 +48,11 @@ pub async fn serve(
         info.name.is_empty()
     };
     if info.verb != "create" || !name_ok {
-        return Err(ApiError::method_not_supported(&resource.group, &resource.plural, &info.verb));
+        return Err(ApiError::method_not_supported(
+            &resource.group,
+            &resource.plural,
+            &info.verb,
+        ));
     }
     if resource.namespaced && info.namespace.is_empty() {
         return Err(super::not_found_path());

@@ -18,13 +18,15 @@ pub fn review(api: &Api, user: &UserInfo, obj: Value) -> Result<Value, ApiError>
     let mut non_resource_rules = Vec::new();
     for r in rules {
         if r.non_resource_urls.is_empty() {
-            let mut rule = json!({"verbs": r.verbs, "apiGroups": r.api_groups, "resources": r.resources});
+            let mut rule =
+                json!({"verbs": r.verbs, "apiGroups": r.api_groups, "resources": r.resources});
             if !r.resource_names.is_empty() {
                 rule["resourceNames"] = json!(r.resource_names);
             }
             resource_rules.push(rule);
         } else {
-            non_resource_rules.push(json!({"verbs": r.verbs, "nonResourceURLs": r.non_resource_urls}));
+            non_resource_rules
+                .push(json!({"verbs": r.verbs, "nonResourceURLs": r.non_resource_urls}));
         }
     }
     let mut status = json!({

@@ -27,7 +27,11 @@ pub async fn issue_token(api: &Api, info: &RequestInfo, mut obj: Value) -> Resul
     let audiences: Vec<String> = spec
         .get("audiences")
         .and_then(Value::as_array)
-        .map(|a| a.iter().filter_map(|x| x.as_str().map(str::to_string)).collect())
+        .map(|a| {
+            a.iter()
+                .filter_map(|x| x.as_str().map(str::to_string))
+                .collect()
+        })
         .filter(|a: &Vec<String>| !a.is_empty())
         .unwrap_or_else(|| config.audiences.clone());
     let mut seconds = spec
@@ -57,7 +61,11 @@ pub async fn issue_token(api: &Api, info: &RequestInfo, mut obj: Value) -> Resul
             other => {
                 return Err(invalid(
                     name,
-                    field_not_supported("spec.boundObjectRef.kind", other, &["Pod", "Node", "Secret"]),
+                    field_not_supported(
+                        "spec.boundObjectRef.kind",
+                        other,
+                        &["Pod", "Node", "Secret"],
+                    ),
                 ))
             }
         };

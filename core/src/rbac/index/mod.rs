@@ -106,8 +106,7 @@ impl Binding {
                 } else {
                     &subject.namespace
                 };
-                !ns.is_empty()
-                    && crate::authn::is_service_account(&user.name, ns, &subject.name)
+                !ns.is_empty() && crate::authn::is_service_account(&user.name, ns, &subject.name)
             }
             _ => false,
         }
@@ -133,7 +132,9 @@ impl Allowed {
             .iter()
             .find(|s| b.subject_applies(s, user))
             .map(|s| match s.kind.as_str() {
-                "ServiceAccount" => format!(" to ServiceAccount \"{}/{}\"", subject_ns(b, s), s.name),
+                "ServiceAccount" => {
+                    format!(" to ServiceAccount \"{}/{}\"", subject_ns(b, s), s.name)
+                }
                 _ => format!(" to {} {:?}", s.kind, s.name),
             })
             .unwrap_or_default();
@@ -168,10 +169,13 @@ impl SubjectBindings {
     }
 }
 
+/// A namespace's Roles: name → rules.
+type NamespaceRoles = HashMap<Box<str>, Arc<[PolicyRule]>>;
+
 #[derive(Debug, Default)]
 pub struct RbacIndex {
-    /// namespace → name → rules.
-    roles: HashMap<Box<str>, HashMap<Box<str>, Arc<[PolicyRule]>>>,
+    /// namespace → its Roles.
+    roles: HashMap<Box<str>, NamespaceRoles>,
     cluster_roles: HashMap<Box<str>, Arc<ClusterRole>>,
     /// Every binding by (namespace, name), to unindex it when it changes.
     bindings: HashMap<(Box<str>, Box<str>), Arc<Binding>>,
@@ -221,7 +225,11 @@ impl RbacIndex {
                 let cluster = kind == RbacKind::ClusterRoleBinding;
                 let binding = Binding {
                     cluster,
-                    namespace: if cluster { String::new() } else { namespace.into() },
+                    namespace: if cluster {
+                        String::new()
+                    } else {
+                        namespace.into()
+                    },
                     name: name.into(),
                     role_ref: role_ref_of(obj),
                     subjects: subjects_of(obj),
@@ -289,7 +297,10 @@ impl RbacIndex {
             }
         }
         self.bindings.insert(
-            (binding.namespace.as_str().into(), binding.name.as_str().into()),
+            (
+                binding.namespace.as_str().into(),
+                binding.name.as_str().into(),
+            ),
             binding,
         );
     }
@@ -329,7 +340,10 @@ impl RbacIndex {
     /// binding's namespace; a ClusterRole anywhere).
     pub fn resolve(&self, role_ref: &RoleRef, namespace: &str) -> Option<&Arc<[PolicyRule]>> {
         match role_ref.kind.as_str() {
-            "ClusterRole" => self.cluster_roles.get(role_ref.name.as_str()).map(|r| &r.rules),
+            "ClusterRole" => self
+                .cluster_roles
+                .get(role_ref.name.as_str())
+                .map(|r| &r.rules),
             "Role" if !namespace.is_empty() => {
                 self.roles.get(namespace)?.get(role_ref.name.as_str())
             }
@@ -349,12 +363,18 @@ impl RbacIndex {
     /// (cluster-wide ones first, then the namespace's), until it returns
     /// true. A binding may be seen twice when the user matches it both by
     /// name and by group.
-    fn visit(&self, user: &UserInfo, namespace: &str, mut f: impl FnMut(&Arc<Binding>) -> bool) -> bool {
+    fn visit(
+        &self,
+        user: &UserInfo,
+        namespace: &str,
+        mut f: impl FnMut(&Arc<Binding>) -> bool,
+    ) -> bool {
         let subjects = || {
-            self.users
-                .get(user.name.as_str())
-                .into_iter()
-                .chain(user.groups.iter().filter_map(|g| self.groups.get(g.as_str())))
+            self.users.get(user.name.as_str()).into_iter().chain(
+                user.groups
+                    .iter()
+                    .filter_map(|g| self.groups.get(g.as_str())),
+            )
         };
         for s in subjects() {
             for b in &s.cluster {

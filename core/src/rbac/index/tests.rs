@@ -27,18 +27,31 @@ fn role_binding_grants_only_in_its_namespace() {
     let mut idx = RbacIndex::new();
     idx.upsert(
         RbacKind::Role,
-        &role("a", "reader", json!([{"verbs": ["get"], "apiGroups": [""], "resources": ["pods"]}])),
+        &role(
+            "a",
+            "reader",
+            json!([{"verbs": ["get"], "apiGroups": [""], "resources": ["pods"]}]),
+        ),
     );
     idx.upsert(
         RbacKind::RoleBinding,
-        &binding("a", "rb", "Role", "reader", json!([{"kind": "User", "name": "alice"}])),
+        &binding(
+            "a",
+            "rb",
+            "Role",
+            "reader",
+            json!([{"kind": "User", "name": "alice"}]),
+        ),
     );
     let alice = user("alice", &[]);
     assert!(idx.authorize(&alice, &get_pods("a")).is_some());
     assert!(idx.authorize(&alice, &get_pods("b")).is_none());
     assert!(idx.authorize(&alice, &get_pods("")).is_none());
     assert!(idx.authorize(&user("bob", &[]), &get_pods("a")).is_none());
-    let reason = idx.authorize(&alice, &get_pods("a")).unwrap().reason(&alice);
+    let reason = idx
+        .authorize(&alice, &get_pods("a"))
+        .unwrap()
+        .reason(&alice);
     assert_eq!(
         reason,
         r#"RBAC: allowed by RoleBinding "rb" of Role "reader" to User "alice" in namespace "a""#
@@ -50,15 +63,31 @@ fn cluster_role_binding_grants_everywhere_and_groups_match() {
     let mut idx = RbacIndex::new();
     idx.upsert(
         RbacKind::ClusterRole,
-        &role("", "viewer", json!([{"verbs": ["get", "list"], "apiGroups": ["*"], "resources": ["*"]}])),
+        &role(
+            "",
+            "viewer",
+            json!([{"verbs": ["get", "list"], "apiGroups": ["*"], "resources": ["*"]}]),
+        ),
     );
     idx.upsert(
         RbacKind::ClusterRoleBinding,
-        &binding("", "crb", "ClusterRole", "viewer", json!([{"kind": "Group", "name": "devs"}])),
+        &binding(
+            "",
+            "crb",
+            "ClusterRole",
+            "viewer",
+            json!([{"kind": "Group", "name": "devs"}]),
+        ),
     );
-    assert!(idx.authorize(&user("x", &["devs"]), &get_pods("any")).is_some());
-    assert!(idx.authorize(&user("x", &["devs"]), &get_pods("")).is_some());
-    assert!(idx.authorize(&user("x", &["ops"]), &get_pods("any")).is_none());
+    assert!(idx
+        .authorize(&user("x", &["devs"]), &get_pods("any"))
+        .is_some());
+    assert!(idx
+        .authorize(&user("x", &["devs"]), &get_pods(""))
+        .is_some());
+    assert!(idx
+        .authorize(&user("x", &["ops"]), &get_pods("any"))
+        .is_none());
 }
 
 #[test]
@@ -66,13 +95,26 @@ fn role_binding_to_cluster_role_is_namespaced() {
     let mut idx = RbacIndex::new();
     idx.upsert(
         RbacKind::ClusterRole,
-        &role("", "edit", json!([{"verbs": ["*"], "apiGroups": [""], "resources": ["pods"]}])),
+        &role(
+            "",
+            "edit",
+            json!([{"verbs": ["*"], "apiGroups": [""], "resources": ["pods"]}]),
+        ),
     );
     idx.upsert(
         RbacKind::RoleBinding,
-        &binding("a", "rb", "ClusterRole", "edit", json!([{"kind": "ServiceAccount", "name": "builder"}])),
+        &binding(
+            "a",
+            "rb",
+            "ClusterRole",
+            "edit",
+            json!([{"kind": "ServiceAccount", "name": "builder"}]),
+        ),
     );
-    let sa = user("system:serviceaccount:a:builder", &["system:serviceaccounts"]);
+    let sa = user(
+        "system:serviceaccount:a:builder",
+        &["system:serviceaccounts"],
+    );
     assert!(idx.authorize(&sa, &get_pods("a")).is_some());
     assert!(idx.authorize(&sa, &get_pods("b")).is_none());
     // The same SA name in another namespace is another user.
@@ -85,21 +127,40 @@ fn roles_resolve_late_and_changes_reindex() {
     let mut idx = RbacIndex::new();
     idx.upsert(
         RbacKind::ClusterRoleBinding,
-        &binding("", "crb", "ClusterRole", "later", json!([{"kind": "User", "name": "u"}])),
+        &binding(
+            "",
+            "crb",
+            "ClusterRole",
+            "later",
+            json!([{"kind": "User", "name": "u"}]),
+        ),
     );
     let u = user("u", &[]);
     assert!(idx.authorize(&u, &get_pods("a")).is_none());
     let (_, errors) = idx.rules_for(&u, "a");
-    assert_eq!(errors, vec![r#"clusterrole.rbac.authorization.k8s.io "later" not found"#]);
+    assert_eq!(
+        errors,
+        vec![r#"clusterrole.rbac.authorization.k8s.io "later" not found"#]
+    );
     idx.upsert(
         RbacKind::ClusterRole,
-        &role("", "later", json!([{"verbs": ["get"], "apiGroups": [""], "resources": ["pods"]}])),
+        &role(
+            "",
+            "later",
+            json!([{"verbs": ["get"], "apiGroups": [""], "resources": ["pods"]}]),
+        ),
     );
     assert!(idx.authorize(&u, &get_pods("a")).is_some());
     // Re-pointing the binding at other subjects unindexes the old ones.
     idx.upsert(
         RbacKind::ClusterRoleBinding,
-        &binding("", "crb", "ClusterRole", "later", json!([{"kind": "User", "name": "v"}])),
+        &binding(
+            "",
+            "crb",
+            "ClusterRole",
+            "later",
+            json!([{"kind": "User", "name": "v"}]),
+        ),
     );
     assert!(idx.authorize(&u, &get_pods("a")).is_none());
     assert!(idx.authorize(&user("v", &[]), &get_pods("a")).is_some());
@@ -112,13 +173,42 @@ fn roles_resolve_late_and_changes_reindex() {
 #[test]
 fn rules_for_collects_cluster_and_namespace_rules_once() {
     let mut idx = RbacIndex::new();
-    idx.upsert(RbacKind::ClusterRole, &role("", "c", json!([{"verbs": ["get"], "nonResourceURLs": ["/x"]}])));
-    idx.upsert(RbacKind::Role, &role("a", "r", json!([{"verbs": ["list"], "apiGroups": [""], "resources": ["pods"]}])));
+    idx.upsert(
+        RbacKind::ClusterRole,
+        &role(
+            "",
+            "c",
+            json!([{"verbs": ["get"], "nonResourceURLs": ["/x"]}]),
+        ),
+    );
+    idx.upsert(
+        RbacKind::Role,
+        &role(
+            "a",
+            "r",
+            json!([{"verbs": ["list"], "apiGroups": [""], "resources": ["pods"]}]),
+        ),
+    );
     idx.upsert(
         RbacKind::ClusterRoleBinding,
-        &binding("", "crb", "ClusterRole", "c", json!([{"kind": "User", "name": "u"}, {"kind": "Group", "name": "g"}])),
+        &binding(
+            "",
+            "crb",
+            "ClusterRole",
+            "c",
+            json!([{"kind": "User", "name": "u"}, {"kind": "Group", "name": "g"}]),
+        ),
     );
-    idx.upsert(RbacKind::RoleBinding, &binding("a", "rb", "Role", "r", json!([{"kind": "Group", "name": "g"}])));
+    idx.upsert(
+        RbacKind::RoleBinding,
+        &binding(
+            "a",
+            "rb",
+            "Role",
+            "r",
+            json!([{"kind": "Group", "name": "g"}]),
+        ),
+    );
     let (rules, errors) = idx.rules_for(&user("u", &["g"]), "a");
     assert!(errors.is_empty());
     assert_eq!(rules.len(), 2);
@@ -131,33 +221,48 @@ fn rules_for_collects_cluster_and_namespace_rules_once() {
 // that allows it.
 fn naive(objects: &[(RbacKind, Value)], u: &UserInfo, attrs: &Attributes) -> bool {
     let roles: Vec<&(RbacKind, Value)> = objects.iter().filter(|(k, _)| !k.is_binding()).collect();
-    objects.iter().filter(|(k, _)| k.is_binding()).any(|(k, b)| {
-        let cluster = *k == RbacKind::ClusterRoleBinding;
-        let ns = if cluster { "" } else { crate::meta::namespace(b) };
-        if !cluster && ns != attrs.namespace {
-            return false;
-        }
-        let binding = Binding {
-            cluster,
-            namespace: ns.into(),
-            name: String::new(),
-            role_ref: role_ref_of(b),
-            subjects: subjects_of(b),
-        };
-        if !binding.subjects.iter().any(|s| binding.subject_applies(s, u)) {
-            return false;
-        }
-        // Last write per (kind, ns, name) wins, as in the index.
-        let role = roles.iter().rev().find(|(rk, r)| {
-            crate::meta::name(r) == binding.role_ref.name
-                && match binding.role_ref.kind.as_str() {
-                    "ClusterRole" => *rk == RbacKind::ClusterRole,
-                    "Role" => *rk == RbacKind::Role && crate::meta::namespace(r) == ns && !ns.is_empty(),
-                    _ => false,
-                }
-        });
-        role.is_some_and(|(_, r)| rules_of(r).iter().any(|rule| rule_allows(attrs, rule)))
-    })
+    objects
+        .iter()
+        .filter(|(k, _)| k.is_binding())
+        .any(|(k, b)| {
+            let cluster = *k == RbacKind::ClusterRoleBinding;
+            let ns = if cluster {
+                ""
+            } else {
+                crate::meta::namespace(b)
+            };
+            if !cluster && ns != attrs.namespace {
+                return false;
+            }
+            let binding = Binding {
+                cluster,
+                namespace: ns.into(),
+                name: String::new(),
+                role_ref: role_ref_of(b),
+                subjects: subjects_of(b),
+            };
+            if !binding
+                .subjects
+                .iter()
+                .any(|s| binding.subject_applies(s, u))
+            {
+                return false;
+            }
+            // Last write per (kind, ns, name) wins, as in the index.
+            let role = roles.iter().rev().find(|(rk, r)| {
+                crate::meta::name(r) == binding.role_ref.name
+                    && match binding.role_ref.kind.as_str() {
+                        "ClusterRole" => *rk == RbacKind::ClusterRole,
+                        "Role" => {
+                            *rk == RbacKind::Role
+                                && crate::meta::namespace(r) == ns
+                                && !ns.is_empty()
+                        }
+                        _ => false,
+                    }
+            });
+            role.is_some_and(|(_, r)| rules_of(r).iter().any(|rule| rule_allows(attrs, rule)))
+        })
 }
 
 fn pick(options: &'static [&'static str]) -> impl Strategy<Value = &'static str> {
@@ -169,10 +274,27 @@ fn object() -> impl Strategy<Value = (RbacKind, Value)> {
     let name = pick(&["r1", "r2"]);
     let verb = pick(&["get", "list", "*"]);
     let res = pick(&["pods", "configmaps", "*", "pods/log", "*/log"]);
-    let subject = (pick(&["User", "Group", "ServiceAccount"]), pick(&["u", "g", "sa"]), pick(&["", "a", "b"]));
-    (0..4usize, ns, name, verb, res, proptest::collection::vec(subject, 0..3), pick(&["Role", "ClusterRole"]))
+    let subject = (
+        pick(&["User", "Group", "ServiceAccount"]),
+        pick(&["u", "g", "sa"]),
+        pick(&["", "a", "b"]),
+    );
+    (
+        0..4usize,
+        ns,
+        name,
+        verb,
+        res,
+        proptest::collection::vec(subject, 0..3),
+        pick(&["Role", "ClusterRole"]),
+    )
         .prop_map(|(k, ns, name, verb, res, subjects, ref_kind)| {
-            let kind = [RbacKind::Role, RbacKind::ClusterRole, RbacKind::RoleBinding, RbacKind::ClusterRoleBinding][k];
+            let kind = [
+                RbacKind::Role,
+                RbacKind::ClusterRole,
+                RbacKind::RoleBinding,
+                RbacKind::ClusterRoleBinding,
+            ][k];
             let obj = match kind {
                 RbacKind::Role | RbacKind::ClusterRole => role(
                     if kind == RbacKind::Role { ns } else { "" },
@@ -184,8 +306,22 @@ fn object() -> impl Strategy<Value = (RbacKind, Value)> {
                         .iter()
                         .map(|(k, n, sns)| json!({"kind": k, "name": n, "namespace": sns}))
                         .collect();
-                    let rk = if kind == RbacKind::ClusterRoleBinding { "ClusterRole" } else { ref_kind };
-                    binding(if kind == RbacKind::RoleBinding { ns } else { "" }, name, rk, name, json!(subjects))
+                    let rk = if kind == RbacKind::ClusterRoleBinding {
+                        "ClusterRole"
+                    } else {
+                        ref_kind
+                    };
+                    binding(
+                        if kind == RbacKind::RoleBinding {
+                            ns
+                        } else {
+                            ""
+                        },
+                        name,
+                        rk,
+                        name,
+                        json!(subjects),
+                    )
                 }
             };
             (kind, obj)
