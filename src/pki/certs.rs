@@ -82,44 +82,49 @@ impl ClientIssuer {
         groups: &[&str],
         days: i64,
     ) -> Result<(String, String), String> {
-        let key = KeyPair::generate().map_err(rcgen_err)?;
-        let mut params = CertificateParams::new(Vec::<String>::new()).map_err(rcgen_err)?;
-        params.distinguished_name.push(DnType::CommonName, user);
         // rcgen keeps one value per attribute type; a second Organization
         // goes in under the same OID as a "custom" type.
         if groups.len() > 2 {
             return Err("client certificates carry at most two groups".into());
         }
-        let org_types = [
-            DnType::OrganizationName,
-            DnType::CustomDnType(vec![2, 5, 4, 10]),
-        ];
-        for (g, t) in groups.iter().zip(org_types) {
-            params.distinguished_name.push(t, *g);
-        }
-        params.key_usages = vec![
-            KeyUsagePurpose::DigitalSignature,
-            KeyUsagePurpose::KeyEncipherment,
-        ];
-        params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
-        validity(&mut params, days);
-        let cert = params.signed_by(&key, &self.issuer).map_err(rcgen_err)?;
-        Ok((cert.pem(), key.serialize_pem()))
+        self.leaf(days, ExtendedKeyUsagePurpose::ClientAuth, |params| {
+            params.distinguished_name.push(DnType::CommonName, user);
+            let org_types = [
+                DnType::OrganizationName,
+                DnType::CustomDnType(vec![2, 5, 4, 10]),
+            ];
+            for (g, t) in groups.iter().zip(org_types) {
+                params.distinguished_name.push(t, *g);
+            }
+        })
     }
 
     fn serving_cert(&self, sans: &[SanType]) -> Result<(String, String), String> {
+        self.leaf(LEAF_DAYS, ExtendedKeyUsagePurpose::ServerAuth, |params| {
+            params
+                .distinguished_name
+                .push(DnType::CommonName, "kubeshard-apiserver");
+            params.subject_alt_names = sans.to_vec();
+        })
+    }
+
+    /// A fresh key and a certificate for it signed by the CA, for one
+    /// use, named by `name`: (cert PEM, key PEM).
+    fn leaf(
+        &self,
+        days: i64,
+        usage: ExtendedKeyUsagePurpose,
+        name: impl FnOnce(&mut CertificateParams),
+    ) -> Result<(String, String), String> {
         let key = KeyPair::generate().map_err(rcgen_err)?;
         let mut params = CertificateParams::new(Vec::<String>::new()).map_err(rcgen_err)?;
-        params
-            .distinguished_name
-            .push(DnType::CommonName, "kubeshard-apiserver");
-        params.subject_alt_names = sans.to_vec();
+        name(&mut params);
         params.key_usages = vec![
             KeyUsagePurpose::DigitalSignature,
             KeyUsagePurpose::KeyEncipherment,
         ];
-        params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
-        validity(&mut params, LEAF_DAYS);
+        params.extended_key_usages = vec![usage];
+        validity(&mut params, days);
         let cert = params.signed_by(&key, &self.issuer).map_err(rcgen_err)?;
         Ok((cert.pem(), key.serialize_pem()))
     }

@@ -182,49 +182,28 @@ trait Graceful: Future {
     fn graceful(self: Pin<&mut Self>);
 }
 
-impl<I, S, E> Graceful for auto::Connection<'_, I, S, E>
-where
-    Self: Future,
-    I: hyper::rt::Read + hyper::rt::Write + Unpin + 'static,
-    S: hyper::service::HttpService<Incoming>,
-    S::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
-    S::ResBody: hyper::body::Body + 'static,
-    <S::ResBody as hyper::body::Body>::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
-    E: hyper::rt::bounds::Http2ServerConnExec<S::Future, S::ResBody>,
-{
-    fn graceful(self: Pin<&mut Self>) {
-        self.graceful_shutdown();
-    }
+/// The bounds every hyper server connection here shares.
+macro_rules! graceful {
+    ($conn:ty, $($extra:tt)*) => {
+        impl<I, S, $($extra)*> Graceful for $conn
+        where
+            Self: Future,
+            I: hyper::rt::Read + hyper::rt::Write + Unpin + 'static,
+            S: hyper::service::HttpService<Incoming>,
+            S::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+            S::ResBody: hyper::body::Body + 'static,
+            <S::ResBody as hyper::body::Body>::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+        {
+            fn graceful(self: Pin<&mut Self>) {
+                self.graceful_shutdown();
+            }
+        }
+    };
 }
 
-impl<I, S> Graceful for hyper::server::conn::http1::Connection<I, S>
-where
-    Self: Future,
-    I: hyper::rt::Read + hyper::rt::Write + Unpin,
-    S: hyper::service::HttpService<Incoming>,
-    S::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
-    S::ResBody: hyper::body::Body + 'static,
-    <S::ResBody as hyper::body::Body>::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
-{
-    fn graceful(self: Pin<&mut Self>) {
-        self.graceful_shutdown();
-    }
-}
-
-impl<I, S, E> Graceful for hyper::server::conn::http2::Connection<I, S, E>
-where
-    Self: Future,
-    I: hyper::rt::Read + hyper::rt::Write + Unpin,
-    S: hyper::service::HttpService<Incoming>,
-    S::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
-    S::ResBody: hyper::body::Body + 'static,
-    <S::ResBody as hyper::body::Body>::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
-    E: hyper::rt::bounds::Http2ServerConnExec<S::Future, S::ResBody>,
-{
-    fn graceful(self: Pin<&mut Self>) {
-        self.graceful_shutdown();
-    }
-}
+graceful!(auto::Connection<'_, I, S, E>, E: hyper::rt::bounds::Http2ServerConnExec<S::Future, S::ResBody>);
+graceful!(hyper::server::conn::http2::Connection<I, S, E>, E: hyper::rt::bounds::Http2ServerConnExec<S::Future, S::ResBody>);
+graceful!(hyper::server::conn::http1::Connection<I, S>,);
 
 /// Serves a connection until it ends, the server shuts down (then
 /// gracefully: in-flight requests finish) or a request aborts it.

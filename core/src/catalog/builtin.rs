@@ -5,7 +5,8 @@
 use super::{KindHooks, NameRule, ResourceInfo, SelectableField, Strategy};
 use std::sync::Arc;
 
-const ALL_VERBS: &[&str] = &[
+/// Every verb a fully served resource supports.
+pub const ALL_VERBS: &[&str] = &[
     "create",
     "delete",
     "deletecollection",

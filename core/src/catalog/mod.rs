@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-pub use builtin::builtin_resources;
+pub use builtin::{builtin_resources, ALL_VERBS};
 
 /// How `metadata.name` is validated for a kind (kube's per-kind name rules).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -15,16 +15,7 @@ const AGG_VIEW: &str = "rbac.authorization.k8s.io/aggregate-to-view";
 
 const READ: &[&str] = &["get", "list", "watch"];
 const WRITE: &[&str] = &["create", "delete", "deletecollection", "patch", "update"];
-const READ_WRITE: &[&str] = &[
-    "create",
-    "delete",
-    "deletecollection",
-    "get",
-    "list",
-    "patch",
-    "update",
-    "watch",
-];
+const READ_WRITE: &[&str] = crate::catalog::ALL_VERBS;
 
 fn r(verbs: &[&str], group: &str, resources: &[&str]) -> PolicyRule {
     PolicyRule::resources(verbs, &[group], resources)

@@ -476,15 +476,7 @@ fn keys_of(b: &Binding) -> Vec<Key> {
 }
 
 fn cluster_role_of(obj: &Value) -> ClusterRole {
-    let labels = crate::meta::metadata(obj)
-        .and_then(|m| m.get("labels"))
-        .and_then(Value::as_object)
-        .map(|m| {
-            m.iter()
-                .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
-                .collect()
-        })
-        .unwrap_or_default();
+    let labels = crate::meta::labels(obj).into_iter().collect();
     let aggregation = obj
         .get("aggregationRule")
         .filter(|a| !a.is_null())
