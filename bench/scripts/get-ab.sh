@@ -10,9 +10,9 @@ cd "$(dirname "$0")/../.."
 ROUNDS=${ROUNDS:-3}; SECS=${SECS:-8}
 BIN=target/release/kubeshard
 cargo build --release -q
-pids=()
-trap 'kill "${pids[@]}" 2>/dev/null || true' EXIT
-serve() { "$BIN" --insecure-port "$1" --shards 2 "${@:2}" >/dev/null 2>&1 & pids+=($!); }
+pids=(); TMP=$(mktemp -d)
+trap 'kill "${pids[@]}" 2>/dev/null || true; rm -rf "$TMP"' EXIT
+serve() { "$BIN" --insecure-port "$1" --shards 2 --data-dir "$TMP/$1" "${@:2}" >/dev/null 2>&1 & pids+=($!); }
 serve 18201 --hello-bytes 1100
 serve 18202
 serve 18203 "$@"

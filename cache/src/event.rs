@@ -33,12 +33,10 @@ pub struct Event {
     /// The object before the change (None for a creation): selector
     /// transitions need it, and list snapshots undo events through it.
     pub prev: Option<Arc<StoredObject>>,
-    /// `prev` re-stamped with this event's revision, built on first use: a
-    /// watcher whose selector stops matching gets it as a DELETED object.
-    prev_at_revision: OnceLock<Bytes>,
-    /// The JSON watch-event line for this event, built once and shared by
-    /// every watcher that receives the event unchanged.
-    frame: OnceLock<Bytes>,
+    /// A DELETED line for `prev` re-stamped with this event's revision,
+    /// built on first use: what a watcher whose selector stops matching
+    /// gets. (The event's own line is its object's frame.)
+    prev_deleted: OnceLock<Bytes>,
 }
 
 impl Event {
@@ -55,29 +53,41 @@ impl Event {
             resource,
             object,
             prev,
-            prev_at_revision: OnceLock::new(),
-            frame: OnceLock::new(),
+            prev_deleted: OnceLock::new(),
         }
     }
 
-    /// `{"type":"MODIFIED","object":{...}}\n`, encoded on first use.
+    /// `{"type":"MODIFIED","object":{...}}\n`: the object was encoded
+    /// inside this line when the change was committed, so it is shared by
+    /// every watcher that receives the event unchanged.
     pub fn frame(&self) -> &Bytes {
-        self.frame
-            .get_or_init(|| watch_frame(self.kind.as_str(), &self.object.bytes))
+        debug_assert_eq!(self.object.frame_kind(), self.kind);
+        self.object.frame()
     }
 
-    /// The previous object with `metadata.resourceVersion` set to this
-    /// event's revision, encoded once however many watchers ask.
-    pub fn prev_restamped(&self) -> Option<&Bytes> {
+    /// The previous object's JSON restamped with this event's revision
+    /// (the object of [`Self::prev_deleted_frame`]).
+    pub fn prev_restamped_json(&self) -> Option<Bytes> {
+        let frame = self.prev_deleted_frame()?;
+        let prefix = b"{\"type\":\"DELETED\",\"object\":".len();
+        Some(frame.slice(prefix..frame.len() - 2))
+    }
+
+    /// A DELETED line for the previous object with its resourceVersion set
+    /// to this event's revision, encoded once however many watchers ask.
+    pub fn prev_deleted_frame(&self) -> Option<&Bytes> {
         let prev = self.prev.as_ref()?;
-        Some(self.prev_at_revision.get_or_init(|| {
+        Some(self.prev_deleted.get_or_init(|| {
             let mut v = prev.to_value();
             kubeshard_core::meta::set_meta(
                 &mut v,
                 "resourceVersion",
                 serde_json::Value::String(self.revision.to_string()),
             );
-            Bytes::from(serde_json::to_vec(&v).expect("a Value always serializes"))
+            watch_frame(
+                EventType::Deleted.as_str(),
+                &serde_json::to_vec(&v).expect("a Value always serializes"),
+            )
         }))
     }
 }

@@ -146,20 +146,22 @@ impl Hub {
 mod tests {
     use super::*;
     use crate::event::EventType;
-    use crate::object::StoredObject;
+    use crate::object::{ObjectMeta, StoredObject};
     use crate::ring::RingRead;
-    use bytes::Bytes;
 
     fn ev(rev: u64, res: &str) -> Arc<Event> {
-        let obj = Arc::new(StoredObject {
-            bytes: Bytes::from_static(b"{}"),
-            revision: rev,
-            namespace: "".into(),
-            name: "o".into(),
-            uid: "".into(),
-            labels: Box::new([]),
-            fields: Box::new([]),
-        });
+        let obj = Arc::new(StoredObject::from_json(
+            b"{}",
+            EventType::Added,
+            ObjectMeta {
+                revision: rev,
+                namespace: "".into(),
+                name: "o".into(),
+                uid: "".into(),
+                labels: Box::new([]),
+                fields: Box::new([]),
+            },
+        ));
         Arc::new(Event::new(rev, EventType::Added, Arc::from(res), obj, None))
     }
 

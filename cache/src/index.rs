@@ -275,19 +275,22 @@ impl IndexedRing {
 mod tests {
     use super::*;
     use crate::event::EventType;
-    use bytes::Bytes;
+    use crate::object::ObjectMeta;
     use kubeshard_core::selector::fields::FieldSelector;
 
     fn pod(rev: u64, name: &str, node: &str) -> Arc<StoredObject> {
-        Arc::new(StoredObject {
-            bytes: Bytes::from_static(b"{}"),
-            revision: rev,
-            namespace: "ns".into(),
-            name: name.into(),
-            uid: "".into(),
-            labels: Box::new([]),
-            fields: vec![("spec.nodeName".to_string(), node.to_string())].into_boxed_slice(),
-        })
+        Arc::new(StoredObject::from_json(
+            b"{}",
+            EventType::Added,
+            ObjectMeta {
+                revision: rev,
+                namespace: "ns".into(),
+                name: name.into(),
+                uid: "".into(),
+                labels: Box::new([]),
+                fields: vec![("spec.nodeName".to_string(), node.to_string())].into_boxed_slice(),
+            },
+        ))
     }
 
     fn ev(rev: u64, obj: Arc<StoredObject>, prev: Option<Arc<StoredObject>>) -> Arc<Event> {

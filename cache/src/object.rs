@@ -1,19 +1,31 @@
 //! An object as stored: its JSON encoding (made once, at write time, with
 //! its resourceVersion inside) plus the few metadata fields that lists and
 //! watches filter on, pre-extracted so filtering never parses JSON.
+//!
+//! The encoding is kept inside the watch-event line of the change that
+//! wrote it (`{"type":"MODIFIED","object":<JSON>}\n`): GET and LIST serve
+//! the JSON as a slice of that buffer, and every watcher that receives the
+//! event unchanged is sent the whole buffer. One allocation serves all
+//! three, and no event ever needs a frame of its own.
 
+use crate::event::EventType;
 use bytes::Bytes;
 use kubeshard_core::catalog::ResourceInfo;
 use kubeshard_core::meta;
 use serde_json::Value;
+use std::sync::Arc;
 
 #[derive(Debug)]
 pub struct StoredObject {
-    /// The wire bytes served by GET, concatenated by LIST, framed by WATCH.
-    pub bytes: Bytes,
+    /// `{"type":T,"object":` + JSON + `}\n`.
+    frame: Bytes,
+    /// Where the JSON starts in `frame` (after the event-type prefix).
+    json_start: u8,
     pub revision: u64,
-    pub namespace: Box<str>,
-    pub name: Box<str>,
+    /// Shared with the store's key (and, per shard, with every object of
+    /// the namespace), so the strings are held once.
+    pub namespace: Arc<str>,
+    pub name: Arc<str>,
     pub uid: Box<str>,
     /// Sorted by key.
     pub labels: Box<[(String, String)]>,
@@ -21,37 +33,127 @@ pub struct StoredObject {
     pub fields: Box<[(String, String)]>,
 }
 
-impl StoredObject {
-    /// Encodes `obj` (which must already carry its resourceVersion).
-    pub fn encode(info: &ResourceInfo, obj: &Value, revision: u64) -> Self {
-        let mut buf = serde_json::to_vec(obj).expect("a Value always serializes");
-        // The encoding lives as long as the object: do not keep the
-        // doubling growth slack (on average a third of the buffer).
-        buf.shrink_to_fit();
-        let bytes = Bytes::from(buf);
-        Self::from_parts(info, obj, revision, bytes)
+/// The bytes before the JSON in a frame of this type.
+fn frame_prefix(kind: EventType) -> &'static [u8] {
+    match kind {
+        EventType::Added => b"{\"type\":\"ADDED\",\"object\":",
+        EventType::Modified => b"{\"type\":\"MODIFIED\",\"object\":",
+        EventType::Deleted => b"{\"type\":\"DELETED\",\"object\":",
     }
+}
 
-    pub fn from_parts(info: &ResourceInfo, obj: &Value, revision: u64, bytes: Bytes) -> Self {
-        let fields = info
-            .selectable_fields
-            .iter()
-            .map(|f| (f.label.to_string(), meta::field_value(obj, f.path)))
-            .collect();
+const FRAME_SUFFIX: &[u8] = b"}\n";
+
+/// The metadata a stored object carries besides its encoding.
+pub struct ObjectMeta {
+    pub revision: u64,
+    pub namespace: Arc<str>,
+    pub name: Arc<str>,
+    pub uid: Box<str>,
+    pub labels: Box<[(String, String)]>,
+    pub fields: Box<[(String, String)]>,
+}
+
+impl ObjectMeta {
+    /// Extracts what filters need from a decoded object.
+    pub fn of(info: &ResourceInfo, obj: &Value, revision: u64) -> Self {
         Self {
-            bytes,
             revision,
             namespace: meta::namespace(obj).into(),
             name: meta::name(obj).into(),
             uid: meta::meta_str(obj, "uid").unwrap_or("").into(),
             labels: meta::labels(obj).into_boxed_slice(),
-            fields,
+            fields: info
+                .selectable_fields
+                .iter()
+                .map(|f| (f.label.to_string(), meta::field_value(obj, f.path)))
+                .collect(),
+        }
+    }
+}
+
+impl StoredObject {
+    /// Encodes `obj` (which must already carry its resourceVersion) as the
+    /// object of an ADDED event.
+    pub fn encode(info: &ResourceInfo, obj: &Value, revision: u64) -> Self {
+        Self::encode_for(info, obj, revision, EventType::Added)
+    }
+
+    /// Encodes `obj` inside the watch frame of a `kind` event.
+    pub fn encode_for(info: &ResourceInfo, obj: &Value, revision: u64, kind: EventType) -> Self {
+        let prefix = frame_prefix(kind);
+        let mut buf = Vec::with_capacity(1024);
+        buf.extend_from_slice(prefix);
+        serde_json::to_writer(&mut buf, obj).expect("a Value always serializes");
+        buf.extend_from_slice(FRAME_SUFFIX);
+        Self::from_frame(buf, kind, ObjectMeta::of(info, obj, revision))
+    }
+
+    /// A stored object around already encoded JSON.
+    pub fn from_json(json: &[u8], kind: EventType, meta: ObjectMeta) -> Self {
+        let prefix = frame_prefix(kind);
+        let mut buf = Vec::with_capacity(prefix.len() + json.len() + FRAME_SUFFIX.len());
+        buf.extend_from_slice(prefix);
+        buf.extend_from_slice(json);
+        buf.extend_from_slice(FRAME_SUFFIX);
+        Self::from_frame(buf, kind, meta)
+    }
+
+    fn from_frame(mut buf: Vec<u8>, kind: EventType, meta: ObjectMeta) -> Self {
+        // The encoding lives as long as the object: do not keep the
+        // doubling growth slack (on average a third of the buffer).
+        buf.shrink_to_fit();
+        Self {
+            frame: Bytes::from(buf),
+            json_start: frame_prefix(kind).len() as u8,
+            revision: meta.revision,
+            namespace: meta.namespace,
+            name: meta.name,
+            uid: meta.uid,
+            labels: meta.labels,
+            fields: meta.fields,
+        }
+    }
+
+    /// Keeps the metadata strings of `other` where they are equal, so that
+    /// successive versions of an object (and the store's key) share them.
+    pub fn share_names(&mut self, namespace: &Arc<str>, name: &Arc<str>) {
+        if *self.namespace == **namespace {
+            self.namespace = namespace.clone();
+        }
+        if *self.name == **name {
+            self.name = name.clone();
+        }
+    }
+
+    /// The object's JSON, as served by GET and concatenated by LIST.
+    pub fn json(&self) -> Bytes {
+        self.frame
+            .slice(self.json_start as usize..self.frame.len() - FRAME_SUFFIX.len())
+    }
+
+    /// The object's JSON, borrowed.
+    pub fn json_slice(&self) -> &[u8] {
+        &self.frame[self.json_start as usize..self.frame.len() - FRAME_SUFFIX.len()]
+    }
+
+    /// The watch-event line of the change that wrote this version.
+    pub fn frame(&self) -> &Bytes {
+        &self.frame
+    }
+
+    /// The type of the change that wrote this version (its frame's type).
+    pub fn frame_kind(&self) -> EventType {
+        match self.json_start as usize {
+            n if n == frame_prefix(EventType::Added).len() => EventType::Added,
+            n if n == frame_prefix(EventType::Modified).len() => EventType::Modified,
+            _ => EventType::Deleted,
         }
     }
 
     /// Decodes the stored bytes back into a value (for updates that merge).
     pub fn to_value(&self) -> Value {
-        serde_json::from_slice(&self.bytes).expect("stored bytes are valid JSON")
+        serde_json::from_slice(self.json_slice()).expect("stored bytes are valid JSON")
     }
 
     /// The value of a selectable field, including the metadata ones.
@@ -76,8 +178,7 @@ impl StoredObject {
 
     /// Approximate heap bytes held by this object, for memory reporting.
     pub fn heap_size(&self) -> usize {
-        self.bytes.len()
-            + self.namespace.len()
+        self.frame.len()
             + self.name.len()
             + self.uid.len()
             + self
@@ -91,5 +192,40 @@ impl StoredObject {
                 .map(|(k, v)| k.len() + v.len() + 48)
                 .sum::<usize>()
             + std::mem::size_of::<Self>()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kubeshard_core::catalog::Catalog;
+    use serde_json::json;
+
+    #[test]
+    fn json_and_frame_share_one_encoding() {
+        let info = Catalog::with_builtins()
+            .snapshot()
+            .lookup("", "v1", "pods")
+            .unwrap()
+            .clone();
+        let v = json!({"metadata": {"name": "p", "namespace": "n", "resourceVersion": "7"},
+                       "spec": {"nodeName": "node-1"}});
+        for kind in [EventType::Added, EventType::Modified, EventType::Deleted] {
+            let o = StoredObject::encode_for(&info, &v, 7, kind);
+            assert_eq!(o.to_value(), v);
+            assert_eq!(o.frame_kind(), kind);
+            let frame: Value = serde_json::from_slice(o.frame()).unwrap();
+            assert_eq!(frame, json!({"type": kind.as_str(), "object": v}));
+            assert!(o.frame().ends_with(b"}\n"));
+            assert_eq!(&o.json()[..], o.json_slice());
+            assert_eq!(o.field("spec.nodeName"), Some("node-1"));
+        }
+        let again = StoredObject::from_json(
+            StoredObject::encode(&info, &v, 7).json_slice(),
+            EventType::Modified,
+            ObjectMeta::of(&info, &v, 7),
+        );
+        assert_eq!(again.to_value(), v);
+        assert_eq!(again.frame_kind(), EventType::Modified);
     }
 }

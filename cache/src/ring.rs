@@ -27,9 +27,18 @@ impl Default for RingLimits {
     }
 }
 
+/// How coarsely a ring remembers when events arrived: trimming by age
+/// needs no finer clock than this, and a timestamp per event would cost
+/// more than the event's pointer.
+const TIME_MARK_EVERY: Duration = Duration::from_secs(1);
+
 #[derive(Debug)]
 pub struct EventRing {
-    events: VecDeque<(Instant, Arc<Event>)>,
+    events: VecDeque<Arc<Event>>,
+    /// (sequence number, arrival time) of the first event pushed in each
+    /// stretch of [`TIME_MARK_EVERY`]: every event from one mark to the
+    /// next arrived no earlier than the mark's time.
+    marks: VecDeque<(u64, Instant)>,
     /// Absolute sequence number of `events[0]`.
     first_seq: u64,
     /// Every event with a revision above this is in the ring.
@@ -51,6 +60,7 @@ impl EventRing {
     pub fn new(start_revision: u64, limits: RingLimits) -> Self {
         Self {
             events: VecDeque::new(),
+            marks: VecDeque::new(),
             first_seq: 0,
             compacted_through: start_revision,
             limits,
@@ -62,24 +72,47 @@ impl EventRing {
         debug_assert!(
             self.events
                 .back()
-                .is_none_or(|(_, e)| e.revision < event.revision),
+                .is_none_or(|e| e.revision < event.revision),
             "ring revisions must increase"
         );
-        self.events.push_back((now, event));
+        let seq = self.end_seq();
+        if self
+            .marks
+            .back()
+            .is_none_or(|(_, at)| now.saturating_duration_since(*at) >= TIME_MARK_EVERY)
+        {
+            self.marks.push_back((seq, now));
+        }
+        self.events.push_back(event);
         self.trim(now);
     }
 
-    /// Drops events beyond the count limit or older than the window.
+    /// Drops events beyond the count limit or older than the window. Ages
+    /// are known per stretch: every event of a stretch arrived before its
+    /// mark's time plus [`TIME_MARK_EVERY`] (a later one would have started
+    /// a new stretch), so a stretch goes once that bound is out of the
+    /// window — at most a mark interval late.
     pub fn trim(&mut self, now: Instant) {
-        while let Some((at, ev)) = self.events.front() {
-            let too_many = self.events.len() > self.limits.max_events;
-            let too_old = now.saturating_duration_since(*at) > self.limits.window;
-            if !(too_many || too_old) {
+        let mut keep_from = self.end_seq() - self.events.len().min(self.limits.max_events) as u64;
+        while let Some(&(_, at)) = self.marks.front() {
+            if now.saturating_duration_since(at + TIME_MARK_EVERY) <= self.limits.window {
                 break;
             }
+            self.marks.pop_front();
+            let end = self.marks.front().map_or(self.end_seq(), |m| m.0);
+            keep_from = keep_from.max(end);
+        }
+        while self.first_seq < keep_from {
+            let ev = self
+                .events
+                .pop_front()
+                .expect("keep_from is within the ring");
             self.compacted_through = ev.revision;
-            self.events.pop_front();
             self.first_seq += 1;
+        }
+        // A stretch cut by the count limit starts where the ring now does.
+        if let Some(first) = self.marks.front_mut() {
+            first.0 = first.0.max(self.first_seq);
         }
     }
 
@@ -104,7 +137,7 @@ impl EventRing {
     pub fn last_revision(&self) -> u64 {
         self.events
             .back()
-            .map(|(_, e)| e.revision)
+            .map(|e| e.revision)
             .unwrap_or(self.compacted_through)
     }
 
@@ -114,7 +147,7 @@ impl EventRing {
         if revision < self.compacted_through {
             return Err(self.compacted_through);
         }
-        let idx = self.events.partition_point(|(_, e)| e.revision <= revision);
+        let idx = self.events.partition_point(|e| e.revision <= revision);
         Ok(self.first_seq + idx as u64)
     }
 
@@ -123,7 +156,7 @@ impl EventRing {
             return RingRead::Overwritten;
         }
         match self.events.get((seq - self.first_seq) as usize) {
-            Some((_, e)) => RingRead::Event(e),
+            Some(e) => RingRead::Event(e),
             None => RingRead::CaughtUp,
         }
     }
@@ -135,7 +168,7 @@ impl EventRing {
         revision: u64,
     ) -> Result<impl DoubleEndedIterator<Item = &Arc<Event>>, u64> {
         let start = self.seq_after(revision)? - self.first_seq;
-        Ok(self.events.range(start as usize..).map(|(_, e)| e))
+        Ok(self.events.range(start as usize..))
     }
 }
 
@@ -143,19 +176,21 @@ impl EventRing {
 mod tests {
     use super::*;
     use crate::event::EventType;
-    use crate::object::StoredObject;
-    use bytes::Bytes;
+    use crate::object::{ObjectMeta, StoredObject};
 
     fn ev(rev: u64) -> Arc<Event> {
-        let obj = Arc::new(StoredObject {
-            bytes: Bytes::from_static(b"{}"),
-            revision: rev,
-            namespace: "".into(),
-            name: format!("o{rev}").into(),
-            uid: "".into(),
-            labels: Box::new([]),
-            fields: Box::new([]),
-        });
+        let obj = Arc::new(StoredObject::from_json(
+            b"{}",
+            EventType::Added,
+            ObjectMeta {
+                revision: rev,
+                namespace: "".into(),
+                name: format!("o{rev}").into(),
+                uid: "".into(),
+                labels: Box::new([]),
+                fields: Box::new([]),
+            },
+        ));
         Arc::new(Event::new(
             rev,
             EventType::Added,
@@ -201,11 +236,63 @@ mod tests {
         );
         r.push(ev(11), t0);
         r.push(ev(12), t0 + Duration::from_secs(3));
+        // Ages are kept per one-second stretch: trimming may be that late.
         r.trim(t0 + Duration::from_secs(6));
+        assert_eq!(r.len(), 2);
+        r.trim(t0 + Duration::from_secs(7));
         assert_eq!(r.len(), 1);
         assert_eq!(r.compacted_through(), 11);
         let after: Vec<u64> = r.events_after(11).unwrap().map(|e| e.revision).collect();
         assert_eq!(after, vec![12]);
         assert!(r.events_after(10).is_err());
+    }
+
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Against a model that keeps exact arrival times: no event younger
+        /// than the window (within the count limit) is ever dropped, none
+        /// older than the window plus a mark interval is kept, and cursors
+        /// positioned by revision read exactly the model's later events.
+        #[test]
+        fn trimming_matches_a_timestamped_model(
+            steps in prop::collection::vec((0u64..2500, prop::bool::ANY), 1..200),
+            max_events in 1usize..40,
+            window_ms in 500u64..5000,
+        ) {
+            let t0 = Instant::now();
+            let window = Duration::from_millis(window_ms);
+            let mut r = EventRing::new(0, RingLimits { max_events, window });
+            let mut model: VecDeque<(u64, Instant)> = VecDeque::new();
+            let (mut now, mut rev) = (t0, 0u64);
+            for (advance_ms, push) in steps {
+                now += Duration::from_millis(advance_ms);
+                if push {
+                    rev += 1;
+                    r.push(ev(rev), now);
+                    model.push_back((rev, now));
+                } else {
+                    r.trim(now);
+                }
+                while model.len() > max_events {
+                    model.pop_front();
+                }
+                let kept: Vec<u64> = r.events_after(r.compacted_through()).unwrap().map(|e| e.revision).collect();
+                for (mrev, at) in &model {
+                    let age = now.saturating_duration_since(*at);
+                    if age <= window {
+                        prop_assert!(kept.contains(mrev), "rev {} aged {:?} dropped", mrev, age);
+                    }
+                    if age > window + TIME_MARK_EVERY && !push {
+                        prop_assert!(!kept.contains(mrev), "rev {} aged {:?} kept", mrev, age);
+                    }
+                }
+                prop_assert!(kept.len() <= max_events);
+                prop_assert!(kept.windows(2).all(|w| w[0] + 1 == w[1]), "contiguous: {:?}", kept);
+                if let Some(first) = kept.first() {
+                    prop_assert_eq!(r.compacted_through(), first - 1);
+                }
+            }
+        }
     }
 }

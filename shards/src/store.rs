@@ -29,8 +29,60 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Instant;
 
-/// (namespace, name): the order lists are served in.
-pub type NsName = (Box<str>, Box<str>);
+/// (namespace, name): the order lists are served in. The strings are the
+/// stored object's own (shared, not copied).
+pub type NsName = (Arc<str>, Arc<str>);
+
+/// A key as borrowed strings, so lookups allocate nothing: `NsName`
+/// borrows as it, and both order by (namespace, name).
+pub trait KeyView {
+    fn namespace(&self) -> &str;
+    fn name(&self) -> &str;
+}
+
+impl KeyView for NsName {
+    fn namespace(&self) -> &str {
+        &self.0
+    }
+    fn name(&self) -> &str {
+        &self.1
+    }
+}
+
+impl KeyView for (&str, &str) {
+    fn namespace(&self) -> &str {
+        self.0
+    }
+    fn name(&self) -> &str {
+        self.1
+    }
+}
+
+impl<'a> std::borrow::Borrow<dyn KeyView + 'a> for NsName {
+    fn borrow(&self) -> &(dyn KeyView + 'a) {
+        self
+    }
+}
+
+impl PartialEq for dyn KeyView + '_ {
+    fn eq(&self, other: &Self) -> bool {
+        self.namespace() == other.namespace() && self.name() == other.name()
+    }
+}
+
+impl Eq for dyn KeyView + '_ {}
+
+impl PartialOrd for dyn KeyView + '_ {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for dyn KeyView + '_ {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        (self.namespace(), self.name()).cmp(&(other.namespace(), other.name()))
+    }
+}
 
 /// A batch of events crossing to one executor's watch hub.
 pub type EventBatch = Arc<[Arc<Event>]>;
@@ -81,6 +133,8 @@ pub struct ShardStore {
     hubs: Vec<async_channel::Sender<EventBatch>>,
     /// Present when mutations are logged before they apply.
     log: Option<LogState>,
+    /// One allocation per namespace name, shared by its objects and keys.
+    namespaces: hashbrown::HashSet<Arc<str>>,
 }
 
 impl ShardStore {
@@ -103,6 +157,7 @@ impl ShardStore {
             in_batch: false,
             hubs,
             log: logged.then(LogState::default),
+            namespaces: hashbrown::HashSet::new(),
         }
     }
 
@@ -135,7 +190,7 @@ impl ShardStore {
     /// The visible (durable) state of an object.
     pub fn get(&self, resource: &str, namespace: &str, name: &str) -> Option<Arc<StoredObject>> {
         let rs = self.resources.get(resource)?;
-        rs.objects.get(&(namespace.into(), name.into())).cloned()
+        rs.objects.get(&(namespace, name) as &dyn KeyView).cloned()
     }
 
     /// The state a new write builds on: pending writes included.
@@ -161,8 +216,7 @@ impl ShardStore {
         let Some(rs) = self.resources.get(resource) else {
             return Ok(None);
         };
-        let key: NsName = (namespace.into(), name.into());
-        let mut found = rs.objects.get(&key).cloned();
+        let mut found = rs.objects.get(&(namespace, name) as &dyn KeyView).cloned();
         for ev in rs.history.events_after(revision)?.rev() {
             if *ev.object.namespace == *namespace && *ev.object.name == *name {
                 found = ev.prev.clone();
@@ -262,7 +316,16 @@ impl ShardStore {
             "resourceVersion",
             Value::String(revision.to_string()),
         );
-        let stored = Arc::new(StoredObject::encode(info, &obj, revision));
+        let mut stored = StoredObject::encode_for(info, &obj, revision, kind);
+        match &prev {
+            Some(p) => stored.share_names(&p.namespace, &p.name),
+            None => {
+                let ns = self.intern_namespace(&stored.namespace);
+                let name = stored.name.clone();
+                stored.share_names(&ns, &name);
+            }
+        }
+        let stored = Arc::new(stored);
         let event = Arc::new(Event::new(
             revision,
             kind,
@@ -275,6 +338,14 @@ impl ShardStore {
             Some(log) => log.queue(event),
         }
         stored
+    }
+
+    fn intern_namespace(&mut self, ns: &Arc<str>) -> Arc<str> {
+        if let Some(known) = self.namespaces.get(&**ns) {
+            return known.clone();
+        }
+        self.namespaces.insert(ns.clone());
+        ns.clone()
     }
 
     /// Calls `done` once the write that produced `revision` is durable (or
@@ -370,10 +441,10 @@ impl ShardStore {
         let mut deleted = 0;
         let mut last = 0;
         for info in resources {
-            let mut names: Vec<Box<str>> = match self.resources.get(&info.storage_key) {
+            let mut names: Vec<Arc<str>> = match self.resources.get(&info.storage_key) {
                 Some(rs) => rs
                     .objects
-                    .range::<NsName, _>((Box::from(namespace), Box::from(""))..)
+                    .range::<NsName, _>((Arc::from(namespace), Arc::from(""))..)
                     .take_while(|((ns, _), _)| **ns == *namespace)
                     .map(|((_, n), _)| n.clone())
                     .collect(),

@@ -84,7 +84,7 @@ pub fn object(
         let t = table::for_objects(info, std::slice::from_ref(obj), None, "");
         return table_response(status, t, render.pretty);
     }
-    json_bytes(status, Body::full(obj.bytes.clone()), render)
+    json_bytes(status, Body::full(obj.json()), render)
 }
 
 pub fn table_response(
@@ -168,17 +168,18 @@ fn join_items(head: Bytes, items: &[Arc<StoredObject>]) -> VecDeque<Bytes> {
         if i > 0 {
             block.push(b',');
         }
-        if item.bytes.len() >= SHARE_ABOVE {
+        let json = item.json_slice();
+        if json.len() >= SHARE_ABOVE {
             if !block.is_empty() {
                 chunks.push_back(Bytes::from(std::mem::take(&mut block)));
             }
-            chunks.push_back(item.bytes.clone());
+            chunks.push_back(item.json());
             continue;
         }
         if block.capacity() == 0 {
             block.reserve(LIST_BLOCK);
         }
-        block.extend_from_slice(&item.bytes);
+        block.extend_from_slice(json);
         if block.len() >= LIST_BLOCK - SHARE_ABOVE {
             chunks.push_back(Bytes::from(std::mem::take(&mut block)));
         }

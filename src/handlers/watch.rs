@@ -16,7 +16,7 @@ use glommio::timer::Timer;
 use http::{header, HeaderValue, Response, StatusCode};
 use kubeshard_cache::event::watch_frame;
 use kubeshard_cache::index::{Cursor, Read};
-use kubeshard_cache::{Event, EventType, Filter, Hub};
+use kubeshard_cache::{Event, EventType, Filter, Hub, StoredObject};
 use kubeshard_core::catalog::ResourceInfo;
 use kubeshard_core::meta::parse_resource_version;
 use kubeshard_core::status::ApiError;
@@ -111,12 +111,7 @@ pub async fn watch(api: &Rc<Api>, rr: &ResourceRequest) -> HandlerResult {
         .await?;
         start_rev = listed.meta.resource_version;
         for o in &listed.items {
-            initial.push_back(frame_for(
-                &info,
-                rr.render.output,
-                EventType::Added,
-                &o.bytes,
-            ));
+            initial.push_back(initial_frame(&info, rr.render.output, o));
         }
         initial_end_bookmark = send_initial == Some(true);
     } else if send_initial == Some(false) {
@@ -185,10 +180,19 @@ pub async fn watch(api: &Rc<Api>, rr: &ResourceRequest) -> HandlerResult {
     Ok(resp)
 }
 
-fn frame_for(info: &ResourceInfo, output: Output, kind: EventType, object: &Bytes) -> Bytes {
+/// The synthetic ADDED line for an object of the initial state: its own
+/// frame when that is an ADDED one, else a new line around its JSON.
+fn initial_frame(info: &ResourceInfo, output: Output, o: &StoredObject) -> Bytes {
+    if output == Output::Json && o.frame_kind() == EventType::Added {
+        return o.frame().clone();
+    }
+    frame_for(info, output, EventType::Added, o.json_slice())
+}
+
+fn frame_for(info: &ResourceInfo, output: Output, kind: EventType, object: &[u8]) -> Bytes {
     if output == Output::Table {
         let v: serde_json::Value = serde_json::from_slice(object).unwrap_or_default();
-        let stored = kubeshard_cache::StoredObject::from_parts(info, &v, 0, object.clone());
+        let stored = StoredObject::encode(info, &v, 0);
         let rv = kubeshard_core::meta::resource_version(&v).to_string();
         let t = table::for_objects(info, &[Arc::new(stored)], None, &rv);
         return watch_frame(kind.as_str(), &serde_json::to_vec(&t).expect("serializes"));
@@ -246,18 +250,31 @@ impl Watcher {
     fn frame_for_event(&self, e: &Arc<Event>) -> Option<Bytes> {
         let now = self.filter.matches(&e.object);
         let before = e.prev.as_ref().is_some_and(|p| self.filter.matches(p));
-        let (kind, bytes) = match (e.kind, before, now) {
-            (EventType::Added, _, true) => (EventType::Added, &e.object.bytes),
-            (EventType::Modified, true, true) => (EventType::Modified, &e.object.bytes),
-            (EventType::Modified, false, true) => (EventType::Added, &e.object.bytes),
-            (EventType::Modified, true, false) => (EventType::Deleted, e.prev_restamped()?),
-            (EventType::Deleted, true, _) => (EventType::Deleted, &e.object.bytes),
+        let kind = match (e.kind, before, now) {
+            (EventType::Added, _, true) => EventType::Added,
+            (EventType::Modified, true, true) => EventType::Modified,
+            (EventType::Modified, false, true) => EventType::Added,
+            (EventType::Modified, true, false) => EventType::Deleted,
+            (EventType::Deleted, true, _) => EventType::Deleted,
             _ => return None,
         };
-        if kind == e.kind && self.output == Output::Json {
-            return Some(e.frame().clone());
+        let stopped_matching = kind == EventType::Deleted && e.kind == EventType::Modified;
+        match self.output {
+            Output::Json if kind == e.kind => Some(e.frame().clone()),
+            Output::Json if stopped_matching => e.prev_deleted_frame().cloned(),
+            _ if stopped_matching => Some(frame_for(
+                &self.info,
+                self.output,
+                kind,
+                &e.prev_restamped_json()?,
+            )),
+            _ => Some(frame_for(
+                &self.info,
+                self.output,
+                kind,
+                e.object.json_slice(),
+            )),
         }
-        Some(frame_for(&self.info, self.output, kind, bytes))
     }
 }
 

@@ -6,11 +6,12 @@
 //! A zero length marks the end of the written part of a file (log segments
 //! are preallocated, so everything after the last frame reads as zeros).
 
-use bytes::Bytes;
+use kubeshard_cache::object::ObjectMeta;
 use kubeshard_cache::{EventType, StoredObject};
 use rkyv::rancor::Error as RkyvError;
 use rkyv::util::AlignedVec;
 use rkyv::{Archive, Deserialize, Serialize};
+use std::sync::Arc;
 
 /// Bytes before a frame's payload: its length and checksum.
 pub const FRAME_HEADER: usize = 8;
@@ -95,21 +96,23 @@ impl ObjectRecord {
             revision: o.revision,
             labels: o.labels.to_vec(),
             fields: o.fields.to_vec(),
-            json: o.bytes.to_vec(),
+            json: o.json_slice().to_vec(),
         }
     }
 
-    /// The stored object this record describes, and its resource key.
-    pub fn into_stored(self) -> (String, StoredObject) {
-        let stored = StoredObject {
-            bytes: Bytes::from(self.json),
+    /// The stored object this record describes (encoded inside a `kind`
+    /// watch frame, with `namespace` shared), and its resource key.
+    pub fn into_stored(self, kind: EventType, namespace: Arc<str>) -> (String, StoredObject) {
+        debug_assert_eq!(*namespace, *self.namespace);
+        let meta = ObjectMeta {
             revision: self.revision,
-            namespace: self.namespace.into(),
+            namespace,
             name: self.name.into(),
             uid: self.uid.into(),
             labels: self.labels.into(),
             fields: self.fields.into(),
         };
+        let stored = StoredObject::from_json(&self.json, kind, meta);
         (self.resource, stored)
     }
 }
@@ -253,7 +256,9 @@ mod tests {
     #[test]
     fn stored_objects_survive_the_record() {
         let rec = object("x", 9, 20);
-        let (resource, stored) = rec.clone().into_stored();
+        let (resource, stored) = rec
+            .clone()
+            .into_stored(EventType::Modified, "default".into());
         assert_eq!(resource, "/configmaps");
         assert_eq!(ObjectRecord::from_stored(&resource, &stored), rec);
     }

@@ -66,7 +66,7 @@ pub struct Recovered {
     pub report: RecoveryReport,
 }
 
-type Key = (Arc<str>, Box<str>, Box<str>);
+type Key = (Arc<str>, Arc<str>, Arc<str>);
 
 /// What one shard directory yields.
 #[derive(Debug, Default)]
@@ -193,28 +193,29 @@ fn into_shard(r: ShardRecovery, dir: ShardDir) -> RecoveredShard {
     }
 }
 
-/// Interns resource keys so every object and event of a resource shares
-/// one allocation.
+/// Interns resource keys and namespaces so every object and event of a
+/// resource or namespace shares one allocation.
 #[derive(Default)]
-struct Resources(HashMap<String, Arc<str>>);
+struct Resources {
+    resources: HashMap<String, Arc<str>>,
+    namespaces: HashMap<String, Arc<str>>,
+}
+
+fn intern(map: &mut HashMap<String, Arc<str>>, s: &str) -> Arc<str> {
+    if let Some(r) = map.get(s) {
+        return r.clone();
+    }
+    let r: Arc<str> = Arc::from(s);
+    map.insert(s.to_string(), r.clone());
+    r
+}
 
 impl Resources {
-    fn get(&mut self, name: String) -> Arc<str> {
-        if let Some(r) = self.0.get(&name) {
-            return r.clone();
-        }
-        let r: Arc<str> = Arc::from(name.as_str());
-        self.0.insert(name, r.clone());
-        r
-    }
-
-    fn stored(&mut self, rec: ObjectRecord) -> (Key, Arc<StoredObject>) {
-        let (resource, stored) = rec.into_stored();
-        let key = (
-            self.get(resource),
-            stored.namespace.clone(),
-            stored.name.clone(),
-        );
+    fn stored(&mut self, rec: ObjectRecord, kind: EventType) -> (Key, Arc<StoredObject>) {
+        let ns = intern(&mut self.namespaces, &rec.namespace);
+        let resource = intern(&mut self.resources, &rec.resource);
+        let (_, stored) = rec.into_stored(kind, ns);
+        let key = (resource, stored.namespace.clone(), stored.name.clone());
         (key, Arc::new(stored))
     }
 }
@@ -233,7 +234,7 @@ fn recover_shard(dir: &ShardDir, repair: bool) -> Result<ShardRecovery, String> 
         match load_snapshot(path) {
             Ok(snap) if snap.shard as usize == shard && snap.revision == *rev => {
                 for rec in snap.objects {
-                    let (key, obj) = resources.stored(rec);
+                    let (key, obj) = resources.stored(rec, EventType::Added);
                     out.objects.insert(key, obj);
                 }
                 out.snapshot_revision = snap.revision;
@@ -323,7 +324,7 @@ fn recover_shard(dir: &ShardDir, repair: bool) -> Result<ShardRecovery, String> 
         let mut history = std::mem::take(&mut out.history);
         let objects = &mut out.objects;
         let scan = scan_segment(path, shard as u32, s, |revision, kind, rec| {
-            let (key, obj) = resources.stored(rec);
+            let (key, obj) = resources.stored(rec, kind);
             let prev = match kind {
                 EventType::Deleted => objects.remove(&key),
                 _ => objects.insert(key.clone(), obj.clone()),

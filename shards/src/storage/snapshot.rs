@@ -72,7 +72,7 @@ impl Iterator for SnapshotEncoder {
         let mut bytes = 0;
         while self.next < self.objects.len() && bytes < CHUNK_BYTES {
             let (resource, obj) = &self.objects[self.next];
-            bytes += obj.bytes.len();
+            bytes += obj.json_slice().len();
             chunk.push(ObjectRecord::from_stored(resource, obj));
             self.next += 1;
         }

@@ -22,7 +22,7 @@ use std::sync::Arc;
 /// Told whether a write became durable.
 pub type Completion = Box<dyn FnOnce(Result<(), ApiError>)>;
 
-type Key = (Arc<str>, Box<str>, Box<str>);
+type Key = (Arc<str>, Arc<str>, Arc<str>);
 
 /// A borrowed [`Key`]: hashes and compares like it, so lookups allocate
 /// nothing.
@@ -83,7 +83,7 @@ impl LogState {
     }
 
     /// Names in a namespace that exist only as pending creations.
-    pub(super) fn pending_names(&self, resource: &str, namespace: &str) -> Vec<Box<str>> {
+    pub(super) fn pending_names(&self, resource: &str, namespace: &str) -> Vec<Arc<str>> {
         self.overlay
             .iter()
             .filter(|((r, ns, _), (_, state))| {
