@@ -41,7 +41,11 @@ fn main() {
     }
 }
 
-fn serve(flags: Flags) -> Result<(), String> {
+fn serve(mut flags: Flags) -> Result<(), String> {
+    // glommio's io_uring opens do not resolve relative directories (the
+    // log's files fail with EBADF), and the default data dir is relative.
+    flags.data_dir = std::path::absolute(&flags.data_dir)
+        .map_err(|e| format!("--data-dir {}: {e}", flags.data_dir.display()))?;
     let cpus = allowed_cpus();
     let shards = flags.shards.unwrap_or(cpus.len()).max(1);
     let (storage, start, start_revision, _lock) = open_storage(&flags, shards)?;
@@ -325,10 +329,20 @@ fn open_storage(
 }
 
 /// A bound (not listening) SO_REUSEPORT socket holding the port.
+///
+/// SO_REUSEPORT would also let this server silently share a port another
+/// server (also using it) already listens on, so a fixed port is first
+/// probed with a plain bind, which fails if anyone holds it.
 fn reserve_port(addr: SocketAddr) -> Result<socket2::Socket, String> {
     use socket2::{Domain, Socket, Type};
-    let s =
-        Socket::new(Domain::for_address(addr), Type::STREAM, None).map_err(|e| e.to_string())?;
+    let socket =
+        || Socket::new(Domain::for_address(addr), Type::STREAM, None).map_err(|e| e.to_string());
+    if addr.port() != 0 {
+        socket()?
+            .bind(&addr.into())
+            .map_err(|e| format!("cannot bind {addr}: {e}"))?;
+    }
+    let s = socket()?;
     s.set_reuse_port(true).map_err(|e| e.to_string())?;
     s.bind(&addr.into())
         .map_err(|e| format!("cannot bind {addr}: {e}"))?;

@@ -379,3 +379,28 @@ fn kubectl_auth_whoami_and_the_admin_kubeconfig() {
         "{err}"
     );
 }
+
+#[test]
+fn certificates_keys_and_tokens_survive_a_restart() {
+    let data = tempfile::tempdir().unwrap();
+    let mut first = Server::launch(2, data.path(), &[]).unwrap();
+    namespace(&first, "apps");
+    let token = service_account_token(&first, "apps", "keeper");
+    let ca = first.ca_pem();
+    let sa_key = first.pki("sa.key");
+    first.stop();
+    let second = Server::launch(2, data.path(), &[]).unwrap();
+    assert_eq!(second.ca_pem(), ca, "the CA is reused");
+    assert_eq!(second.pki("sa.key"), sa_key, "the token key is reused");
+    assert_eq!(
+        user_of(&second, &Who::token(&token))["username"],
+        "system:serviceaccount:apps:keeper"
+    );
+    // The admin kubeconfig is rewritten for the new port and still works.
+    let (code, out, err) = kubectl(
+        &second.data_dir.join("admin.kubeconfig"),
+        &["get", "sa", "-n", "apps"],
+    );
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("keeper"), "{out}");
+}
