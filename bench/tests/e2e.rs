@@ -49,7 +49,15 @@ impl Server {
         let port_file = dir.path().join("port");
         let log = std::fs::File::create(dir.path().join("server.log")).unwrap();
         let child = Command::new(server_binary())
-            .args(["--insecure-port", "0", "--secure-port", "0", "--shards", "2", "--port-file"])
+            .args([
+                "--insecure-port",
+                "0",
+                "--secure-port",
+                "0",
+                "--shards",
+                "2",
+                "--port-file",
+            ])
             .arg(&port_file)
             .arg("--data-dir")
             .arg(dir.path().join("data"))
@@ -212,14 +220,28 @@ fn create_get_update_delete() {
 fn crud_over_tls_with_the_admin_kubeconfig() {
     let s = Server::start();
     let kubeconfig = s.kubeconfig.to_str().unwrap().to_string();
-    let o = bench(&["create", "--count", "50", "--kubeconfig", &kubeconfig, "--quiet"]);
+    let o = bench(&[
+        "create",
+        "--count",
+        "50",
+        "--kubeconfig",
+        &kubeconfig,
+        "--quiet",
+    ]);
     assert!(
         o.status.success(),
         "{}{}",
         String::from_utf8_lossy(&o.stdout),
         String::from_utf8_lossy(&o.stderr)
     );
-    let o = bench(&["get", "--duration", "1s", "--kubeconfig", &kubeconfig, "--quiet"]);
+    let o = bench(&[
+        "get",
+        "--duration",
+        "1s",
+        "--kubeconfig",
+        &kubeconfig,
+        "--quiet",
+    ]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
 }
 
