@@ -104,6 +104,19 @@ pub struct Flags {
     #[arg(long)]
     pub port_file: Option<std::path::PathBuf>,
 
+    /// Built-in controllers to run, kube-controller-manager style: `*` for
+    /// all that are on by default, `name` to enable one, `-name` to
+    /// disable one. Known: garbagecollector, namespace.
+    #[arg(long, value_delimiter = ',', default_value = "*")]
+    pub controllers: Vec<String>,
+
+    /// Set the garbage collector's finalizers (`orphan`,
+    /// `foregroundDeletion`) on deletes that ask for them, as
+    /// kube-apiserver's flag of the same name does. Turn off only when no
+    /// garbage collector runs at all, built in or external.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    pub enable_garbage_collector: bool,
+
     /// Address advertised in discovery.
     #[arg(long)]
     pub advertise_address: Option<IpAddr>,
@@ -162,6 +175,8 @@ pub struct ServerConfig {
     pub advertise: Option<IpAddr>,
     /// Set in calibration mode (`--hello-bytes`).
     pub hello: Option<bytes::Bytes>,
+    /// Deletes set the garbage collector's finalizers.
+    pub enable_garbage_collector: bool,
 }
 
 impl ServerConfig {

@@ -267,21 +267,23 @@ struct Subresource<'a> {
     kind: &'a str,
 }
 
-/// Every subresource kube serves for built-ins (status, scale) is read and
-/// written but never listed, watched, created or deleted — except
-/// `serviceaccounts/token`, which is only created.
-const SUBRESOURCE_VERBS: [&str; 3] = ["get", "patch", "update"];
-const CREATE_ONLY: [&str; 1] = ["create"];
-
-fn subresource_verbs(name: &str) -> &'static [&'static str] {
-    if name == "token" {
-        &CREATE_ONLY
-    } else {
-        &SUBRESOURCE_VERBS
-    }
-}
+/// Subresources kube serves for built-ins (status, scale) are read and
+/// written but never listed, watched, created or deleted; a namespace's
+/// `finalize` is only ever replaced and `serviceaccounts/token` only
+/// created.
+const SUBRESOURCE_VERBS: &[&str] = &["get", "patch", "update"];
+const FINALIZE_VERBS: &[&str] = &["update"];
+const CREATE_ONLY: &[&str] = &["create"];
 
 impl Subresource<'_> {
+    fn verbs(&self) -> &'static [&'static str] {
+        match self.name {
+            "finalize" => FINALIZE_VERBS,
+            "token" => CREATE_ONLY,
+            _ => SUBRESOURCE_VERBS,
+        }
+    }
+
     fn api_resource(&self, parent: &ResourceInfo) -> Value {
         let non_blank = |s: &str| (!s.is_empty()).then(|| s.to_string());
         json!({
@@ -291,7 +293,7 @@ impl Subresource<'_> {
             "group": non_blank(self.group),
             "version": non_blank(self.version),
             "kind": self.kind,
-            "verbs": subresource_verbs(self.name),
+            "verbs": self.verbs(),
         })
     }
 
@@ -299,7 +301,7 @@ impl Subresource<'_> {
         json!({
             "subresource": self.name,
             "responseKind": {"group": self.group, "version": self.version, "kind": self.kind},
-            "verbs": subresource_verbs(self.name),
+            "verbs": self.verbs(),
         })
     }
 }
@@ -492,10 +494,11 @@ mod tests {
         );
         assert_eq!(
             names(&apps["resources"], "/name"),
-            ["deployments", "deployments/status"]
+            ["deployments", "deployments/scale", "deployments/status"]
         );
         assert_eq!(apps["resources"][0]["shortNames"], json!(["deploy"]));
-        assert_eq!(apps["resources"][1]["kind"], "Deployment");
+        assert_eq!(apps["resources"][1]["kind"], "Scale");
+        assert_eq!(apps["resources"][2]["kind"], "Deployment");
         assert!(api_resource_list(&cat, "batch", "v1").is_none());
     }
 
@@ -537,12 +540,6 @@ mod tests {
     #[test]
     fn scale_subresource_answers_autoscaling_scale() {
         let cat = Catalog::with_builtins();
-        let mut dep = builtin_resources()
-            .into_iter()
-            .find(|r| r.plural == "deployments")
-            .unwrap();
-        dep.subresources.push("scale".into());
-        cat.register(dep);
         let snap = cat.snapshot();
         let doc = parse(&api_resource_list(&snap, "apps", "v1").unwrap());
         let want = format!(

@@ -9,7 +9,9 @@ mod handlers;
 mod informer;
 mod metrics;
 mod openapi;
+mod openapi_pb;
 mod pki;
+mod registry;
 mod security;
 mod serving;
 
@@ -89,11 +91,13 @@ fn serve(mut flags: Flags) -> Result<(), String> {
         bind: secure.addr,
         advertise: flags.advertise_address,
         hello: flags.hello_bytes.map(|n| bytes::Bytes::from(vec![b'x'; n])),
+        enable_garbage_collector: flags.enable_garbage_collector,
     });
     let limits = RingLimits {
         max_events: flags.watch_history_max_events,
         window: flags.watch_history_window,
     };
+    let controllers = controllers::Enabled::from_flags(&flags.controllers)?;
     let catalog = Catalog::with_builtins();
     let seq = Arc::new(Sequencer::new(shards, start_revision));
     let (mut trigger, shutdown) = shutdown_pair();
@@ -151,7 +155,7 @@ fn serve(mut flags: Flags) -> Result<(), String> {
             sec.start(&ctx);
             let api = Rc::new(Api::new(
                 ctx.clone(),
-                CatalogReader::new(catalog),
+                CatalogReader::new(catalog.clone()),
                 config.clone(),
                 ready.clone(),
                 sec,
@@ -161,7 +165,13 @@ fn serve(mut flags: Flags) -> Result<(), String> {
             let insecure_listener = insecure.as_ref().map(|l| l.bind(ctx.id, executors));
             glommio::spawn_local(api.stalls.clone().run(ctx.shutdown.clone())).detach();
             if ctx.id == 0 {
-                start_controllers(&api);
+                start_controllers(
+                    &api,
+                    &ctx,
+                    &catalog,
+                    controllers,
+                    config.enable_garbage_collector,
+                );
             }
             let tls = serving::listener::serve(
                 secure_listener,
@@ -192,16 +202,25 @@ fn serve(mut flags: Flags) -> Result<(), String> {
 
 /// Executor 0 creates what the server needs at start, then runs the
 /// built-in controllers.
-fn start_controllers(api: &Rc<Api>) {
-    let api = api.clone();
+fn start_controllers(
+    api: &Rc<Api>,
+    ctx: &Rc<kubeshard_shards::ExecutorContext>,
+    catalog: &Arc<Catalog>,
+    enabled: controllers::Enabled,
+    gc: bool,
+) {
+    let (api, ctx, catalog) = (api.clone(), ctx.clone(), catalog.clone());
     glommio::spawn_local(async move {
         let boot = async {
             handlers::bootstrap(&api).await?;
-            controllers::bootstrap_policy::ensure(&api).await?;
-            controllers::aggregation::settle(&api).await
+            controllers::security::bootstrap_policy::ensure(&api).await?;
+            controllers::security::aggregation::settle(&api).await
         };
         match boot.await {
             Ok(()) => {
+                if enabled.any() {
+                    glommio::spawn_local(controllers::run(ctx, catalog, enabled, gc)).detach();
+                }
                 api.mark_ready();
                 tracing::info!("ready");
             }
@@ -210,8 +229,8 @@ fn start_controllers(api: &Rc<Api>) {
                 std::process::exit(1);
             }
         }
-        controllers::legacy_tokens::start(&api);
-        controllers::aggregation::run(api).await;
+        controllers::security::legacy_tokens::start(&api);
+        controllers::security::aggregation::run(api).await;
     })
     .detach();
 }

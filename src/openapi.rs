@@ -1,15 +1,49 @@
-//! OpenAPI v3 discovery: the index at /openapi/v3 and one document per
-//! group version with every resource path and operation.
+//! OpenAPI documents: `/openapi/v3` (an index of per group version
+//! documents) and `/openapi/v2` (one swagger document), both with every
+//! served resource's paths and the real schemas of its kind from the
+//! schema registry — what `kubectl explain`, kubectl's client-side
+//! strategic merge and its field-validation probe read.
 //!
-//! kubectl reads these to decide whether the server validates fields
-//! itself (it looks for the `fieldValidation` parameter on each kind's
-//! PATCH operation) and otherwise refuses `create -f` without
-//! `--validate=false`. Schemas here carry only the envelope (apiVersion,
-//! kind, metadata) and open objects; full kind schemas for `kubectl
-//! explain` come with the kubectl surface work.
+//! Documents are built once per catalog snapshot and executor, and served
+//! as bytes.
 
 use kubeshard_core::catalog::{CatalogSnapshot, ResourceInfo};
+use kubeshard_core::schema::openapi::{self as render, ServedKind};
+use kubeshard_core::schema::{self, REF_PREFIX};
 use serde_json::{json, Map, Value};
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::rc::Rc;
+use std::sync::Arc;
+
+/// The documents of one catalog snapshot.
+pub struct Documents {
+    pub v3_index: Vec<u8>,
+    /// `api/v1`, `apis/apps/v1` → document bytes.
+    pub v3: BTreeMap<String, Vec<u8>>,
+    pub v2: Vec<u8>,
+    /// The protobuf form of `v2`, rendered on first request.
+    v2_pb: std::cell::OnceCell<Vec<u8>>,
+}
+
+thread_local! {
+    static CACHE: RefCell<Option<(Arc<CatalogSnapshot>, Rc<Documents>)>> = const { RefCell::new(None) };
+}
+
+/// The documents for `cat`, built on first use per executor.
+pub fn documents(cat: &Arc<CatalogSnapshot>) -> Rc<Documents> {
+    CACHE.with(|c| {
+        let mut c = c.borrow_mut();
+        if let Some((snap, docs)) = c.as_ref() {
+            if Arc::ptr_eq(snap, cat) {
+                return docs.clone();
+            }
+        }
+        let docs = Rc::new(build(cat));
+        *c = Some((cat.clone(), docs.clone()));
+        docs
+    })
+}
 
 /// `api/v1`, `apis/apps/v1`: the keys of the v3 index.
 fn gv_path(group: &str, version: &str) -> String {
@@ -20,129 +54,244 @@ fn gv_path(group: &str, version: &str) -> String {
     }
 }
 
-/// GET /openapi/v3: where each group version's document lives.
-pub fn v3_index(cat: &CatalogSnapshot) -> Vec<u8> {
-    let mut paths = Map::new();
-    let mut seen: Vec<(String, String)> = Vec::new();
+fn served(r: &ResourceInfo) -> ServedKind<'_> {
+    ServedKind {
+        group: &r.group,
+        version: &r.version,
+        kind: &r.kind,
+        list_kind: &r.list_kind,
+    }
+}
+
+fn build(cat: &CatalogSnapshot) -> Documents {
+    let mut v3 = BTreeMap::new();
+    let mut index = Map::new();
+    let mut gvs: Vec<(String, String)> = Vec::new();
     for r in cat.resources() {
         let key = (r.group.clone(), r.version.clone());
-        if seen.contains(&key) {
-            continue;
+        if !gvs.contains(&key) {
+            gvs.push(key);
         }
-        seen.push(key);
-        let p = gv_path(&r.group, &r.version);
-        let hash = format!(
-            "{:016X}",
-            xxhash_rust::xxh3::xxh3_64(
-                &gv_document_bytes(cat, &r.group, &r.version).unwrap_or_default()
-            )
-        );
-        paths.insert(
+    }
+    for (group, version) in &gvs {
+        let bytes = v3_document(cat.group_version(group, version));
+        let p = gv_path(group, version);
+        let hash = format!("{:016X}", xxhash_rust::xxh3::xxh3_64(&bytes));
+        index.insert(
             p.clone(),
             json!({"serverRelativeURL": format!("/openapi/v3/{p}?hash={hash}")}),
         );
+        v3.insert(p, bytes);
     }
-    serde_json::to_vec(&json!({"paths": paths})).expect("serializes")
-}
-
-/// GET /openapi/v3/{api/v1 | apis/g/v}: None when not served.
-pub fn v3_document(cat: &CatalogSnapshot, path: &str) -> Option<Vec<u8>> {
-    let parts: Vec<&str> = path.trim_matches('/').split('/').collect();
-    match parts.as_slice() {
-        ["api", v] => gv_document_bytes(cat, "", v),
-        ["apis", g, v] => gv_document_bytes(cat, g, v),
-        _ => None,
+    let v3_index = serde_json::to_vec(&json!({"paths": index})).expect("serializes");
+    let all: Vec<&Arc<ResourceInfo>> = cat.resources().collect();
+    Documents {
+        v3_index,
+        v3,
+        v2: v2_document(&all),
+        v2_pb: std::cell::OnceCell::new(),
     }
 }
 
-fn gv_document_bytes(cat: &CatalogSnapshot, group: &str, version: &str) -> Option<Vec<u8>> {
-    let resources = cat.group_version(group, version);
-    if resources.is_empty() {
-        return None;
-    }
+/// The paths of `resources` and the kinds they serve.
+fn paths_and_kinds<'r>(
+    resources: &[&'r Arc<ResourceInfo>],
+    f: Flavor,
+) -> (Map<String, Value>, Vec<ServedKind<'r>>) {
     let mut paths = Map::new();
-    let mut schemas = Map::new();
     for r in resources {
-        add_resource(&mut paths, r);
-        schemas.insert(schema_name(r), kind_schema(r));
+        add_resource(&mut paths, r, f);
     }
+    (paths, resources.iter().map(|r| served(r)).collect())
+}
+
+fn v3_document(resources: Vec<&Arc<ResourceInfo>>) -> Vec<u8> {
+    let reg = schema::builtin();
+    let (paths, kinds) = paths_and_kinds(&resources, Flavor::V3);
     let doc = json!({
         "openapi": "3.0.0",
         "info": {"title": "Kubernetes", "version": "v1.34.0"},
         "paths": paths,
-        "components": {"schemas": schemas}
+        "components": {
+            "schemas": render::v3_schemas(reg, &kinds),
+            "securitySchemes": {"BearerToken": {"type": "apiKey", "in": "header", "name": "authorization",
+                                "description": "Bearer token authentication"}}
+        },
+        "security": [{"BearerToken": []}]
     });
-    Some(serde_json::to_vec(&doc).expect("serializes"))
+    serde_json::to_vec(&doc).expect("serializes")
 }
 
-fn schema_name(r: &ResourceInfo) -> String {
-    let group = if r.group.is_empty() {
-        "core".to_string()
-    } else {
-        r.group.clone()
-    };
-    format!("io.k8s.api.{group}.{}.{}", r.version, r.kind)
+fn v2_document(resources: &[&Arc<ResourceInfo>]) -> Vec<u8> {
+    let reg = schema::builtin();
+    let (paths, kinds) = paths_and_kinds(resources, Flavor::V2);
+    let doc = json!({
+        "swagger": "2.0",
+        "info": {"title": "Kubernetes", "version": "v1.34.0"},
+        "paths": paths,
+        "definitions": render::v2_definitions(reg, &kinds),
+        "securityDefinitions": {"BearerToken": {"type": "apiKey", "in": "header", "name": "authorization",
+                                 "description": "Bearer token authentication"}},
+        "security": [{"BearerToken": []}]
+    });
+    serde_json::to_vec(&doc).expect("serializes")
+}
+
+/// GET /openapi/v3/{api/v1 | apis/g/v}: None when not served.
+pub fn v3_document_for(docs: &Documents, path: &str) -> Option<Vec<u8>> {
+    docs.v3.get(path.trim_matches('/')).cloned()
+}
+
+/// The media type client-go asks `/openapi/v2` for (its `@` makes it an
+/// invalid media type, so answers carry the dotted spelling kube uses).
+const V2_PROTOBUF_ASKED: &str = "application/com.github.proto-openapi.spec.v2@v1.0+protobuf";
+pub const V2_PROTOBUF: &str = "application/com.github.proto-openapi.spec.v2.v1.0+protobuf";
+
+/// GET /openapi/v2: the protobuf form when the client lists it first among
+/// the forms kubeshard serves, JSON otherwise; 406 for anything else.
+pub fn v2_response(
+    cat: &Arc<CatalogSnapshot>,
+    accept: &str,
+) -> Result<(Vec<u8>, &'static str), kubeshard_core::status::ApiError> {
+    let docs = documents(cat);
+    if accept.trim().is_empty() {
+        return Ok((docs.v2.clone(), "application/json"));
+    }
+    for clause in accept.split(',') {
+        let media = clause.split(';').next().unwrap_or("").trim();
+        match media {
+            V2_PROTOBUF_ASKED | V2_PROTOBUF => {
+                let pb = docs.v2_pb.get_or_init(|| {
+                    let doc: Value = serde_json::from_slice(&docs.v2).expect("our own JSON");
+                    crate::openapi_pb::encode(&doc)
+                });
+                return Ok((pb.clone(), V2_PROTOBUF));
+            }
+            "application/json" | "*/*" | "application/*" => {
+                return Ok((docs.v2.clone(), "application/json"))
+            }
+            _ => {}
+        }
+    }
+    Err(kubeshard_core::status::ApiError::not_acceptable(&[
+        "application/json",
+        V2_PROTOBUF,
+    ]))
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Flavor {
+    V2,
+    V3,
+}
+
+impl Flavor {
+    fn reference(self, definition: &str) -> Value {
+        match self {
+            Flavor::V3 => json!({"$ref": format!("{REF_PREFIX}{definition}")}),
+            Flavor::V2 => json!({"$ref": format!("#/definitions/{definition}")}),
+        }
+    }
+
+    fn param(self, name: &str, location: &str, description: &str, ty: &str) -> Value {
+        let mut p =
+            json!({"name": name, "in": location, "description": description, "uniqueItems": true});
+        if location == "path" {
+            p["required"] = json!(true);
+        }
+        match self {
+            Flavor::V3 => p["schema"] = json!({"type": ty, "uniqueItems": true}),
+            Flavor::V2 => p["type"] = json!(ty),
+        }
+        p
+    }
+
+    fn query(self, name: &str, description: &str) -> Value {
+        let ty = match name {
+            "limit" | "timeoutSeconds" | "gracePeriodSeconds" => "integer",
+            "watch" | "allowWatchBookmarks" | "sendInitialEvents" | "force" | "pretty" => "boolean",
+            _ => "string",
+        };
+        self.param(name, "query", description, ty)
+    }
 }
 
 fn gvk(r: &ResourceInfo) -> Value {
     json!({"group": r.group, "version": r.version, "kind": r.kind})
 }
 
-fn kind_schema(r: &ResourceInfo) -> Value {
-    json!({
-        "type": "object",
-        "description": format!("{} is served by kubeshard.", r.kind),
-        "properties": {
-            "apiVersion": {"type": "string"},
-            "kind": {"type": "string"},
-            "metadata": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}
-        },
-        "x-kubernetes-preserve-unknown-fields": true,
-        "x-kubernetes-group-version-kind": [gvk(r)]
-    })
-}
-
-fn query(name: &str, description: &str) -> Value {
-    json!({"name": name, "in": "query", "description": description, "schema": {"type": "string", "uniqueItems": true}})
-}
-
-fn path_param(name: &str) -> Value {
-    json!({"name": name, "in": "path", "required": true, "schema": {"type": "string", "uniqueItems": true}})
-}
-
-fn write_params() -> Vec<Value> {
+fn write_params(f: Flavor) -> Vec<Value> {
     vec![
-        query(
+        f.query(
             "dryRun",
             "When present, indicates that modifications should not be persisted.",
         ),
-        query(
+        f.query(
             "fieldManager",
             "A name associated with the actor or entity that is making these changes.",
         ),
-        query(
+        f.query(
             "fieldValidation",
             "How the server handles unknown or duplicate fields: Ignore, Warn or Strict.",
         ),
     ]
 }
 
-fn operation(r: &ResourceInfo, action: &str, op_id: &str, extra: Vec<Value>, body: bool) -> Value {
-    let reference = json!({"$ref": format!("#/components/schemas/{}", schema_name(r))});
+fn operation(
+    f: Flavor,
+    r: &ResourceInfo,
+    action: &str,
+    op_id: &str,
+    mut params: Vec<Value>,
+    body: Option<&[&str]>,
+    response: &str,
+) -> Value {
+    let reference = f.reference(response);
     let mut op = json!({
         "operationId": op_id,
-        "parameters": extra,
-        "responses": {"200": {"description": "OK", "content": {"application/json": {"schema": reference}}}},
         "x-kubernetes-action": action,
         "x-kubernetes-group-version-kind": gvk(r)
     });
-    if body {
-        op["requestBody"] = json!({"content": {"*/*": {"schema": reference}}, "required": true});
+    let kind_ref = f.reference(&render::definition_name(schema::builtin(), &served(r)));
+    match f {
+        Flavor::V3 => {
+            op["responses"] = json!({"200": {"description": "OK", "content": {"application/json": {"schema": reference}}}});
+            if let Some(types) = body {
+                let content: Map<String, Value> = types
+                    .iter()
+                    .map(|t| (t.to_string(), json!({"schema": kind_ref})))
+                    .collect();
+                op["requestBody"] = json!({"content": content, "required": true});
+            }
+        }
+        Flavor::V2 => {
+            op["responses"] = json!({"200": {"description": "OK", "schema": reference}});
+            op["produces"] = json!(["application/json", "application/yaml"]);
+            op["schemes"] = json!(["https"]);
+            if let Some(types) = body {
+                op["consumes"] = json!(types);
+                params.push(
+                    json!({"name": "body", "in": "body", "required": true, "schema": kind_ref}),
+                );
+            }
+        }
     }
+    op["parameters"] = Value::Array(params);
     op
 }
 
-fn add_resource(paths: &mut Map<String, Value>, r: &ResourceInfo) {
+const WRITE_TYPES: &[&str] = &["application/json", "application/yaml"];
+const PATCH_TYPES: &[&str] = &[
+    "application/json-patch+json",
+    "application/merge-patch+json",
+    "application/strategic-merge-patch+json",
+    "application/apply-patch+yaml",
+];
+
+fn add_resource(paths: &mut Map<String, Value>, r: &ResourceInfo, f: Flavor) {
+    let reg = schema::builtin();
+    let kind_def = render::definition_name(reg, &served(r));
+    let list_def = render::list_definition_name(reg, &served(r));
     let prefix = if r.group.is_empty() {
         format!("/api/{}", r.version)
     } else {
@@ -153,14 +302,16 @@ fn add_resource(paths: &mut Map<String, Value>, r: &ResourceInfo) {
     } else {
         format!("{prefix}/{}", r.plural)
     };
-    let mut scope_params = vec![query(
-        "pretty",
-        "If 'true', then the output is pretty printed.",
-    )];
+    let mut scope_params = vec![f.query("pretty", "If 'true', then the output is pretty printed.")];
     if r.namespaced {
-        scope_params.push(path_param("namespace"));
+        scope_params.push(f.param(
+            "namespace",
+            "path",
+            "object name and auth scope, such as for teams and projects",
+            "string",
+        ));
     }
-    let list_params = [
+    let list_params: Vec<Value> = [
         "labelSelector",
         "fieldSelector",
         "limit",
@@ -173,45 +324,73 @@ fn add_resource(paths: &mut Map<String, Value>, r: &ResourceInfo) {
         "sendInitialEvents",
     ]
     .iter()
-    .map(|p| query(p, ""))
+    .map(|p| f.query(p, ""))
     .collect();
     let kind = &r.kind;
+    let ns = if r.namespaced { "Namespaced" } else { "" };
+    // kube's operation ids: verb, "Namespaced" for namespaced kinds, kind.
+    let op =
+        |action: &str, verb: &str, params: Vec<Value>, body: Option<&[&str]>, response: &str| {
+            operation(
+                f,
+                r,
+                action,
+                &format!("{verb}{ns}{kind}"),
+                params,
+                body,
+                response,
+            )
+        };
+    let status_def = "io.k8s.apimachinery.pkg.apis.meta.v1.Status";
     let mut collection = json!({"parameters": scope_params.clone()});
     if r.supports("list") {
-        collection["get"] = operation(r, "list", &format!("list{kind}"), list_params, false);
+        collection["get"] = op("list", "list", list_params, None, &list_def);
     }
     if r.supports("create") {
-        collection["post"] = operation(r, "post", &format!("create{kind}"), write_params(), true);
+        collection["post"] = op(
+            "post",
+            "create",
+            write_params(f),
+            Some(WRITE_TYPES),
+            &kind_def,
+        );
+    }
+    if r.supports("deletecollection") {
+        let params = vec![f.query("dryRun", "")];
+        collection["delete"] = op(
+            "deletecollection",
+            "deleteCollection",
+            params,
+            None,
+            status_def,
+        );
     }
     paths.insert(scoped.clone(), collection);
 
     let mut item_params = scope_params;
-    item_params.push(path_param("name"));
+    item_params.push(f.param("name", "path", &format!("name of the {kind}"), "string"));
     let mut item = json!({"parameters": item_params});
-    item["get"] = operation(r, "get", &format!("read{kind}"), vec![], false);
+    item["get"] = op("get", "read", vec![], None, &kind_def);
     if r.supports("update") {
-        item["put"] = operation(r, "put", &format!("replace{kind}"), write_params(), true);
+        item["put"] = op(
+            "put",
+            "replace",
+            write_params(f),
+            Some(WRITE_TYPES),
+            &kind_def,
+        );
     }
     if r.supports("patch") {
-        let mut p = write_params();
-        p.push(query(
-            "force",
-            "Force is going to \"force\" Apply requests.",
-        ));
-        item["patch"] = operation(r, "patch", &format!("patch{kind}"), p, true);
+        let mut p = write_params(f);
+        p.push(f.query("force", "Force is going to \"force\" Apply requests."));
+        item["patch"] = op("patch", "patch", p, Some(PATCH_TYPES), &kind_def);
     }
     if r.supports("delete") {
-        item["delete"] = operation(
-            r,
-            "delete",
-            &format!("delete{kind}"),
-            vec![
-                query("dryRun", ""),
-                query("gracePeriodSeconds", ""),
-                query("propagationPolicy", ""),
-            ],
-            true,
-        );
+        let params = ["dryRun", "gracePeriodSeconds", "propagationPolicy"]
+            .iter()
+            .map(|q| f.query(q, ""))
+            .collect();
+        item["delete"] = op("delete", "delete", params, None, &kind_def);
     }
     paths.insert(format!("{scoped}/{{name}}"), item.clone());
     for sub in &r.subresources {
@@ -228,16 +407,30 @@ mod tests {
     use super::*;
     use kubeshard_core::catalog::Catalog;
 
+    fn docs() -> Rc<Documents> {
+        documents(&Catalog::with_builtins().snapshot())
+    }
+
+    /// Every `$ref` with `prefix` names a definition of `defs`.
+    fn assert_refs_resolve(doc: &Value, prefix: &str, defs: &Value) {
+        let text = doc.to_string();
+        for part in text.split(&format!("\"$ref\":\"{prefix}")).skip(1) {
+            let name = &part[..part.find('"').unwrap()];
+            assert!(defs.get(name).is_some(), "dangling reference {name}");
+        }
+    }
+
     #[test]
     fn kubectl_finds_field_validation_on_patch() {
-        let cat = Catalog::with_builtins().snapshot();
-        let index: Value = serde_json::from_slice(&v3_index(&cat)).unwrap();
+        let docs = docs();
+        let index: Value = serde_json::from_slice(&docs.v3_index).unwrap();
         let url = index["paths"]["api/v1"]["serverRelativeURL"]
             .as_str()
             .unwrap();
         assert!(url.starts_with("/openapi/v3/api/v1?hash="));
         assert!(index["paths"]["apis/apps/v1"].is_object());
-        let doc: Value = serde_json::from_slice(&v3_document(&cat, "api/v1").unwrap()).unwrap();
+        let doc: Value =
+            serde_json::from_slice(&v3_document_for(&docs, "api/v1").unwrap()).unwrap();
         let patch = &doc["paths"]["/api/v1/namespaces/{namespace}/configmaps/{name}"]["patch"];
         assert_eq!(
             patch["x-kubernetes-group-version-kind"]["kind"],
@@ -249,6 +442,73 @@ mod tests {
             .iter()
             .any(|p| p["name"] == "fieldValidation"));
         assert!(doc["paths"]["/api/v1/namespaces/{name}"]["patch"].is_object());
-        assert!(v3_document(&cat, "apis/nope/v1").is_none());
+        assert!(v3_document_for(&docs, "apis/nope/v1").is_none());
+    }
+
+    #[test]
+    fn v3_schemas_are_the_kinds_with_merge_extensions() {
+        let docs = docs();
+        let doc: Value =
+            serde_json::from_slice(&v3_document_for(&docs, "api/v1").unwrap()).unwrap();
+        let schemas = &doc["components"]["schemas"];
+        let pod = &schemas["io.k8s.api.core.v1.Pod"];
+        assert_eq!(
+            pod["x-kubernetes-group-version-kind"],
+            json!([{"group": "", "kind": "Pod", "version": "v1"}])
+        );
+        assert!(pod["description"].as_str().unwrap().len() > 10);
+        let containers = &schemas["io.k8s.api.core.v1.PodSpec"]["properties"]["containers"];
+        assert_eq!(containers["x-kubernetes-patch-merge-key"], "name");
+        assert_eq!(containers["x-kubernetes-patch-strategy"], "merge");
+        assert_eq!(containers["x-kubernetes-list-type"], "map");
+        assert!(
+            schemas["io.k8s.api.core.v1.Container"]["properties"]["image"]["description"]
+                .is_string()
+        );
+        assert_eq!(
+            schemas["io.k8s.api.core.v1.PodList"]["x-kubernetes-group-version-kind"][0]["kind"],
+            "PodList"
+        );
+        assert_refs_resolve(&doc, "#/components/schemas/", schemas);
+    }
+
+    #[test]
+    fn v2_negotiates_json_and_protobuf() {
+        let cat = Catalog::with_builtins().snapshot();
+        let (json_doc, ct) = v2_response(&cat, "application/json").unwrap();
+        assert_eq!(ct, "application/json");
+        assert!(json_doc.starts_with(b"{"));
+        let (pb, ct) = v2_response(&cat, V2_PROTOBUF_ASKED).unwrap();
+        assert_eq!(ct, V2_PROTOBUF);
+        // Field 1 (swagger) comes first: tag 0x0a, length 3, "2.0".
+        assert_eq!(&pb[..5], b"\x0a\x032.0");
+        assert_eq!(v2_response(&cat, "text/html").unwrap_err().code, 406);
+    }
+
+    #[test]
+    fn v2_is_swagger_with_definitions() {
+        let docs = docs();
+        let doc: Value = serde_json::from_slice(&docs.v2).unwrap();
+        assert_eq!(doc["swagger"], "2.0");
+        let defs = &doc["definitions"];
+        let dep = &defs["io.k8s.api.apps.v1.Deployment"];
+        assert_eq!(
+            dep["x-kubernetes-group-version-kind"][0]["kind"],
+            "Deployment"
+        );
+        assert_eq!(
+            dep["properties"]["spec"]["$ref"],
+            "#/definitions/io.k8s.api.apps.v1.DeploymentSpec"
+        );
+        assert_eq!(
+            defs["io.k8s.apimachinery.pkg.util.intstr.IntOrString"]["format"],
+            "int-or-string"
+        );
+        assert!(!doc.to_string().contains("#/components/schemas/"));
+        assert_refs_resolve(&doc, "#/definitions/", defs);
+        assert!(
+            doc["paths"]["/apis/apps/v1/namespaces/{namespace}/deployments/{name}"]["patch"]
+                .is_object()
+        );
     }
 }

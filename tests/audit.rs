@@ -49,10 +49,12 @@ fn server() -> Audited {
 }
 
 impl Audited {
+    /// Every complete line of the log (the writer may be mid-line).
     fn events(&self) -> Vec<Value> {
         std::fs::read_to_string(&self.log)
             .unwrap_or_default()
-            .lines()
+            .split_inclusive('\n')
+            .filter(|l| l.ends_with('\n'))
             .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("bad audit line {l}: {e}")))
             .collect()
     }

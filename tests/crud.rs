@@ -241,8 +241,8 @@ each_shard_count!(namespace_lifecycle, |shards| {
     assert_eq!(body["kind"], "Namespace");
     assert_eq!(body["status"]["phase"], "Terminating");
     assert!(body["metadata"]["deletionTimestamp"].is_string());
-    let (code, _) = s.get(&format!("/api/v1/namespaces/{ns}"));
-    assert_eq!(code, 404);
+    // The namespace controller empties it, then it goes.
+    s.wait_gone(&format!("/api/v1/namespaces/{ns}"));
     let (_, cms) = s.get("/api/v1/configmaps");
     assert_eq!(names(&cms), vec!["survivor"]);
     let (_, secrets) = s.get("/api/v1/secrets");

@@ -575,6 +575,20 @@ fn escalation_is_refused() {
     );
     let (code, body) = c.post(bindings, &rb("frank-admin", "ClusterRole", "cluster-admin"));
     assert_eq!(code, 403, "{body}");
+    // Nor by creating it through server-side apply or a PUT.
+    let applied = rb("frank-admin", "ClusterRole", "cluster-admin");
+    let (code, _, body) = c
+        .typed(
+            "PATCH",
+            &format!("{bindings}/frank-admin?fieldManager=erin"),
+            "application/apply-patch+yaml",
+            applied.to_string().into_bytes(),
+        )
+        .unwrap();
+    assert_eq!(code, 403, "{body}");
+    let (code, body) = c.put(&format!("{bindings}/frank-admin"), &applied);
+    assert!(code == 403 || code == 404, "{code}: {body}");
+    assert_eq!(s.get(&format!("{bindings}/frank-admin")).0, 404);
     // With `bind` on that one role she may bind it, and only that one.
     role(
         &s,

@@ -158,8 +158,8 @@ mod tests {
                 namespace: "".into(),
                 name: "o".into(),
                 uid: "".into(),
-                labels: Box::new([]),
-                fields: Box::new([]),
+                labels: Default::default(),
+                fields: Default::default(),
             },
         ));
         Arc::new(Event::new(rev, EventType::Added, Arc::from(res), obj, None))

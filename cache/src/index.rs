@@ -287,8 +287,8 @@ mod tests {
                 namespace: "ns".into(),
                 name: name.into(),
                 uid: "".into(),
-                labels: Box::new([]),
-                fields: vec![("spec.nodeName".to_string(), node.to_string())].into_boxed_slice(),
+                labels: Default::default(),
+                fields: [("spec.nodeName", node)].into_iter().collect(),
             },
         ))
     }

@@ -10,6 +10,7 @@ pub mod filter;
 pub mod hub;
 pub mod index;
 pub mod object;
+pub mod pairs;
 pub mod ring;
 
 pub use event::{Event, EventType};

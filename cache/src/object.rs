@@ -9,6 +9,7 @@
 //! three, and no event ever needs a frame of its own.
 
 use crate::event::EventType;
+use crate::pairs::PackedPairs;
 use bytes::Bytes;
 use kubeshard_core::catalog::ResourceInfo;
 use kubeshard_core::meta;
@@ -26,11 +27,14 @@ pub struct StoredObject {
     /// the namespace), so the strings are held once.
     pub namespace: Arc<str>,
     pub name: Arc<str>,
-    pub uid: Box<str>,
+    /// Where `metadata.uid`'s value is in `frame` (it is always there:
+    /// holding it again would cost an allocation per object).
+    uid_at: u32,
+    uid_len: u8,
     /// Sorted by key.
-    pub labels: Box<[(String, String)]>,
+    pub labels: PackedPairs,
     /// Per-kind selectable fields (catalog order), metadata ones excluded.
-    pub fields: Box<[(String, String)]>,
+    pub fields: PackedPairs,
 }
 
 /// The bytes before the JSON in a frame of this type.
@@ -50,8 +54,8 @@ pub struct ObjectMeta {
     pub namespace: Arc<str>,
     pub name: Arc<str>,
     pub uid: Box<str>,
-    pub labels: Box<[(String, String)]>,
-    pub fields: Box<[(String, String)]>,
+    pub labels: PackedPairs,
+    pub fields: PackedPairs,
 }
 
 impl ObjectMeta {
@@ -62,12 +66,24 @@ impl ObjectMeta {
             namespace: meta::namespace(obj).into(),
             name: meta::name(obj).into(),
             uid: meta::meta_str(obj, "uid").unwrap_or("").into(),
-            labels: meta::labels(obj).into_boxed_slice(),
-            fields: info
-                .selectable_fields
-                .iter()
-                .map(|f| (f.label.to_string(), meta::field_value(obj, f.path)))
-                .collect(),
+            labels: PackedPairs::new(
+                meta::labels(obj)
+                    .iter()
+                    .map(|(k, v)| (k.as_str(), v.as_str())),
+            ),
+            fields: {
+                let values: Vec<String> = info
+                    .selectable_fields
+                    .iter()
+                    .map(|f| meta::field_value(obj, f.path))
+                    .collect();
+                PackedPairs::new(
+                    info.selectable_fields
+                        .iter()
+                        .zip(&values)
+                        .map(|(f, v)| (f.label, v.as_str())),
+                )
+            },
         }
     }
 }
@@ -103,16 +119,34 @@ impl StoredObject {
         // The encoding lives as long as the object: do not keep the
         // doubling growth slack (on average a third of the buffer).
         buf.shrink_to_fit();
+        // Any occurrence of the uid's bytes in the encoding will do. A uid
+        // is a JSON string without escapes (kube's are UUIDs); one that
+        // cannot be found this way is treated as absent.
+        let uid = meta.uid.as_bytes();
+        let found = (!uid.is_empty() && uid.len() <= u8::MAX as usize)
+            .then(|| buf.windows(uid.len()).position(|w| w == uid))
+            .flatten()
+            .filter(|at| *at <= u32::MAX as usize);
         Self {
             frame: Bytes::from(buf),
             json_start: frame_prefix(kind).len() as u8,
             revision: meta.revision,
             namespace: meta.namespace,
             name: meta.name,
-            uid: meta.uid,
+            uid_at: found.map_or(u32::MAX, |at| at as u32),
+            uid_len: found.map_or(0, |_| uid.len() as u8),
             labels: meta.labels,
             fields: meta.fields,
         }
+    }
+
+    /// `metadata.uid` ("" when the object has none).
+    pub fn uid(&self) -> &str {
+        if self.uid_at == u32::MAX {
+            return "";
+        }
+        let at = self.uid_at as usize;
+        std::str::from_utf8(&self.frame[at..at + self.uid_len as usize]).unwrap_or("")
     }
 
     /// Keeps the metadata strings of `other` where they are equal, so that
@@ -161,36 +195,20 @@ impl StoredObject {
         match label {
             "metadata.name" => Some(&self.name),
             "metadata.namespace" => Some(&self.namespace),
-            _ => self
-                .fields
-                .iter()
-                .find(|(l, _)| l == label)
-                .map(|(_, v)| v.as_str()),
+            _ => self.fields.get(label),
         }
     }
 
     pub fn label(&self, key: &str) -> Option<&str> {
-        self.labels
-            .binary_search_by(|(k, _)| k.as_str().cmp(key))
-            .ok()
-            .map(|i| self.labels[i].1.as_str())
+        self.labels.get(key)
     }
 
     /// Approximate heap bytes held by this object, for memory reporting.
     pub fn heap_size(&self) -> usize {
         self.frame.len()
             + self.name.len()
-            + self.uid.len()
-            + self
-                .labels
-                .iter()
-                .map(|(k, v)| k.len() + v.len() + 48)
-                .sum::<usize>()
-            + self
-                .fields
-                .iter()
-                .map(|(k, v)| k.len() + v.len() + 48)
-                .sum::<usize>()
+            + self.labels.heap_size()
+            + self.fields.heap_size()
             + std::mem::size_of::<Self>()
     }
 }
@@ -208,6 +226,10 @@ mod tests {
             .lookup("", "v1", "pods")
             .unwrap()
             .clone();
+        let with_uid = json!({"metadata": {"name": "p", "ownerReferences": [{"uid": "u-0"}],
+                                           "uid": "1c0a8f4e-6a53-4a86-a2de-3f0e0f9d3a51"}});
+        let o = StoredObject::encode(&info, &with_uid, 3);
+        assert_eq!(o.uid(), "1c0a8f4e-6a53-4a86-a2de-3f0e0f9d3a51");
         let v = json!({"metadata": {"name": "p", "namespace": "n", "resourceVersion": "7"},
                        "spec": {"nodeName": "node-1"}});
         for kind in [EventType::Added, EventType::Modified, EventType::Deleted] {
@@ -219,6 +241,7 @@ mod tests {
             assert!(o.frame().ends_with(b"}\n"));
             assert_eq!(&o.json()[..], o.json_slice());
             assert_eq!(o.field("spec.nodeName"), Some("node-1"));
+            assert_eq!(o.uid(), "");
         }
         let again = StoredObject::from_json(
             StoredObject::encode(&info, &v, 7).json_slice(),

@@ -187,8 +187,8 @@ mod tests {
                 namespace: "".into(),
                 name: format!("o{rev}").into(),
                 uid: "".into(),
-                labels: Box::new([]),
-                fields: Box::new([]),
+                labels: Default::default(),
+                fields: Default::default(),
             },
         ));
         Arc::new(Event::new(

@@ -5,14 +5,20 @@
 //! strategies. Nothing in this crate does IO or knows about threads, so it is
 //! equally usable from a shard, a handler, a test or a fuzzer.
 
+pub mod apply;
 pub mod audit;
 pub mod authn;
 pub mod catalog;
+pub mod defaults;
+pub mod fieldvalidation;
 pub mod keys;
 pub mod meta;
+pub mod patch;
 pub mod protobuf;
 pub mod rbac;
 pub mod registry;
+pub mod schema;
 pub mod selector;
 pub mod status;
+pub mod table;
 pub mod validation;

@@ -3,7 +3,10 @@
 
 use crate::messages::{ShardMsg, ShardStats};
 use crate::sequencer::Sequencer;
-use crate::store::{DeleteCheck, ListChunk, ListRequest, ShardStore, TryUpdate, UpdateOutcome};
+use crate::store::{
+    DeleteCheck, DeleteOutcome, DeletePlan, ListChunk, ListRequest, ShardStore, TryUpdate,
+    UpdateOutcome,
+};
 use futures_channel::oneshot;
 use kubeshard_cache::StoredObject;
 use kubeshard_core::catalog::ResourceInfo;
@@ -215,29 +218,33 @@ impl ShardClient {
         Ok(chunks)
     }
 
-    /// Deletes a namespace's contents on every shard.
-    pub async fn delete_namespace_contents(
+    /// A deletion following the registry's lifecycle rules, decided by
+    /// `plan` on the owning shard; answers once it is durable.
+    pub async fn delete_with(
         &self,
-        resources: Vec<Arc<ResourceInfo>>,
+        info: &Arc<ResourceInfo>,
         namespace: &str,
-    ) -> Result<usize, ApiError> {
-        let waits = self
-            .ask_each(false, |reply| ShardMsg::DeleteNamespaceContents {
-                resources: resources.clone(),
-                namespace: namespace.to_string(),
-                reply,
-            })
-            .await?;
-        let (mut total, _) = self
-            .local_write(
-                |s| Ok(s.delete_namespace_contents(&resources, namespace)),
-                |(_, last)| *last,
-            )
-            .await?;
-        for rx in waits {
-            total += rx.await.map_err(|_| gone())??;
+        name: &str,
+        plan: DeletePlan,
+    ) -> Result<DeleteOutcome, ApiError> {
+        let shard = self.owner(&info.storage_key, namespace, name);
+        if shard == self.id {
+            return self
+                .local_write(
+                    |s| s.delete_with(info, namespace, name, plan),
+                    |o| o.object().revision,
+                )
+                .await;
         }
-        Ok(total)
+        self.ask(shard, |reply| ShardMsg::DeleteWith {
+            info: info.clone(),
+            namespace: namespace.to_string(),
+            name: name.to_string(),
+            plan,
+            reply,
+        })
+        .await
+        .ok_or_else(gone)?
     }
 
     /// Every executor's figures, in shard order.

@@ -1,6 +1,8 @@
 //! Requests one executor sends to the shard that owns a key.
 
-use crate::store::{DeleteCheck, ListChunk, ListRequest, TryUpdate, UpdateOutcome};
+use crate::store::{
+    DeleteCheck, DeleteOutcome, DeletePlan, ListChunk, ListRequest, TryUpdate, UpdateOutcome,
+};
 use futures_channel::oneshot;
 use kubeshard_cache::StoredObject;
 use kubeshard_core::catalog::ResourceInfo;
@@ -57,10 +59,12 @@ pub enum ShardMsg {
         check: DeleteCheck,
         reply: Reply<Result<Arc<StoredObject>, ApiError>>,
     },
-    DeleteNamespaceContents {
-        resources: Vec<Arc<ResourceInfo>>,
+    DeleteWith {
+        info: Arc<ResourceInfo>,
         namespace: String,
-        reply: Reply<Result<usize, ApiError>>,
+        name: String,
+        plan: DeletePlan,
+        reply: Reply<Result<DeleteOutcome, ApiError>>,
     },
     Stats {
         reply: Reply<ShardStats>,

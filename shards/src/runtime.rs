@@ -274,20 +274,15 @@ fn handle(store: &mut ShardStore, hub: &RefCell<Hub>, msg: ShardMsg) {
             let result = store.delete(&info, &namespace, &name, check);
             reply_when_durable(store, result, |o| o.revision, send_to(reply));
         }
-        ShardMsg::DeleteNamespaceContents {
-            resources,
+        ShardMsg::DeleteWith {
+            info,
             namespace,
+            name,
+            plan,
             reply,
         } => {
-            let (count, last) = store.delete_namespace_contents(&resources, &namespace);
-            reply_when_durable(
-                store,
-                Ok(last),
-                |last| *last,
-                move |r: Result<u64, _>| {
-                    let _ = reply.send(r.map(|_| count));
-                },
-            );
+            let result = store.delete_with(&info, &namespace, &name, plan);
+            reply_when_durable(store, result, |o| o.object().revision, send_to(reply));
         }
         ShardMsg::Stats { reply } => {
             let hub = hub.borrow();
@@ -329,6 +324,12 @@ async fn hub_loop(
         if shutdown.is_triggered() {
             hub.borrow_mut().wake_all();
         }
+        // Read the closed revision *before* draining the feed: every event
+        // at or below it was sent before the shard released its slot, so
+        // it is in the feed by now and the drain below takes it. Read after
+        // the drain, closed could cover an event sent in between, and
+        // releasing past it would put it behind later revisions.
+        let closed = seq.closed();
         let mut h = hub.borrow_mut();
         match got {
             Some(Ok(batch)) => h.absorb(&batch),
@@ -342,7 +343,7 @@ async fn hub_loop(
             h.absorb(&batch);
         }
         let now = Instant::now();
-        h.release(seq.closed(), now);
+        h.release(closed, now);
         if now.duration_since(last_trim) > Duration::from_secs(1) {
             h.trim(now);
             last_trim = now;

@@ -22,6 +22,8 @@ use kubeshard_cache::ring::RingLimits;
 use kubeshard_cache::{Event, EventRing, EventType, StoredObject};
 use kubeshard_core::catalog::ResourceInfo;
 use kubeshard_core::meta;
+use kubeshard_core::registry::deletion::DeleteStep;
+use kubeshard_core::registry::should_delete_during_update;
 use kubeshard_core::status::ApiError;
 use log::LogState;
 use serde_json::Value;
@@ -94,6 +96,34 @@ pub type TryUpdate = Box<dyn FnOnce(Option<&Arc<StoredObject>>) -> Result<Value,
 /// Decides whether a deletion may proceed, given the stored object.
 pub type DeleteCheck = Box<dyn FnOnce(&Arc<StoredObject>) -> Result<(), ApiError> + Send>;
 
+/// Decides what a deletion does to the stored object (the registry's
+/// lifecycle rules), on the owning shard so the decision is atomic.
+pub type DeletePlan = Box<dyn FnOnce(&Arc<StoredObject>) -> Result<DeleteStep, ApiError> + Send>;
+
+/// What a lifecycle deletion did.
+#[derive(Debug, Clone)]
+pub enum DeleteOutcome {
+    /// Removed; the object's last state at the deletion's revision.
+    Deleted(Arc<StoredObject>),
+    /// Kept, marked as being deleted (a new state was stored).
+    Marked(Arc<StoredObject>),
+    /// Kept and already marked; nothing was written.
+    Unchanged(Arc<StoredObject>),
+    /// A deletion already under way that this request does not change.
+    Pending(Arc<StoredObject>),
+}
+
+impl DeleteOutcome {
+    pub fn object(&self) -> &Arc<StoredObject> {
+        match self {
+            DeleteOutcome::Deleted(o)
+            | DeleteOutcome::Marked(o)
+            | DeleteOutcome::Unchanged(o)
+            | DeleteOutcome::Pending(o) => o,
+        }
+    }
+}
+
 #[derive(Debug)]
 struct ResourceStore {
     objects: BTreeMap<NsName, Arc<StoredObject>>,
@@ -107,14 +137,25 @@ pub enum UpdateOutcome {
     Updated(Arc<StoredObject>),
     /// Nothing changed; no revision was drawn.
     Unchanged(Arc<StoredObject>),
+    /// The update removed the last finalizer of an object whose deletion
+    /// was due, so the object was deleted instead of stored (kube's
+    /// delete-during-update). `deleted` is what watchers saw in DELETED;
+    /// `response` is the updated object as the client sent it, with its
+    /// revision set to the deletion's.
+    Deleted {
+        deleted: Arc<StoredObject>,
+        response: Arc<StoredObject>,
+    },
 }
 
 impl UpdateOutcome {
+    /// What the write answers with.
     pub fn object(&self) -> &Arc<StoredObject> {
         match self {
             UpdateOutcome::Created(o) | UpdateOutcome::Updated(o) | UpdateOutcome::Unchanged(o) => {
                 o
             }
+            UpdateOutcome::Deleted { response, .. } => response,
         }
     }
 }
@@ -397,12 +438,19 @@ impl ShardStore {
                 None,
             )));
         };
-        let mut old_value = old.to_value();
-        let mut candidate = new.clone();
-        let rv = Value::String(old.revision.to_string());
-        meta::set_meta(&mut candidate, "resourceVersion", rv.clone());
-        meta::set_meta(&mut old_value, "resourceVersion", rv);
-        if candidate == old_value {
+        let old_value = old.to_value();
+        if should_delete_during_update(info, &new, &old_value) {
+            let deleted = self.commit(info, EventType::Deleted, old_value, Some(old.clone()));
+            let mut response = new;
+            meta::set_meta(
+                &mut response,
+                "resourceVersion",
+                Value::String(old.revision.to_string()),
+            );
+            let response = Arc::new(StoredObject::encode(info, &response, deleted.revision));
+            return Ok(UpdateOutcome::Deleted { deleted, response });
+        }
+        if same_content(&old, old_value, &new) {
             return Ok(UpdateOutcome::Unchanged(old));
         }
         Ok(UpdateOutcome::Updated(self.commit(
@@ -411,6 +459,42 @@ impl ShardStore {
             new,
             Some(old),
         )))
+    }
+
+    /// A deletion following the registry's lifecycle rules: `plan` sees
+    /// the stored object and decides whether it goes now, is marked as
+    /// being deleted (and kept), or both.
+    pub fn delete_with(
+        &mut self,
+        info: &ResourceInfo,
+        namespace: &str,
+        name: &str,
+        plan: DeletePlan,
+    ) -> Result<DeleteOutcome, ApiError> {
+        let Some(old) = self.current(&info.storage_key, namespace, name) else {
+            return Err(ApiError::not_found(&info.group, &info.plural, name));
+        };
+        Ok(match plan(&old)? {
+            DeleteStep::Delete => {
+                let last = old.to_value();
+                DeleteOutcome::Deleted(self.commit(info, EventType::Deleted, last, Some(old)))
+            }
+            DeleteStep::MarkThenDelete(mut marked) => {
+                meta::remove_meta(&mut marked, "resourceVersion");
+                let marked = self.commit(info, EventType::Modified, marked, Some(old));
+                let last = marked.to_value();
+                DeleteOutcome::Deleted(self.commit(info, EventType::Deleted, last, Some(marked)))
+            }
+            DeleteStep::Mark(mut marked) => {
+                meta::remove_meta(&mut marked, "resourceVersion");
+                if same_content(&old, old.to_value(), &marked) {
+                    DeleteOutcome::Unchanged(old)
+                } else {
+                    DeleteOutcome::Marked(self.commit(info, EventType::Modified, marked, Some(old)))
+                }
+            }
+            DeleteStep::Pending => DeleteOutcome::Pending(old),
+        })
     }
 
     /// Removes an object; returns its last state stamped with the deletion
@@ -429,41 +513,16 @@ impl ShardStore {
         let last = old.to_value();
         Ok(self.commit(info, EventType::Deleted, last, Some(old)))
     }
+}
 
-    /// Deletes every object of the given resources in a namespace (the
-    /// simple synchronous namespace cleanup). Returns how many went and the
-    /// revision of the last deletion (0 when none).
-    pub fn delete_namespace_contents(
-        &mut self,
-        resources: &[Arc<ResourceInfo>],
-        namespace: &str,
-    ) -> (usize, u64) {
-        let mut deleted = 0;
-        let mut last = 0;
-        for info in resources {
-            let mut names: Vec<Arc<str>> = match self.resources.get(&info.storage_key) {
-                Some(rs) => rs
-                    .objects
-                    .range::<NsName, _>((Arc::from(namespace), Arc::from(""))..)
-                    .take_while(|((ns, _), _)| **ns == *namespace)
-                    .map(|((_, n), _)| n.clone())
-                    .collect(),
-                None => Vec::new(),
-            };
-            if let Some(log) = &self.log {
-                names.extend(log.pending_names(&info.storage_key, namespace));
-                names.sort();
-                names.dedup();
-            }
-            for name in names {
-                if let Ok(o) = self.delete(info, namespace, &name, Box::new(|_| Ok(()))) {
-                    deleted += 1;
-                    last = o.revision;
-                }
-            }
-        }
-        (deleted, last)
-    }
+/// Whether `new` stores the same object as `old` (whose decoded value is
+/// `old_value`): compared with both at the stored revision.
+fn same_content(old: &StoredObject, mut old_value: Value, new: &Value) -> bool {
+    let mut candidate = new.clone();
+    let rv = Value::String(old.revision.to_string());
+    meta::set_meta(&mut candidate, "resourceVersion", rv.clone());
+    meta::set_meta(&mut old_value, "resourceVersion", rv);
+    candidate == old_value
 }
 
 #[cfg(test)]

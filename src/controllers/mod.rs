@@ -1,21 +1,190 @@
-//! Controllers the server runs itself (on executor 0): the bootstrap RBAC
-//! policy, ClusterRole aggregation and the legacy service-account token
-//! filler. Each works through `ShardClient` like any writer.
+//! Built-in controllers: the garbage collector and the namespace
+//! controller that kube-controller-manager would otherwise run, since many
+//! kubeshard deployments run no controller manager. They run as one task
+//! on executor 0, reading the executor's merged event stream through an
+//! in-process [`informer`] and writing through the registry, the same way
+//! requests do. `--controllers` switches them, in kube's flag style.
 
-pub mod aggregation;
-pub mod bootstrap_policy;
-pub mod legacy_tokens;
+mod garbagecollector;
+mod informer;
+mod namespace;
+mod objmeta;
+mod queue;
+pub mod security;
 
-use crate::handlers::Api;
-use kubeshard_core::catalog::ResourceInfo;
-use kubeshard_core::status::ApiError;
+use garbagecollector::GarbageCollector;
+use informer::{Batch, Informer};
+use kubeshard_core::catalog::{Catalog, CatalogReader, CatalogSnapshot};
+use kubeshard_shards::ExecutorContext;
+use kubeshard_shards::ShardClient;
+use namespace::NamespaceController;
+use std::rc::Rc;
 use std::sync::Arc;
+use std::time::Duration;
 
-/// The catalog entry of a built-in resource.
-fn resource(api: &Api, group: &str, plural: &str) -> Result<Arc<ResourceInfo>, ApiError> {
-    api.catalog
-        .current()
-        .lookup(group, "v1", plural)
-        .cloned()
-        .ok_or_else(|| ApiError::internal(&format!("{plural} missing from the catalog")))
+pub const GARBAGE_COLLECTOR: &str = "garbagecollector";
+pub const NAMESPACE: &str = "namespace";
+const KNOWN: &[&str] = &[GARBAGE_COLLECTOR, NAMESPACE];
+
+/// Work items a controller handles before it reads new events again, so a
+/// long queue never lets its cursors fall too far behind.
+const BUDGET: usize = 256;
+
+/// What the controllers need from the server to do their work.
+pub struct Env<'a> {
+    pub shards: &'a ShardClient,
+    pub catalog: &'a CatalogSnapshot,
+    /// Deletes set the collector's finalizers (`--enable-garbage-collector`).
+    pub gc_enabled: bool,
+}
+
+/// Which built-in controllers run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Enabled {
+    pub garbage_collector: bool,
+    pub namespace: bool,
+}
+
+impl Enabled {
+    /// kube-controller-manager's `--controllers` rules: a name enables a
+    /// controller, `-name` disables it, `*` enables those on by default
+    /// (both are) and an explicit choice wins over `*`.
+    pub fn from_flags(list: &[String]) -> Result<Self, String> {
+        for item in list {
+            let name = item.strip_prefix('-').unwrap_or(item);
+            if name != "*" && !KNOWN.contains(&name) {
+                return Err(format!(
+                    "{item:?} is not in the list of known controllers ({})",
+                    KNOWN.join(", ")
+                ));
+            }
+        }
+        let enabled = |name: &str| {
+            let mut star = false;
+            for item in list {
+                if item == name {
+                    return true;
+                }
+                if item.strip_prefix('-') == Some(name) {
+                    return false;
+                }
+                star |= item == "*";
+            }
+            star
+        };
+        Ok(Self {
+            garbage_collector: enabled(GARBAGE_COLLECTOR),
+            namespace: enabled(NAMESPACE),
+        })
+    }
+
+    pub fn any(&self) -> bool {
+        self.garbage_collector || self.namespace
+    }
+}
+
+/// Runs the enabled controllers until shutdown.
+pub async fn run(
+    exec: Rc<ExecutorContext>,
+    catalog: Arc<Catalog>,
+    enabled: Enabled,
+    gc_enabled: bool,
+) {
+    let mut informer = Informer::new(exec.clone(), CatalogReader::new(catalog.clone()));
+    let mut gc = GarbageCollector::default();
+    let mut ns = NamespaceController::default();
+    let shutdown = exec.shutdown.clone();
+    let catalog = CatalogReader::new(catalog);
+    while !shutdown.is_triggered() {
+        let busy = (enabled.garbage_collector && !gc.queue_idle())
+            || (enabled.namespace && !ns.queue_idle());
+        let wait = if busy {
+            Duration::ZERO
+        } else {
+            [gc.next_due(), ns.next_due()]
+                .into_iter()
+                .flatten()
+                .min()
+                .unwrap_or(Duration::from_secs(1))
+                .min(Duration::from_secs(1))
+        };
+        let batch = futures_lite::future::or(async { Some(informer.next(wait).await) }, async {
+            shutdown.wait().await;
+            None
+        })
+        .await;
+        match batch {
+            None => return,
+            Some(Err(e)) => {
+                tracing::warn!(error = %e.message, "controllers could not list; retrying");
+                glommio::timer::sleep(Duration::from_secs(1)).await;
+                continue;
+            }
+            Some(Ok(None)) => {}
+            Some(Ok(Some(Batch::Relisted(items)))) => {
+                gc.reset(&items);
+                ns.reset(&items);
+            }
+            Some(Ok(Some(Batch::Changes(changes)))) => {
+                for c in &changes {
+                    gc.observe(c);
+                    ns.observe(c);
+                }
+            }
+        }
+        let snapshot = catalog.current();
+        let env = Env {
+            shards: &exec.shards,
+            catalog: &snapshot,
+            gc_enabled,
+        };
+        if enabled.garbage_collector {
+            gc.process(&env, BUDGET).await;
+        }
+        if enabled.namespace {
+            ns.process(&env, BUDGET).await;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(s: &str) -> Result<Enabled, String> {
+        Enabled::from_flags(&s.split(',').map(str::to_string).collect::<Vec<_>>())
+    }
+
+    #[test]
+    fn controllers_flag_follows_kube() {
+        let all = Enabled {
+            garbage_collector: true,
+            namespace: true,
+        };
+        assert_eq!(parse("*").unwrap(), all);
+        assert_eq!(
+            parse("-garbagecollector,-namespace").unwrap(),
+            Enabled {
+                garbage_collector: false,
+                namespace: false
+            }
+        );
+        assert_eq!(
+            parse("*,-garbagecollector").unwrap(),
+            Enabled {
+                garbage_collector: false,
+                namespace: true
+            }
+        );
+        assert_eq!(
+            parse("namespace").unwrap(),
+            Enabled {
+                garbage_collector: false,
+                namespace: true
+            }
+        );
+        assert!(parse("*,-replicaset")
+            .unwrap_err()
+            .contains("not in the list of known controllers"));
+    }
 }

@@ -1,8 +1,11 @@
 //! POST: create an object.
 
-use super::decode::{check_type, parse_object, read_body};
+use super::decode::{check_type, read_body};
+use super::fields;
+use super::managers::Tracking;
 use super::namespaces;
 use super::response;
+use super::warnings::Warnings;
 use super::{Api, HandlerResult, ResourceRequest};
 use http::{Request, StatusCode};
 use hyper::body::Incoming;
@@ -26,8 +29,24 @@ pub async fn create(api: &Rc<Api>, rr: &ResourceRequest, req: Request<Incoming>)
             "create",
         ));
     }
+    let tracking = Tracking::new(&rr.query, req.headers(), "", "CreateOptions")?;
     let (input, body) = read_body(req).await?;
-    let mut obj = parse_object(input, &body)?;
+    let info = &rr.resource;
+    let warnings = Warnings::default();
+    let directive = fields::directive(&rr.query, "CreateOptions")?;
+    let obj = fields::decode_object(info, input, &body, directive, &warnings)?;
+    create_decoded(api, rr, obj, &tracking)
+        .await
+        .map(|resp| warnings.apply(resp))
+}
+
+/// Create of a decoded body: namespace, admission, name generation, store.
+async fn create_decoded(
+    api: &Rc<Api>,
+    rr: &ResourceRequest,
+    mut obj: Value,
+    tracking: &Tracking,
+) -> HandlerResult {
     let info = &rr.resource;
     check_type(info, &mut obj)?;
     bind_namespace(info, &rr.info.namespace, &mut obj)?;
@@ -53,8 +72,28 @@ pub async fn create(api: &Rc<Api>, rr: &ResourceRequest, req: Request<Incoming>)
                 json!(format!("{prefix}{}", validation::generate_name_suffix())),
             );
         }
-        let prepared = prepare(info, candidate)?;
+        let mut prepared = prepare(info, candidate)?;
+        tracking.record(info, None, &mut prepared);
         if dry_run {
+            // Creating over an existing object fails the same way dry.
+            let existing = api
+                .shards()
+                .get(
+                    &info.storage_key,
+                    meta::namespace(&prepared),
+                    meta::name(&prepared),
+                )
+                .await?;
+            if existing.is_some() {
+                if generate {
+                    continue;
+                }
+                return Err(ApiError::already_exists(
+                    &info.group,
+                    &info.plural,
+                    meta::name(&prepared),
+                ));
+            }
             let stored = kubeshard_cache::StoredObject::encode(info, &prepared, 0);
             return Ok(response::object(
                 StatusCode::CREATED,
@@ -76,10 +115,26 @@ pub async fn create(api: &Rc<Api>, rr: &ResourceRequest, req: Request<Incoming>)
                 ));
             }
             Err(e) if generate && e.code == 409 => last_err = Some(e),
+            Err(e) if e.code == 409 => return Err(being_deleted(api, info, &obj, e).await),
             Err(e) => return Err(e),
         }
     }
     Err(last_err.unwrap_or_else(|| ApiError::internal("name generation failed")))
+}
+
+/// kube tells a client whose name clashes with an object on its way out
+/// that this is why.
+async fn being_deleted(api: &Api, info: &ResourceInfo, obj: &Value, mut err: ApiError) -> ApiError {
+    let existing = api
+        .shards()
+        .get(&info.storage_key, meta::namespace(obj), meta::name(obj))
+        .await;
+    if let Ok(Some(o)) = existing {
+        if meta::meta_str(&o.to_value(), "deletionTimestamp").is_some() {
+            err.message = format!("object is being deleted: {}", err.message);
+        }
+    }
+    err
 }
 
 /// Server-owned fields, then validation (422 with every cause).

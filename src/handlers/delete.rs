@@ -1,157 +1,107 @@
-//! DELETE of one object and of a collection.
+//! DELETE of one object and of a collection, with kube's lifecycle
+//! (preconditions, grace periods, finalizers, propagation policy) carried
+//! out by the registry.
 
 use super::decode::read_body;
 use super::list::{filter, list_objects};
 use super::namespaces;
 use super::response::{self, ListMeta};
 use super::{Api, HandlerResult, ResourceRequest};
+use crate::registry;
+use crate::serving::body::Body;
 use http::{header, HeaderValue, Request, Response, StatusCode};
 use hyper::body::Incoming;
 use kubeshard_cache::StoredObject;
 use kubeshard_core::catalog::ResourceInfo;
+use kubeshard_core::registry::deletion::DeleteOptions;
 use kubeshard_core::status::{success_status_json, ApiError};
-use kubeshard_shards::store::DeleteCheck;
+use kubeshard_shards::store::DeleteOutcome;
 use serde_json::Value;
 use std::rc::Rc;
 use std::sync::Arc;
-use std::time::Duration;
 
-/// The parts of DeleteOptions this slice honours. Graceful deletion and
-/// finalizers (propagationPolicy, gracePeriodSeconds) plug in here later.
-#[derive(Debug, Default, Clone)]
-pub struct DeleteOptions {
-    pub uid: Option<String>,
-    pub resource_version: Option<String>,
-    pub dry_run: bool,
-}
-
+/// DeleteOptions from the body when there is one, query parameters for
+/// what the body leaves unset.
 async fn delete_options(
     rr: &ResourceRequest,
     req: Request<Incoming>,
 ) -> Result<DeleteOptions, ApiError> {
     let (_, body) = read_body(req).await?;
-    let mut opts = DeleteOptions {
-        dry_run: super::update::dry_run(&rr.query)?,
-        ..Default::default()
+    let mut opts = if body.iter().all(u8::is_ascii_whitespace) {
+        DeleteOptions::default()
+    } else {
+        let v: Value = serde_json::from_slice(&body).map_err(|e| {
+            ApiError::bad_request(format!(
+                "the body of the request could not be decoded as DeleteOptions: {e}"
+            ))
+        })?;
+        DeleteOptions::from_body(&v)?
     };
-    if body.iter().all(u8::is_ascii_whitespace) {
-        return Ok(opts);
-    }
-    let v: Value = serde_json::from_slice(&body).map_err(|e| {
-        ApiError::bad_request(format!(
-            "the body of the request could not be decoded as DeleteOptions: {e}"
-        ))
-    })?;
-    let pre = v.get("preconditions");
-    opts.uid = pre
-        .and_then(|p| p.get("uid"))
-        .and_then(Value::as_str)
-        .map(str::to_string);
-    opts.resource_version = pre
-        .and_then(|p| p.get("resourceVersion"))
-        .and_then(Value::as_str)
-        .map(str::to_string);
-    if let Some(d) = v.get("dryRun").and_then(Value::as_array) {
-        opts.dry_run |= d.iter().any(|x| x == "All");
-    }
+    opts.merge_query(|k| rr.query.get(k).map(str::to_string))?;
     Ok(opts)
-}
-
-/// kube's precondition checks, run on the owning shard.
-fn preconditions(info: Arc<ResourceInfo>, opts: DeleteOptions) -> DeleteCheck {
-    Box::new(move |obj: &Arc<StoredObject>| {
-        if let Some(uid) = &opts.uid {
-            if **uid != *obj.uid {
-                return Err(ApiError::conflict(
-                    &info.group,
-                    &info.plural,
-                    &obj.name,
-                    &format!(
-                        "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
-                        obj.uid
-                    ),
-                ));
-            }
-        }
-        if let Some(rv) = &opts.resource_version {
-            if *rv != obj.revision.to_string() {
-                return Err(ApiError::conflict(
-                    &info.group,
-                    &info.plural,
-                    &obj.name,
-                    &format!(
-                        "Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {}",
-                        obj.revision
-                    ),
-                ));
-            }
-        }
-        Ok(())
-    })
 }
 
 pub async fn delete(api: &Rc<Api>, rr: &ResourceRequest, req: Request<Incoming>) -> HandlerResult {
     let info = rr.resource.clone();
     let opts = delete_options(rr, req).await?;
-    if info.storage_key.as_ref() == "/namespaces" {
-        return namespaces::delete_namespace(
-            api,
-            rr,
-            preconditions(info.clone(), opts.clone()),
-            opts.dry_run,
-        )
-        .await;
-    }
     let ns = if info.namespaced {
         rr.info.namespace.as_str()
     } else {
         ""
     };
+    if info.storage_key.as_ref() == "/namespaces" {
+        namespaces::admit_delete(&rr.info.name)?;
+    }
     api.admission.admit_delete(&info, ns, &rr.info.name)?;
-    let deleted = if opts.dry_run {
-        let obj = api
-            .shards()
-            .get(&info.storage_key, ns, &rr.info.name)
-            .await?
-            .ok_or_else(|| ApiError::not_found(&info.group, &info.plural, &rr.info.name))?;
-        preconditions(info.clone(), opts)(&obj)?;
-        obj
-    } else {
-        let obj = api
-            .shards()
-            .delete(&info, ns, &rr.info.name, preconditions(info.clone(), opts))
-            .await?;
-        api.shards()
-            .wait_closed(obj.revision, Duration::from_secs(5))
-            .await;
-        obj
-    };
-    Ok(deleted_response(&info, &deleted, rr))
+    let deletion = registry::delete(
+        api.shards(),
+        &info,
+        ns,
+        &rr.info.name,
+        &opts,
+        api.config.enable_garbage_collector,
+    )
+    .await?;
+    Ok(deletion_response(&info, &deletion, &opts, rr))
 }
 
-/// What kube answers for a finished deletion: the object for kinds that
-/// return it, else a Success Status naming it.
+/// What kube answers for a deletion: a finished (or already pending) one
+/// returns the object for kinds that say so and a Success Status naming it
+/// otherwise; one that only marked the object returns the marked object
+/// (202 when the deprecated `orphanDependents=false` asked for cascading).
+fn deletion_response(
+    info: &ResourceInfo,
+    deletion: &DeleteOutcome,
+    opts: &DeleteOptions,
+    rr: &ResourceRequest,
+) -> Response<Body> {
+    match deletion {
+        DeleteOutcome::Deleted(obj) | DeleteOutcome::Pending(obj) => {
+            deleted_response(info, obj, rr)
+        }
+        DeleteOutcome::Marked(obj) | DeleteOutcome::Unchanged(obj) => {
+            let code = if opts.orphan_dependents == Some(false) {
+                StatusCode::ACCEPTED
+            } else {
+                StatusCode::OK
+            };
+            response::object(code, info, obj, rr.render)
+        }
+    }
+}
+
+/// A finished deletion: the object for kinds that return it, else a
+/// Success Status naming it.
 pub fn deleted_response(
     info: &ResourceInfo,
     obj: &Arc<StoredObject>,
     rr: &ResourceRequest,
-) -> Response<super::super::serving::body::Body> {
+) -> Response<Body> {
     if info.strategy.return_deleted_object {
         return response::object(StatusCode::OK, info, obj, rr.render);
     }
-    let body = success_status_json(&info.group, &info.plural, &obj.name, &obj.uid);
-    let mut resp = response::json_bytes(
-        StatusCode::OK,
-        crate::serving::body::Body::full(body),
-        response::Render {
-            output: if rr.render.output == super::negotiation::Output::Yaml {
-                super::negotiation::Output::Yaml
-            } else {
-                super::negotiation::Output::Json
-            },
-            pretty: rr.render.pretty,
-        },
-    );
+    let body = success_status_json(&info.group, &info.plural, &obj.name, obj.uid());
+    let mut resp = response::json_bytes(StatusCode::OK, Body::full(body), rr.render.plain());
     resp.headers_mut().insert(
         header::CONTENT_TYPE,
         HeaderValue::from_static("application/json"),
@@ -159,6 +109,8 @@ pub fn deleted_response(
     resp
 }
 
+/// Deletes every listed object with the request's options; answers the
+/// list as it was before the deletions (kube returns the listed items).
 pub async fn delete_collection(
     api: &Rc<Api>,
     rr: &ResourceRequest,
@@ -168,40 +120,28 @@ pub async fn delete_collection(
     let opts = delete_options(rr, req).await?;
     let filter = filter(&info, &rr.info.namespace, &rr.query)?;
     let listed = list_objects(api, rr, filter).await?;
-    let mut deleted = Vec::with_capacity(listed.items.len());
-    let mut last_rev = listed.meta.resource_version;
     for obj in &listed.items {
-        if opts.dry_run {
-            deleted.push(obj.clone());
-            continue;
-        }
         api.admission
             .admit_delete(&info, &obj.namespace, &obj.name)?;
-        match api
-            .shards()
-            .delete(
-                &info,
-                &obj.namespace,
-                &obj.name,
-                preconditions(info.clone(), opts.clone()),
-            )
-            .await
+        match registry::delete(
+            api.shards(),
+            &info,
+            &obj.namespace,
+            &obj.name,
+            &opts,
+            api.config.enable_garbage_collector,
+        )
+        .await
         {
-            Ok(d) => {
-                last_rev = last_rev.max(d.revision);
-                deleted.push(d);
-            }
+            Ok(_) => {}
             // Deleted concurrently by someone else: not an error here.
             Err(e) if e.code == 404 => {}
             Err(e) => return Err(e),
         }
     }
-    api.shards()
-        .wait_closed(last_rev, Duration::from_secs(5))
-        .await;
     let meta = ListMeta {
-        resource_version: last_rev,
+        resource_version: listed.meta.resource_version,
         ..Default::default()
     };
-    Ok(response::list(&info, &deleted, &meta, rr.render))
+    Ok(response::list(&info, &listed.items, &meta, rr.render))
 }

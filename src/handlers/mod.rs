@@ -1,12 +1,15 @@
 //! REST handlers: one generic code path for every catalog entry, one file
 //! per verb (the shape of k8s.io/apiserver's endpoints/handlers).
 
+mod apply;
 pub mod authapi;
 mod create;
 mod decode;
 mod delete;
+mod fields;
 mod get;
 mod list;
+mod managers;
 mod namespaces;
 pub use create::prepare;
 pub use namespaces::bootstrap;
@@ -15,9 +18,11 @@ pub mod negotiation;
 mod nonresource;
 mod patch;
 pub mod response;
+mod scale;
 pub mod stall;
 pub mod table;
-mod update;
+pub(crate) mod update;
+mod warnings;
 mod watch;
 
 use crate::admission::Admission;
@@ -28,6 +33,7 @@ use http::{header, Request, Response};
 use hyper::body::Incoming;
 use kubeshard_core::catalog::{CatalogReader, ResourceInfo};
 use kubeshard_core::status::ApiError;
+use kubeshard_core::table::IncludeObject;
 use kubeshard_shards::{ExecutorContext, ShardClient, Shutdown};
 use response::Render;
 use std::rc::Rc;
@@ -118,12 +124,20 @@ impl Api {
             .and_then(|v| v.to_str().ok());
         let output = negotiation::output(accept);
         let pretty = query.flag("pretty");
+        let include = query.get("includeObject").unwrap_or("");
         let render = Render {
             output: *output.as_ref().unwrap_or(&negotiation::Output::Json),
             pretty,
+            include: IncludeObject::parse(include).unwrap_or_default(),
         };
+        let bad_include = matches!(render.output, negotiation::Output::Table(_))
+            && IncludeObject::parse(include).is_none();
         let result = match output {
             Err(e) if info.is_resource_request => Err(e),
+            _ if bad_include && info.is_resource_request => Err(ApiError::bad_request(format!(
+                "unrecognized includeObject value: {}",
+                kubeshard_core::status::go_quote(include)
+            ))),
             _ if !info.is_resource_request => nonresource::handle(self, &req, &info, &query).await,
             _ => self.handle_resource(req, info, query, render).await,
         };
@@ -163,10 +177,10 @@ impl Api {
                 | "delete"
                 | "deletecollection"
         );
-        let allowed = if info.subresource.is_empty() {
-            resource.supports(verb)
-        } else {
-            matches!(verb, "get" | "update" | "patch")
+        let allowed = match info.subresource.as_str() {
+            "" => resource.supports(verb),
+            "finalize" => verb == "update",
+            _ => matches!(verb, "get" | "update" | "patch"),
         };
         if !known || !allowed {
             return Err(ApiError::method_not_supported(
@@ -197,6 +211,11 @@ impl Api {
             conn,
             user,
         };
+        match rr.info.subresource.as_str() {
+            "scale" => return scale::serve(self, &rr, req).await,
+            "finalize" => return namespaces::finalize(self, &rr, req).await,
+            _ => {}
+        }
         match rr.info.verb.as_str() {
             "get" => get::get(self, &rr).await,
             "list" => list::list(self, &rr).await,

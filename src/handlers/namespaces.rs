@@ -1,24 +1,33 @@
-//! Namespace lifecycle, in the simple synchronous form: objects may only be
-//! created in a namespace that exists and is not terminating, and deleting
-//! a namespace deletes its contents across all shards first. (Finalizers
-//! and the asynchronous namespace controller replace this later.)
+//! Namespace lifecycle at the API: objects may only be created in a
+//! namespace that exists and is not terminating, the system namespaces
+//! cannot be deleted, and the `finalize` subresource is how the namespace
+//! controller (built in, or kube-controller-manager's) releases a
+//! terminating namespace. Deletion itself is the registry's: DELETE marks
+//! the namespace Terminating and the namespace controller empties it.
 
-use super::delete::deleted_response;
+use super::decode::{check_type, parse_object, read_body};
+use super::update::{dry_run, finish_update};
 use super::{Api, HandlerResult, ResourceRequest};
+use http::Request;
+use hyper::body::Incoming;
 use kubeshard_core::catalog::ResourceInfo;
 use kubeshard_core::meta;
-use kubeshard_core::status::ApiError;
-use kubeshard_shards::store::DeleteCheck;
-use serde_json::json;
+use kubeshard_core::registry::lifecycle::deletion_timestamp;
+use kubeshard_core::status::{field_invalid, ApiError, StatusCause};
+use kubeshard_core::validation::is_qualified_name;
+use serde_json::{json, Value};
 use std::rc::Rc;
 use std::sync::Arc;
-use std::time::Duration;
 
 /// Namespaces the server creates at start; all but kube-node-lease are
 /// protected from deletion, as kube's NamespaceLifecycle admission does.
 pub const SYSTEM_NAMESPACES: &[&str] =
     &["default", "kube-system", "kube-public", "kube-node-lease"];
 const PROTECTED: &[&str] = &["default", "kube-system", "kube-public"];
+
+/// Finalizer names a namespace's `spec.finalizers` may use without a
+/// domain prefix.
+const STANDARD_FINALIZERS: &[&str] = &["kubernetes", "orphan", "foregroundDeletion"];
 
 const NAMESPACES_KEY: &str = "/namespaces";
 
@@ -37,8 +46,7 @@ pub async fn require_active(
     let Some(ns) = ns else {
         return Err(ApiError::not_found("", "namespaces", namespace));
     };
-    let v = ns.to_value();
-    if meta::meta_str(&v, "deletionTimestamp").is_some() {
+    if deletion_timestamp(&ns.to_value()).is_some() {
         return Err(ApiError::forbidden(
             &info.group,
             &info.plural,
@@ -49,64 +57,84 @@ pub async fn require_active(
     Ok(())
 }
 
-pub async fn delete_namespace(
-    api: &Rc<Api>,
-    rr: &ResourceRequest,
-    check: DeleteCheck,
-    dry_run: bool,
-) -> HandlerResult {
-    let info = rr.resource.clone();
-    let name = rr.info.name.clone();
-    if PROTECTED.contains(&name.as_str()) {
+/// The system namespaces may not be deleted.
+pub fn admit_delete(name: &str) -> Result<(), ApiError> {
+    if PROTECTED.contains(&name) {
         return Err(ApiError::forbidden(
             "",
             "namespaces",
-            &name,
+            name,
             "this namespace may not be deleted",
         ));
     }
-    let current = api
-        .shards()
-        .get(&info.storage_key, "", &name)
-        .await?
-        .ok_or_else(|| ApiError::not_found("", "namespaces", &name))?;
-    check(&current)?;
-    if dry_run {
-        return Ok(deleted_response(&info, &current, rr));
+    Ok(())
+}
+
+/// PUT `namespaces/{name}/finalize`: replaces `spec.finalizers` and nothing
+/// else. Once both finalizer lists of a terminating namespace are empty
+/// the namespace is deleted.
+pub async fn finalize(
+    api: &Rc<Api>,
+    rr: &ResourceRequest,
+    req: Request<Incoming>,
+) -> HandlerResult {
+    let (input, body) = read_body(req).await?;
+    let mut obj = parse_object(input, &body)?;
+    let info = rr.resource.clone();
+    check_type(&info, &mut obj)?;
+    let name = rr.info.name.clone();
+    match meta::name(&obj) {
+        "" => {}
+        n if n == name => {}
+        n => {
+            return Err(ApiError::bad_request(format!(
+                "the name of the object ({n}) does not match the name on the URL ({name})"
+            )))
+        }
     }
-    // Terminating first, so creates in it are refused while it empties.
-    let now = super::create::now_rfc3339();
-    let marked = api
-        .shards()
-        .update(
-            &info,
-            "",
-            &name,
-            Box::new(move |old| {
-                let old = old.ok_or_else(|| ApiError::not_found("", "namespaces", "namespace"))?;
-                let mut v = old.to_value();
-                if meta::meta_str(&v, "deletionTimestamp").is_none() {
-                    meta::set_meta(&mut v, "deletionTimestamp", json!(now));
-                    meta::set_meta(&mut v, "deletionGracePeriodSeconds", json!(0));
-                }
-                v["status"] = json!({"phase": "Terminating"});
-                meta::remove_meta(&mut v, "resourceVersion");
-                Ok(v)
-            }),
-        )
-        .await?;
-    let namespaced = api.catalog.current().namespaced_resources();
-    api.shards()
-        .delete_namespace_contents(namespaced, &name)
-        .await?;
-    let gone = api
-        .shards()
-        .delete(&info, "", &name, Box::new(|_| Ok(())))
-        .await?;
-    api.shards()
-        .wait_closed(gone.revision, Duration::from_secs(5))
-        .await;
-    Ok(deleted_response(&info, marked.object(), rr))
+    let dry = dry_run(&rr.query)?;
+    let wanted = obj
+        .pointer("/spec/finalizers")
+        .cloned()
+        .filter(|f| !f.is_null())
+        .unwrap_or_else(|| json!([]));
+    let causes = validate_spec_finalizers(&wanted);
+    if !causes.is_empty() {
+        return Err(ApiError::invalid("", "Namespace", &name, causes));
+    }
+    let rv = meta::resource_version(&obj).to_string();
+    let try_update = crate::registry::set_spec_finalizers(name, rv, wanted);
+    finish_update(api, rr, try_update, dry).await
+}
+
+/// Each `spec.finalizers` entry is a qualified name, and one without a
+/// domain must be a standard one.
+fn validate_spec_finalizers(list: &Value) -> Vec<StatusCause> {
+    let Some(items) = list.as_array() else {
+        return vec![field_invalid(
+            "spec.finalizers",
+            &list.to_string(),
+            "must be a list",
+        )];
+    };
+    let mut causes = Vec::new();
+    for (i, f) in items.iter().enumerate() {
+        let path = format!("spec.finalizers[{i}]");
+        let name = f.as_str().unwrap_or_default();
+        causes.extend(
+            is_qualified_name(name)
+                .into_iter()
+                .map(|m| field_invalid(&path, name, &m)),
+        );
+        if !name.contains('/') && !STANDARD_FINALIZERS.contains(&name) {
+            causes.push(field_invalid(
+                &path,
+                name,
+                "name is neither a standard finalizer name nor is it fully qualified",
+            ));
+        }
+    }
+    causes
 }
 
 /// Creates the system namespaces at start (idempotent).

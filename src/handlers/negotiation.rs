@@ -3,14 +3,49 @@
 //! request.
 
 use kubeshard_core::status::ApiError;
+pub use kubeshard_core::table::MetaVersion;
 
 /// What the response should be.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Output {
     Json,
     Yaml,
-    /// meta.k8s.io/v1 Table (kubectl's server-side printing).
-    Table,
+    /// A meta.k8s.io Table (kubectl's server-side printing).
+    Table(MetaVersion),
+    /// An object reduced to its metadata (PartialObjectMetadata).
+    PartialObject(MetaVersion),
+    /// A list reduced to its items' metadata (PartialObjectMetadataList).
+    PartialList(MetaVersion),
+}
+
+impl Output {
+    /// The response is derived from the stored object, not its encoding.
+    pub fn is_transformed(self) -> bool {
+        !matches!(self, Output::Json | Output::Yaml)
+    }
+
+    /// The Content-Type of a response in this form.
+    pub fn content_type(self) -> &'static str {
+        use MetaVersion::{V1beta1, V1};
+        match self {
+            Output::Json => "application/json",
+            Output::Yaml => "application/yaml",
+            Output::Table(V1) => "application/json;as=Table;v=v1;g=meta.k8s.io",
+            Output::Table(V1beta1) => "application/json;as=Table;v=v1beta1;g=meta.k8s.io",
+            Output::PartialObject(V1) => {
+                "application/json;as=PartialObjectMetadata;v=v1;g=meta.k8s.io"
+            }
+            Output::PartialObject(V1beta1) => {
+                "application/json;as=PartialObjectMetadata;v=v1beta1;g=meta.k8s.io"
+            }
+            Output::PartialList(V1) => {
+                "application/json;as=PartialObjectMetadataList;v=v1;g=meta.k8s.io"
+            }
+            Output::PartialList(V1beta1) => {
+                "application/json;as=PartialObjectMetadataList;v=v1beta1;g=meta.k8s.io"
+            }
+        }
+    }
 }
 
 /// The media types we can produce, for 406 messages.
@@ -18,7 +53,8 @@ pub const PRODUCIBLE: &[&str] = &["application/json", "application/yaml"];
 
 /// Picks the first acceptable entry of an Accept header, in the client's
 /// order (kube ignores q-values in practice; clients list preferences in
-/// order).
+/// order). `as=` transformations are offered in JSON, for meta.k8s.io v1
+/// and v1beta1.
 pub fn output(accept: Option<&str>) -> Result<Output, ApiError> {
     let Some(accept) = accept.map(str::trim).filter(|a| !a.is_empty()) else {
         return Ok(Output::Json);
@@ -41,18 +77,18 @@ pub fn output(accept: Option<&str>) -> Result<Output, ApiError> {
             }
         }
         let json_like = matches!(media.as_str(), "application/json" | "application/*" | "*/*");
-        match as_.as_deref() {
-            Some("Table") => {
-                if json_like
-                    && group.as_deref() == Some("meta.k8s.io")
-                    && version.as_deref() == Some("v1")
-                {
-                    return Ok(Output::Table);
-                }
+        if let Some(as_) = as_ {
+            let meta = version.as_deref().and_then(MetaVersion::parse);
+            let (Some(v), true, true) = (meta, group.as_deref() == Some("meta.k8s.io"), json_like)
+            else {
                 continue;
+            };
+            match as_.as_str() {
+                "Table" => return Ok(Output::Table(v)),
+                "PartialObjectMetadata" => return Ok(Output::PartialObject(v)),
+                "PartialObjectMetadataList" => return Ok(Output::PartialList(v)),
+                _ => continue,
             }
-            Some(_) => continue,
-            None => {}
         }
         match media.as_str() {
             "application/json" | "application/*" | "*/*" | "application/json-patch+json" => {
@@ -113,9 +149,35 @@ mod tests {
     #[test]
     fn kubectl_get_asks_for_table_first() {
         let a = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json";
-        assert_eq!(output(Some(a)).unwrap(), Output::Table);
+        assert_eq!(output(Some(a)).unwrap(), Output::Table(MetaVersion::V1));
         let b = "application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json";
-        assert_eq!(output(Some(b)).unwrap(), Output::Json);
+        assert_eq!(
+            output(Some(b)).unwrap(),
+            Output::Table(MetaVersion::V1beta1)
+        );
+        let c = "application/json;as=Table;v=v2;g=meta.k8s.io,application/json";
+        assert_eq!(output(Some(c)).unwrap(), Output::Json);
+    }
+
+    #[test]
+    fn metadata_clients_get_partial_objects() {
+        // client-go's metadata informers list and watch like this.
+        let list = "application/vnd.kubernetes.protobuf;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json";
+        assert_eq!(
+            output(Some(list)).unwrap(),
+            Output::PartialList(MetaVersion::V1)
+        );
+        let one = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1beta1";
+        assert_eq!(
+            output(Some(one)).unwrap(),
+            Output::PartialObject(MetaVersion::V1beta1)
+        );
+        assert_eq!(
+            output(Some("application/json;as=Scale;g=autoscaling;v=v1"))
+                .unwrap_err()
+                .code,
+            406
+        );
     }
 
     #[test]

@@ -73,14 +73,17 @@ pub async fn handle(
         }
         "/openapi/v3" => Ok(json(
             StatusCode::OK,
-            crate::openapi::v3_index(&catalog),
+            crate::openapi::documents(&catalog).v3_index.clone(),
             "application/json",
         )),
-        p if p.starts_with("/openapi/v3/") => {
-            crate::openapi::v3_document(&catalog, &p["/openapi/v3/".len()..])
-                .map(|b| json(StatusCode::OK, b, "application/json"))
-                .ok_or_else(not_found_path)
-        }
+        "/openapi/v2" => crate::openapi::v2_response(&catalog, accept)
+            .map(|(b, content_type)| json(StatusCode::OK, b, content_type)),
+        p if p.starts_with("/openapi/v3/") => crate::openapi::v3_document_for(
+            &crate::openapi::documents(&catalog),
+            &p["/openapi/v3/".len()..],
+        )
+        .map(|b| json(StatusCode::OK, b, "application/json"))
+        .ok_or_else(not_found_path),
         "/metrics" => {
             let stats = api.shards().stats().await?;
             let mut body = crate::metrics::render(&stats, api.shards().sequencer().closed());

@@ -1,69 +1,65 @@
-//! PATCH: JSON patch (RFC 6902) and JSON merge patch (RFC 7386), applied on
-//! the owning shard so read-modify-write is atomic. Strategic merge and
-//! server-side apply come with the kubectl surface work.
+//! PATCH in kube's four flavours — JSON patch (RFC 6902), JSON merge patch
+//! (RFC 7386), strategic merge patch and server-side apply — applied on the
+//! owning shard so read-modify-write is atomic (a patch without a
+//! resourceVersion never fails on conflict).
 
 use super::decode::read_body;
+use super::fields;
+use super::managers::Tracking;
 use super::negotiation::Input;
 use super::update::{apply_update, dry_run, finish_update};
+use super::warnings::Warnings;
 use super::{Api, HandlerResult, ResourceRequest};
 use http::Request;
 use hyper::body::Incoming;
 use kubeshard_cache::StoredObject;
+use kubeshard_core::catalog::ResourceInfo;
+use kubeshard_core::fieldvalidation::Issue;
 use kubeshard_core::meta;
-use kubeshard_core::status::ApiError;
+use kubeshard_core::patch::strategic;
+use kubeshard_core::status::{field_forbidden, ApiError};
 use serde_json::Value;
 use std::rc::Rc;
 use std::sync::Arc;
 
 pub async fn patch(api: &Rc<Api>, rr: &ResourceRequest, req: Request<Incoming>) -> HandlerResult {
+    let tracking = Tracking::new(
+        &rr.query,
+        req.headers(),
+        &rr.info.subresource,
+        "PatchOptions",
+    )?;
     let (input, body) = read_body(req).await?;
-    let kind = match input {
-        Input::JsonPatch => PatchKind::Json(
-            serde_json::from_slice::<json_patch::Patch>(&body)
-                .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?,
-        ),
-        Input::MergePatch => PatchKind::Merge(
-            serde_json::from_slice::<Value>(&body)
-                .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?,
-        ),
-        Input::StrategicMergePatch
-        | Input::ApplyPatch
-        | Input::Json
-        | Input::Yaml
-        | Input::Protobuf => return Err(ApiError::unsupported_media_type(SUPPORTED_PATCHES)),
-    };
+    let directive = fields::directive(&rr.query, "PatchOptions")?;
+    if input == Input::ApplyPatch {
+        return super::apply::apply(api, rr, &body, directive, tracking).await;
+    }
+    if rr.query.get("force").is_some() {
+        return Err(options_invalid(vec![field_forbidden(
+            "force",
+            "may not be specified for non-apply patch",
+        )]));
+    }
+    let (kind, issues) = decode(rr, input, &body)?;
     let dry = dry_run(&rr.query)?;
     let info = rr.resource.clone();
     let status_only = rr.info.subresource == "status";
     let (url_ns, url_name) = (rr.info.namespace.clone(), rr.info.name.clone());
+    let warnings = Warnings::default();
+    let found = warnings.clone();
     let try_update = Box::new(move |old: Option<&Arc<StoredObject>>| {
         let Some(old) = old else {
             return Err(ApiError::not_found(&info.group, &info.plural, &url_name));
         };
         let old_value = old.to_value();
-        let mut patched = old_value.clone();
-        match &kind {
-            PatchKind::Json(p) => {
-                json_patch::patch(&mut patched, p).map_err(|e| patch_failed(&e.to_string()))?
-            }
-            PatchKind::Merge(p) => json_patch::merge(&mut patched, p),
-        }
+        let mut patched = apply(&kind, old_value.clone())?;
         if !patched.is_object() {
             return Err(ApiError::bad_request(
                 "the patched object is not a JSON object",
             ));
         }
-        // A patch that names a resourceVersion is a precondition.
-        match meta::resource_version(&patched) {
-            rv if rv.is_empty() || rv == old.revision.to_string() => {}
-            _ => {
-                return Err(ApiError::conflict_stale(
-                    &info.group,
-                    &info.plural,
-                    &url_name,
-                ))
-            }
-        }
+        fields::judge_patched(&info, &mut patched, issues, directive, &found)?;
+        precondition(&info, &patched, old)?;
         if meta::name(&patched) != url_name
             || (info.namespaced && meta::namespace(&patched) != url_ns)
         {
@@ -71,20 +67,119 @@ pub async fn patch(api: &Rc<Api>, rr: &ResourceRequest, req: Request<Incoming>) 
                 "the patch may not change the object's name or namespace",
             ));
         }
-        apply_update(&info, patched, &old_value, status_only)
+        let mut out = apply_update(&info, patched, &old_value, status_only)?;
+        tracking.record(&info, Some(&old_value), &mut out);
+        Ok(out)
     });
-    finish_update(api, rr, try_update, dry).await
+    finish_update(api, rr, try_update, dry)
+        .await
+        .map(|resp| warnings.apply(resp))
 }
 
-/// The patch types this slice applies.
+/// The patch types kube accepts for every built-in kind.
 const SUPPORTED_PATCHES: &[&str] = &[
     "application/json-patch+json",
     "application/merge-patch+json",
+    "application/strategic-merge-patch+json",
+    "application/apply-patch+yaml",
+];
+
+/// Kinds without a schema (custom resources) take no strategic merge patch.
+const SCHEMALESS_PATCHES: &[&str] = &[
+    "application/json-patch+json",
+    "application/merge-patch+json",
+    "application/apply-patch+yaml",
 ];
 
 enum PatchKind {
     Json(json_patch::Patch),
     Merge(Value),
+    Strategic(Value, kubeshard_core::schema::Schema<'static>),
+}
+
+/// Decodes the patch document, with the findings it carries itself.
+fn decode(
+    rr: &ResourceRequest,
+    input: Input,
+    body: &[u8],
+) -> Result<(PatchKind, Vec<Issue>), ApiError> {
+    match input {
+        Input::JsonPatch => {
+            let (doc, dups) = fields::decode_patch(body)?;
+            let mut issues: Vec<Issue> = dups
+                .into_iter()
+                .map(|i| Issue::JsonPatch(format!("json patch {i}")))
+                .collect();
+            issues.extend(unknown_op_fields(&doc));
+            let ops = serde_json::from_value::<json_patch::Patch>(doc)
+                .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?;
+            Ok((PatchKind::Json(ops), issues))
+        }
+        Input::MergePatch => {
+            let (doc, issues) = fields::decode_patch(body)?;
+            Ok((PatchKind::Merge(doc), issues))
+        }
+        Input::StrategicMergePatch => {
+            let Some(schema) = fields::schema_of(&rr.resource) else {
+                return Err(ApiError::unsupported_media_type(SCHEMALESS_PATCHES));
+            };
+            let (doc, issues) = fields::decode_patch(body)?;
+            if !doc.is_object() {
+                return Err(ApiError::bad_request("invalid JSON document"));
+            }
+            Ok((PatchKind::Strategic(doc, schema), issues))
+        }
+        Input::ApplyPatch | Input::Json | Input::Yaml | Input::Protobuf => {
+            Err(ApiError::unsupported_media_type(SUPPORTED_PATCHES))
+        }
+    }
+}
+
+fn apply(kind: &PatchKind, mut current: Value) -> Result<Value, ApiError> {
+    match kind {
+        PatchKind::Json(p) => {
+            json_patch::patch(&mut current, p).map_err(|e| patch_failed(&e.to_string()))?;
+            Ok(current)
+        }
+        PatchKind::Merge(p) => {
+            json_patch::merge(&mut current, p);
+            Ok(current)
+        }
+        PatchKind::Strategic(p, schema) => strategic::apply(current, p.clone(), *schema),
+    }
+}
+
+/// Keys of a JSON patch operation beyond the ones RFC 6902 defines.
+fn unknown_op_fields(doc: &Value) -> Vec<Issue> {
+    let mut out = Vec::new();
+    for (i, op) in doc.as_array().into_iter().flatten().enumerate() {
+        for key in op.as_object().into_iter().flat_map(|m| m.keys()) {
+            if !matches!(key.as_str(), "op" | "path" | "value" | "from") {
+                out.push(Issue::JsonPatch(format!(
+                    "json patch unknown field \"[{i}].{key}\""
+                )));
+            }
+        }
+    }
+    out
+}
+
+/// A patch (or applied configuration) that names a resourceVersion makes
+/// it a precondition: a stale one is a conflict.
+pub fn precondition(info: &ResourceInfo, obj: &Value, old: &StoredObject) -> Result<(), ApiError> {
+    match meta::resource_version(obj) {
+        rv if rv.is_empty() || rv == old.revision.to_string() => Ok(()),
+        _ => Err(ApiError::conflict_stale(
+            &info.group,
+            &info.plural,
+            meta::name(obj),
+        )),
+    }
+}
+
+/// kube's 422 for bad patch options.
+pub fn options_invalid(causes: Vec<kubeshard_core::status::StatusCause>) -> ApiError {
+    ApiError::invalid("meta.k8s.io", "PatchOptions", "", causes)
 }
 
 /// A JSON patch that cannot apply (failed `test`, missing path): kube

@@ -2,13 +2,14 @@
 //! served as stored (no re-encoding); YAML, `pretty` and Table are derived.
 
 use super::negotiation::Output;
-use super::table;
+use super::table::{self, Shape};
 use crate::serving::body::Body;
 use bytes::Bytes;
 use http::{header, HeaderValue, Response, StatusCode};
 use kubeshard_cache::StoredObject;
 use kubeshard_core::catalog::ResourceInfo;
 use kubeshard_core::status::ApiError;
+use kubeshard_core::table::{IncludeObject, TableMeta};
 use std::collections::VecDeque;
 use std::sync::Arc;
 
@@ -17,31 +18,35 @@ use std::sync::Arc;
 pub struct Render {
     pub output: Output,
     pub pretty: bool,
+    /// What Table rows carry (`includeObject`).
+    pub include: IncludeObject,
 }
 
 impl Render {
     pub const JSON: Render = Render {
         output: Output::Json,
         pretty: false,
+        include: IncludeObject::Metadata,
     };
-}
 
-fn content_type(output: Output) -> &'static str {
-    match output {
-        Output::Yaml => "application/yaml",
-        Output::Table => "application/json;as=Table;v=v1;g=meta.k8s.io",
-        Output::Json => "application/json",
+    /// For bodies that are never transformed (Status, Scale): YAML when
+    /// asked for, JSON otherwise.
+    pub fn plain(self) -> Render {
+        Render {
+            output: if self.output == Output::Yaml {
+                Output::Yaml
+            } else {
+                Output::Json
+            },
+            ..self
+        }
     }
 }
 
 /// A response from JSON bytes, converted when the client asked for more
 /// than plain JSON.
 pub fn json_bytes(status: StatusCode, json: Body, render: Render) -> Response<Body> {
-    let output = if render.output == Output::Table {
-        Output::Json
-    } else {
-        render.output
-    };
+    let output = render.plain().output;
     let body = match (output, render.pretty) {
         (Output::Json, false) => json,
         (out, _) => match json.collect_now().map(|b| reencode(&b, out)) {
@@ -58,7 +63,7 @@ pub fn json_bytes(status: StatusCode, json: Body, render: Render) -> Response<Bo
     *resp.status_mut() = status;
     resp.headers_mut().insert(
         header::CONTENT_TYPE,
-        HeaderValue::from_static(content_type(output)),
+        HeaderValue::from_static(output.content_type()),
     );
     resp
 }
@@ -80,29 +85,34 @@ pub fn object(
     obj: &Arc<StoredObject>,
     render: Render,
 ) -> Response<Body> {
-    if render.output == Output::Table {
-        let t = table::for_objects(info, std::slice::from_ref(obj), None, "");
-        return table_response(status, t, render.pretty);
+    if render.output.is_transformed() {
+        let body = table::transform(info, std::slice::from_ref(obj), render, Shape::Object, true);
+        return transformed_response(status, body, render);
     }
     json_bytes(status, Body::full(obj.json()), render)
 }
 
-pub fn table_response(
+/// A Table or PartialObjectMetadata body, or the error transforming gave.
+fn transformed_response(
     status: StatusCode,
-    table: serde_json::Value,
-    pretty: bool,
+    body: Result<serde_json::Value, ApiError>,
+    render: Render,
 ) -> Response<Body> {
-    let bytes = if pretty {
-        serde_json::to_vec_pretty(&table)
+    let body = match body {
+        Ok(b) => b,
+        Err(e) => return error(&e, render),
+    };
+    let bytes = if render.pretty {
+        serde_json::to_vec_pretty(&body)
     } else {
-        serde_json::to_vec(&table)
+        serde_json::to_vec(&body)
     }
     .expect("a Value always serializes");
     let mut resp = Response::new(Body::full(bytes));
     *resp.status_mut() = status;
     resp.headers_mut().insert(
         header::CONTENT_TYPE,
-        HeaderValue::from_static(content_type(Output::Table)),
+        HeaderValue::from_static(render.output.content_type()),
     );
     resp
 }
@@ -122,14 +132,14 @@ pub fn list(
     meta: &ListMeta,
     render: Render,
 ) -> Response<Body> {
-    if render.output == Output::Table {
-        let t = table::for_objects(
-            info,
-            items,
-            meta.continue_token.as_deref(),
-            &meta.resource_version.to_string(),
-        );
-        return table_response(StatusCode::OK, t, render.pretty);
+    if render.output.is_transformed() {
+        let list = TableMeta {
+            resource_version: meta.resource_version.to_string(),
+            continue_token: meta.continue_token.clone(),
+            remaining: meta.remaining,
+        };
+        let body = table::transform(info, items, render, Shape::List(&list), true);
+        return transformed_response(StatusCode::OK, body, render);
     }
     let mut md = serde_json::Map::new();
     md.insert(
@@ -192,15 +202,7 @@ fn join_items(head: Bytes, items: &[Arc<StoredObject>]) -> VecDeque<Bytes> {
 /// A metav1.Status error response.
 pub fn error(err: &ApiError, render: Render) -> Response<Body> {
     let status = StatusCode::from_u16(err.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    let render = Render {
-        output: if render.output == Output::Yaml {
-            Output::Yaml
-        } else {
-            Output::Json
-        },
-        ..render
-    };
-    let mut resp = json_bytes(status, Body::full(err.to_status_json()), render);
+    let mut resp = json_bytes(status, Body::full(err.to_status_json()), render.plain());
     if let Some(secs) = err.details.as_ref().and_then(|d| d.retry_after_seconds) {
         resp.headers_mut()
             .insert(header::RETRY_AFTER, HeaderValue::from(secs));

@@ -1,8 +1,11 @@
 //! PUT: replace an object (or its status).
 
 use super::create::{bind_namespace, prepare};
-use super::decode::{check_type, parse_object, read_body};
+use super::decode::{check_type, read_body};
+use super::fields;
+use super::managers::Tracking;
 use super::response;
+use super::warnings::Warnings;
 use super::{Api, HandlerResult, ResourceRequest};
 use crate::filters::requestinfo::Query;
 use http::{Request, StatusCode};
@@ -19,9 +22,17 @@ use std::sync::Arc;
 use std::time::Duration;
 
 pub async fn update(api: &Rc<Api>, rr: &ResourceRequest, req: Request<Incoming>) -> HandlerResult {
+    let tracking = Tracking::new(
+        &rr.query,
+        req.headers(),
+        &rr.info.subresource,
+        "UpdateOptions",
+    )?;
     let (input, body) = read_body(req).await?;
-    let mut obj = parse_object(input, &body)?;
     let info = rr.resource.clone();
+    let warnings = Warnings::default();
+    let directive = fields::directive(&rr.query, "UpdateOptions")?;
+    let mut obj = fields::decode_object(&info, input, &body, directive, &warnings)?;
     check_type(&info, &mut obj)?;
     let url_ns = if info.namespaced {
         rr.info.namespace.as_str()
@@ -42,8 +53,10 @@ pub async fn update(api: &Rc<Api>, rr: &ResourceRequest, req: Request<Incoming>)
     let dry_run = dry_run(&rr.query)?;
     api.admission.admit_update(&info, &mut obj)?;
     let status_only = rr.info.subresource == "status";
-    let try_update = replace_with(info.clone(), obj, status_only);
-    finish_update(api, rr, try_update, dry_run).await
+    let try_update = replace_with(info.clone(), obj, status_only, tracking);
+    finish_update(api, rr, try_update, dry_run)
+        .await
+        .map(|resp| warnings.apply(resp))
 }
 
 /// Runs an update on the owning shard and answers: 200 with the object,
@@ -62,13 +75,26 @@ pub async fn finish_update(
         ""
     };
     if dry_run {
+        // Everything a real update runs, on a snapshot read; the answer
+        // carries the current resourceVersion, as nothing new was drawn.
         let current = api
             .shards()
             .get(&info.storage_key, ns, &rr.info.name)
             .await?;
-        let new = try_update(current.as_ref())?;
-        let stored = Arc::new(StoredObject::encode(info, &new, 0));
-        return Ok(response::object(StatusCode::OK, info, &stored, rr.render));
+        let mut new = try_update(current.as_ref())?;
+        let (code, revision) = match &current {
+            Some(c) => (StatusCode::OK, c.revision),
+            None => (StatusCode::CREATED, 0),
+        };
+        if revision > 0 {
+            meta::set_meta(
+                &mut new,
+                "resourceVersion",
+                Value::String(revision.to_string()),
+            );
+        }
+        let stored = Arc::new(StoredObject::encode(info, &new, revision));
+        return Ok(response::object(code, info, &stored, rr.render));
     }
     let outcome = api
         .shards()
@@ -88,12 +114,19 @@ pub async fn finish_update(
 /// The read-modify-write a PUT performs on the owning shard: optimistic
 /// concurrency on resourceVersion, server-owned metadata carried over,
 /// status kept (or, for the status subresource, only status taken).
-pub fn replace_with(info: Arc<ResourceInfo>, new: Value, status_only: bool) -> TryUpdate {
+pub fn replace_with(
+    info: Arc<ResourceInfo>,
+    new: Value,
+    status_only: bool,
+    tracking: Tracking,
+) -> TryUpdate {
     Box::new(move |old: Option<&Arc<StoredObject>>| {
         let name = meta::name(&new).to_string();
         let Some(old) = old else {
             if info.strategy.allow_create_on_update && !status_only {
-                return prepare(&info, new);
+                let mut created = prepare(&info, new)?;
+                tracking.record(&info, None, &mut created);
+                return Ok(created);
             }
             return Err(ApiError::not_found(&info.group, &info.plural, &name));
         };
@@ -115,7 +148,10 @@ pub fn replace_with(info: Arc<ResourceInfo>, new: Value, status_only: bool) -> T
             }
             _ => {}
         }
-        apply_update(&info, new, &old.to_value(), status_only)
+        let old = old.to_value();
+        let mut out = apply_update(&info, new, &old, status_only)?;
+        tracking.record(&info, Some(&old), &mut out);
+        Ok(out)
     })
 }
 
@@ -136,7 +172,7 @@ pub fn apply_update(
         new
     };
     meta::remove_meta(&mut out, "resourceVersion");
-    let causes = registry::validate_object(info, &out);
+    let causes = registry::validate_update(info, &out, old);
     if !causes.is_empty() {
         return Err(ApiError::invalid(
             &info.group,

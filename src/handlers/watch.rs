@@ -9,6 +9,7 @@
 
 use super::list::{filter, list_objects, wait_not_older_than};
 use super::negotiation::Output;
+use super::response::Render;
 use super::{table, Api, HandlerResult, ResourceRequest};
 use crate::serving::body::{Body, ChunkStream};
 use bytes::Bytes;
@@ -80,6 +81,17 @@ pub async fn watch(api: &Rc<Api>, rr: &ResourceRequest) -> HandlerResult {
         }
     };
 
+    if let Output::PartialList(_) = rr.render.output {
+        return Err(table::not_a_list_error(
+            "PartialObjectMetadataList",
+            &info.kind,
+        ));
+    }
+    let mut framer = Framer {
+        info: info.clone(),
+        render: rr.render,
+        headers_sent: false,
+    };
     let mut initial: VecDeque<Bytes> = VecDeque::new();
     let wants_initial = match send_initial {
         Some(b) => b,
@@ -111,7 +123,7 @@ pub async fn watch(api: &Rc<Api>, rr: &ResourceRequest) -> HandlerResult {
         .await?;
         start_rev = listed.meta.resource_version;
         for o in &listed.items {
-            initial.push_back(initial_frame(&info, rr.render.output, o));
+            initial.push_back(initial_frame(&mut framer, o));
         }
         initial_end_bookmark = send_initial == Some(true);
     } else if send_initial == Some(false) {
@@ -150,7 +162,7 @@ pub async fn watch(api: &Rc<Api>, rr: &ResourceRequest) -> HandlerResult {
                 hub,
                 info,
                 filter,
-                output: rr.render.output,
+                framer,
                 cursor,
                 start_rev,
                 last_rev: start_rev,
@@ -168,8 +180,8 @@ pub async fn watch(api: &Rc<Api>, rr: &ResourceRequest) -> HandlerResult {
     let mut resp = Response::new(Body::Stream(stream));
     *resp.status_mut() = StatusCode::OK;
     let ct = match rr.render.output {
-        Output::Table => "application/json;as=Table;v=v1;g=meta.k8s.io",
-        _ => "application/json",
+        Output::Yaml => "application/json",
+        other => other.content_type(),
     };
     resp.headers_mut()
         .insert(header::CONTENT_TYPE, HeaderValue::from_static(ct));
@@ -182,22 +194,42 @@ pub async fn watch(api: &Rc<Api>, rr: &ResourceRequest) -> HandlerResult {
 
 /// The synthetic ADDED line for an object of the initial state: its own
 /// frame when that is an ADDED one, else a new line around its JSON.
-fn initial_frame(info: &ResourceInfo, output: Output, o: &StoredObject) -> Bytes {
-    if output == Output::Json && o.frame_kind() == EventType::Added {
+fn initial_frame(framer: &mut Framer, o: &StoredObject) -> Bytes {
+    if !framer.render.output.is_transformed() && o.frame_kind() == EventType::Added {
         return o.frame().clone();
     }
-    frame_for(info, output, EventType::Added, o.json_slice())
+    framer.frame(EventType::Added, o.json_slice())
 }
 
-fn frame_for(info: &ResourceInfo, output: Output, kind: EventType, object: &[u8]) -> Bytes {
-    if output == Output::Table {
+/// Builds a watcher's frames in the form it asked for. A Table watch
+/// sends column definitions with its first event only, as kube does.
+struct Framer {
+    info: Arc<ResourceInfo>,
+    render: Render,
+    headers_sent: bool,
+}
+
+impl Framer {
+    fn frame(&mut self, kind: EventType, object: &[u8]) -> Bytes {
+        if !self.render.output.is_transformed() {
+            return watch_frame(kind.as_str(), object);
+        }
         let v: serde_json::Value = serde_json::from_slice(object).unwrap_or_default();
-        let stored = StoredObject::encode(info, &v, 0);
-        let rv = kubeshard_core::meta::resource_version(&v).to_string();
-        let t = table::for_objects(info, &[Arc::new(stored)], None, &rv);
-        return watch_frame(kind.as_str(), &serde_json::to_vec(&t).expect("serializes"));
+        let stored = Arc::new(StoredObject::encode(&self.info, &v, 0));
+        let body = table::transform(
+            &self.info,
+            &[stored],
+            self.render,
+            table::Shape::Object,
+            !self.headers_sent,
+        )
+        .unwrap_or_else(|e| serde_json::from_slice(&e.to_status_json()).unwrap_or_default());
+        self.headers_sent = true;
+        watch_frame(
+            kind.as_str(),
+            &serde_json::to_vec(&body).expect("serializes"),
+        )
     }
-    watch_frame(kind.as_str(), object)
 }
 
 fn error_frame(err: &ApiError) -> Bytes {
@@ -226,7 +258,7 @@ struct Watcher {
     hub: Rc<RefCell<Hub>>,
     info: Arc<ResourceInfo>,
     filter: Filter,
-    output: Output,
+    framer: Framer,
     /// Position in the resource's ring, or in one index run of it when the
     /// filter names an indexed field value (a node, a namespace, a name).
     cursor: Cursor,
@@ -244,37 +276,26 @@ struct Watcher {
     stall: Rc<super::stall::WatchState>,
 }
 
-impl Watcher {
-    /// The frame this watcher gets for an event, if any, applying selector
-    /// transitions the way kube's cacher does.
-    fn frame_for_event(&self, e: &Arc<Event>) -> Option<Bytes> {
-        let now = self.filter.matches(&e.object);
-        let before = e.prev.as_ref().is_some_and(|p| self.filter.matches(p));
-        let kind = match (e.kind, before, now) {
-            (EventType::Added, _, true) => EventType::Added,
-            (EventType::Modified, true, true) => EventType::Modified,
-            (EventType::Modified, false, true) => EventType::Added,
-            (EventType::Modified, true, false) => EventType::Deleted,
-            (EventType::Deleted, true, _) => EventType::Deleted,
-            _ => return None,
-        };
-        let stopped_matching = kind == EventType::Deleted && e.kind == EventType::Modified;
-        match self.output {
-            Output::Json if kind == e.kind => Some(e.frame().clone()),
-            Output::Json if stopped_matching => e.prev_deleted_frame().cloned(),
-            _ if stopped_matching => Some(frame_for(
-                &self.info,
-                self.output,
-                kind,
-                &e.prev_restamped_json()?,
-            )),
-            _ => Some(frame_for(
-                &self.info,
-                self.output,
-                kind,
-                e.object.json_slice(),
-            )),
-        }
+/// The frame a watcher gets for an event, if any, applying selector
+/// transitions the way kube's cacher does.
+fn frame_for_event(filter: &Filter, framer: &mut Framer, e: &Arc<Event>) -> Option<Bytes> {
+    let now = filter.matches(&e.object);
+    let before = e.prev.as_ref().is_some_and(|p| filter.matches(p));
+    let kind = match (e.kind, before, now) {
+        (EventType::Added, _, true) => EventType::Added,
+        (EventType::Modified, true, true) => EventType::Modified,
+        (EventType::Modified, false, true) => EventType::Added,
+        (EventType::Modified, true, false) => EventType::Deleted,
+        (EventType::Deleted, true, _) => EventType::Deleted,
+        _ => return None,
+    };
+    let stopped_matching = kind == EventType::Deleted && e.kind == EventType::Modified;
+    let plain = !framer.render.output.is_transformed();
+    match () {
+        _ if plain && kind == e.kind => Some(e.frame().clone()),
+        _ if plain && stopped_matching => e.prev_deleted_frame().cloned(),
+        _ if stopped_matching => Some(framer.frame(kind, &e.prev_restamped_json()?)),
+        _ => Some(framer.frame(kind, e.object.json_slice())),
     }
 }
 
@@ -318,7 +339,7 @@ impl Watcher {
                             continue;
                         }
                         this.last_rev = e.revision;
-                        if let Some(f) = this.frame_for_event(&e) {
+                        if let Some(f) = frame_for_event(&this.filter, &mut this.framer, &e) {
                             return Poll::Ready(Some(f));
                         }
                     }

@@ -152,7 +152,7 @@ fn key_of(o: &StoredObject) -> (String, String) {
 fn record_of(o: &StoredObject) -> AccountRecord {
     let v = o.to_value();
     AccountRecord {
-        uid: o.uid.to_string(),
+        uid: o.uid().to_string(),
         terminating: kubeshard_core::meta::meta_str(&v, "deletionTimestamp").is_some(),
     }
 }

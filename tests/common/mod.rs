@@ -3,6 +3,7 @@
 
 #![allow(dead_code)]
 
+pub mod kubectl;
 pub mod tls;
 
 use serde_json::Value;
@@ -193,13 +194,56 @@ impl Server {
         content_type: &str,
         body: &[u8],
     ) -> (u16, String, String) {
-        let req = http::Request::builder()
+        raw(self
+            .agent
+            .run(self.request(method, path, content_type, body)))
+    }
+
+    fn request(
+        &self,
+        method: &str,
+        path: &str,
+        content_type: &str,
+        body: &[u8],
+    ) -> http::Request<Vec<u8>> {
+        http::Request::builder()
             .method(method)
             .uri(self.url(path))
             .header("Content-Type", content_type)
             .body(body.to_vec())
-            .unwrap();
-        raw(self.agent.run(req))
+            .unwrap()
+    }
+
+    /// A request whose `Warning` response headers matter: (code, the
+    /// warning texts unquoted, body).
+    pub fn send_warned(
+        &self,
+        method: &str,
+        path: &str,
+        content_type: &str,
+        body: &[u8],
+    ) -> (u16, Vec<String>, Value) {
+        let mut resp = self
+            .agent
+            .run(self.request(method, path, content_type, body))
+            .expect("request failed");
+        let warnings = resp
+            .headers()
+            .get_all("warning")
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .map(|v| {
+                let quoted = v.splitn(3, ' ').nth(2).unwrap_or("");
+                serde_json::from_str::<String>(quoted).unwrap_or_else(|_| quoted.to_string())
+            })
+            .collect();
+        let code = resp.status().as_u16();
+        let text = resp.body_mut().read_to_string().unwrap_or_default();
+        (
+            code,
+            warnings,
+            serde_json::from_str(&text).unwrap_or(Value::String(text)),
+        )
     }
 
     /// Opens a watch and returns a reader of its events.
@@ -363,6 +407,28 @@ pub fn rv(obj: &Value) -> u64 {
         .unwrap_or_else(|| panic!("no resourceVersion in {obj}"))
         .parse()
         .unwrap()
+}
+
+/// Polls `check` until it returns Some (or panics after `secs` seconds with
+/// `what`): for state that controllers reach asynchronously.
+pub fn eventually<T>(secs: u64, what: &str, mut check: impl FnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    loop {
+        if let Some(v) = check() {
+            return v;
+        }
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+impl Server {
+    /// Waits until GET of `path` answers 404.
+    pub fn wait_gone(&self, path: &str) {
+        eventually(30, &format!("{path} to be gone"), || {
+            (self.get(path).0 == 404).then_some(())
+        });
+    }
 }
 
 /// Creates a namespace and returns its name.

@@ -220,10 +220,21 @@ impl Client {
         path: &str,
         body: Vec<u8>,
     ) -> Result<(u16, http::HeaderMap, String), String> {
+        self.typed(method, path, "application/json", body)
+    }
+
+    /// A request with the given Content-Type.
+    pub fn typed(
+        &self,
+        method: &str,
+        path: &str,
+        content_type: &str,
+        body: Vec<u8>,
+    ) -> Result<(u16, http::HeaderMap, String), String> {
         let mut req = http::Request::builder()
             .method(method)
             .uri(format!("{}{}", self.base, path))
-            .header("Content-Type", "application/json");
+            .header("Content-Type", content_type);
         if let Some(t) = &self.token {
             req = req.header("Authorization", format!("Bearer {t}"));
         }

@@ -2,7 +2,10 @@
 //! will use. Facts (short names, categories, field labels, per-kind rules)
 //! follow kube-apiserver v1.34.
 
-use super::{KindHooks, NameRule, ResourceInfo, SelectableField, Strategy};
+use super::{
+    GcPolicy, KindHooks, NameRule, Printer, ResourceInfo, ScaleSelector, ScaleSpec,
+    SelectableField, Strategy,
+};
 use std::sync::Arc;
 
 /// Every verb a fully served resource supports.
@@ -45,7 +48,10 @@ fn entry(group: &str, version: &str, kind: &str, plural: &str, namespaced: bool)
                 keep_status_on_create: false,
                 return_deleted_object: false,
                 kind_hooks: KindHooks::None,
+                gc_policy: GcPolicy::DeleteDependents,
             },
+            printer: Printer::Default,
+            scale: None,
             storage_key: Arc::from(format!("{group}/{plural}")),
         },
     }
@@ -58,10 +64,6 @@ impl Entry {
     }
     fn categories(mut self, c: &[&str]) -> Self {
         self.info.categories = c.iter().map(|s| s.to_string()).collect();
-        self
-    }
-    fn subresource(mut self, name: &str) -> Self {
-        self.info.subresources.push(name.into());
         self
     }
     fn status(mut self) -> Self {
@@ -99,6 +101,19 @@ impl Entry {
         self.info.strategy.kind_hooks = h;
         self
     }
+    fn printer(mut self, p: Printer) -> Self {
+        self.info.printer = p;
+        self
+    }
+    fn scale(mut self, spec: ScaleSpec) -> Self {
+        self.info.subresources.push("scale".into());
+        self.info.scale = Some(spec);
+        self
+    }
+    fn subresource(mut self, name: &str) -> Self {
+        self.info.subresources.push(name.into());
+        self
+    }
     fn verbs(mut self, v: &[&str]) -> Self {
         self.info.verbs = v.iter().map(|s| s.to_string()).collect();
         self
@@ -111,6 +126,8 @@ pub fn builtin_resources() -> Vec<ResourceInfo> {
         entry("", "v1", "Namespace", "namespaces", false)
             .short(&["ns"])
             .status()
+            .subresource("finalize")
+            .printer(Printer::Namespace)
             .fields(&[("status.phase", &["status", "phase"])])
             .name_rule(NameRule::Dns1123Label)
             .keep_status_on_create()
@@ -119,14 +136,18 @@ pub fn builtin_resources() -> Vec<ResourceInfo> {
             .verbs(&[
                 "create", "delete", "get", "list", "patch", "update", "watch",
             ]),
-        entry("", "v1", "ConfigMap", "configmaps", true).short(&["cm"]),
+        entry("", "v1", "ConfigMap", "configmaps", true)
+            .short(&["cm"])
+            .printer(Printer::ConfigMap),
         entry("", "v1", "Secret", "secrets", true)
             .fields(&[("type", &["type"])])
-            .hooks(KindHooks::Secret),
+            .hooks(KindHooks::Secret)
+            .printer(Printer::Secret),
         entry("", "v1", "ServiceAccount", "serviceaccounts", true)
             .short(&["sa"])
             .subresource("token")
-            .returns_deleted(),
+            .returns_deleted()
+            .printer(Printer::ServiceAccount),
         entry("", "v1", "Pod", "pods", true)
             .short(&["po"])
             .categories(&["all"])
@@ -134,6 +155,7 @@ pub fn builtin_resources() -> Vec<ResourceInfo> {
             .generation()
             .returns_deleted()
             .hooks(KindHooks::Pod)
+            .printer(Printer::Pod)
             .fields(&[
                 ("spec.nodeName", &["spec", "nodeName"]),
                 ("spec.restartPolicy", &["spec", "restartPolicy"]),
@@ -151,6 +173,7 @@ pub fn builtin_resources() -> Vec<ResourceInfo> {
             .name_rule(NameRule::Dns1123Label)
             .returns_deleted()
             .hooks(KindHooks::Service)
+            .printer(Printer::Service)
             .fields(&[
                 ("spec.clusterIP", &["spec", "clusterIP"]),
                 ("spec.type", &["spec", "type"]),
@@ -160,9 +183,11 @@ pub fn builtin_resources() -> Vec<ResourceInfo> {
             ]),
         entry("", "v1", "Endpoints", "endpoints", true)
             .short(&["ep"])
-            .create_on_update(),
+            .create_on_update()
+            .printer(Printer::Endpoints),
         entry("", "v1", "Event", "events", true)
             .short(&["ev"])
+            .printer(Printer::Event)
             .fields(&[
                 ("involvedObject.kind", &["involvedObject", "kind"]),
                 ("involvedObject.namespace", &["involvedObject", "namespace"]),
@@ -185,14 +210,21 @@ pub fn builtin_resources() -> Vec<ResourceInfo> {
         entry("", "v1", "Node", "nodes", false)
             .short(&["no"])
             .status()
+            .printer(Printer::Node)
             .keep_status_on_create()
             .fields(&[("spec.unschedulable", &["spec", "unschedulable"])]),
-        entry("coordination.k8s.io", "v1", "Lease", "leases", true),
+        entry("coordination.k8s.io", "v1", "Lease", "leases", true).printer(Printer::Lease),
         entry("apps", "v1", "Deployment", "deployments", true)
             .short(&["deploy"])
             .categories(&["all"])
             .status()
-            .generation(),
+            .generation()
+            .printer(Printer::Deployment)
+            .scale(ScaleSpec {
+                spec_replicas: &["spec", "replicas"],
+                status_replicas: &["status", "replicas"],
+                selector: ScaleSelector::LabelSelector(&["spec", "selector"]),
+            }),
     ]
     .into_iter()
     .chain(security_resources())

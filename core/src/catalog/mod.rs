@@ -40,6 +40,60 @@ pub struct Strategy {
     pub return_deleted_object: bool,
     /// Extra per-kind hooks that cannot be expressed as flags.
     pub kind_hooks: KindHooks,
+    /// What happens to dependents when a delete names no propagation policy.
+    pub gc_policy: GcPolicy,
+}
+
+/// The default propagation of a deletion to dependents (kube's
+/// `DefaultGarbageCollectionPolicy`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GcPolicy {
+    /// Dependents are collected in the background (most kinds).
+    DeleteDependents,
+    /// Dependents keep living; the `orphan` finalizer is added on delete
+    /// (batch/v1 Jobs and the old extensions/v1beta1 kinds in kube).
+    OrphanDependents,
+    /// The kind never takes the garbage collector's finalizers.
+    Unsupported,
+}
+
+/// How a kind renders as a `meta.k8s.io` Table. Built-in kinds name their
+/// printer; everything else gets the name-and-age default (CRDs will add
+/// columns read from the object by JSONPath here).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Printer {
+    Default,
+    Pod,
+    Service,
+    Node,
+    Namespace,
+    ConfigMap,
+    Secret,
+    Event,
+    Lease,
+    ServiceAccount,
+    Endpoints,
+    Deployment,
+}
+
+/// Where a kind keeps what its `scale` subresource (autoscaling/v1 Scale)
+/// reads and writes: dotted paths into the object, as a CRD's
+/// `subresources.scale` describes them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScaleSpec {
+    pub spec_replicas: &'static [&'static str],
+    pub status_replicas: &'static [&'static str],
+    pub selector: ScaleSelector,
+}
+
+/// Where the label selector shown in `Scale.status.selector` comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ScaleSelector {
+    /// A structured `metav1.LabelSelector` (built-in workloads), rendered
+    /// as a selector string.
+    LabelSelector(&'static [&'static str]),
+    /// A field that already holds the selector string (CRDs' labelSelectorPath).
+    String(&'static [&'static str]),
 }
 
 /// Named hooks for built-in kinds whose behaviour is code, not data.
@@ -79,6 +133,10 @@ pub struct ResourceInfo {
     pub verbs: Vec<String>,
     pub selectable_fields: Vec<SelectableField>,
     pub strategy: Strategy,
+    /// Table columns kubectl prints for this kind.
+    pub printer: Printer,
+    /// Present when the kind serves the `scale` subresource.
+    pub scale: Option<ScaleSpec>,
     /// Stable identity used for storage keys: `group/plural` (version-free,
     /// so multi-version serving later shares one store).
     pub storage_key: Arc<str>,
@@ -207,6 +265,31 @@ impl CatalogSnapshot {
             .values()
             .filter(|r| r.group == group && r.version == version)
             .collect()
+    }
+
+    /// The served resource of a group and kind (any version: they share a
+    /// store), as owner references and Events name objects.
+    pub fn lookup_kind(&self, group: &str, kind: &str) -> Option<&Arc<ResourceInfo>> {
+        self.by_gvr
+            .values()
+            .find(|r| r.group == group && r.kind == kind)
+    }
+
+    /// A resource by its storage key (what events and stored objects carry).
+    pub fn by_storage_key(&self, key: &str) -> Option<&Arc<ResourceInfo>> {
+        self.by_gvr.values().find(|r| *r.storage_key == *key)
+    }
+
+    /// One entry per stored resource (served versions of the same resource
+    /// share a store), for controllers that watch everything.
+    pub fn stored_resources(&self) -> Vec<Arc<ResourceInfo>> {
+        let mut out: Vec<Arc<ResourceInfo>> = Vec::new();
+        for r in self.by_gvr.values() {
+            if !out.iter().any(|o| o.storage_key == r.storage_key) {
+                out.push(r.clone());
+            }
+        }
+        out
     }
 
     /// One entry per stored namespaced resource (served versions of the

@@ -14,8 +14,14 @@ pub(super) fn on_create(info: &ResourceInfo, obj: &mut Value) {
             root.insert("status".into(), json!({"phase": "Active"}));
             let spec = root.entry("spec").or_insert_with(|| json!({}));
             if let Some(spec) = spec.as_object_mut() {
-                spec.entry("finalizers")
-                    .or_insert_with(|| json!(["kubernetes"]));
+                let list = spec.entry("finalizers").or_insert_with(|| json!([]));
+                if !list.is_array() {
+                    *list = json!([]);
+                }
+                let list = list.as_array_mut().expect("just made an array");
+                if !list.iter().any(|f| f == "kubernetes") {
+                    list.push(json!("kubernetes"));
+                }
             }
         }
         KindHooks::Pod => {

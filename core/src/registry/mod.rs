@@ -6,10 +6,13 @@
 //! named hooks in [`hooks`]. The shard that owns a key runs these functions,
 //! so they must be pure and cheap.
 
+pub mod deletion;
 mod hooks;
+pub mod lifecycle;
 mod validate;
 
-pub use validate::validate_object;
+pub use lifecycle::should_delete_during_update;
+pub use validate::{validate_object, validate_update};
 
 use crate::catalog::ResourceInfo;
 use crate::meta;
@@ -26,6 +29,7 @@ pub struct CreateContext<'a> {
 /// generation, and resets fields clients may not set (status for kinds that
 /// have a status subresource).
 pub fn prepare_for_create(info: &ResourceInfo, obj: &mut Value, ctx: &CreateContext<'_>) {
+    crate::defaults::apply(&info.group, &info.kind, obj);
     let md = meta::metadata_mut(obj);
     md.insert("uid".into(), json!(ctx.uid));
     md.insert("creationTimestamp".into(), json!(ctx.now));
@@ -54,6 +58,7 @@ pub fn prepare_for_create(info: &ResourceInfo, obj: &mut Value, ctx: &CreateCont
 /// status subresource. Bumps generation when anything but metadata and
 /// status changed.
 pub fn prepare_for_update(info: &ResourceInfo, new: &mut Value, old: &Value) {
+    crate::defaults::apply(&info.group, &info.kind, new);
     copy_system_metadata(new, old);
     if info.has_status() {
         set_top(new, "status", old.get("status").cloned());
@@ -64,9 +69,10 @@ pub fn prepare_for_update(info: &ResourceInfo, new: &mut Value, old: &Value) {
 
 /// A write to the status subresource: the stored object with only its
 /// status replaced.
-pub fn prepare_for_status_update(_info: &ResourceInfo, body: &Value, old: &Value) -> Value {
+pub fn prepare_for_status_update(info: &ResourceInfo, body: &Value, old: &Value) -> Value {
     let mut out = old.clone();
     set_top(&mut out, "status", body.get("status").cloned());
+    crate::defaults::apply(&info.group, &info.kind, &mut out);
     out
 }
 

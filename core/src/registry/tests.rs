@@ -45,7 +45,9 @@ fn create_sets_server_fields_and_resets_status() {
 #[test]
 fn update_keeps_status_and_bumps_generation_on_spec_change() {
     let deploy = info("deployments", "apps");
-    let old = json!({"metadata": {"name": "d", "uid": "u", "creationTimestamp": "t", "generation": 3}, "spec": {"replicas": 1}, "status": {"replicas": 1}});
+    let mut old = json!({"metadata": {"name": "d", "uid": "u", "creationTimestamp": "t", "generation": 3}, "spec": {"replicas": 1}, "status": {"replicas": 1}});
+    // Stored objects are defaulted; an update is compared with that form.
+    crate::defaults::apply("apps", "Deployment", &mut old);
     let mut same = json!({"metadata": {"name": "d", "labels": {"a": "b"}}, "spec": {"replicas": 1}, "status": {"replicas": 9}});
     prepare_for_update(&deploy, &mut same, &old);
     assert_eq!(
@@ -102,4 +104,26 @@ fn validation_reports_every_cause() {
         !validate_object(&ns, &json!({"metadata": {"name": "has.dot"}})).is_empty(),
         "namespaces are DNS labels"
     );
+}
+
+#[test]
+fn namespaces_always_start_with_the_kubernetes_finalizer() {
+    let ns = info("namespaces", "");
+    for (given, want) in [
+        (json!(null), json!(["kubernetes"])),
+        (json!([]), json!(["kubernetes"])),
+        (
+            json!(["example.com/x"]),
+            json!(["example.com/x", "kubernetes"]),
+        ),
+        (json!(["kubernetes"]), json!(["kubernetes"])),
+    ] {
+        let mut o = json!({"metadata": {"name": "n"}, "spec": {"finalizers": given}});
+        if given.is_null() {
+            o["spec"] = json!({});
+        }
+        prepare_for_create(&ns, &mut o, &ctx());
+        assert_eq!(o["spec"]["finalizers"], want);
+        assert_eq!(o["status"]["phase"], "Active");
+    }
 }

@@ -54,6 +54,7 @@ pub fn validate_object(info: &ResourceInfo, obj: &Value) -> Vec<StatusCause> {
             )),
         }
     }
+    causes.extend(super::lifecycle::validate_lifecycle_metadata(obj));
     if info.strategy.kind_hooks == KindHooks::Secret {
         causes.extend(validate_secret(obj));
     }
@@ -62,6 +63,14 @@ pub fn validate_object(info: &ResourceInfo, obj: &Value) -> Vec<StatusCause> {
             causes.extend(crate::rbac::validation::validate(kind, obj));
         }
     }
+    causes
+}
+
+/// Validation of an update: the object's own rules plus what may not
+/// change on the way from `old` (no new finalizers while deleting).
+pub fn validate_update(info: &ResourceInfo, new: &Value, old: &Value) -> Vec<StatusCause> {
+    let mut causes = validate_object(info, new);
+    causes.extend(super::lifecycle::validate_lifecycle_update(new, old));
     causes
 }
 

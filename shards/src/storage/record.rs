@@ -92,7 +92,7 @@ impl ObjectRecord {
             resource: resource.to_string(),
             namespace: o.namespace.to_string(),
             name: o.name.to_string(),
-            uid: o.uid.to_string(),
+            uid: o.uid().to_string(),
             revision: o.revision,
             labels: o.labels.to_vec(),
             fields: o.fields.to_vec(),
@@ -109,8 +109,16 @@ impl ObjectRecord {
             namespace,
             name: self.name.into(),
             uid: self.uid.into(),
-            labels: self.labels.into(),
-            fields: self.fields.into(),
+            labels: self
+                .labels
+                .iter()
+                .map(|(k, v)| (k.as_str(), v.as_str()))
+                .collect(),
+            fields: self
+                .fields
+                .iter()
+                .map(|(k, v)| (k.as_str(), v.as_str()))
+                .collect(),
         };
         let stored = StoredObject::from_json(&self.json, kind, meta);
         (self.resource, stored)
@@ -205,7 +213,7 @@ mod tests {
             revision: rev,
             labels: vec![("app".into(), "x".into())],
             fields: vec![],
-            json: vec![b'{'; body],
+            json: format!("{{\"uid\":\"u-1\",\"pad\":\"{}\"}}", "x".repeat(body)).into_bytes(),
         }
     }
 

@@ -82,17 +82,6 @@ impl LogState {
             .map(|(_, state)| state.clone())
     }
 
-    /// Names in a namespace that exist only as pending creations.
-    pub(super) fn pending_names(&self, resource: &str, namespace: &str) -> Vec<Arc<str>> {
-        self.overlay
-            .iter()
-            .filter(|((r, ns, _), (_, state))| {
-                **r == *resource && **ns == *namespace && state.is_some()
-            })
-            .map(|((_, _, n), _)| n.clone())
-            .collect()
-    }
-
     pub(super) fn queue(&mut self, event: Arc<Event>) {
         let o = &event.object;
         let state = (event.kind != EventType::Deleted).then(|| o.clone());

@@ -268,7 +268,7 @@ async fn check_still_valid(
             .await
             .map_err(|e| e.message)?;
         match obj {
-            Some(o) if *o.uid == *r.uid => {}
+            Some(o) if o.uid() == r.uid => {}
             _ => {
                 return Err(format!(
                     "{} {:?} bound to this token has been deleted",

@@ -17,7 +17,7 @@ use kubeshard_cache::StoredObject;
 use kubeshard_core::authn::{Attributes, UserInfo, MASTERS};
 use kubeshard_core::rbac::covers::uncovered;
 use kubeshard_core::rbac::types::{role_ref_of, rules_of};
-use kubeshard_core::rbac::{PolicyRule, RbacKind, RoleRef, GROUP};
+use kubeshard_core::rbac::{rule_allows, PolicyRule, RbacKind, RoleRef, GROUP};
 use kubeshard_core::status::{field_invalid, ApiError};
 use kubeshard_shards::store::TryUpdate;
 use serde_json::Value;
@@ -57,12 +57,14 @@ enum Check {
     },
     /// The role `role_ref` names must be bindable by the writer or covered
     /// by `owner`.
+    /// The rules of the roles the binding may reference (just its own
+    /// roleRef's when that is known in advance), with the binding's
+    /// namespace for the `bind` check.
     Binding {
         owner: Vec<PolicyRule>,
         errors: Vec<String>,
-        role_ref: RoleRef,
-        bindable: bool,
-        rules: Option<Arc<[PolicyRule]>>,
+        namespace: String,
+        roles: Vec<(RoleRef, Arc<[PolicyRule]>)>,
     },
 }
 
@@ -74,7 +76,9 @@ fn everything() -> [PolicyRule; 2] {
 }
 
 /// What to check for a write of `kind` named `name` in `ns` (None when
-/// the writer is exempt). A binding's check is for `role_ref`.
+/// the writer is exempt). A binding's check is for `role_ref`; when that
+/// is not known yet (a binding created by an update or an apply), the
+/// check carries every role the binding could reference.
 fn prepare(
     api: &Api,
     user: &UserInfo,
@@ -87,35 +91,31 @@ fn prepare(
         return None;
     }
     let (owner, errors) = rules_for(api, user, ns);
-    match role_ref {
-        None => {
-            if may(api, user, "escalate", kind.plural(), ns, name) {
-                return None;
-            }
-            let full_authority = uncovered(&owner, &everything()).is_empty();
-            Some(Check::Role {
-                owner,
-                errors,
-                full_authority,
-            })
+    if !kind.is_binding() {
+        if may(api, user, "escalate", kind.plural(), ns, name) {
+            return None;
         }
-        Some(role_ref) => {
-            let resource = if role_ref.kind == "Role" {
-                "roles"
-            } else {
-                "clusterroles"
-            };
-            let bindable = may(api, user, "bind", resource, ns, &role_ref.name);
-            let rules = api.security.rbac.borrow().resolve(&role_ref, ns).cloned();
-            Some(Check::Binding {
-                owner,
-                errors,
-                role_ref,
-                bindable,
-                rules,
-            })
-        }
+        let full_authority = uncovered(&owner, &everything()).is_empty();
+        return Some(Check::Role {
+            owner,
+            errors,
+            full_authority,
+        });
     }
+    let idx = api.security.rbac.borrow();
+    let roles = match role_ref {
+        Some(r) => idx
+            .resolve(&r, ns)
+            .map(|rules| vec![(r, rules.clone())])
+            .unwrap_or_default(),
+        None => idx.referable_roles(ns),
+    };
+    Some(Check::Binding {
+        owner,
+        errors,
+        namespace: ns.to_string(),
+        roles,
+    })
 }
 
 fn escalation_error(
@@ -168,14 +168,22 @@ impl Check {
             Check::Binding {
                 owner,
                 errors,
-                role_ref,
-                bindable,
-                rules,
+                namespace,
+                roles,
             } => {
-                if *bindable {
+                let role_ref = role_ref_of(obj);
+                let resource = if role_ref.kind == "Role" {
+                    "roles"
+                } else {
+                    "clusterroles"
+                };
+                // `bind` is decided from the same rules the authorizer
+                // would use for this namespace.
+                let bind = Attributes::resource("bind", GROUP, resource, namespace, &role_ref.name);
+                if owner.iter().any(|r| rule_allows(&bind, r)) {
                     return Ok(());
                 }
-                let Some(rules) = rules else {
+                let Some((_, rules)) = roles.iter().find(|(r, _)| *r == role_ref) else {
                     let what = if role_ref.kind == "Role" {
                         "role"
                     } else {
@@ -267,7 +275,7 @@ pub async fn guard_update(
                     )],
                 ));
             }
-            if expected_ref.as_ref() != Some(&before) {
+            if expected_ref.is_some() && expected_ref.as_ref() != Some(&before) {
                 return Err(ApiError::conflict_stale(&info.group, &info.plural, name));
             }
         }

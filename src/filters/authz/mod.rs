@@ -151,7 +151,9 @@ pub fn rules_for(api: &Api, user: &UserInfo, namespace: &str) -> (Vec<PolicyRule
     for mode in &api.security.config.modes {
         match mode {
             Mode::AlwaysAllow => rules.extend(everything()),
-            Mode::AlwaysDeny => {}
+            // The union stops at a denying authorizer: nothing after it
+            // can grant anything.
+            Mode::AlwaysDeny => break,
             Mode::Rbac => {
                 let (r, e) = api.security.rbac.borrow().rules_for(user, namespace);
                 rules.extend(r);

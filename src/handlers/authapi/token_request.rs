@@ -76,7 +76,7 @@ pub async fn issue_token(api: &Api, info: &RequestInfo, mut obj: Value) -> Resul
             .await?
             .ok_or_else(|| ApiError::not_found("", &resource[1..], target))?;
         let want_uid = r.get("uid").and_then(Value::as_str).unwrap_or("");
-        if !want_uid.is_empty() && want_uid != &*stored.uid {
+        if !want_uid.is_empty() && want_uid != stored.uid() {
             return Err(ApiError::conflict(
                 "",
                 &resource[1..],
@@ -84,12 +84,12 @@ pub async fn issue_token(api: &Api, info: &RequestInfo, mut obj: Value) -> Resul
                 &format!("the UID in the bound object reference ({want_uid}) does not match the UID in record. The object might have been deleted and then recreated"),
             ));
         }
-        obj["spec"]["boundObjectRef"]["uid"] = json!(&*stored.uid);
+        obj["spec"]["boundObjectRef"]["uid"] = json!(stored.uid());
         bound = Some((
             kind.to_string(),
             ObjectRef {
                 name: target.to_string(),
-                uid: stored.uid.to_string(),
+                uid: stored.uid().to_string(),
             },
         ));
     }
@@ -99,7 +99,7 @@ pub async fn issue_token(api: &Api, info: &RequestInfo, mut obj: Value) -> Resul
             namespace: ns,
             account: ObjectRef {
                 name: name.to_string(),
-                uid: account.uid.to_string(),
+                uid: account.uid().to_string(),
             },
             audiences: audiences.clone(),
             expiration_seconds: seconds,

@@ -351,6 +351,29 @@ impl RbacIndex {
         }
     }
 
+    /// Every role a binding in `namespace` could reference (the
+    /// namespace's Roles, when it has one, and all ClusterRoles), with its
+    /// rules.
+    pub fn referable_roles(&self, namespace: &str) -> Vec<(RoleRef, Arc<[PolicyRule]>)> {
+        let role_ref = |kind: &str, name: &str| RoleRef {
+            api_group: super::GROUP.to_string(),
+            kind: kind.to_string(),
+            name: name.to_string(),
+        };
+        let roles = self
+            .roles
+            .get(namespace)
+            .into_iter()
+            .flatten()
+            .filter(|_| !namespace.is_empty())
+            .map(|(name, rules)| (role_ref("Role", name), rules.clone()));
+        let cluster = self
+            .cluster_roles
+            .values()
+            .map(|r| (role_ref("ClusterRole", &r.name), r.rules.clone()));
+        roles.chain(cluster).collect()
+    }
+
     pub fn cluster_role(&self, name: &str) -> Option<&Arc<ClusterRole>> {
         self.cluster_roles.get(name)
     }

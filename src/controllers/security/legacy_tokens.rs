@@ -89,7 +89,7 @@ async fn fill(api: &Api, ns: &str, name: &str) -> Result<(), ApiError> {
         ns,
         &ObjectRef {
             name: account.clone(),
-            uid: sa.uid.to_string(),
+            uid: sa.uid().to_string(),
         },
         name,
     )
@@ -97,7 +97,7 @@ async fn fill(api: &Api, ns: &str, name: &str) -> Result<(), ApiError> {
     let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
     let (data, uid) = (
         json!({"token": b64(&token), "namespace": b64(ns), "ca.crt": b64(&config.trust_pem)}),
-        sa.uid.to_string(),
+        sa.uid().to_string(),
     );
     let info = secrets.clone();
     api.shards()

@@ -1,0 +1,116 @@
+//! Small sets of string pairs (an object's labels, its selectable fields)
+//! packed into one allocation.
+//!
+//! Every stored object carries a few of each, and as `(String, String)`
+//! pairs they cost two allocations per pair plus the slice: about 240 bytes
+//! for two labels, more than a tenth of a typical object. Packed, they are
+//! one allocation of their bytes plus a length prefix per string.
+
+/// Pairs in the order given (callers sort labels by key), each string
+/// prefixed with its length as a little-endian u16 (longer strings are
+/// cut: no label key, label value or field a filter uses comes close).
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct PackedPairs(Box<[u8]>);
+
+impl PackedPairs {
+    pub fn new<'a>(pairs: impl IntoIterator<Item = (&'a str, &'a str)>) -> Self {
+        let mut buf = Vec::new();
+        for (k, v) in pairs {
+            for s in [k, v] {
+                let s = &s.as_bytes()[..s.len().min(u16::MAX as usize)];
+                buf.extend_from_slice(&(s.len() as u16).to_le_bytes());
+                buf.extend_from_slice(s);
+            }
+        }
+        Self(buf.into_boxed_slice())
+    }
+
+    pub fn iter(&self) -> PairIter<'_> {
+        PairIter(&self.0)
+    }
+
+    pub fn get(&self, key: &str) -> Option<&str> {
+        self.iter().find(|(k, _)| *k == key).map(|(_, v)| v)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// Heap bytes held.
+    pub fn heap_size(&self) -> usize {
+        self.0.len()
+    }
+
+    pub fn to_vec(&self) -> Vec<(String, String)> {
+        self.iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+}
+
+impl std::fmt::Debug for PackedPairs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_map().entries(self.iter()).finish()
+    }
+}
+
+pub struct PairIter<'a>(&'a [u8]);
+
+impl<'a> PairIter<'a> {
+    fn next_str(&mut self) -> Option<&'a str> {
+        let len = u16::from_le_bytes(self.0.get(..2)?.try_into().ok()?) as usize;
+        let s = self.0.get(2..2 + len)?;
+        self.0 = &self.0[2 + len..];
+        // Only whole &str were packed, but a cut at u16::MAX may have split
+        // a character: treat what does not decode as absent.
+        std::str::from_utf8(s).ok()
+    }
+}
+
+impl<'a> Iterator for PairIter<'a> {
+    type Item = (&'a str, &'a str);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let k = self.next_str()?;
+        let v = self.next_str()?;
+        Some((k, v))
+    }
+}
+
+impl<'a> FromIterator<(&'a str, &'a str)> for PackedPairs {
+    fn from_iter<T: IntoIterator<Item = (&'a str, &'a str)>>(iter: T) -> Self {
+        Self::new(iter)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn pairs_round_trip(pairs in prop::collection::vec((".{0,40}", ".{0,80}"), 0..12)) {
+            let packed = PackedPairs::new(pairs.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+            let back: Vec<(String, String)> = packed.to_vec();
+            prop_assert_eq!(&back, &pairs);
+            for (k, v) in &pairs {
+                let first = pairs.iter().find(|(k2, _)| k2 == k).map(|(_, v)| v.as_str());
+                prop_assert_eq!(packed.get(k), first);
+                let _ = v;
+            }
+        }
+    }
+
+    #[test]
+    fn empty_and_missing() {
+        let p = PackedPairs::default();
+        assert!(p.is_empty());
+        assert_eq!(p.get("a"), None);
+        let p = PackedPairs::new([("app", "web"), ("tier", "")]);
+        assert_eq!(p.get("tier"), Some(""));
+        assert_eq!(p.get("ap"), None);
+        assert_eq!(p.heap_size(), 2 + 3 + 2 + 3 + 2 + 4 + 2);
+    }
+}

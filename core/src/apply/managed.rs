@@ -1,0 +1,196 @@
+//! `metadata.managedFields`: who owns which fields, as entries of
+//! (manager, operation, apiVersion, time, subresource, FieldsV1).
+
+use super::set::FieldSet;
+use crate::status::go_quote;
+use serde_json::{json, Value};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Operation {
+    Apply,
+    Update,
+}
+
+impl Operation {
+    fn as_str(self) -> &'static str {
+        match self {
+            Operation::Apply => "Apply",
+            Operation::Update => "Update",
+        }
+    }
+}
+
+/// One manager's entry.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Entry {
+    pub manager: String,
+    pub operation: Operation,
+    pub api_version: String,
+    pub time: Option<String>,
+    pub subresource: String,
+    pub fields: FieldSet,
+}
+
+impl Entry {
+    /// Who this entry is: appliers are one manager whatever apiVersion they
+    /// applied with; updaters are one per apiVersion.
+    pub fn same_manager(&self, other: &Entry) -> bool {
+        self.manager == other.manager
+            && self.operation == other.operation
+            && self.subresource == other.subresource
+            && (self.operation == Operation::Apply || self.api_version == other.api_version)
+    }
+
+    /// How kube names a manager in conflict messages.
+    pub fn describe(&self) -> String {
+        let mut s = go_quote(&self.manager);
+        if !self.subresource.is_empty() {
+            s = format!("{s} with subresource {}", go_quote(&self.subresource));
+        }
+        match self.operation {
+            Operation::Update => format!("{s} using {}", self.api_version),
+            Operation::Apply => s,
+        }
+    }
+}
+
+/// The entries of an object, in kube's order.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ManagedFields(pub Vec<Entry>);
+
+impl ManagedFields {
+    /// Reads `metadata.managedFields`; malformed entries are dropped (kube
+    /// resets managed fields it cannot decode).
+    pub fn decode(obj: &Value) -> ManagedFields {
+        let Some(list) = obj
+            .pointer("/metadata/managedFields")
+            .and_then(Value::as_array)
+        else {
+            return ManagedFields::default();
+        };
+        let mut out = Vec::new();
+        for e in list {
+            let operation = match e.get("operation").and_then(Value::as_str) {
+                Some("Apply") => Operation::Apply,
+                Some("Update") => Operation::Update,
+                _ => continue,
+            };
+            let Some(fields) = e
+                .get("fieldsV1")
+                .map_or(Some(FieldSet::new()), FieldSet::from_fields_v1)
+            else {
+                continue;
+            };
+            let s = |k: &str| e.get(k).and_then(Value::as_str).unwrap_or("").to_string();
+            out.push(Entry {
+                manager: s("manager"),
+                operation,
+                api_version: s("apiVersion"),
+                time: e.get("time").and_then(Value::as_str).map(str::to_string),
+                subresource: s("subresource"),
+                fields,
+            });
+        }
+        ManagedFields(out)
+    }
+
+    /// The JSON list, sorted as kube sorts it (operation, time, manager,
+    /// apiVersion, subresource); managers that own nothing are dropped.
+    pub fn encode(&self) -> Value {
+        let mut entries: Vec<&Entry> = self.0.iter().filter(|e| !e.fields.is_empty()).collect();
+        entries.sort_by(|a, b| {
+            a.operation
+                .cmp(&b.operation)
+                .then_with(|| a.time.cmp(&b.time))
+                .then_with(|| a.manager.cmp(&b.manager))
+                .then_with(|| a.api_version.cmp(&b.api_version))
+                .then_with(|| a.subresource.cmp(&b.subresource))
+        });
+        Value::Array(
+            entries
+                .into_iter()
+                .map(|e| {
+                    let mut v = json!({
+                        "manager": e.manager,
+                        "operation": e.operation.as_str(),
+                        "apiVersion": e.api_version,
+                    });
+                    if let Some(t) = &e.time {
+                        v["time"] = json!(t);
+                    }
+                    v["fieldsType"] = json!("FieldsV1");
+                    v["fieldsV1"] = e.fields.to_fields_v1();
+                    if !e.subresource.is_empty() {
+                        v["subresource"] = json!(e.subresource);
+                    }
+                    v
+                })
+                .collect(),
+        )
+    }
+
+    /// Keeps at most `max` Update entries: the oldest are folded, per
+    /// apiVersion, into one `ancient-changes` entry (kube's cap, so an
+    /// object written by many clients does not grow without bound).
+    pub fn cap_updaters(&mut self, max: usize) {
+        let mut updaters: Vec<usize> = (0..self.0.len())
+            .filter(|&i| self.0[i].operation == Operation::Update)
+            .collect();
+        if updaters.len() <= max {
+            return;
+        }
+        updaters.sort_by(|&a, &b| {
+            let (a, b) = (&self.0[a], &self.0[b]);
+            a.time.cmp(&b.time).then_with(|| a.manager.cmp(&b.manager))
+        });
+        let mut count = updaters.len();
+        let mut first_of_version: Vec<(String, usize)> = Vec::new();
+        let mut drop: Vec<usize> = Vec::new();
+        for i in updaters {
+            if count <= max {
+                break;
+            }
+            let version = self.0[i].api_version.clone();
+            match first_of_version.iter().find(|(v, _)| *v == version) {
+                Some(&(_, bucket)) => {
+                    let merged = self.0[bucket].fields.union(&self.0[i].fields);
+                    let time = self.0[i].time.clone();
+                    let b = &mut self.0[bucket];
+                    b.manager = ANCIENT_CHANGES.to_string();
+                    b.subresource = String::new();
+                    b.fields = merged;
+                    b.time = time;
+                    drop.push(i);
+                    count -= 1;
+                }
+                None => first_of_version.push((version, i)),
+            }
+        }
+        drop.sort_unstable();
+        for i in drop.into_iter().rev() {
+            self.0.remove(i);
+        }
+    }
+
+    pub fn find_mut(&mut self, who: &Entry) -> Option<&mut Entry> {
+        self.0.iter_mut().find(|e| e.same_manager(who))
+    }
+}
+
+/// The manager the oldest updates are folded into past the cap.
+pub const ANCIENT_CHANGES: &str = "ancient-changes";
+
+/// The manager name kube derives from a User-Agent when `fieldManager` is
+/// not given: what precedes the first `/`, printable characters only, at
+/// most 128 bytes.
+pub fn manager_from_user_agent(user_agent: &str) -> String {
+    let head = user_agent.split('/').next().unwrap_or("");
+    let mut out = String::new();
+    for c in head.chars().filter(|c| !c.is_control()) {
+        if out.len() >= 128 {
+            break;
+        }
+        out.push(c);
+    }
+    out
+}

@@ -1,0 +1,305 @@
+//! Server-side apply and field ownership (`metadata.managedFields`).
+//!
+//! Every write records who set which fields: a create, update or patch is
+//! an `Update` by its field manager and takes the fields it changed; an
+//! apply (`application/apply-patch+yaml`) is an `Apply` that owns exactly
+//! the fields of its configuration, merges them into the live object,
+//! drops the fields it applied before and no longer does (unless someone
+//! else owns them), and refuses — 409 — to change fields another manager
+//! owns unless forced. The semantics are structured-merge-diff's.
+
+pub mod managed;
+mod merge;
+pub mod path;
+pub mod set;
+pub mod typed;
+
+#[cfg(test)]
+mod tests;
+
+use crate::schema::Schema;
+use crate::status::{ApiError, StatusCause, StatusDetails};
+use managed::{Entry, ManagedFields, Operation};
+use path::{Display, Path, PathElement};
+use serde_json::{json, Value};
+use set::FieldSet;
+use typed::Fields;
+
+pub use managed::manager_from_user_agent;
+
+/// Who writes, how, and against which schema.
+pub struct Writer<'a> {
+    pub schema: Option<Schema<'a>>,
+    pub manager: &'a str,
+    /// The request's group/version (`apps/v1`, `v1`).
+    pub api_version: &'a str,
+    /// `""` for the main resource, `"status"` for the status subresource.
+    pub subresource: &'a str,
+    /// The kind has a status subresource: the main resource's managers do
+    /// not own status.
+    pub status_is_separate: bool,
+    /// RFC 3339 timestamp for entries this write touches.
+    pub now: &'a str,
+}
+
+/// How many Update entries an object keeps before the oldest are folded
+/// together (kube's default).
+const MAX_UPDATE_MANAGERS: usize = 10;
+
+/// Metadata kube never tracks ownership of.
+const STRIPPED: &[&[&str]] = &[
+    &["apiVersion"],
+    &["kind"],
+    &["metadata"],
+    &["metadata", "name"],
+    &["metadata", "namespace"],
+    &["metadata", "creationTimestamp"],
+    &["metadata", "selfLink"],
+    &["metadata", "uid"],
+    &["metadata", "generation"],
+    &["metadata", "managedFields"],
+    &["metadata", "resourceVersion"],
+    &["metadata", "deletionTimestamp"],
+    &["metadata", "deletionGracePeriodSeconds"],
+];
+
+impl Writer<'_> {
+    fn entry(&self, operation: Operation) -> Entry {
+        Entry {
+            manager: self.manager.to_string(),
+            operation,
+            api_version: self.api_version.to_string(),
+            time: Some(self.now.to_string()),
+            subresource: self.subresource.to_string(),
+            fields: FieldSet::new(),
+        }
+    }
+
+    /// The fields of `obj` that ownership is tracked for.
+    fn owned_fields(&self, obj: &Value) -> Result<Fields, typed::TypeError> {
+        let mut f = typed::fields(obj, self.schema)?;
+        let status = PathElement::Field("status".into());
+        f.retain(|p, _| {
+            let stripped = STRIPPED.iter().any(|s| {
+                s.len() == p.len()
+                    && s.iter()
+                        .zip(p)
+                        .all(|(a, b)| *b == PathElement::Field((*a).into()))
+            });
+            let in_status = p.first() == Some(&status);
+            let in_scope = match self.subresource {
+                "status" => in_status,
+                _ => !(self.status_is_separate && in_status),
+            };
+            !stripped && in_scope && !is_under_managed_fields(p)
+        });
+        Ok(f)
+    }
+}
+
+/// A key field of a list item (`name` under `k:{"name":…}`): it goes with
+/// its item, never alone.
+fn is_key_field(p: &Path) -> bool {
+    match p.as_slice() {
+        [.., PathElement::Key(keys), PathElement::Field(f)] => keys.iter().any(|(k, _)| k == f),
+        _ => false,
+    }
+}
+
+fn is_under_managed_fields(p: &Path) -> bool {
+    p.len() > 2
+        && p[0] == PathElement::Field("metadata".into())
+        && p[1] == PathElement::Field("managedFields".into())
+}
+
+/// The managers an update starts from: the ones the request carries when
+/// it changed them (a client may rewrite managedFields), else the live ones.
+fn starting_managers(old: Option<&Value>, new: &Value) -> ManagedFields {
+    let given = new.pointer("/metadata/managedFields");
+    let live = old.and_then(|o| o.pointer("/metadata/managedFields"));
+    match given {
+        Some(g) if Some(g) != live => ManagedFields::decode(new),
+        _ => old.map(ManagedFields::decode).unwrap_or_default(),
+    }
+}
+
+fn write(obj: &mut Value, managers: &ManagedFields) {
+    let encoded = managers.encode();
+    if let Some(md) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
+        if encoded.as_array().is_some_and(Vec::is_empty) {
+            md.shift_remove("managedFields");
+        } else {
+            md.insert("managedFields".into(), encoded);
+        }
+    }
+}
+
+/// Records a non-apply write of `new` (over `old`, None on create) by
+/// `w.manager`: it takes the fields it added or changed from everyone,
+/// and fields it removed leave every manager. An object that does not fit
+/// its schema keeps its managed fields as they were.
+pub fn update(w: &Writer<'_>, old: Option<&Value>, new: &mut Value) {
+    let mut managers = starting_managers(old, new);
+    let empty = json!({});
+    let (Ok(before), Ok(after)) = (w.owned_fields(old.unwrap_or(&empty)), w.owned_fields(new))
+    else {
+        return;
+    };
+    let cmp = typed::compare(&before, &after);
+    let changed = FieldSet::from_paths(cmp.added.iter().chain(&cmp.modified));
+    let removed = FieldSet::from_paths(&cmp.removed);
+    let me = w.entry(Operation::Update);
+    for e in managers.0.iter_mut() {
+        e.fields = e.fields.difference(&removed);
+        if !e.same_manager(&me) {
+            e.fields = e.fields.difference(&changed);
+        }
+    }
+    if !changed.is_empty() {
+        match managers.find_mut(&me) {
+            Some(e) => {
+                e.fields = e.fields.union(&changed);
+                e.time = me.time.clone();
+            }
+            None => {
+                let mut e = me;
+                e.fields = changed;
+                managers.0.push(e);
+            }
+        }
+    }
+    managers.cap_updaters(MAX_UPDATE_MANAGERS);
+    write(new, &managers);
+}
+
+/// Applies `config` over `live` (None: the object does not exist yet and
+/// is created from the configuration) for `w.manager`. Returns the new
+/// object with its managed fields, or the 409 conflict kube answers.
+pub fn apply(
+    w: &Writer<'_>,
+    live: Option<&Value>,
+    config: &Value,
+    force: bool,
+    describe: &str,
+) -> Result<Value, ApiError> {
+    if config.pointer("/metadata/managedFields").is_some() {
+        return Err(ApiError::bad_request("metadata.managedFields must be nil"));
+    }
+    let typed_error = |e: typed::TypeError| {
+        ApiError::new(
+            500,
+            "",
+            format!("failed to create typed patch object ({describe}): {}", e.0),
+        )
+    };
+    let config_fields = w.owned_fields(config).map_err(typed_error)?;
+    let skeleton =
+        json!({"apiVersion": config.get("apiVersion"), "kind": config.get("kind"), "metadata": {}});
+    let live_value = live.unwrap_or(&skeleton);
+    let mut managers = live.map(ManagedFields::decode).unwrap_or_default();
+    let mut merged = merge::merge(live_value, config, w.schema).map_err(typed_error)?;
+
+    let me = w.entry(Operation::Apply);
+    let new_set = FieldSet::from_paths(
+        config_fields
+            .iter()
+            .filter(|(_, e)| **e != typed::Entry::Map)
+            .map(|(p, _)| p),
+    );
+    let last_set = managers
+        .find_mut(&me)
+        .map(|e| e.fields.clone())
+        .unwrap_or_default();
+    // Fields this applier gave up, unless another manager still owns them.
+    // Parents first: removing an item makes its fields' removal a no-op.
+    for p in last_set.difference(&new_set).paths().iter() {
+        let owned_elsewhere = managers
+            .0
+            .iter()
+            .any(|e| !e.same_manager(&me) && e.fields.has_prefix(p));
+        if !owned_elsewhere && !is_key_field(p) {
+            merge::remove(&mut merged, p, w.schema);
+        }
+    }
+
+    let before = w.owned_fields(live_value).map_err(typed_error)?;
+    let after = w.owned_fields(&merged).map_err(typed_error)?;
+    let cmp = typed::compare(&before, &after);
+    let changed = FieldSet::from_paths(cmp.added.iter().chain(&cmp.modified));
+    let removed = FieldSet::from_paths(&cmp.removed);
+    let mut conflicts: Vec<(String, Path)> = Vec::new();
+    for e in managers.0.iter().filter(|e| !e.same_manager(&me)) {
+        for p in e.fields.intersection(&changed).paths() {
+            conflicts.push((e.describe(), p));
+        }
+    }
+    if !conflicts.is_empty() && !force {
+        return Err(conflict_error(conflicts));
+    }
+    for e in managers.0.iter_mut() {
+        if !e.same_manager(&me) {
+            e.fields = e.fields.difference(&changed).difference(&removed);
+        }
+    }
+    // An apply that changes no field keeps its entry's time (so applying
+    // the same configuration again changes nothing at all).
+    let object_changed = live.is_none() || merged != *live_value;
+    match managers.find_mut(&me) {
+        Some(e) => {
+            e.fields = new_set;
+            if object_changed {
+                e.time = me.time.clone();
+            }
+            e.api_version = me.api_version.clone();
+        }
+        None => {
+            let mut e = me;
+            e.fields = new_set;
+            managers.0.push(e);
+        }
+    }
+    write(&mut merged, &managers);
+    Ok(merged)
+}
+
+/// kube's 409 for apply conflicts, one cause per field.
+fn conflict_error(mut conflicts: Vec<(String, Path)>) -> ApiError {
+    conflicts.sort();
+    let causes: Vec<StatusCause> = conflicts
+        .iter()
+        .map(|(m, p)| StatusCause {
+            reason: "FieldManagerConflict".into(),
+            message: format!("conflict with {m}"),
+            field: Display(p).to_string(),
+        })
+        .collect();
+    let message = if conflicts.len() == 1 {
+        format!(
+            "Apply failed with 1 conflict: conflict with {}: {}",
+            conflicts[0].0,
+            Display(&conflicts[0].1)
+        )
+    } else {
+        let mut lines = Vec::new();
+        let mut last: Option<&str> = None;
+        for (m, p) in &conflicts {
+            if last != Some(m.as_str()) {
+                lines.push(format!("conflicts with {m}:"));
+                last = Some(m);
+            }
+            lines.push(format!("- {}", Display(p)));
+        }
+        format!(
+            "Apply failed with {} conflicts: {}",
+            conflicts.len(),
+            lines.join("\n")
+        )
+    };
+    ApiError {
+        details: Some(Box::new(StatusDetails {
+            causes,
+            ..StatusDetails::default()
+        })),
+        ..ApiError::new(409, "Conflict", message)
+    }
+}

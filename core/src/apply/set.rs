@@ -1,0 +1,144 @@
+//! Sets of field paths (what a manager owns), stored as a trie and encoded
+//! as FieldsV1: every node a JSON object keyed by its children's path
+//! elements, `"."` marking a node that is itself in the set.
+
+use super::path::{Path, PathElement};
+use serde_json::{Map, Value};
+use std::collections::BTreeMap;
+
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FieldSet {
+    children: BTreeMap<PathElement, Node>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+struct Node {
+    /// The path ending here is in the set.
+    member: bool,
+    set: FieldSet,
+}
+
+impl FieldSet {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.children.is_empty()
+    }
+
+    pub fn insert(&mut self, path: &[PathElement]) {
+        let Some((first, rest)) = path.split_first() else {
+            return;
+        };
+        let node = self.children.entry(first.clone()).or_default();
+        if rest.is_empty() {
+            node.member = true;
+        } else {
+            node.set.insert(rest);
+        }
+    }
+
+    pub fn contains(&self, path: &[PathElement]) -> bool {
+        let Some((first, rest)) = path.split_first() else {
+            return false;
+        };
+        match self.children.get(first) {
+            Some(n) if rest.is_empty() => n.member,
+            Some(n) => n.set.contains(rest),
+            None => false,
+        }
+    }
+
+    /// Whether any path of the set starts with `prefix` (or is it).
+    pub fn has_prefix(&self, prefix: &[PathElement]) -> bool {
+        let Some((first, rest)) = prefix.split_first() else {
+            return !self.is_empty();
+        };
+        match self.children.get(first) {
+            Some(_) if rest.is_empty() => true,
+            Some(n) => n.set.has_prefix(rest),
+            None => false,
+        }
+    }
+
+    /// Every path in the set, in order.
+    pub fn paths(&self) -> Vec<Path> {
+        let mut out = Vec::new();
+        self.collect(&mut Vec::new(), &mut out);
+        out
+    }
+
+    fn collect(&self, prefix: &mut Path, out: &mut Vec<Path>) {
+        for (pe, node) in &self.children {
+            prefix.push(pe.clone());
+            if node.member {
+                out.push(prefix.clone());
+            }
+            node.set.collect(prefix, out);
+            prefix.pop();
+        }
+    }
+
+    pub fn from_paths<'a>(paths: impl IntoIterator<Item = &'a Path>) -> Self {
+        let mut s = FieldSet::new();
+        for p in paths {
+            s.insert(p);
+        }
+        s
+    }
+
+    pub fn union(&self, other: &FieldSet) -> FieldSet {
+        let mut out = self.clone();
+        for p in other.paths() {
+            out.insert(&p);
+        }
+        out
+    }
+
+    /// Paths of `self` not in `other` (exact paths; children of a removed
+    /// path stay).
+    pub fn difference(&self, other: &FieldSet) -> FieldSet {
+        FieldSet::from_paths(self.paths().iter().filter(|p| !other.contains(p)))
+    }
+
+    pub fn intersection(&self, other: &FieldSet) -> FieldSet {
+        FieldSet::from_paths(self.paths().iter().filter(|p| other.contains(p)))
+    }
+
+    /// The FieldsV1 JSON of the set.
+    pub fn to_fields_v1(&self) -> Value {
+        let mut m = Map::new();
+        for (pe, node) in &self.children {
+            let mut child = match node.set.to_fields_v1() {
+                Value::Object(c) => c,
+                _ => Map::new(),
+            };
+            if node.member && !child.is_empty() {
+                let mut with_dot = Map::new();
+                with_dot.insert(".".into(), Value::Object(Map::new()));
+                with_dot.extend(child);
+                child = with_dot;
+            }
+            m.insert(pe.fields_v1_key(), Value::Object(child));
+        }
+        Value::Object(m)
+    }
+
+    /// Parses FieldsV1; None when it is not well formed.
+    pub fn from_fields_v1(v: &Value) -> Option<FieldSet> {
+        let m = v.as_object()?;
+        let mut out = FieldSet::new();
+        for (key, child) in m {
+            if key == "." {
+                continue;
+            }
+            let pe = PathElement::parse_fields_v1_key(key)?;
+            let c = child.as_object()?;
+            let set = FieldSet::from_fields_v1(child)?;
+            let member = c.is_empty() || c.contains_key(".");
+            out.children.insert(pe, Node { member, set });
+        }
+        Some(out)
+    }
+}

@@ -1,0 +1,312 @@
+use super::managed::{ManagedFields, Operation};
+use super::path::PathElement;
+use super::set::FieldSet;
+use super::*;
+use crate::schema::builtin;
+use proptest::prelude::*;
+use serde_json::json;
+
+fn writer<'a>(manager: &'a str, now: &'a str) -> Writer<'a> {
+    Writer {
+        schema: builtin().kind("apps", "v1", "Deployment"),
+        manager,
+        api_version: "apps/v1",
+        subresource: "",
+        status_is_separate: true,
+        now,
+    }
+}
+
+fn deployment(replicas: i64, env: serde_json::Value) -> serde_json::Value {
+    json!({"apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "d", "namespace": "default", "labels": {"app": "d"}},
+        "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": "d"}},
+            "template": {"metadata": {"labels": {"app": "d"}}, "spec": {"containers": [
+                {"name": "web", "image": "nginx:1.25", "env": env}]}}}})
+}
+
+fn owner_of(obj: &serde_json::Value, manager: &str) -> FieldSet {
+    ManagedFields::decode(obj)
+        .0
+        .into_iter()
+        .find(|e| e.manager == manager)
+        .map(|e| e.fields)
+        .unwrap_or_default()
+}
+
+fn replicas_path() -> Vec<PathElement> {
+    vec![
+        PathElement::Field("spec".into()),
+        PathElement::Field("replicas".into()),
+    ]
+}
+
+#[test]
+fn fields_v1_encoding_matches_kube() {
+    let obj = deployment(1, json!([{"name": "A", "value": "1"}]));
+    let mut new = obj.clone();
+    update(
+        &writer("kubectl-create", "2025-01-01T00:00:00Z"),
+        None,
+        &mut new,
+    );
+    let mf = &new["metadata"]["managedFields"][0];
+    assert_eq!(mf["manager"], "kubectl-create");
+    assert_eq!(mf["operation"], "Update");
+    assert_eq!(mf["apiVersion"], "apps/v1");
+    assert_eq!(mf["time"], "2025-01-01T00:00:00Z");
+    assert_eq!(mf["fieldsType"], "FieldsV1");
+    let f = &mf["fieldsV1"];
+    assert_eq!(f["f:metadata"]["f:labels"], json!({".": {}, "f:app": {}}));
+    assert_eq!(f["f:spec"]["f:replicas"], json!({}));
+    assert_eq!(f["f:spec"]["f:selector"], json!({}), "selector is atomic");
+    let c = &f["f:spec"]["f:template"]["f:spec"]["f:containers"]["k:{\"name\":\"web\"}"];
+    assert_eq!(c["."], json!({}));
+    assert_eq!(c["f:image"], json!({}));
+    assert_eq!(
+        c["f:env"]["k:{\"name\":\"A\"}"],
+        json!({".": {}, "f:name": {}, "f:value": {}})
+    );
+    assert!(
+        f["f:metadata"].get("f:name").is_none(),
+        "name is never owned"
+    );
+    // Round trip.
+    let set = FieldSet::from_fields_v1(f).unwrap();
+    assert_eq!(set.to_fields_v1(), *f);
+}
+
+#[test]
+fn two_managers_conflict_and_force() {
+    let t = "2025-01-01T00:00:00Z";
+    let mut live = deployment(1, json!([]));
+    update(&writer("kubectl-client-side-apply", t), None, &mut live);
+    let config = json!({"apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "d", "namespace": "default"}, "spec": {"replicas": 3}});
+    let err = apply(&writer("ssa", t), Some(&live), &config, false, "default/d").unwrap_err();
+    assert_eq!(err.code, 409);
+    assert_eq!(err.reason, "Conflict");
+    assert_eq!(
+        err.message,
+        "Apply failed with 1 conflict: conflict with \"kubectl-client-side-apply\" using apps/v1: .spec.replicas"
+    );
+    let cause = &err.details.as_ref().unwrap().causes[0];
+    assert_eq!(cause.reason, "FieldManagerConflict");
+    assert_eq!(cause.field, ".spec.replicas");
+    assert_eq!(
+        cause.message,
+        "conflict with \"kubectl-client-side-apply\" using apps/v1"
+    );
+
+    // The same value another manager set is shared, not a conflict.
+    let same = json!({"apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "d", "namespace": "default"}, "spec": {"replicas": 1}});
+    let shared = apply(&writer("ssa", t), Some(&live), &same, false, "default/d").unwrap();
+    assert!(owner_of(&shared, "ssa").contains(&replicas_path()));
+    assert!(owner_of(&shared, "kubectl-client-side-apply").contains(&replicas_path()));
+
+    // Forced: the applier takes the field away.
+    let forced = apply(&writer("ssa", t), Some(&live), &config, true, "default/d").unwrap();
+    assert_eq!(forced["spec"]["replicas"], 3);
+    assert!(owner_of(&forced, "ssa").contains(&replicas_path()));
+    assert!(!owner_of(&forced, "kubectl-client-side-apply").contains(&replicas_path()));
+    let entries = ManagedFields::decode(&forced).0;
+    assert_eq!(
+        entries[0].operation,
+        Operation::Apply,
+        "Apply entries sort first"
+    );
+}
+
+#[test]
+fn apply_drops_fields_it_no_longer_applies() {
+    let t = "2025-01-01T00:00:00Z";
+    let first = deployment(
+        2,
+        json!([{"name": "A", "value": "1"}, {"name": "B", "value": "2"}]),
+    );
+    let created = apply(&writer("mgr", t), None, &first, false, "default/d").unwrap();
+    assert_eq!(created["spec"]["replicas"], 2);
+    let second = deployment(2, json!([{"name": "A", "value": "1"}]));
+    let mut second = second;
+    second["metadata"].as_object_mut().unwrap().remove("labels");
+    let out = apply(
+        &writer("mgr", t),
+        Some(&created),
+        &second,
+        false,
+        "default/d",
+    )
+    .unwrap();
+    let env = &out["spec"]["template"]["spec"]["containers"][0]["env"];
+    assert_eq!(*env, json!([{"name": "A", "value": "1"}]));
+    assert!(
+        out["metadata"].get("labels").is_none(),
+        "an emptied map goes"
+    );
+    // A field another manager owns survives the applier dropping it.
+    let mut touched = out.clone();
+    touched["spec"]["template"]["spec"]["containers"][0]["env"][0]["value"] = json!("9");
+    update(&writer("editor", t), Some(&out), &mut touched);
+    let mut third = second.clone();
+    third["spec"]["template"]["spec"]["containers"][0]["env"] = json!([]);
+    let kept = apply(
+        &writer("mgr", t),
+        Some(&touched),
+        &third,
+        false,
+        "default/d",
+    )
+    .unwrap();
+    let env = &kept["spec"]["template"]["spec"]["containers"][0]["env"];
+    assert_eq!(*env, json!([{"name": "A", "value": "9"}]), "{kept}");
+}
+
+#[test]
+fn apply_errors() {
+    let t = "2025-01-01T00:00:00Z";
+    let bad = json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"}, "spec": {"bogus": 1}});
+    let err = apply(&writer("m", t), None, &bad, false, "default/d").unwrap_err();
+    assert_eq!(err.code, 500);
+    assert_eq!(err.message, "failed to create typed patch object (default/d): .spec.bogus: field not declared in schema");
+    let with_mf = json!({"metadata": {"name": "d", "managedFields": []}});
+    assert_eq!(
+        apply(&writer("m", t), None, &with_mf, false, "x")
+            .unwrap_err()
+            .code,
+        400
+    );
+}
+
+#[test]
+fn no_op_apply_keeps_the_object() {
+    let t1 = "2025-01-01T00:00:00Z";
+    let created = apply(
+        &writer("m", t1),
+        None,
+        &deployment(1, json!([])),
+        false,
+        "d",
+    )
+    .unwrap();
+    let again = apply(
+        &writer("m", "2030-01-01T00:00:00Z"),
+        Some(&created),
+        &deployment(1, json!([])),
+        false,
+        "d",
+    )
+    .unwrap();
+    assert_eq!(again, created);
+}
+
+#[test]
+fn update_takes_changed_fields_from_others_and_merges_its_own() {
+    let t = "2025-01-01T00:00:00Z";
+    let mut a = deployment(1, json!([]));
+    update(&writer("a", t), None, &mut a);
+    let mut b = a.clone();
+    b["spec"]["replicas"] = json!(5);
+    update(&writer("b", t), Some(&a), &mut b);
+    assert!(owner_of(&b, "b").contains(&replicas_path()));
+    assert!(!owner_of(&b, "a").contains(&replicas_path()));
+    let mut c = b.clone();
+    c["spec"]["paused"] = json!(true);
+    update(&writer("b", t), Some(&b), &mut c);
+    let owned = owner_of(&c, "b");
+    assert!(
+        owned.contains(&replicas_path()),
+        "a manager's earlier fields stay"
+    );
+    assert!(owned.contains(&[
+        PathElement::Field("spec".into()),
+        PathElement::Field("paused".into())
+    ]));
+}
+
+#[test]
+fn update_managers_are_capped_at_ten() {
+    let mut obj = deployment(1, json!([]));
+    update(&writer("m00", "2025-01-01T00:00:00Z"), None, &mut obj);
+    for i in 1..14 {
+        let mut next = obj.clone();
+        next["metadata"]["labels"][format!("k{i}")] = json!("v");
+        let t = format!("2025-01-01T00:00:{i:02}Z");
+        update(&writer(&format!("m{i:02}"), &t), Some(&obj), &mut next);
+        obj = next;
+    }
+    let entries = ManagedFields::decode(&obj).0;
+    assert_eq!(
+        entries.len(),
+        10,
+        "{:?}",
+        entries.iter().map(|e| &e.manager).collect::<Vec<_>>()
+    );
+    let ancient = entries
+        .iter()
+        .find(|e| e.manager == "ancient-changes")
+        .unwrap();
+    // The first writer's fields are in the folded entry.
+    assert!(ancient.fields.contains(&replicas_path()));
+    assert!(entries.iter().any(|e| e.manager == "m13"));
+    assert!(!entries.iter().any(|e| e.manager == "m00"));
+}
+
+fn arb_path() -> impl Strategy<Value = Vec<PathElement>> {
+    let pe = prop_oneof![
+        "[a-z]{1,3}".prop_map(PathElement::Field),
+        (0usize..3).prop_map(PathElement::Index),
+        "[a-z]{1,2}".prop_map(|s| PathElement::Value(json!(s))),
+        ("[a-z]{1,2}", 0i64..3).prop_map(|(k, v)| PathElement::Key(vec![
+            ("name".into(), json!(k)),
+            ("port".into(), json!(v))
+        ])),
+    ];
+    prop::collection::vec(pe, 1..4)
+}
+
+proptest! {
+    #[test]
+    fn fields_v1_round_trips(paths in prop::collection::vec(arb_path(), 0..12)) {
+        let set = FieldSet::from_paths(&paths);
+        let back = FieldSet::from_fields_v1(&set.to_fields_v1()).unwrap();
+        prop_assert_eq!(back.paths(), set.paths());
+        for p in &paths {
+            prop_assert!(back.contains(p));
+        }
+    }
+
+    #[test]
+    fn set_algebra(a in prop::collection::vec(arb_path(), 0..8), b in prop::collection::vec(arb_path(), 0..8)) {
+        let (sa, sb) = (FieldSet::from_paths(&a), FieldSet::from_paths(&b));
+        let u = sa.union(&sb);
+        let d = sa.difference(&sb);
+        let i = sa.intersection(&sb);
+        for p in a.iter().chain(&b) {
+            prop_assert!(u.contains(p));
+            prop_assert_eq!(d.contains(p), sa.contains(p) && !sb.contains(p));
+            prop_assert_eq!(i.contains(p), sa.contains(p) && sb.contains(p));
+        }
+    }
+
+    #[test]
+    fn applied_values_win_and_reapplying_is_stable(
+        replicas in 0i64..5, live_replicas in 0i64..5,
+        names in prop::collection::btree_set("[A-E]", 0..4),
+        live_names in prop::collection::btree_set("[A-E]", 0..4),
+    ) {
+        let env = |ns: &std::collections::BTreeSet<String>| json!(ns.iter().map(|n| json!({"name": n, "value": n})).collect::<Vec<_>>());
+        let t = "2025-01-01T00:00:00Z";
+        let live = apply(&writer("other", t), None, &deployment(live_replicas, env(&live_names)), true, "d").unwrap();
+        let config = deployment(replicas, env(&names));
+        let out = apply(&writer("me", t), Some(&live), &config, true, "d").unwrap();
+        prop_assert_eq!(&out["spec"]["replicas"], &json!(replicas));
+        let got: std::collections::BTreeSet<String> = out["spec"]["template"]["spec"]["containers"][0]["env"]
+            .as_array().into_iter().flatten().map(|e| e["name"].as_str().unwrap().to_string()).collect();
+        for n in &names {
+            prop_assert!(got.contains(n));
+        }
+        let again = apply(&writer("me", t), Some(&out), &config, false, "d").unwrap();
+        prop_assert_eq!(again, out);
+    }
+}

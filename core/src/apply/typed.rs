@@ -1,0 +1,186 @@
+//! The fields an object sets, by schema — structured-merge-diff's
+//! "to field set" walk, keeping each leaf's value so two objects can be
+//! compared path by path.
+//!
+//! Leaves are scalars, atomic lists and maps, and empty or null values;
+//! list items (by key or value) and map entries are members themselves;
+//! struct fields with content are not (their leaves are).
+
+use super::path::{Display, Path, PathElement};
+use crate::schema::{ListType, Node, Schema};
+use serde_json::Value;
+use std::collections::BTreeMap;
+
+/// What a path holds in an object.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Entry {
+    /// A value owned whole.
+    Leaf(Value),
+    /// A list item or map entry whose content is listed separately.
+    Member,
+    /// A map-typed field with content (labels, data): not owned by an
+    /// applier, but an update that creates it takes it as a member.
+    Map,
+}
+
+pub type Fields = BTreeMap<Path, Entry>;
+
+/// Why an object does not fit its schema (kube refuses such applies).
+#[derive(Debug, Clone, PartialEq)]
+pub struct TypeError(pub String);
+
+/// Every path `value` sets.
+pub fn fields(value: &Value, schema: Option<Schema<'_>>) -> Result<Fields, TypeError> {
+    let mut out = Fields::new();
+    walk(value, schema, &mut Vec::new(), &mut out)?;
+    Ok(out)
+}
+
+/// How a value merges, from its schema (or, without one, from its shape:
+/// objects merge by key, lists are atomic).
+pub(super) enum Shape<'s> {
+    Leaf,
+    Struct(Option<Schema<'s>>),
+    List(ListType, Option<Schema<'s>>),
+}
+
+pub(super) fn shape<'s>(value: &Value, schema: Option<Schema<'s>>) -> Shape<'s> {
+    match schema.map(|s| (s, s.node())) {
+        Some((s, Node::Object(o))) if !o.atomic => Shape::Struct(Some(s)),
+        Some((s, Node::Map(m))) if !m.atomic => Shape::Struct(Some(s)),
+        Some((s, Node::List(l))) => Shape::List(l.list_type.clone(), s.items()),
+        Some((_, Node::Untyped)) | None => match value {
+            Value::Object(_) => Shape::Struct(None),
+            _ => Shape::Leaf,
+        },
+        Some(_) => Shape::Leaf,
+    }
+}
+
+/// The path element naming `item` (at `index`) in a list of `list_type`.
+pub(super) fn item_element(
+    item: &Value,
+    index: usize,
+    list_type: &ListType,
+    at: &[PathElement],
+) -> Result<PathElement, TypeError> {
+    match list_type {
+        ListType::Set => Ok(PathElement::Value(item.clone())),
+        ListType::Map(keys) => {
+            let mut k = Vec::with_capacity(keys.len());
+            for key in keys {
+                match item.get(key.as_ref()) {
+                    Some(v) if !v.is_null() => k.push((key.to_string(), v.clone())),
+                    // kube's defaults fill protocol in keys; a missing one
+                    // is matched as kube matches it after defaulting.
+                    _ if key.as_ref() == "protocol" => k.push((key.to_string(), Value::from("TCP"))),
+                    _ => {
+                        return Err(TypeError(format!(
+                            "{}: element {index}: associative list with keys has an element that omits key field {:?} (and doesn't have default value)",
+                            Display(at),
+                            key.as_ref()
+                        )))
+                    }
+                }
+            }
+            k.sort_by(|a, b| a.0.cmp(&b.0));
+            Ok(PathElement::Key(k))
+        }
+        ListType::Atomic => Ok(PathElement::Index(index)),
+    }
+}
+
+fn walk(
+    value: &Value,
+    schema: Option<Schema<'_>>,
+    path: &mut Path,
+    out: &mut Fields,
+) -> Result<(), TypeError> {
+    match shape(value, schema) {
+        Shape::Leaf | Shape::List(ListType::Atomic, _) => {
+            if !path.is_empty() {
+                out.insert(path.clone(), Entry::Leaf(value.clone()));
+            }
+        }
+        Shape::List(list_type, items) => {
+            let Value::Array(list) = value else {
+                out.insert(path.clone(), Entry::Leaf(value.clone()));
+                return Ok(());
+            };
+            for (i, item) in list.iter().enumerate() {
+                let pe = item_element(item, i, &list_type, path)?;
+                path.push(pe);
+                if matches!(list_type, ListType::Set) {
+                    out.insert(path.clone(), Entry::Leaf(item.clone()));
+                } else {
+                    walk(item, items, path, out)?;
+                    out.insert(path.clone(), Entry::Member);
+                }
+                path.pop();
+            }
+        }
+        Shape::Struct(schema) => {
+            let is_map = schema.is_some_and(|s| matches!(s.node(), Node::Map(_)));
+            let Value::Object(map) = value else {
+                if !path.is_empty() {
+                    out.insert(path.clone(), Entry::Leaf(value.clone()));
+                }
+                return Ok(());
+            };
+            for (key, child) in map {
+                let (child_schema, declared) = match schema {
+                    Some(s) => match s.member(key) {
+                        Some((c, meta)) => (Some(c), meta.is_some()),
+                        None if s.accepts_unknown_fields() => (None, false),
+                        None => {
+                            path.push(PathElement::Field(key.clone()));
+                            let msg = format!("{}: field not declared in schema", Display(path));
+                            return Err(TypeError(msg));
+                        }
+                    },
+                    None => (None, false),
+                };
+                path.push(PathElement::Field(key.clone()));
+                walk(child, child_schema, path, out)?;
+                let empty = child.is_null() || child.as_object().is_some_and(|m| m.is_empty());
+                if empty {
+                    out.insert(path.clone(), Entry::Leaf(child.clone()));
+                } else if !declared {
+                    out.entry(path.clone()).or_insert(Entry::Member);
+                }
+                path.pop();
+            }
+            if is_map && !map.is_empty() && !path.is_empty() {
+                out.entry(path.clone()).or_insert(Entry::Map);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// What changed between two objects' fields.
+#[derive(Debug, Default)]
+pub struct Comparison {
+    pub added: Vec<Path>,
+    pub modified: Vec<Path>,
+    pub removed: Vec<Path>,
+}
+
+pub fn compare(old: &Fields, new: &Fields) -> Comparison {
+    let mut c = Comparison::default();
+    for (path, entry) in new {
+        match old.get(path) {
+            None => c.added.push(path.clone()),
+            Some(Entry::Member) if *entry == Entry::Member => {}
+            Some(Entry::Map) if *entry == Entry::Map => {}
+            Some(o) if o != entry => c.modified.push(path.clone()),
+            Some(_) => {}
+        }
+    }
+    for path in old.keys() {
+        if !new.contains_key(path) {
+            c.removed.push(path.clone());
+        }
+    }
+    c
+}

@@ -1,0 +1,35 @@
+//! Defaulting of the built-in kinds: the values kube-apiserver fills in
+//! when a client leaves them out (its `SetDefaults_*` functions), applied
+//! to every object written through create, update and patch, so what is
+//! stored and returned matches what kube would store and return.
+
+mod apps;
+mod pod;
+mod service;
+mod util;
+
+#[cfg(test)]
+mod tests;
+
+use serde_json::Value;
+
+/// Fills in defaults for an object of `group`/`kind` (unknown kinds are
+/// left alone: a CRD's defaults come from its schema).
+pub fn apply(group: &str, kind: &str, obj: &mut Value) {
+    match (group, kind) {
+        ("", "Pod") => pod::pod(obj),
+        ("", "PodTemplate") => pod::template(obj.get_mut("template")),
+        ("", "ReplicationController") => apps::replication_controller(obj),
+        ("", "Service") => service::service(obj),
+        ("", "Endpoints") => service::endpoints(obj),
+        ("", "Node") => service::node(obj),
+        ("", "Secret") => util::set(obj, "type", "Opaque"),
+        ("apps", "Deployment") => apps::deployment(obj),
+        ("apps", "ReplicaSet") => apps::replica_set(obj),
+        ("apps", "StatefulSet") => apps::stateful_set(obj),
+        ("apps", "DaemonSet") => apps::daemon_set(obj),
+        ("batch", "Job") => apps::job(obj.get_mut("spec")),
+        ("batch", "CronJob") => apps::cron_job(obj),
+        _ => {}
+    }
+}

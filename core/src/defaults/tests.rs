@@ -1,0 +1,119 @@
+use super::apply;
+use super::pod::pull_policy;
+use serde_json::json;
+
+#[test]
+fn pod_defaults() {
+    let mut pod = json!({"spec": {"containers": [{"name": "a", "image": "nginx",
+        "ports": [{"containerPort": 80}],
+        "resources": {"limits": {"cpu": "1"}},
+        "livenessProbe": {"httpGet": {"port": 80}},
+        "env": [{"name": "N", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}}]}],
+        "volumes": [{"name": "v"}, {"name": "s", "secret": {"secretName": "x"}}]}});
+    apply("", "Pod", &mut pod);
+    let spec = &pod["spec"];
+    assert_eq!(spec["restartPolicy"], "Always");
+    assert_eq!(spec["dnsPolicy"], "ClusterFirst");
+    assert_eq!(spec["schedulerName"], "default-scheduler");
+    assert_eq!(spec["terminationGracePeriodSeconds"], 30);
+    assert_eq!(spec["securityContext"], json!({}));
+    assert_eq!(spec["enableServiceLinks"], true);
+    let c = &spec["containers"][0];
+    assert_eq!(c["imagePullPolicy"], "Always");
+    assert_eq!(c["terminationMessagePath"], "/dev/termination-log");
+    assert_eq!(c["terminationMessagePolicy"], "File");
+    assert_eq!(c["ports"][0]["protocol"], "TCP");
+    assert_eq!(c["resources"]["requests"], json!({"cpu": "1"}));
+    let mut bare = json!({"spec": {"containers": [{"name": "b", "image": "x"}]}});
+    apply("", "Pod", &mut bare);
+    assert_eq!(bare["spec"]["containers"][0]["resources"], json!({}));
+    assert_eq!(
+        c["livenessProbe"],
+        json!({"httpGet": {"port": 80, "path": "/", "scheme": "HTTP"}, "timeoutSeconds": 1,
+               "periodSeconds": 10, "successThreshold": 1, "failureThreshold": 3})
+    );
+    assert_eq!(c["env"][0]["valueFrom"]["fieldRef"]["apiVersion"], "v1");
+    assert_eq!(spec["volumes"][0]["emptyDir"], json!({}));
+    assert_eq!(spec["volumes"][1]["secret"]["defaultMode"], 420);
+}
+
+#[test]
+fn explicit_values_win() {
+    let mut pod = json!({"spec": {"restartPolicy": "Never", "containers": [{"name": "a", "image": "x", "imagePullPolicy": "Never"}]}});
+    apply("", "Pod", &mut pod);
+    assert_eq!(pod["spec"]["restartPolicy"], "Never");
+    assert_eq!(pod["spec"]["containers"][0]["imagePullPolicy"], "Never");
+}
+
+#[test]
+fn image_pull_policy_follows_the_tag() {
+    assert_eq!(pull_policy("nginx"), "Always");
+    assert_eq!(pull_policy("nginx:latest"), "Always");
+    assert_eq!(pull_policy("nginx:1.25"), "IfNotPresent");
+    assert_eq!(pull_policy("registry:5000/team/app"), "Always");
+    assert_eq!(pull_policy("registry:5000/team/app:v2"), "IfNotPresent");
+    assert_eq!(pull_policy("nginx@sha256:abcd"), "IfNotPresent");
+    assert_eq!(pull_policy("nginx:latest@sha256:abcd"), "Always");
+}
+
+#[test]
+fn deployment_defaults() {
+    let mut d = json!({"spec": {"selector": {}, "template": {"spec": {"containers": [{"name": "a", "image": "nginx:1"}]}}}});
+    apply("apps", "Deployment", &mut d);
+    let spec = &d["spec"];
+    assert_eq!(spec["replicas"], 1);
+    assert_eq!(
+        spec["strategy"],
+        json!({"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": "25%", "maxSurge": "25%"}})
+    );
+    assert_eq!(spec["revisionHistoryLimit"], 10);
+    assert_eq!(spec["progressDeadlineSeconds"], 600);
+    let t = &spec["template"]["spec"];
+    assert_eq!(t["restartPolicy"], "Always");
+    assert!(
+        t.get("enableServiceLinks").is_none(),
+        "only pods get service links"
+    );
+    assert_eq!(t["containers"][0]["imagePullPolicy"], "IfNotPresent");
+    let mut r = json!({"spec": {"strategy": {"type": "Recreate"}}});
+    apply("apps", "Deployment", &mut r);
+    assert_eq!(r["spec"]["strategy"], json!({"type": "Recreate"}));
+}
+
+#[test]
+fn service_defaults() {
+    let mut s = json!({"spec": {"ports": [{"port": 80}, {"port": 53, "protocol": "UDP", "targetPort": "dns"}]}});
+    apply("", "Service", &mut s);
+    let spec = &s["spec"];
+    assert_eq!(spec["type"], "ClusterIP");
+    assert_eq!(spec["sessionAffinity"], "None");
+    assert_eq!(spec["internalTrafficPolicy"], "Cluster");
+    assert_eq!(spec["ipFamilyPolicy"], "SingleStack");
+    assert_eq!(spec["ipFamilies"], json!(["IPv4"]));
+    assert_eq!(
+        spec["ports"][0],
+        json!({"port": 80, "protocol": "TCP", "targetPort": 80})
+    );
+    assert_eq!(spec["ports"][1]["targetPort"], "dns");
+    assert!(spec.get("externalTrafficPolicy").is_none());
+    let mut lb = json!({"spec": {"type": "LoadBalancer", "ports": [{"port": 1}]}});
+    apply("", "Service", &mut lb);
+    assert_eq!(lb["spec"]["externalTrafficPolicy"], "Cluster");
+    assert_eq!(lb["spec"]["allocateLoadBalancerNodePorts"], true);
+    let mut en = json!({"spec": {"type": "ExternalName", "externalName": "x.example"}});
+    apply("", "Service", &mut en);
+    assert!(en["spec"].get("internalTrafficPolicy").is_none());
+}
+
+#[test]
+fn other_kinds() {
+    let mut e = json!({"subsets": [{"ports": [{"port": 1}]}]});
+    apply("", "Endpoints", &mut e);
+    assert_eq!(e["subsets"][0]["ports"][0]["protocol"], "TCP");
+    let mut n = json!({"status": {"capacity": {"cpu": "2"}}});
+    apply("", "Node", &mut n);
+    assert_eq!(n["status"]["allocatable"], json!({"cpu": "2"}));
+    let mut cm = json!({"data": {}});
+    apply("", "ConfigMap", &mut cm);
+    assert_eq!(cm, json!({"data": {}}));
+}

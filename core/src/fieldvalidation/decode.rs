@@ -1,0 +1,181 @@
+//! A JSON decoder that sees what `serde_json::Value` hides: a key given
+//! twice (serde_json silently keeps the last) and, with a schema, keys the
+//! kind does not declare — which it drops, as kube's typed decoding does.
+//! Findings come out in document order, the order kube reports them in.
+
+use super::Issue;
+use crate::schema::Schema;
+use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde_json::{Map, Value};
+use std::fmt;
+
+/// Decodes `body`, dropping (and reporting) unknown fields when `schema`
+/// is given and reporting duplicate keys (the last one wins).
+pub fn decode_json(
+    body: &[u8],
+    schema: Option<Schema<'_>>,
+) -> Result<(Value, Vec<Issue>), serde_json::Error> {
+    let mut ctx = Ctx::default();
+    let mut de = serde_json::Deserializer::from_slice(body);
+    let value = ValueSeed {
+        ctx: &mut ctx,
+        schema,
+    }
+    .deserialize(&mut de)?;
+    de.end()?;
+    Ok((value, ctx.issues))
+}
+
+#[derive(Default)]
+struct Ctx {
+    issues: Vec<Issue>,
+    path: Vec<Seg>,
+}
+
+enum Seg {
+    Field(String),
+    Index(usize),
+}
+
+impl Ctx {
+    /// `spec.template.spec.containers[0].image`
+    fn path_with(&self, last: &str) -> String {
+        let mut out = String::new();
+        for seg in &self.path {
+            match seg {
+                Seg::Field(f) => {
+                    if !out.is_empty() {
+                        out.push('.');
+                    }
+                    out.push_str(f);
+                }
+                Seg::Index(i) => out.push_str(&format!("[{i}]")),
+            }
+        }
+        if !out.is_empty() {
+            out.push('.');
+        }
+        out.push_str(last);
+        out
+    }
+}
+
+struct ValueSeed<'c, 's> {
+    ctx: &'c mut Ctx,
+    /// None: no schema here (anything goes, nothing is unknown).
+    schema: Option<Schema<'s>>,
+}
+
+impl<'de> DeserializeSeed<'de> for ValueSeed<'_, '_> {
+    type Value = Value;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for ValueSeed<'_, '_> {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+
+    fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
+        Ok(Value::Bool(v))
+    }
+    fn visit_i64<E>(self, v: i64) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+    fn visit_u64<E>(self, v: u64) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+    fn visit_f64<E>(self, v: f64) -> Result<Value, E> {
+        Ok(serde_json::Number::from_f64(v).map_or(Value::Null, Value::Number))
+    }
+    fn visit_str<E>(self, v: &str) -> Result<Value, E> {
+        Ok(Value::String(v.to_string()))
+    }
+    fn visit_string<E>(self, v: String) -> Result<Value, E> {
+        Ok(Value::String(v))
+    }
+    fn visit_unit<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+    fn visit_none<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+    fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+        d.deserialize_any(self)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        let items = self.schema.and_then(|s| s.items());
+        let mut out = Vec::new();
+        loop {
+            self.ctx.path.push(Seg::Index(out.len()));
+            let next = seq.next_element_seed(ValueSeed {
+                ctx: &mut *self.ctx,
+                schema: items,
+            });
+            self.ctx.path.pop();
+            match next? {
+                Some(v) => out.push(v),
+                None => break,
+            }
+        }
+        Ok(Value::Array(out))
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        let mut out = Map::new();
+        // Unknown keys already reported, so a repeated one is reported once.
+        let mut unknown_seen: Vec<String> = Vec::new();
+        while let Some(key) = map.next_key::<String>()? {
+            let child = match self.schema {
+                Some(s) => match s.member(&key) {
+                    Some((c, _)) => Known(Some(c)),
+                    None if open(s) => Known(None),
+                    None => Unknown,
+                },
+                None => Known(None),
+            };
+            match child {
+                Unknown => {
+                    map.next_value::<IgnoredAny>()?;
+                    if !unknown_seen.contains(&key) {
+                        self.ctx
+                            .issues
+                            .push(Issue::Unknown(self.ctx.path_with(&key)));
+                        unknown_seen.push(key);
+                    }
+                }
+                Known(schema) => {
+                    self.ctx.path.push(Seg::Field(key.clone()));
+                    let value = map.next_value_seed(ValueSeed {
+                        ctx: &mut *self.ctx,
+                        schema,
+                    });
+                    self.ctx.path.pop();
+                    let value = value?;
+                    if out.contains_key(&key) {
+                        self.ctx
+                            .issues
+                            .push(Issue::Duplicate(self.ctx.path_with(&key)));
+                    }
+                    out.insert(key, value);
+                }
+            }
+        }
+        Ok(Value::Object(out))
+    }
+}
+
+use Child::{Known, Unknown};
+enum Child<'s> {
+    Known(Option<Schema<'s>>),
+    Unknown,
+}
+
+pub(super) fn open(s: Schema<'_>) -> bool {
+    s.accepts_unknown_fields()
+}

@@ -1,0 +1,186 @@
+//! The schema registry: one place that knows the shape of every kind, keyed
+//! by group/version/kind.
+//!
+//! Strategic merge patch reads its merge keys and strategies here,
+//! server-side apply its list and map types, field validation its known
+//! fields, and the OpenAPI endpoints render the same definitions. Built-in
+//! kinds come from k8s-openapi plus the merge facts ([`facts`]); a CRD will
+//! register its `openAPIV3Schema` through [`SchemaRegistry::new`] the same way.
+
+mod builtin;
+mod compile;
+mod facts;
+pub mod model;
+pub mod openapi;
+
+#[cfg(test)]
+mod tests;
+
+pub use compile::REF_PREFIX;
+pub use model::{ListType, Node, NodeId, ObjectNode, PatchMeta, Scalar};
+
+use serde_json::Value;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::OnceLock;
+
+/// (group, version, kind).
+pub type Gvk = (String, String, String);
+
+/// Compiled schemas plus their source definitions.
+pub struct SchemaRegistry {
+    defs: BTreeMap<String, Value>,
+    nodes: Vec<Node>,
+    by_name: HashMap<String, NodeId>,
+    kinds: HashMap<Gvk, String>,
+}
+
+/// A borrowed position in a compiled schema.
+#[derive(Clone, Copy)]
+pub struct Schema<'a> {
+    reg: &'a SchemaRegistry,
+    id: NodeId,
+}
+
+impl std::fmt::Debug for Schema<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Schema#{}", self.id)
+    }
+}
+
+/// The registry of the built-in kinds, built on first use.
+pub fn builtin() -> &'static SchemaRegistry {
+    static REGISTRY: OnceLock<SchemaRegistry> = OnceLock::new();
+    REGISTRY.get_or_init(|| {
+        let (defs, kinds) = builtin::definitions();
+        let kinds = kinds
+            .into_iter()
+            .map(|k| {
+                (
+                    (
+                        k.group.to_string(),
+                        k.version.to_string(),
+                        k.kind.to_string(),
+                    ),
+                    k.definition,
+                )
+            })
+            .collect();
+        SchemaRegistry::new(defs, kinds)
+    })
+}
+
+impl SchemaRegistry {
+    /// Compiles `defs` (OpenAPI v3 schemas whose `$ref`s point at
+    /// [`REF_PREFIX`]) and maps each kind to its definition.
+    pub fn new(defs: BTreeMap<String, Value>, kinds: HashMap<Gvk, String>) -> Self {
+        let mut c = compile::Compiler::new(&defs);
+        for name in defs.keys() {
+            c.named(name);
+        }
+        let (nodes, by_name) = (c.nodes, c.by_name);
+        Self {
+            defs,
+            nodes,
+            by_name,
+            kinds,
+        }
+    }
+
+    /// The schema of a kind, if registered.
+    pub fn kind(&self, group: &str, version: &str, kind: &str) -> Option<Schema<'_>> {
+        let def = self.kind_definition(group, version, kind)?;
+        self.named(def)
+    }
+
+    /// The definition name of a kind (`io.k8s.api.core.v1.Pod`).
+    pub fn kind_definition(&self, group: &str, version: &str, kind: &str) -> Option<&str> {
+        self.kinds
+            .get(&(group.to_string(), version.to_string(), kind.to_string()))
+            .map(String::as_str)
+    }
+
+    pub fn named(&self, definition: &str) -> Option<Schema<'_>> {
+        self.by_name
+            .get(definition)
+            .map(|&id| Schema { reg: self, id })
+    }
+
+    /// Source definitions (OpenAPI v3 JSON, facts applied), by name.
+    pub fn definitions(&self) -> &BTreeMap<String, Value> {
+        &self.defs
+    }
+
+    /// Every registered kind and its definition.
+    pub fn kinds(&self) -> impl Iterator<Item = (&Gvk, &str)> {
+        self.kinds.iter().map(|(k, d)| (k, d.as_str()))
+    }
+}
+
+impl<'a> Schema<'a> {
+    pub fn node(&self) -> &'a Node {
+        &self.reg.nodes[self.id as usize]
+    }
+
+    fn at(&self, id: NodeId) -> Schema<'a> {
+        Schema { reg: self.reg, id }
+    }
+
+    /// A struct field and its patch metadata.
+    pub fn field(&self, name: &str) -> Option<(Schema<'a>, &'a PatchMeta)> {
+        match self.node() {
+            Node::Object(o) => o.field(name).map(|f| (self.at(f.node), &f.patch)),
+            _ => None,
+        }
+    }
+
+    /// What a key of this object or map holds: a known field, an
+    /// additional property, or nothing known (None).
+    pub fn member(&self, name: &str) -> Option<(Schema<'a>, Option<&'a PatchMeta>)> {
+        match self.node() {
+            Node::Object(o) => match o.field(name) {
+                Some(f) => Some((self.at(f.node), Some(&f.patch))),
+                None => o.additional.map(|a| (self.at(a), None)),
+            },
+            Node::Map(m) => Some((self.at(m.values), None)),
+            _ => None,
+        }
+    }
+
+    /// A list's item schema.
+    pub fn items(&self) -> Option<Schema<'a>> {
+        match self.node() {
+            Node::List(l) => Some(self.at(l.items)),
+            _ => None,
+        }
+    }
+
+    pub fn list_type(&self) -> Option<&'a ListType> {
+        match self.node() {
+            Node::List(l) => Some(&l.list_type),
+            _ => None,
+        }
+    }
+
+    /// Keys this node does not declare are still fine here: maps, untyped
+    /// values, objects that keep unknown fields, and non-objects (a type
+    /// mismatch is not an unknown field).
+    pub fn accepts_unknown_fields(&self) -> bool {
+        match self.node() {
+            Node::Object(o) => o.preserve_unknown || o.additional.is_some(),
+            _ => true,
+        }
+    }
+
+    pub fn is_untyped(&self) -> bool {
+        matches!(self.node(), Node::Untyped)
+    }
+
+    /// A struct or map replaced whole by server-side apply.
+    pub fn is_atomic_map(&self) -> bool {
+        match self.node() {
+            Node::Object(o) => o.atomic,
+            Node::Map(m) => m.atomic,
+            _ => false,
+        }
+    }
+}

@@ -1,0 +1,207 @@
+//! The registry's definitions rendered as OpenAPI: v3 component schemas
+//! (per group version documents) and v2 definitions (the one swagger
+//! document), each with the `x-kubernetes-group-version-kind` of the kinds
+//! it serves, list kinds included.
+
+use super::{SchemaRegistry, REF_PREFIX};
+use serde_json::{json, Map, Value};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// One served kind, as the catalog describes it.
+pub struct ServedKind<'a> {
+    pub group: &'a str,
+    pub version: &'a str,
+    pub kind: &'a str,
+    pub list_kind: &'a str,
+}
+
+const META: &str = "io.k8s.apimachinery.pkg.apis.meta.v1";
+
+/// The name kube gives a kind's definition; kinds the registry does not
+/// know get one in the same style.
+pub fn definition_name(reg: &SchemaRegistry, k: &ServedKind<'_>) -> String {
+    reg.kind_definition(k.group, k.version, k.kind)
+        .map(str::to_string)
+        .unwrap_or_else(|| {
+            let group = if k.group.is_empty() { "core" } else { k.group };
+            format!("io.k8s.api.{group}.{}.{}", k.version, k.kind)
+        })
+}
+
+/// The list kind's definition name (`io.k8s.api.core.v1.PodList`).
+pub fn list_definition_name(reg: &SchemaRegistry, k: &ServedKind<'_>) -> String {
+    let item = definition_name(reg, k);
+    match item.rsplit_once('.') {
+        Some((prefix, _)) => format!("{prefix}.{}", k.list_kind),
+        None => k.list_kind.to_string(),
+    }
+}
+
+fn gvk(group: &str, version: &str, kind: &str) -> Value {
+    json!({"group": group, "kind": kind, "version": version})
+}
+
+/// Component schemas (v3) for `kinds`: their definitions, everything those
+/// reference, list kinds and the envelopes every group version serves.
+pub fn v3_schemas(reg: &SchemaRegistry, kinds: &[ServedKind<'_>]) -> Map<String, Value> {
+    let mut out: BTreeMap<String, Value> = BTreeMap::new();
+    let mut roots: Vec<String> = [
+        "Status",
+        "DeleteOptions",
+        "ListMeta",
+        "ObjectMeta",
+        "Patch",
+        "WatchEvent",
+    ]
+    .iter()
+    .map(|n| format!("{META}.{n}"))
+    .collect();
+    for k in kinds {
+        let name = definition_name(reg, k);
+        let mut def = reg.definitions().get(&name).cloned().unwrap_or_else(|| {
+            json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true,
+                   "properties": {"apiVersion": {"type": "string"}, "kind": {"type": "string"},
+                                  "metadata": {"$ref": format!("{REF_PREFIX}{META}.ObjectMeta")}}})
+        });
+        add_gvk(&mut def, gvk(k.group, k.version, k.kind));
+        roots.push(name.clone());
+        out.insert(name.clone(), def);
+        out.insert(list_definition_name(reg, k), list_schema(&name, k));
+    }
+    out.insert(format!("{META}.WatchEvent"), watch_event());
+    // Everything the roots reference, transitively.
+    let mut pending: Vec<String> = roots;
+    let mut seen: BTreeSet<String> = BTreeSet::new();
+    while let Some(name) = pending.pop() {
+        if !seen.insert(name.clone()) {
+            continue;
+        }
+        let def = match out.get(&name) {
+            Some(d) => d.clone(),
+            None => match reg.definitions().get(&name) {
+                Some(d) => {
+                    out.insert(name.clone(), d.clone());
+                    d.clone()
+                }
+                None => continue,
+            },
+        };
+        collect_refs(&def, &mut pending);
+    }
+    for def in out.values_mut() {
+        int_or_string_as_kube_renders_it(def, false);
+    }
+    out.into_iter().collect()
+}
+
+/// The same schemas as swagger 2.0 definitions: `#/definitions/` refs and
+/// `$ref` with siblings instead of the v3 `allOf` wrapper.
+pub fn v2_definitions(reg: &SchemaRegistry, kinds: &[ServedKind<'_>]) -> Map<String, Value> {
+    v3_schemas(reg, kinds)
+        .into_iter()
+        .map(|(k, mut v)| {
+            to_v2(&mut v);
+            int_or_string_as_kube_renders_it(&mut v, true);
+            (k, v)
+        })
+        .collect()
+}
+
+fn add_gvk(def: &mut Value, entry: Value) {
+    if let Some(m) = def.as_object_mut() {
+        let list = m
+            .entry("x-kubernetes-group-version-kind")
+            .or_insert_with(|| json!([]));
+        if let Some(a) = list.as_array_mut() {
+            if !a.contains(&entry) {
+                a.push(entry);
+            }
+        }
+    }
+}
+
+fn list_schema(item: &str, k: &ServedKind<'_>) -> Value {
+    json!({
+        "description": format!("{} is a list of {} objects.", k.list_kind, k.kind),
+        "type": "object",
+        "required": ["items"],
+        "properties": {
+            "apiVersion": {"type": "string", "description": "The versioned schema of this representation of an object."},
+            "kind": {"type": "string", "description": "The REST resource this object represents."},
+            "items": {"type": "array", "description": format!("The {} objects.", k.kind),
+                      "items": {"$ref": format!("{REF_PREFIX}{item}")}},
+            "metadata": {"allOf": [{"$ref": format!("{REF_PREFIX}{META}.ListMeta")}],
+                         "description": "Standard list metadata."}
+        },
+        "x-kubernetes-group-version-kind": [gvk(k.group, k.version, k.list_kind)]
+    })
+}
+
+fn watch_event() -> Value {
+    json!({
+        "description": "An event in a watch stream.",
+        "type": "object",
+        "required": ["type", "object"],
+        "properties": {
+            "object": {"type": "object", "description": "The object: the new state for ADDED and MODIFIED, the last state for DELETED, a Status for ERROR."},
+            "type": {"type": "string", "description": "ADDED, MODIFIED, DELETED, BOOKMARK or ERROR."}
+        }
+    })
+}
+
+fn collect_refs(v: &Value, out: &mut Vec<String>) {
+    match v {
+        Value::Object(m) => {
+            if let Some(r) = m.get("$ref").and_then(Value::as_str) {
+                if let Some(name) = r.strip_prefix(REF_PREFIX) {
+                    out.push(name.to_string());
+                }
+            }
+            m.values().for_each(|c| collect_refs(c, out));
+        }
+        Value::Array(a) => a.iter().for_each(|c| collect_refs(c, out)),
+        _ => {}
+    }
+}
+
+/// IntOrString and Quantity as kube renders them: a string with a format
+/// in swagger 2.0, a `oneOf` of both types in OpenAPI v3.
+fn int_or_string_as_kube_renders_it(def: &mut Value, v2: bool) {
+    if let Some(m) = def.as_object_mut() {
+        if m.get("x-kubernetes-int-or-string") == Some(&Value::Bool(true))
+            && !m.contains_key("type")
+        {
+            if v2 {
+                m.insert("type".into(), json!("string"));
+                m.insert("format".into(), json!("int-or-string"));
+            } else {
+                m.insert(
+                    "oneOf".into(),
+                    json!([{"type": "integer"}, {"type": "string"}]),
+                );
+            }
+        }
+    }
+}
+
+fn to_v2(v: &mut Value) {
+    match v {
+        Value::Object(m) => {
+            if let Some(Value::Array(all)) = m.get("allOf") {
+                if all.len() == 1 && all[0].get("$ref").is_some() {
+                    let target = all[0]["$ref"].clone();
+                    m.remove("allOf");
+                    m.insert("$ref".into(), target);
+                }
+            }
+            if let Some(Value::String(r)) = m.get_mut("$ref") {
+                if let Some(name) = r.strip_prefix(REF_PREFIX) {
+                    *r = format!("#/definitions/{name}");
+                }
+            }
+            m.values_mut().for_each(to_v2);
+        }
+        Value::Array(a) => a.iter_mut().for_each(to_v2),
+        _ => {}
+    }
+}

@@ -1,0 +1,251 @@
+//! `meta.k8s.io` Table and PartialObjectMetadata renderings: what kubectl
+//! prints and what metadata-only clients read.
+//!
+//! Each kind's columns are data here ([`columns`]) and its cells a
+//! function of the object and the current time ([`row`]); which printer a
+//! kind uses is data on its catalog entry (`ResourceInfo::printer`), so a
+//! new kind plugs in by naming one. Like kube-apiserver, the server always
+//! fills every column, the wide (priority 1) ones included; kubectl hides
+//! those unless asked for `-o wide`.
+
+pub mod format;
+mod kinds;
+mod pod;
+
+use crate::catalog::{Printer, ResourceInfo};
+use chrono::{DateTime, Utc};
+use serde_json::{json, Map, Value};
+
+/// One column of a Table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Column {
+    pub name: &'static str,
+    /// An OpenAPI type: string, integer, number, boolean, date.
+    pub kind: &'static str,
+    pub format: &'static str,
+    pub description: &'static str,
+    /// 0: always shown; 1: shown by `kubectl get -o wide`.
+    pub priority: u8,
+}
+
+impl Column {
+    const NAME_DESCRIPTION: &'static str =
+        "The object's name, unique among its kind in its namespace.";
+
+    pub const fn new(
+        name: &'static str,
+        kind: &'static str,
+        description: &'static str,
+        priority: u8,
+    ) -> Self {
+        Self {
+            name,
+            kind,
+            format: "",
+            description,
+            priority,
+        }
+    }
+
+    pub const fn name() -> Self {
+        Self {
+            name: "Name",
+            kind: "string",
+            format: "name",
+            description: Self::NAME_DESCRIPTION,
+            priority: 0,
+        }
+    }
+
+    pub const fn age() -> Self {
+        Self::new("Age", "string", "How long ago the object was created.", 0)
+    }
+
+    fn to_json(self) -> Value {
+        json!({"name": self.name, "type": self.kind, "format": self.format, "description": self.description, "priority": self.priority})
+    }
+}
+
+/// The cells of one object, and the row's conditions (a finished pod is
+/// marked Completed).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Row {
+    pub cells: Vec<Value>,
+    pub conditions: Option<Value>,
+}
+
+/// The columns a printer fills.
+pub fn columns(printer: Printer) -> &'static [Column] {
+    match printer {
+        Printer::Default => kinds::DEFAULT,
+        Printer::Pod => pod::COLUMNS,
+        Printer::Service => kinds::SERVICE,
+        Printer::Node => kinds::NODE,
+        Printer::Namespace => kinds::NAMESPACE,
+        Printer::ConfigMap => kinds::CONFIG_MAP,
+        Printer::Secret => kinds::SECRET,
+        Printer::Event => kinds::EVENT,
+        Printer::Lease => kinds::LEASE,
+        Printer::ServiceAccount => kinds::SERVICE_ACCOUNT,
+        Printer::Endpoints => kinds::ENDPOINTS,
+        Printer::Deployment => kinds::DEPLOYMENT,
+    }
+}
+
+/// One object's row.
+pub fn row(printer: Printer, obj: &Value, now: DateTime<Utc>) -> Row {
+    match printer {
+        Printer::Default => kinds::default_row(obj, now),
+        Printer::Pod => pod::row(obj, now),
+        Printer::Service => kinds::service_row(obj, now),
+        Printer::Node => kinds::node_row(obj, now),
+        Printer::Namespace => kinds::namespace_row(obj, now),
+        Printer::ConfigMap => kinds::config_map_row(obj, now),
+        Printer::Secret => kinds::secret_row(obj, now),
+        Printer::Event => kinds::event_row(obj, now),
+        Printer::Lease => kinds::lease_row(obj, now),
+        Printer::ServiceAccount => kinds::service_account_row(obj, now),
+        Printer::Endpoints => kinds::endpoints_row(obj, now),
+        Printer::Deployment => kinds::deployment_row(obj, now),
+    }
+}
+
+/// Which `meta.k8s.io` version a client asked the rendering in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MetaVersion {
+    V1,
+    V1beta1,
+}
+
+impl MetaVersion {
+    pub fn parse(v: &str) -> Option<Self> {
+        match v {
+            "v1" => Some(Self::V1),
+            "v1beta1" => Some(Self::V1beta1),
+            _ => None,
+        }
+    }
+
+    pub fn api_version(self) -> &'static str {
+        match self {
+            Self::V1 => "meta.k8s.io/v1",
+            Self::V1beta1 => "meta.k8s.io/v1beta1",
+        }
+    }
+}
+
+/// `includeObject`: what each row carries besides its cells.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum IncludeObject {
+    None,
+    /// The object's metadata as PartialObjectMetadata (kube's default).
+    #[default]
+    Metadata,
+    Object,
+}
+
+impl IncludeObject {
+    pub fn parse(v: &str) -> Option<Self> {
+        match v {
+            "" | "Metadata" => Some(Self::Metadata),
+            "None" => Some(Self::None),
+            "Object" => Some(Self::Object),
+            _ => None,
+        }
+    }
+}
+
+/// How to render a Table.
+#[derive(Debug, Clone, Copy)]
+pub struct TableOptions {
+    pub version: MetaVersion,
+    pub include: IncludeObject,
+    /// Column definitions are sent (a watch sends them with its first
+    /// event only).
+    pub headers: bool,
+}
+
+/// List metadata of a Table: resourceVersion, continue token, remaining count.
+#[derive(Debug, Clone, Default)]
+pub struct TableMeta {
+    pub resource_version: String,
+    pub continue_token: Option<String>,
+    pub remaining: Option<usize>,
+}
+
+/// A Table of `objects` as `info`'s printer renders them.
+pub fn table(
+    info: &ResourceInfo,
+    objects: &[Value],
+    opts: &TableOptions,
+    list: &TableMeta,
+    now: DateTime<Utc>,
+) -> Value {
+    let rows: Vec<Value> = objects
+        .iter()
+        .map(|o| {
+            let r = row(info.printer, o, now);
+            let mut out = Map::new();
+            out.insert("cells".into(), Value::Array(r.cells));
+            if let Some(c) = r.conditions {
+                out.insert("conditions".into(), c);
+            }
+            let object = match opts.include {
+                IncludeObject::None => Value::Null,
+                IncludeObject::Metadata => partial_object(o, opts.version),
+                IncludeObject::Object => o.clone(),
+            };
+            out.insert("object".into(), object);
+            Value::Object(out)
+        })
+        .collect();
+    let columns = if opts.headers {
+        Value::Array(columns(info.printer).iter().map(|c| c.to_json()).collect())
+    } else {
+        Value::Null
+    };
+    json!({
+        "kind": "Table",
+        "apiVersion": opts.version.api_version(),
+        "metadata": list_metadata(list),
+        "columnDefinitions": columns,
+        "rows": rows,
+    })
+}
+
+/// An object reduced to its metadata (PartialObjectMetadata).
+pub fn partial_object(obj: &Value, version: MetaVersion) -> Value {
+    json!({
+        "kind": "PartialObjectMetadata",
+        "apiVersion": version.api_version(),
+        "metadata": obj.get("metadata").cloned().unwrap_or_else(|| json!({})),
+    })
+}
+
+/// A list reduced to its items' metadata (PartialObjectMetadataList).
+pub fn partial_list(objects: &[Value], version: MetaVersion, list: &TableMeta) -> Value {
+    let items: Vec<Value> = objects.iter().map(|o| partial_object(o, version)).collect();
+    json!({
+        "kind": "PartialObjectMetadataList",
+        "apiVersion": version.api_version(),
+        "metadata": list_metadata(list),
+        "items": items,
+    })
+}
+
+fn list_metadata(list: &TableMeta) -> Value {
+    let mut md = Map::new();
+    if !list.resource_version.is_empty() {
+        md.insert("resourceVersion".into(), json!(list.resource_version));
+    }
+    if let Some(c) = &list.continue_token {
+        md.insert("continue".into(), json!(c));
+    }
+    if let Some(r) = list.remaining {
+        md.insert("remainingItemCount".into(), json!(r));
+    }
+    Value::Object(md)
+}
+
+#[cfg(test)]
+mod tests;

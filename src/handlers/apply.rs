@@ -1,0 +1,116 @@
+//! PATCH with `application/apply-patch+yaml`: server-side apply. The
+//! configuration is merged into the live object on its shard (or creates
+//! it), with ownership and conflicts decided by `kubeshard_core::apply`.
+
+use super::create::{bind_namespace, prepare};
+use super::decode::check_type;
+use super::managers::Tracking;
+use super::patch::{options_invalid, precondition};
+use super::update::{apply_update, dry_run, finish_update};
+use super::warnings::Warnings;
+use super::{namespaces, Api, HandlerResult, ResourceRequest};
+use kubeshard_cache::StoredObject;
+use kubeshard_core::apply;
+use kubeshard_core::fieldvalidation::{self, Directive, Issue};
+use kubeshard_core::meta;
+use kubeshard_core::status::{field_required, ApiError};
+use serde_json::Value;
+use std::rc::Rc;
+use std::sync::Arc;
+
+pub async fn apply(
+    api: &Rc<Api>,
+    rr: &ResourceRequest,
+    body: &[u8],
+    directive: Directive,
+    tracking: Tracking,
+) -> HandlerResult {
+    if rr.query.get("fieldManager").is_none_or(str::is_empty) {
+        return Err(options_invalid(vec![field_required(
+            "fieldManager",
+            "is required for apply patch",
+        )]));
+    }
+    let force = rr.query.flag("force");
+    let info = rr.resource.clone();
+    let warnings = Warnings::default();
+    let mut config = decode(body, directive, &warnings)?;
+    check_type(&info, &mut config)?;
+    let url_name = rr.info.name.clone();
+    match meta::name(&config) {
+        "" => meta::set_meta(&mut config, "name", Value::String(url_name.clone())),
+        n if n == url_name => {}
+        n => {
+            return Err(ApiError::bad_request(format!(
+                "the name of the object ({n}) does not match the name on the URL ({url_name})"
+            )))
+        }
+    }
+    let ns = if info.namespaced {
+        rr.info.namespace.clone()
+    } else {
+        String::new()
+    };
+    bind_namespace(&info, &ns, &mut config)?;
+    if info.namespaced
+        && api
+            .shards()
+            .get(&info.storage_key, &ns, &url_name)
+            .await?
+            .is_none()
+    {
+        namespaces::require_active(api, &info, &url_name, &ns).await?;
+    }
+    let dry = dry_run(&rr.query)?;
+    let status_only = rr.info.subresource == "status";
+    let describe = format!(
+        "{ns}/{url_name}; {}/{}, Kind={}",
+        info.group, info.version, info.kind
+    );
+    let try_update = Box::new(move |old: Option<&Arc<StoredObject>>| {
+        if old.is_none() && status_only {
+            return Err(ApiError::not_found(&info.group, &info.plural, &url_name));
+        }
+        if let Some(old) = old {
+            precondition(&info, &config, old)?;
+        }
+        let live = old.map(|o| o.to_value());
+        let api_version = info.api_version();
+        let writer = tracking.writer(&info, &api_version);
+        let merged = apply::apply(&writer, live.as_ref(), &config, force, &describe)?;
+        match live {
+            None => prepare(&info, merged),
+            Some(live) => apply_update(&info, merged, &live, status_only),
+        }
+    });
+    finish_update(api, rr, try_update, dry)
+        .await
+        .map(|resp| warnings.apply(resp))
+}
+
+/// The configuration (YAML, of which JSON is a subset), with duplicate
+/// keys reported per `fieldValidation` in the words kube's YAML decoder
+/// uses for apply bodies.
+fn decode(body: &[u8], directive: Directive, warnings: &Warnings) -> Result<Value, ApiError> {
+    if directive.reports() {
+        let dups: Vec<Issue> = fieldvalidation::duplicate_keys(&String::from_utf8_lossy(body));
+        if !dups.is_empty() {
+            let lines: Vec<String> = dups.iter().map(Issue::to_string).collect();
+            if directive == Directive::Strict {
+                return Err(ApiError::bad_request(format!(
+                    "error strict decoding YAML: error converting YAML to JSON: yaml: unmarshal errors:\n  {}",
+                    lines.join("\n  ")
+                )));
+            }
+            warnings.extend(lines);
+        }
+    }
+    let config: Value = serde_yaml::from_slice(body)
+        .map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")))?;
+    if !config.is_object() {
+        return Err(ApiError::bad_request(
+            "the body of the request must be a YAML or JSON object",
+        ));
+    }
+    Ok(config)
+}

@@ -1,0 +1,114 @@
+//! Request bodies decoded the way kube's typed decoder sees them: unknown
+//! fields dropped against the kind's schema, duplicate fields noticed, and
+//! both reported per `?fieldValidation=`.
+
+use super::negotiation::Input;
+use super::warnings::Warnings;
+use crate::filters::requestinfo::Query;
+use kubeshard_core::catalog::ResourceInfo;
+use kubeshard_core::fieldvalidation::{self, Directive, Issue};
+use kubeshard_core::schema::{self, Schema};
+use kubeshard_core::status::ApiError;
+use serde_json::Value;
+
+/// The schema of a served kind, if kubeshard knows one.
+pub fn schema_of(info: &ResourceInfo) -> Option<Schema<'static>> {
+    schema::builtin().kind(&info.group, &info.version, &info.kind)
+}
+
+/// The `fieldValidation` directive; `options` names the options kind for
+/// the error (CreateOptions, UpdateOptions, PatchOptions).
+pub fn directive(q: &Query, options: &str) -> Result<Directive, ApiError> {
+    Directive::parse(q.get("fieldValidation"), options)
+}
+
+/// Decodes a create or update body: the object with unknown fields
+/// removed; findings become warnings or, with Strict, a 400.
+pub fn decode_object(
+    info: &ResourceInfo,
+    input: Input,
+    body: &[u8],
+    directive: Directive,
+    warnings: &Warnings,
+) -> Result<Value, ApiError> {
+    let schema = schema_of(info);
+    let (value, issues) = match input {
+        Input::Yaml | Input::ApplyPatch => {
+            let mut issues = if directive.reports() {
+                fieldvalidation::duplicate_keys(&String::from_utf8_lossy(body))
+            } else {
+                Vec::new()
+            };
+            let mut v = super::decode::parse_object(input, body)?;
+            if let Some(s) = schema {
+                issues.extend(fieldvalidation::prune(&mut v, s));
+            }
+            (v, issues)
+        }
+        Input::Protobuf => {
+            let mut v = super::decode::parse_object(input, body)?;
+            if let Some(s) = schema {
+                fieldvalidation::prune(&mut v, s);
+            }
+            (v, Vec::new())
+        }
+        _ => {
+            let (v, issues) = fieldvalidation::decode_json(body, schema).map_err(|e| {
+                ApiError::bad_request(format!("the body of the request could not be decoded: {e}"))
+            })?;
+            if !v.is_object() {
+                return Err(ApiError::bad_request(
+                    "the body of the request must be a JSON object",
+                ));
+            }
+            (v, issues)
+        }
+    };
+    warnings.extend(fieldvalidation::judge(
+        directive,
+        issues,
+        &info.kind,
+        &info.version,
+    )?);
+    Ok(value)
+}
+
+/// Decodes a patch document (JSON), noting its duplicate fields.
+pub fn decode_patch(body: &[u8]) -> Result<(Value, Vec<Issue>), ApiError> {
+    fieldvalidation::decode_json(body, None)
+        .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))
+}
+
+/// After a patch applied: drops the result's unknown fields and reports
+/// them with the patch's own findings. Strict answers as kube does for
+/// patches: 422 on the field `patch`.
+pub fn judge_patched(
+    info: &ResourceInfo,
+    patched: &mut Value,
+    mut issues: Vec<Issue>,
+    directive: Directive,
+    warnings: &Warnings,
+) -> Result<(), ApiError> {
+    let before = (directive == Directive::Strict).then(|| patched.to_string());
+    if let Some(s) = schema_of(info) {
+        issues.extend(fieldvalidation::prune(patched, s));
+    }
+    match directive {
+        _ if issues.is_empty() => Ok(()),
+        Directive::Ignore => Ok(()),
+        Directive::Warn => {
+            warnings.extend(issues.iter().map(Issue::to_string));
+            Ok(())
+        }
+        Directive::Strict => Err(ApiError::invalid(
+            "",
+            "",
+            "",
+            vec![kubeshard_core::status::field_invalid(
+                "patch",
+                &before.unwrap_or_default(),
+                &fieldvalidation::strict_message(&issues),
+            )],
+        )),
+    }
+}

@@ -1,0 +1,333 @@
+//! The `scale` subresource: an autoscaling/v1 Scale view of any kind whose
+//! catalog entry says where its replicas and selector live (deployments
+//! now, CRDs' `subresources.scale` later). GET reads the view; PUT and
+//! PATCH change only the parent's desired replica count, atomically on
+//! the owning shard, with the parent's update rules.
+
+use super::decode::read_body;
+use super::negotiation::{Input, Output};
+use super::response::{self, Render};
+use super::update::{apply_update, dry_run};
+use super::{not_found_path, Api, HandlerResult, ResourceRequest};
+use crate::serving::body::Body;
+use http::{Request, StatusCode};
+use hyper::body::Incoming;
+use kubeshard_cache::StoredObject;
+use kubeshard_core::catalog::{ScaleSelector, ScaleSpec};
+use kubeshard_core::meta;
+use kubeshard_core::selector::LabelSelector;
+use kubeshard_core::status::{field_invalid_raw, ApiError};
+use serde_json::{json, Map, Value};
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::Duration;
+
+const SCALE_API_VERSION: &str = "autoscaling/v1";
+
+pub async fn serve(api: &Rc<Api>, rr: &ResourceRequest, req: Request<Incoming>) -> HandlerResult {
+    let info = rr.resource.clone();
+    let spec = info.scale.clone().ok_or_else(not_found_path)?;
+    let ns = if info.namespaced {
+        rr.info.namespace.clone()
+    } else {
+        String::new()
+    };
+    let name = rr.info.name.clone();
+    let change = match rr.info.verb.as_str() {
+        "get" => {
+            let obj = api
+                .shards()
+                .get(&info.storage_key, &ns, &name)
+                .await?
+                .ok_or_else(|| ApiError::not_found(&info.group, &info.plural, &name))?;
+            api.shards()
+                .wait_closed(obj.revision, Duration::from_secs(5))
+                .await;
+            return respond(
+                StatusCode::OK,
+                &scale_of(&spec, &obj.to_value())?,
+                rr.render,
+            );
+        }
+        "update" => {
+            let (input, body) = read_body(req).await?;
+            let scale = super::decode::parse_object(input, &body)?;
+            check_scale_type(&scale)?;
+            Change::Replace(scale)
+        }
+        "patch" => {
+            let (input, body) = read_body(req).await?;
+            Change::Patch(parse_patch(input, &body)?)
+        }
+        _ => return Err(not_found_path()),
+    };
+    if let Some(n) = change.named().filter(|n| !n.is_empty() && *n != name) {
+        return Err(ApiError::bad_request(format!(
+            "the name of the object ({n}) does not match the name on the URL ({name})"
+        )));
+    }
+    let dry = dry_run(&rr.query)?;
+    let (i, s, n) = (info.clone(), spec.clone(), name.clone());
+    let try_update = move |old: Option<&Arc<StoredObject>>| -> Result<Value, ApiError> {
+        let old = old.ok_or_else(|| ApiError::not_found(&i.group, &i.plural, &n))?;
+        let old_value = old.to_value();
+        let scale = change.apply(scale_of(&s, &old_value)?)?;
+        match meta::resource_version(&scale) {
+            "" => {}
+            rv if rv == old.revision.to_string() => {}
+            _ => return Err(ApiError::conflict_stale(&i.group, &i.plural, &n)),
+        }
+        let replicas = validated_replicas(&scale, &n)?;
+        let mut new = old_value.clone();
+        set_path(&mut new, s.spec_replicas, json!(replicas));
+        apply_update(&i, new, &old_value, false)
+    };
+    if dry {
+        let current = api.shards().get(&info.storage_key, &ns, &name).await?;
+        let mut new = try_update(current.as_ref())?;
+        if let Some(c) = &current {
+            meta::set_meta(&mut new, "resourceVersion", json!(c.revision.to_string()));
+        }
+        return respond(StatusCode::OK, &scale_of(&spec, &new)?, rr.render);
+    }
+    let outcome = api
+        .shards()
+        .update(&info, &ns, &name, Box::new(try_update))
+        .await?;
+    let obj = outcome.object();
+    api.shards()
+        .wait_closed(obj.revision, Duration::from_secs(5))
+        .await;
+    respond(
+        StatusCode::OK,
+        &scale_of(&spec, &obj.to_value())?,
+        rr.render,
+    )
+}
+
+/// What a write does to the Scale view.
+enum Change {
+    Replace(Value),
+    Patch(Patch),
+}
+
+enum Patch {
+    Json(json_patch::Patch),
+    Merge(Value),
+}
+
+impl Change {
+    fn named(&self) -> Option<&str> {
+        match self {
+            Change::Replace(v) => meta::meta_str(v, "name"),
+            Change::Patch(_) => None,
+        }
+    }
+
+    fn apply(self, mut current: Value) -> Result<Value, ApiError> {
+        match self {
+            Change::Replace(v) => Ok(v),
+            Change::Patch(Patch::Json(p)) => {
+                json_patch::patch(&mut current, &p)
+                    .map_err(|e| ApiError::new(422, "Invalid", e.to_string()))?;
+                Ok(current)
+            }
+            Change::Patch(Patch::Merge(p)) => {
+                json_patch::merge(&mut current, &p);
+                Ok(current)
+            }
+        }
+    }
+}
+
+/// A Scale has no lists, so a strategic merge patch of one is a merge
+/// patch.
+fn parse_patch(input: Input, body: &[u8]) -> Result<Patch, ApiError> {
+    let bad = |e: serde_json::Error| ApiError::bad_request(format!("error decoding patch: {e}"));
+    match input {
+        Input::JsonPatch => Ok(Patch::Json(serde_json::from_slice(body).map_err(bad)?)),
+        Input::MergePatch | Input::StrategicMergePatch => {
+            Ok(Patch::Merge(serde_json::from_slice(body).map_err(bad)?))
+        }
+        _ => Err(ApiError::unsupported_media_type(&[
+            "application/json-patch+json",
+            "application/merge-patch+json",
+            "application/strategic-merge-patch+json",
+        ])),
+    }
+}
+
+fn check_scale_type(v: &Value) -> Result<(), ApiError> {
+    match (v.get("apiVersion").and_then(Value::as_str), v.get("kind").and_then(Value::as_str)) {
+        (None | Some("") | Some(SCALE_API_VERSION), None | Some("") | Some("Scale")) => Ok(()),
+        (api_version, kind) => Err(ApiError::bad_request(format!(
+            "the body of the request is not an {SCALE_API_VERSION} Scale (apiVersion {:?}, kind {:?})",
+            api_version.unwrap_or(""),
+            kind.unwrap_or("")
+        ))),
+    }
+}
+
+/// `spec.replicas` of a Scale: a whole number, zero or more.
+fn validated_replicas(scale: &Value, name: &str) -> Result<i64, ApiError> {
+    let raw = scale.pointer("/spec/replicas").cloned().unwrap_or(json!(0));
+    let invalid = |detail: &str| {
+        ApiError::invalid(
+            "autoscaling",
+            "Scale",
+            name,
+            vec![field_invalid_raw("spec.replicas", &raw.to_string(), detail)],
+        )
+    };
+    match raw.as_i64() {
+        Some(n) if n < 0 => Err(invalid("must be greater than or equal to 0")),
+        Some(n) if n > i32::MAX as i64 => Err(invalid("must be a 32-bit integer")),
+        Some(n) => Ok(n),
+        None if raw.is_null() => Ok(0),
+        None => Err(invalid("must be an integer")),
+    }
+}
+
+/// The Scale view of `obj`: the parent's identity, its desired and
+/// observed replicas, and its selector as a string.
+pub fn scale_of(spec: &ScaleSpec, obj: &Value) -> Result<Value, ApiError> {
+    let mut md = Map::new();
+    for field in [
+        "name",
+        "namespace",
+        "uid",
+        "resourceVersion",
+        "creationTimestamp",
+    ] {
+        if let Some(v) = meta::metadata(obj).and_then(|m| m.get(field)) {
+            md.insert(field.into(), v.clone());
+        }
+    }
+    let int_at = |path: &[&str]| get_path(obj, path).and_then(Value::as_i64).unwrap_or(0);
+    let selector = match &spec.selector {
+        ScaleSelector::LabelSelector(path) => {
+            let raw = get_path(obj, path).cloned().unwrap_or(Value::Null);
+            LabelSelector::from_metav1(&raw)
+                .map_err(|e| ApiError::internal(&format!("invalid label selector: {e}")))?
+                .to_string()
+        }
+        ScaleSelector::String(path) => get_path(obj, path)
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string(),
+    };
+    let mut scale_spec = Map::new();
+    let replicas = int_at(spec.spec_replicas);
+    // autoscaling/v1 omits a zero spec.replicas; status.replicas is always there.
+    if replicas != 0 {
+        scale_spec.insert("replicas".into(), json!(replicas));
+    }
+    let mut status = Map::new();
+    status.insert("replicas".into(), json!(int_at(spec.status_replicas)));
+    if !selector.is_empty() {
+        status.insert("selector".into(), json!(selector));
+    }
+    Ok(json!({
+        "kind": "Scale",
+        "apiVersion": SCALE_API_VERSION,
+        "metadata": md,
+        "spec": scale_spec,
+        "status": status,
+    }))
+}
+
+fn get_path<'a>(obj: &'a Value, path: &[&str]) -> Option<&'a Value> {
+    path.iter().try_fold(obj, |cur, p| cur.get(p))
+}
+
+fn set_path(obj: &mut Value, path: &[&str], value: Value) {
+    let Some((last, parents)) = path.split_last() else {
+        return;
+    };
+    let mut cur = obj;
+    for p in parents {
+        if !cur.get(p).is_some_and(Value::is_object) {
+            cur[*p] = json!({});
+        }
+        cur = &mut cur[*p];
+    }
+    cur[*last] = value;
+}
+
+fn respond(code: StatusCode, scale: &Value, render: Render) -> HandlerResult {
+    let bytes = serde_json::to_vec(scale).expect("a Value always serializes");
+    let render = match render.output {
+        Output::Yaml => render,
+        _ => render.plain(),
+    };
+    Ok(response::json_bytes(code, Body::full(bytes), render))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kubeshard_core::catalog::ResourceInfo;
+
+    fn deployment_spec() -> (Arc<ResourceInfo>, ScaleSpec) {
+        let cat = kubeshard_core::catalog::Catalog::with_builtins().snapshot();
+        let info = cat.lookup("apps", "v1", "deployments").unwrap().clone();
+        let spec = info.scale.clone().unwrap();
+        (info, spec)
+    }
+
+    #[test]
+    fn scale_view_of_a_deployment() {
+        let (_, spec) = deployment_spec();
+        let d = json!({"metadata": {"name": "web", "namespace": "n", "uid": "u", "resourceVersion": "7", "creationTimestamp": "2026-01-01T00:00:00Z", "labels": {"x": "y"}},
+            "spec": {"replicas": 3, "selector": {"matchLabels": {"app": "web", "tier": "fe"}, "matchExpressions": [{"key": "env", "operator": "In", "values": ["prod", "dev"]}]}},
+            "status": {"replicas": 2}});
+        let s = scale_of(&spec, &d).unwrap();
+        assert_eq!(s["spec"], json!({"replicas": 3}));
+        assert_eq!(
+            s["status"],
+            json!({"replicas": 2, "selector": "app=web,env in (dev,prod),tier=fe"})
+        );
+        assert_eq!(
+            s["metadata"],
+            json!({"name": "web", "namespace": "n", "uid": "u", "resourceVersion": "7", "creationTimestamp": "2026-01-01T00:00:00Z"})
+        );
+        let zero = scale_of(
+            &spec,
+            &json!({"metadata": {"name": "z"}, "spec": {"replicas": 0, "selector": {}}}),
+        )
+        .unwrap();
+        assert_eq!(zero["spec"], json!({}));
+        assert_eq!(zero["status"], json!({"replicas": 0}));
+    }
+
+    #[test]
+    fn replicas_must_be_whole_and_not_negative() {
+        assert_eq!(
+            validated_replicas(&json!({"spec": {"replicas": 4}}), "w").unwrap(),
+            4
+        );
+        assert_eq!(validated_replicas(&json!({"spec": {}}), "w").unwrap(), 0);
+        let e = validated_replicas(&json!({"spec": {"replicas": -1}}), "w").unwrap_err();
+        assert_eq!(e.code, 422);
+        assert_eq!(e.message, "Scale.autoscaling \"w\" is invalid: spec.replicas: Invalid value: -1: must be greater than or equal to 0");
+        assert_eq!(
+            validated_replicas(&json!({"spec": {"replicas": "3"}}), "w")
+                .unwrap_err()
+                .code,
+            422
+        );
+    }
+
+    #[test]
+    fn patches_apply_to_the_view() {
+        let (_, spec) = deployment_spec();
+        let d = json!({"metadata": {"name": "web"}, "spec": {"replicas": 1}});
+        let merged = Change::Patch(Patch::Merge(json!({"spec": {"replicas": 5}})))
+            .apply(scale_of(&spec, &d).unwrap())
+            .unwrap();
+        assert_eq!(merged["spec"]["replicas"], 5);
+        let mut target = json!({"a": {}});
+        set_path(&mut target, &["a", "b", "c"], json!(1));
+        assert_eq!(target, json!({"a": {"b": {"c": 1}}}));
+    }
+}

@@ -1,0 +1,77 @@
+//! Defaulting of built-in kinds as stored and returned by the server.
+
+mod common;
+
+use common::Server;
+use serde_json::json;
+
+#[test]
+fn each_kind_is_defaulted_on_create_and_update() {
+    let s = Server::start(1);
+    let (code, pod) = s.post("/api/v1/namespaces/default/pods", &json!({"metadata": {"name": "p"},
+        "spec": {"containers": [{"name": "c", "image": "nginx:1.25", "ports": [{"containerPort": 80}]}]}}));
+    assert_eq!(code, 201, "{pod}");
+    let spec = &pod["spec"];
+    assert_eq!(spec["restartPolicy"], "Always");
+    assert_eq!(spec["dnsPolicy"], "ClusterFirst");
+    assert_eq!(spec["schedulerName"], "default-scheduler");
+    assert_eq!(spec["terminationGracePeriodSeconds"], 30);
+    assert_eq!(spec["enableServiceLinks"], true);
+    assert_eq!(spec["securityContext"], json!({}));
+    let c = &spec["containers"][0];
+    assert_eq!(c["imagePullPolicy"], "IfNotPresent");
+    assert_eq!(c["terminationMessagePath"], "/dev/termination-log");
+    assert_eq!(c["terminationMessagePolicy"], "File");
+    assert_eq!(c["ports"][0]["protocol"], "TCP");
+
+    let (code, d) = s.post("/apis/apps/v1/namespaces/default/deployments", &json!({"metadata": {"name": "d"},
+        "spec": {"selector": {"matchLabels": {"a": "b"}}, "template": {"metadata": {"labels": {"a": "b"}},
+        "spec": {"containers": [{"name": "c", "image": "nginx"}]}}}}));
+    assert_eq!(code, 201, "{d}");
+    assert_eq!(d["spec"]["replicas"], 1);
+    assert_eq!(
+        d["spec"]["strategy"]["rollingUpdate"],
+        json!({"maxUnavailable": "25%", "maxSurge": "25%"})
+    );
+    assert_eq!(d["spec"]["revisionHistoryLimit"], 10);
+    assert_eq!(d["spec"]["progressDeadlineSeconds"], 600);
+    assert_eq!(
+        d["spec"]["template"]["spec"]["containers"][0]["imagePullPolicy"],
+        "Always"
+    );
+
+    let (code, svc) = s.post(
+        "/api/v1/namespaces/default/services",
+        &json!({"metadata": {"name": "s"},
+        "spec": {"selector": {"a": "b"}, "ports": [{"port": 80}]}}),
+    );
+    assert_eq!(code, 201, "{svc}");
+    assert_eq!(svc["spec"]["type"], "ClusterIP");
+    assert_eq!(svc["spec"]["sessionAffinity"], "None");
+    assert_eq!(svc["spec"]["internalTrafficPolicy"], "Cluster");
+    assert_eq!(
+        svc["spec"]["ports"][0],
+        json!({"port": 80, "protocol": "TCP", "targetPort": 80})
+    );
+
+    let (code, sec) = s.post(
+        "/api/v1/namespaces/default/secrets",
+        &json!({"metadata": {"name": "x"}}),
+    );
+    assert_eq!(code, 201);
+    assert_eq!(sec["type"], "Opaque");
+
+    // An update that drops a defaulted field gets it back.
+    let mut d2 = d.clone();
+    d2["spec"]
+        .as_object_mut()
+        .unwrap()
+        .remove("revisionHistoryLimit");
+    let (code, d2) = s.put("/apis/apps/v1/namespaces/default/deployments/d", &d2);
+    assert_eq!(code, 200, "{d2}");
+    assert_eq!(d2["spec"]["revisionHistoryLimit"], 10);
+    assert_eq!(
+        d2["metadata"]["generation"], 1,
+        "re-defaulting is no spec change"
+    );
+}

@@ -1,0 +1,299 @@
+//! PATCH over HTTP, one section per content type: JSON patch, merge patch,
+//! strategic merge patch on pod and deployment specs.
+
+mod common;
+
+use common::Server;
+use serde_json::{json, Value};
+
+const SMP: &str = "application/strategic-merge-patch+json";
+const MERGE: &str = "application/merge-patch+json";
+const JSON_PATCH: &str = "application/json-patch+json";
+
+fn pod(name: &str) -> Value {
+    json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name}, "spec": {
+        "containers": [
+            {"name": "app", "image": "nginx:1.25", "env": [{"name": "A", "value": "1"}, {"name": "B", "value": "2"}],
+             "ports": [{"containerPort": 80}], "volumeMounts": [{"name": "data", "mountPath": "/data"}]},
+            {"name": "sidecar", "image": "busybox:1"}
+        ],
+        "volumes": [{"name": "data", "emptyDir": {}}],
+        "tolerations": [{"key": "a", "operator": "Exists"}]
+    }})
+}
+
+fn deployment(name: &str) -> Value {
+    json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name}, "spec": {
+        "selector": {"matchLabels": {"app": name}},
+        "template": {"metadata": {"labels": {"app": name}}, "spec": {"containers": [
+            {"name": "web", "image": "nginx:1.25", "env": [{"name": "MODE", "value": "a"}]}
+        ]}}
+    }})
+}
+
+/// Creates `obj` in `collection`; returns the object's path.
+fn create(s: &Server, collection: &str, obj: &Value) -> String {
+    let (code, body) = s.post(collection, obj);
+    assert_eq!(code, 201, "{body}");
+    format!("{collection}/{}", obj["metadata"]["name"].as_str().unwrap())
+}
+
+fn patch(s: &Server, path: &str, ct: &str, body: Value) -> Value {
+    let (code, out) = s.patch(path, ct, &body);
+    assert_eq!(code, 200, "{out}");
+    out
+}
+
+fn names(list: &Value) -> Vec<&str> {
+    list.as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["name"].as_str().unwrap())
+        .collect()
+}
+
+#[test]
+fn strategic_merge_on_pod_spec() {
+    let s = Server::start(2);
+    let path = &create(&s, "/api/v1/namespaces/default/pods", &pod("p"));
+
+    // Containers merge by name: only app's image changes, sidecar stays.
+    let out = patch(
+        &s,
+        path,
+        SMP,
+        json!({"spec": {"containers": [{"name": "app", "image": "nginx:1.26"}]}}),
+    );
+    let containers = &out["spec"]["containers"];
+    assert_eq!(names(containers), ["app", "sidecar"]);
+    assert_eq!(containers[0]["image"], "nginx:1.26");
+    assert_eq!(containers[0]["env"].as_array().unwrap().len(), 2);
+    assert_eq!(containers[1]["image"], "busybox:1");
+
+    // env merges by name; $patch: delete removes one entry.
+    let out = patch(
+        &s,
+        path,
+        SMP,
+        json!({"spec": {"containers": [{"name": "app",
+        "env": [{"name": "C", "value": "3"}, {"name": "A", "$patch": "delete"}]}]}}),
+    );
+    let env = &out["spec"]["containers"][0]["env"];
+    assert_eq!(names(env), ["C", "B"]);
+
+    // ports merge by containerPort.
+    let out = patch(
+        &s,
+        path,
+        SMP,
+        json!({"spec": {"containers": [{"name": "app",
+        "ports": [{"containerPort": 80, "name": "http"}, {"containerPort": 443}]}]}}),
+    );
+    let ports = &out["spec"]["containers"][0]["ports"];
+    assert_eq!(ports.as_array().unwrap().len(), 2);
+    assert!(ports
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|p| p["containerPort"] == 80 && p["name"] == "http" && p["protocol"] == "TCP"));
+
+    // volumeMounts merge by mountPath.
+    let out = patch(
+        &s,
+        path,
+        SMP,
+        json!({"spec": {"containers": [{"name": "app",
+        "volumeMounts": [{"mountPath": "/cache", "name": "data"}]}]}}),
+    );
+    assert_eq!(
+        out["spec"]["containers"][0]["volumeMounts"]
+            .as_array()
+            .unwrap()
+            .len(),
+        2
+    );
+
+    // Tolerations are atomic: the patch replaces the list.
+    let out = patch(
+        &s,
+        path,
+        SMP,
+        json!({"spec": {"tolerations": [{"key": "b", "operator": "Exists"}]}}),
+    );
+    assert_eq!(
+        out["spec"]["tolerations"],
+        json!([{"key": "b", "operator": "Exists"}])
+    );
+
+    // Volumes merge by name with $retainKeys swapping the source.
+    let out = patch(
+        &s,
+        path,
+        SMP,
+        json!({"spec": {"volumes": [{"name": "data",
+        "$retainKeys": ["configMap", "name"], "configMap": {"name": "cm"}}]}}),
+    );
+    assert_eq!(
+        out["spec"]["volumes"],
+        json!([{"name": "data", "configMap": {"name": "cm", "defaultMode": 420}}])
+    );
+
+    // $setElementOrder reorders containers.
+    let out = patch(
+        &s,
+        path,
+        SMP,
+        json!({"spec": {"$setElementOrder/containers": [{"name": "sidecar"}, {"name": "app"}]}}),
+    );
+    assert_eq!(names(&out["spec"]["containers"]), ["sidecar", "app"]);
+
+    // null deletes a map key; labels merge.
+    patch(
+        &s,
+        path,
+        SMP,
+        json!({"metadata": {"labels": {"a": "1", "b": "2"}}}),
+    );
+    let out = patch(&s, path, SMP, json!({"metadata": {"labels": {"a": null}}}));
+    assert_eq!(out["metadata"]["labels"], json!({"b": "2"}));
+
+    // $deleteFromPrimitiveList on finalizers.
+    patch(
+        &s,
+        path,
+        SMP,
+        json!({"metadata": {"finalizers": ["x/one", "x/two"]}}),
+    );
+    let out = patch(
+        &s,
+        path,
+        SMP,
+        json!({"metadata": {"$deleteFromPrimitiveList/finalizers": ["x/one"]}}),
+    );
+    assert_eq!(out["metadata"]["finalizers"], json!(["x/two"]));
+}
+
+#[test]
+fn strategic_merge_on_deployment_spec() {
+    let s = Server::start(1);
+    let path = &create(
+        &s,
+        "/apis/apps/v1/namespaces/default/deployments",
+        &deployment("d"),
+    );
+    // The patch kubectl apply sends when an image changes and an env var goes.
+    let out = patch(
+        &s,
+        path,
+        SMP,
+        json!({"spec": {"template": {"spec": {
+        "$setElementOrder/containers": [{"name": "web"}],
+        "containers": [{"name": "web", "image": "nginx:1.26",
+            "$setElementOrder/env": [], "env": [{"$patch": "delete", "name": "MODE"}]}]}}}}),
+    );
+    let c = &out["spec"]["template"]["spec"]["containers"][0];
+    assert_eq!(c["image"], "nginx:1.26");
+    assert!(c.get("env").is_none() || c["env"] == json!([]), "{c}");
+    assert_eq!(out["metadata"]["generation"], 2);
+
+    // strategy is retainKeys: switching to Recreate drops rollingUpdate.
+    let out = patch(
+        &s,
+        path,
+        SMP,
+        json!({"spec": {"strategy": {"$retainKeys": ["type"], "type": "Recreate"}}}),
+    );
+    assert_eq!(out["spec"]["strategy"], json!({"type": "Recreate"}));
+    // Plain replicas change, and $patch: replace on a map.
+    let out = patch(
+        &s,
+        path,
+        SMP,
+        json!({"spec": {"replicas": 3, "template": {"metadata": {"labels": {"$patch": "replace", "app": "d", "tier": "web"}}}}}),
+    );
+    assert_eq!(out["spec"]["replicas"], 3);
+    assert_eq!(
+        out["spec"]["template"]["metadata"]["labels"],
+        json!({"app": "d", "tier": "web"})
+    );
+}
+
+#[test]
+fn strategic_merge_errors_are_kubes() {
+    let s = Server::start(1);
+    s.post("/api/v1/namespaces/default/pods", &pod("e"));
+    let path = "/api/v1/namespaces/default/pods/e";
+    let (code, body) = s.patch(
+        path,
+        SMP,
+        &json!({"spec": {"containers": [{"image": "x"}]}}),
+    );
+    assert_eq!(code, 500, "{body}");
+    assert_eq!(
+        body["message"],
+        "map: map[image:x] does not contain declared merge key: name"
+    );
+    let (code, body) = s.patch(path, SMP, &json!({"spec": {"volumes": [{"name": "data", "$retainKeys": ["name"], "hostPath": {"path": "/"}}]}}));
+    assert_eq!(code, 400, "{body}");
+    assert_eq!(body["reason"], "BadRequest");
+    let (code, _) = s.send("PATCH", path, SMP, b"[1]");
+    assert_eq!(code, 400);
+    let (code, _) = s.send("PATCH", path, SMP, b"{not json");
+    assert_eq!(code, 400);
+    // Nothing was damaged.
+    let (_, live) = s.get(path);
+    assert_eq!(names(&live["spec"]["containers"]), ["app", "sidecar"]);
+}
+
+#[test]
+fn json_patch_and_merge_patch() {
+    let s = Server::start(1);
+    s.post(
+        "/apis/apps/v1/namespaces/default/deployments",
+        &deployment("j"),
+    );
+    let path = "/apis/apps/v1/namespaces/default/deployments/j";
+    let out = patch(
+        &s,
+        path,
+        JSON_PATCH,
+        json!([
+            {"op": "test", "path": "/spec/replicas", "value": 1},
+            {"op": "replace", "path": "/spec/replicas", "value": 2},
+            {"op": "add", "path": "/metadata/labels", "value": {"x": "y"}}
+        ]),
+    );
+    assert_eq!(out["spec"]["replicas"], 2);
+    let (code, body) = s.patch(
+        path,
+        JSON_PATCH,
+        &json!([{"op": "test", "path": "/spec/replicas", "value": 9}]),
+    );
+    assert_eq!(code, 422, "{body}");
+    // Merge patch replaces lists whole (no merge keys).
+    let out = patch(
+        &s,
+        path,
+        MERGE,
+        json!({"spec": {"template": {"spec": {"containers": [{"name": "other", "image": "busybox"}]}}}}),
+    );
+    assert_eq!(
+        names(&out["spec"]["template"]["spec"]["containers"]),
+        ["other"]
+    );
+    // Defaults are applied to the patched result.
+    assert_eq!(
+        out["spec"]["template"]["spec"]["containers"][0]["imagePullPolicy"],
+        "Always"
+    );
+    // A stale resourceVersion in the patch is a conflict.
+    let (code, _) = s.patch(
+        path,
+        MERGE,
+        &json!({"metadata": {"resourceVersion": "1"}, "spec": {"replicas": 5}}),
+    );
+    assert_eq!(code, 409);
+    // Unknown patch types are 415.
+    let (code, body) = s.send("PATCH", path, "application/x-patch", b"{}");
+    assert_eq!(code, 415, "{body}");
+}
