@@ -236,9 +236,15 @@ pub fn builtin_resources() -> Vec<ResourceInfo> {
 /// authorization groups: create-only, answered without being stored.
 fn security_resources() -> Vec<Entry> {
     let rbac = |kind: &str, plural: &str, namespaced: bool| {
+        let printer = if kind.ends_with("Binding") {
+            Printer::RoleBinding
+        } else {
+            Printer::Role
+        };
         entry("rbac.authorization.k8s.io", "v1", kind, plural, namespaced)
             .name_rule(NameRule::PathSegment)
             .hooks(KindHooks::Rbac)
+            .printer(printer)
     };
     let review = |group: &str, kind: &str, plural: &str, namespaced: bool| {
         entry(group, "v1", kind, plural, namespaced).verbs(&["create"])

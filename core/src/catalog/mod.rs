@@ -74,6 +74,10 @@ pub enum Printer {
     ServiceAccount,
     Endpoints,
     Deployment,
+    /// Roles and ClusterRoles.
+    Role,
+    /// RoleBindings and ClusterRoleBindings.
+    RoleBinding,
 }
 
 /// Where a kind keeps what its `scale` subresource (autoscaling/v1 Scale)
