@@ -4,13 +4,13 @@
 use super::negotiation::Output;
 use super::table::{self, Shape};
 use crate::serving::body::Body;
+use crate::serving::joined::JoinedList;
 use bytes::Bytes;
 use http::{header, HeaderValue, Response, StatusCode};
 use kubeshard_cache::StoredObject;
 use kubeshard_core::catalog::ResourceInfo;
 use kubeshard_core::status::ApiError;
 use kubeshard_core::table::{IncludeObject, TableMeta};
-use std::collections::VecDeque;
 use std::sync::Arc;
 
 /// How to render a response.
@@ -158,45 +158,8 @@ pub fn list(
         serde_json::Value::from(info.api_version()),
         serde_json::Value::Object(md)
     );
-    let chunks = join_items(Bytes::from(head), items);
-    json_bytes(StatusCode::OK, Body::chunks(chunks), render)
-}
-
-/// Size of the blocks small objects are copied into: one copy into a few
-/// large buffers is much cheaper than handing hyper 200k tiny chunks.
-const LIST_BLOCK: usize = 256 * 1024;
-/// Objects at least this large are sent as their own shared chunk.
-const SHARE_ABOVE: usize = 16 * 1024;
-
-/// `head`, the items' encodings separated by commas, and `]}`: small
-/// encodings coalesced into large blocks, large ones shared as they are.
-fn join_items(head: Bytes, items: &[Arc<StoredObject>]) -> VecDeque<Bytes> {
-    let mut chunks = VecDeque::new();
-    chunks.push_back(head);
-    let mut block: Vec<u8> = Vec::new();
-    for (i, item) in items.iter().enumerate() {
-        if i > 0 {
-            block.push(b',');
-        }
-        let json = item.json_slice();
-        if json.len() >= SHARE_ABOVE {
-            if !block.is_empty() {
-                chunks.push_back(Bytes::from(std::mem::take(&mut block)));
-            }
-            chunks.push_back(item.json());
-            continue;
-        }
-        if block.capacity() == 0 {
-            block.reserve(LIST_BLOCK);
-        }
-        block.extend_from_slice(json);
-        if block.len() >= LIST_BLOCK - SHARE_ABOVE {
-            chunks.push_back(Bytes::from(std::mem::take(&mut block)));
-        }
-    }
-    block.extend_from_slice(b"]}");
-    chunks.push_back(Bytes::from(block));
-    chunks
+    let list = JoinedList::new(Bytes::from(head), items.to_vec());
+    json_bytes(StatusCode::OK, Body::list(list), render)
 }
 
 /// A metav1.Status error response.
@@ -208,42 +171,4 @@ pub fn error(err: &ApiError, render: Render) -> Response<Body> {
             .insert(header::RETRY_AFTER, HeaderValue::from(secs));
     }
     resp
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use kubeshard_core::catalog::Catalog;
-
-    fn obj(size: usize, i: usize) -> Arc<StoredObject> {
-        let info = Catalog::with_builtins()
-            .snapshot()
-            .lookup("", "v1", "configmaps")
-            .unwrap()
-            .clone();
-        let v = serde_json::json!({"metadata": {"name": format!("o{i}")}, "data": {"k": "x".repeat(size)}});
-        Arc::new(StoredObject::encode(&info, &v, 1))
-    }
-
-    #[test]
-    fn joined_list_is_valid_json_whatever_the_sizes() {
-        for sizes in [
-            vec![],
-            vec![10],
-            vec![10, 20_000, 30],
-            vec![100; 5000],
-            vec![20_000, 20_000],
-        ] {
-            let items: Vec<_> = sizes.iter().enumerate().map(|(i, s)| obj(*s, i)).collect();
-            let chunks = join_items(Bytes::from_static(b"{\"items\":["), &items);
-            let all: Vec<u8> = chunks.iter().flat_map(|c| c.iter().copied()).collect();
-            let v: serde_json::Value = serde_json::from_slice(&all).unwrap();
-            assert_eq!(v["items"].as_array().unwrap().len(), sizes.len());
-            assert!(
-                chunks.len()
-                    <= 2 + sizes.len().div_ceil(100)
-                        + sizes.iter().filter(|s| **s >= SHARE_ABOVE).count() * 2
-            );
-        }
-    }
 }

@@ -1,8 +1,9 @@
-//! The response body type: whole bytes, a list of shared chunks (lists are
-//! the stored objects' bytes concatenated, never copied), or a stream
+//! The response body type: whole bytes, a list of shared chunks, a joined
+//! list (a LIST's stored objects' bytes, never copied), or a stream
 //! (watches).
 
-use bytes::Bytes;
+use super::joined::JoinedList;
+use bytes::{Buf, Bytes};
 use hyper::body::{Frame, SizeHint};
 use std::collections::VecDeque;
 use std::convert::Infallible;
@@ -16,7 +17,45 @@ pub trait ChunkStream {
 
 pub enum Body {
     Chunks { chunks: VecDeque<Bytes>, len: u64 },
+    List(Option<JoinedList>),
     Stream(Pin<Box<dyn ChunkStream>>),
+}
+
+/// What a body hands hyper: shared bytes, or a whole joined list that
+/// hyper sends with vectored writes.
+pub enum Chunk {
+    Bytes(Bytes),
+    List(JoinedList),
+}
+
+impl Buf for Chunk {
+    fn remaining(&self) -> usize {
+        match self {
+            Chunk::Bytes(b) => b.remaining(),
+            Chunk::List(l) => l.remaining(),
+        }
+    }
+
+    fn chunk(&self) -> &[u8] {
+        match self {
+            Chunk::Bytes(b) => b.chunk(),
+            Chunk::List(l) => l.chunk(),
+        }
+    }
+
+    fn advance(&mut self, cnt: usize) {
+        match self {
+            Chunk::Bytes(b) => b.advance(cnt),
+            Chunk::List(l) => l.advance(cnt),
+        }
+    }
+
+    fn chunks_vectored<'a>(&'a self, dst: &mut [std::io::IoSlice<'a>]) -> usize {
+        match self {
+            Chunk::Bytes(b) => b.chunks_vectored(dst),
+            Chunk::List(l) => l.chunks_vectored(dst),
+        }
+    }
 }
 
 impl Body {
@@ -28,9 +67,8 @@ impl Body {
         Self::Chunks { chunks, len }
     }
 
-    pub fn chunks(chunks: VecDeque<Bytes>) -> Self {
-        let len = chunks.iter().map(|c| c.len() as u64).sum();
-        Self::Chunks { chunks, len }
+    pub fn list(list: JoinedList) -> Self {
+        Self::List(Some(list))
     }
 
     /// The whole body as one buffer (tests, YAML conversion).
@@ -43,34 +81,46 @@ impl Body {
                 }
                 Some(out)
             }
+            Body::List(Some(mut l)) => {
+                let mut out = Vec::with_capacity(l.remaining());
+                while l.has_remaining() {
+                    let c = l.chunk();
+                    out.extend_from_slice(c);
+                    let n = c.len();
+                    l.advance(n);
+                }
+                Some(out)
+            }
+            Body::List(None) => Some(Vec::new()),
             Body::Stream(_) => None,
         }
     }
 }
 
 impl hyper::body::Body for Body {
-    type Data = Bytes;
+    type Data = Chunk;
     type Error = Infallible;
 
     fn poll_frame(
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+    ) -> Poll<Option<Result<Frame<Chunk>, Infallible>>> {
         match self.get_mut() {
             Body::Chunks { chunks, len } => match chunks.pop_front() {
                 Some(c) => {
                     *len -= c.len() as u64;
-                    Poll::Ready(Some(Ok(Frame::data(c))))
+                    Poll::Ready(Some(Ok(Frame::data(Chunk::Bytes(c)))))
                 }
                 None => Poll::Ready(None),
             },
+            Body::List(list) => Poll::Ready(list.take().map(|l| Ok(Frame::data(Chunk::List(l))))),
             Body::Stream(s) => {
                 // A panicking stream ends its own response, not the executor.
                 let polled = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                     s.as_mut().poll_chunk(cx)
                 }));
                 match polled {
-                    Ok(p) => p.map(|c| c.map(|b| Ok(Frame::data(b)))),
+                    Ok(p) => p.map(|c| c.map(|b| Ok(Frame::data(Chunk::Bytes(b))))),
                     Err(_) => {
                         tracing::error!("response stream panicked; ending it");
                         Poll::Ready(None)
@@ -81,12 +131,17 @@ impl hyper::body::Body for Body {
     }
 
     fn is_end_stream(&self) -> bool {
-        matches!(self, Body::Chunks { chunks, .. } if chunks.is_empty())
+        match self {
+            Body::Chunks { chunks, .. } => chunks.is_empty(),
+            Body::List(l) => l.is_none(),
+            Body::Stream(_) => false,
+        }
     }
 
     fn size_hint(&self) -> SizeHint {
         match self {
             Body::Chunks { len, .. } => SizeHint::with_exact(*len),
+            Body::List(l) => SizeHint::with_exact(l.as_ref().map_or(0, |l| l.remaining() as u64)),
             Body::Stream(_) => SizeHint::default(),
         }
     }

@@ -166,7 +166,7 @@ async fn serve_tls(
     let conn = Rc::new(ConnInfo::tls(peer, chain));
     let abort = ConnAbort::default();
     let svc = service(api.clone(), conn, abort.clone());
-    let io = TlsIo::tls(tls);
+    let io = TlsIo::new(tls);
     if h2 {
         let mut builder = hyper::server::conn::http2::Builder::new(LocalExec);
         builder.max_concurrent_streams(MAX_STREAMS_PER_CONNECTION);

@@ -4,5 +4,6 @@ pub mod abort;
 pub mod body;
 pub mod conn;
 pub mod io;
+pub mod joined;
 pub mod listener;
 pub mod tls;
