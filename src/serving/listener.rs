@@ -2,12 +2,13 @@
 //! glommio sets): the secure port speaks TLS with ALPN h2/http1.1 and picks
 //! hyper's HTTP/2 or HTTP/1.1 server from the negotiated protocol; the
 //! optional plain port serves HTTP/1.1 and prior-knowledge HTTP/2. Both
-//! shut down gracefully: stop accepting, let in-flight requests finish, end
-//! watches.
+//! shut down gracefully: stop accepting, let in-flight requests finish,
+//! end watches.
 
 use super::abort::ConnAbort;
+use super::combine::Combining;
 use super::conn::ConnInfo;
-use super::io::{HyperIo, LocalExec, TlsIo};
+use super::io::{HyperIo, LocalExec, PlainStream, TlsTransport};
 use crate::handlers::Api;
 use futures_lite::future;
 use futures_lite::FutureExt;
@@ -48,6 +49,14 @@ impl Transport {
     }
 }
 
+/// Which hyper server a connection gets.
+enum Protocol {
+    /// Plain port: HTTP/2 if the client opens with its preface.
+    Detect,
+    Http1,
+    Http2,
+}
+
 /// Accepts and serves until shutdown, then drains.
 pub async fn serve(
     listener: TcpListener,
@@ -76,7 +85,7 @@ pub async fn serve(
         glommio::spawn_local(async move {
             let peer = stream.peer_addr().ok();
             match transport {
-                Transport::Plain => serve_plain(stream, api, Rc::new(ConnInfo::plain(peer))).await,
+                Transport::Plain => serve_connection(stream, api, peer).await,
                 Transport::Tls(acceptor) => serve_tls(stream, api, acceptor, peer).await,
             }
             open.set(open.get() - 1);
@@ -91,51 +100,18 @@ pub async fn serve(
     Ok(())
 }
 
-/// The hyper service of one connection: the filter chain, with a panic in
-/// it answered 500 instead of taking the executor down.
-fn service(
+async fn serve_connection(
+    stream: glommio::net::TcpStream,
     api: Rc<Api>,
-    conn: Rc<ConnInfo>,
-    abort: ConnAbort,
-) -> impl hyper::service::Service<
-    Request<Incoming>,
-    Response = hyper::Response<super::body::Body>,
-    Error = Infallible,
-    Future = impl Future<Output = Result<hyper::Response<super::body::Body>, Infallible>>,
-> {
-    service_fn(move |mut req: Request<Incoming>| {
-        let (api, conn) = (api.clone(), conn.clone());
-        req.extensions_mut().insert(abort.clone());
-        async move {
-            // A bug in one handler must not take the executor (and every
-            // other connection on it) down: answer 500 instead, as Go's
-            // net/http does for a panicking handler.
-            let resp = std::panic::AssertUnwindSafe(crate::filters::serve(&api, &conn, req))
-                .catch_unwind()
-                .await
-                .unwrap_or_else(|_| {
-                    tracing::error!("handler panicked; answered 500");
-                    crate::handlers::response::error(
-                        &kubeshard_core::status::ApiError::internal("the request handler failed"),
-                        crate::handlers::response::Render::JSON,
-                    )
-                });
-            Ok::<_, Infallible>(resp)
-        }
-    })
-}
-
-async fn serve_plain(stream: glommio::net::TcpStream, api: Rc<Api>, conn: Rc<ConnInfo>) {
-    let abort = ConnAbort::default();
-    let svc = service(api.clone(), conn, abort.clone());
-    let mut builder = auto::Builder::new(LocalExec);
-    // kube-apiserver's --http2-max-streams-per-connection default: informers
-    // multiplex many watches over one connection.
-    builder
-        .http2()
-        .max_concurrent_streams(MAX_STREAMS_PER_CONNECTION);
-    let conn = builder.serve_connection(HyperIo::new(stream), svc);
-    drive(conn, &api, abort).await;
+    peer: Option<std::net::SocketAddr>,
+) {
+    let conn = Rc::new(ConnInfo::plain(peer));
+    if speaks_h2(&stream).await {
+        let io = HyperIo::over(Combining::new(PlainStream(stream.buffered())));
+        drive(io, api, conn, Protocol::Detect).await;
+    } else {
+        drive(HyperIo::new(stream), api, conn, Protocol::Detect).await;
+    }
 }
 
 async fn serve_tls(
@@ -164,16 +140,84 @@ async fn serve_tls(
         .map(|c| c.iter().map(|c| c.clone().into_owned()).collect())
         .unwrap_or_default();
     let conn = Rc::new(ConnInfo::tls(peer, chain));
-    let abort = ConnAbort::default();
-    let svc = service(api.clone(), conn, abort.clone());
-    let io = TlsIo::new(tls);
     if h2 {
-        let mut builder = hyper::server::conn::http2::Builder::new(LocalExec);
-        builder.max_concurrent_streams(MAX_STREAMS_PER_CONNECTION);
-        drive(builder.serve_connection(io, svc), &api, abort).await;
+        let io = HyperIo::over(Combining::new(TlsTransport::new(tls)));
+        drive(io, api, conn, Protocol::Http2).await;
     } else {
-        let builder = hyper::server::conn::http1::Builder::new();
-        drive(builder.serve_connection(io, svc), &api, abort).await;
+        drive(
+            HyperIo::over(TlsTransport::new(tls)),
+            api,
+            conn,
+            Protocol::Http1,
+        )
+        .await;
+    }
+}
+
+/// Whether a plain connection opens with HTTP/2's preface ("PRI * HTTP/2.0…"
+/// cannot start an HTTP/1.1 request). Only peeks: hyper reads it again.
+async fn speaks_h2(stream: &glommio::net::TcpStream) -> bool {
+    let mut buf = [0u8; 3];
+    for _ in 0..100 {
+        match stream.peek(&mut buf).await {
+            Ok(0) | Err(_) => return false,
+            Ok(n) if buf[..n] != b"PRI"[..n] => return false,
+            Ok(3) => return true,
+            // Fewer bytes than the prefix so far: look again shortly.
+            Ok(_) => glommio::timer::sleep(Duration::from_millis(1)).await,
+        }
+    }
+    false
+}
+
+/// Serves one connection until it ends, the server shuts down (then
+/// gracefully), or the connection is aborted.
+async fn drive<I>(io: I, api: Rc<Api>, conn: Rc<ConnInfo>, protocol: Protocol)
+where
+    I: hyper::rt::Read + hyper::rt::Write + Unpin + 'static,
+{
+    let abort = ConnAbort::default();
+    let for_requests = abort.clone();
+    let chain = api.clone();
+    let service = service_fn(move |mut req: Request<Incoming>| {
+        let (api, conn) = (chain.clone(), conn.clone());
+        req.extensions_mut().insert(for_requests.clone());
+        async move {
+            // A bug in one handler must not take the executor (and every
+            // other connection on it) down: answer 500 instead, as Go's
+            // net/http does for a panicking handler.
+            let resp = std::panic::AssertUnwindSafe(crate::filters::serve(&api, &conn, req))
+                .catch_unwind()
+                .await
+                .unwrap_or_else(|_| {
+                    tracing::error!("handler panicked; answered 500");
+                    crate::handlers::response::error(
+                        &kubeshard_core::status::ApiError::internal("the request handler failed"),
+                        crate::handlers::response::Render::JSON,
+                    )
+                });
+            Ok::<_, Infallible>(resp)
+        }
+    });
+    // kube-apiserver's --http2-max-streams-per-connection default: informers
+    // multiplex many watches over one connection.
+    match protocol {
+        Protocol::Detect => {
+            let mut builder = auto::Builder::new(LocalExec);
+            builder
+                .http2()
+                .max_concurrent_streams(MAX_STREAMS_PER_CONNECTION);
+            run(builder.serve_connection(io, service), &api, abort).await;
+        }
+        Protocol::Http2 => {
+            let mut builder = hyper::server::conn::http2::Builder::new(LocalExec);
+            builder.max_concurrent_streams(MAX_STREAMS_PER_CONNECTION);
+            run(builder.serve_connection(io, service), &api, abort).await;
+        }
+        Protocol::Http1 => {
+            let builder = hyper::server::conn::http1::Builder::new();
+            run(builder.serve_connection(io, service), &api, abort).await;
+        }
     }
 }
 
@@ -205,9 +249,9 @@ graceful!(auto::Connection<'_, I, S, E>, E: hyper::rt::bounds::Http2ServerConnEx
 graceful!(hyper::server::conn::http2::Connection<I, S, E>, E: hyper::rt::bounds::Http2ServerConnExec<S::Future, S::ResBody>);
 graceful!(hyper::server::conn::http1::Connection<I, S>,);
 
-/// Serves a connection until it ends, the server shuts down (then
+/// Drives a connection until it ends, the server shuts down (then
 /// gracefully: in-flight requests finish) or a request aborts it.
-async fn drive<C: Graceful>(conn: C, api: &Api, abort: ConnAbort) {
+async fn run<C: Graceful>(conn: C, api: &Api, abort: ConnAbort) {
     let shutdown = api.shutdown().clone();
     let mut conn = std::pin::pin!(conn);
     let ended = future::or(
