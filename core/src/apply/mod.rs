@@ -210,14 +210,17 @@ pub fn apply(
         .find_mut(&me)
         .map(|e| e.fields.clone())
         .unwrap_or_default();
-    // Fields this applier gave up, unless another manager still owns them.
-    // Parents first: removing an item makes its fields' removal a no-op.
+    // Fields this applier gave up, unless someone — another manager, or
+    // this configuration through a field below it (a map whose entries it
+    // still applies) — still owns them or something under them. Parents
+    // first: removing an item makes its fields' removal a no-op.
     for p in last_set.difference(&new_set).paths().iter() {
-        let owned_elsewhere = managers
-            .0
-            .iter()
-            .any(|e| !e.same_manager(&me) && e.fields.has_prefix(p));
-        if !owned_elsewhere && !is_key_field(p) {
+        let still_owned = new_set.has_prefix(p)
+            || managers
+                .0
+                .iter()
+                .any(|e| !e.same_manager(&me) && e.fields.has_prefix(p));
+        if !still_owned && !is_key_field(p) {
             merge::remove(&mut merged, p, w.schema);
         }
     }

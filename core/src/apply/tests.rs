@@ -310,3 +310,46 @@ proptest! {
         prop_assert_eq!(again, out);
     }
 }
+
+/// kubectl's client-side to server-side upgrade rewrites managedFields so
+/// the applier owns what `kubectl-client-side-apply` owned, maps included
+/// (`f:labels: {".": {}, …}`). Applying the same configuration afterwards
+/// must keep the labels: a map the applier owned itself but whose entries
+/// it still applies is not given up (structured-merge-diff adds owned
+/// children's parents back before pruning).
+#[test]
+fn apply_keeps_a_map_whose_entries_it_still_applies() {
+    let t = "2025-01-01T00:00:00Z";
+    let mut live = deployment(1, json!([{"name": "A", "value": "1"}]));
+    update(&writer("kubectl-client-side-apply", t), None, &mut live);
+    // What `kubectl apply --server-side` sends after a client-side apply:
+    // the Update entry's fields, "." members included, become its Apply entry.
+    let csa = live["metadata"]["managedFields"][0]["fieldsV1"].clone();
+    assert_eq!(csa["f:metadata"]["f:labels"]["."], json!({}));
+    live["metadata"]["managedFields"] = json!([{"manager": "kubectl", "operation": "Apply",
+        "apiVersion": "apps/v1", "time": t, "fieldsType": "FieldsV1", "fieldsV1": csa}]);
+    let mut config = deployment(1, json!([{"name": "A", "value": "1"}]));
+    config["metadata"]["labels"]["extra"] = json!("x");
+    let out = apply(&writer("kubectl", t), Some(&live), &config, true, "d").unwrap();
+    assert_eq!(out["metadata"]["labels"], json!({"app": "d", "extra": "x"}));
+    assert_eq!(
+        out["spec"]["template"]["metadata"]["labels"],
+        json!({"app": "d"})
+    );
+    assert_eq!(
+        out["spec"]["template"]["spec"]["containers"][0]["env"],
+        json!([{"name": "A", "value": "1"}])
+    );
+    // What it no longer applies still goes, map entries included.
+    let mut fewer = config.clone();
+    fewer["metadata"]["labels"] = json!({"app": "d"});
+    fewer["spec"]["template"]["spec"]["containers"][0]
+        .as_object_mut()
+        .unwrap()
+        .remove("env");
+    let out = apply(&writer("kubectl", t), Some(&out), &fewer, false, "d").unwrap();
+    assert_eq!(out["metadata"]["labels"], json!({"app": "d"}));
+    assert!(out["spec"]["template"]["spec"]["containers"][0]
+        .get("env")
+        .is_none());
+}
