@@ -75,3 +75,36 @@ fn each_kind_is_defaulted_on_create_and_update() {
         "re-defaulting is no spec change"
     );
 }
+
+#[test]
+fn namespaces_carry_their_name_as_a_label() {
+    let s = Server::start(1);
+    let (code, ns) = s.post(
+        "/api/v1/namespaces",
+        &json!({"metadata": {"name": "team-a"}}),
+    );
+    assert_eq!(code, 201, "{ns}");
+    assert_eq!(
+        ns["metadata"]["labels"]["kubernetes.io/metadata.name"],
+        "team-a"
+    );
+    let (_, default) = s.get("/api/v1/namespaces/default");
+    assert_eq!(
+        default["metadata"]["labels"]["kubernetes.io/metadata.name"], "default",
+        "the namespaces the server creates too"
+    );
+    let (code, picked) =
+        s.get("/api/v1/namespaces?labelSelector=kubernetes.io%2Fmetadata.name%3Dteam-a");
+    assert_eq!(code, 200);
+    assert_eq!(picked["items"].as_array().unwrap().len(), 1);
+    let (code, patched) = s.patch(
+        "/api/v1/namespaces/team-a",
+        "application/merge-patch+json",
+        &json!({"metadata": {"labels": {"kubernetes.io/metadata.name": null}}}),
+    );
+    assert_eq!(code, 200);
+    assert_eq!(
+        patched["metadata"]["labels"]["kubernetes.io/metadata.name"],
+        "team-a"
+    );
+}
