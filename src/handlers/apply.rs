@@ -4,6 +4,7 @@
 
 use super::create::{bind_namespace, prepare};
 use super::decode::check_type;
+use super::fields::schema_of;
 use super::managers::Tracking;
 use super::patch::{options_invalid, precondition};
 use super::update::{apply_update, dry_run, finish_update};
@@ -67,6 +68,21 @@ pub async fn apply(
         "{ns}/{url_name}; {}/{}, Kind={}",
         info.group, info.version, info.kind
     );
+    if let Some(schema) = schema_of(&info) {
+        // kube's typed conversion of the configuration refuses values of
+        // the wrong type before anything merges (a 500 with kube's plain
+        // error, no reason, as kube answers).
+        fieldvalidation::check_types(&mut config, schema).map_err(|m| {
+            ApiError::new(
+                500,
+                "",
+                format!(
+                    "failed to create typed patch object ({describe}): {}",
+                    m.apply_message()
+                ),
+            )
+        })?;
+    }
     let try_update = Box::new(move |old: Option<&Arc<StoredObject>>| {
         if old.is_none() && status_only {
             return Err(ApiError::not_found(&info.group, &info.plural, &url_name));
