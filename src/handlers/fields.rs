@@ -119,7 +119,7 @@ pub fn judge_patched(
             Ok(())
         }
         Directive::Strict => Err(invalid_patch(
-            &before.unwrap_or_default(),
+            before.unwrap_or_default(),
             &fieldvalidation::strict_message(&issues),
         )),
     }
