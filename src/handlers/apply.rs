@@ -12,6 +12,7 @@ use super::warnings::Warnings;
 use super::{namespaces, Api, HandlerResult, ResourceRequest};
 use kubeshard_cache::StoredObject;
 use kubeshard_core::apply;
+use kubeshard_core::catalog::ResourceInfo;
 use kubeshard_core::fieldvalidation::{self, Directive, Issue};
 use kubeshard_core::meta;
 use kubeshard_core::status::{field_required, ApiError};
@@ -36,8 +37,9 @@ pub async fn apply(
     let info = rr.resource.clone();
     let warnings = Warnings::default();
     let mut config = decode(body, directive, &warnings)?;
-    check_type(&info, &mut config)?;
     let url_name = rr.info.name.clone();
+    require_type_meta(&info, &config, &rr.info.namespace, &url_name)?;
+    check_type(&info, &mut config)?;
     match meta::name(&config) {
         "" => meta::set_meta(&mut config, "name", Value::String(url_name.clone())),
         n if n == url_name => {}
@@ -129,4 +131,39 @@ fn decode(body: &[u8], directive: Directive, warnings: &Warnings) -> Result<Valu
         ));
     }
     Ok(config)
+}
+
+/// An applied configuration names its own apiVersion and kind: kube
+/// refuses one for another version (400) and cannot type one without a
+/// kind (its typed conversion's error).
+fn require_type_meta(
+    info: &ResourceInfo,
+    config: &Value,
+    ns: &str,
+    name: &str,
+) -> Result<(), ApiError> {
+    let expected = info.api_version();
+    let given = config
+        .get("apiVersion")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    if given != expected {
+        return Err(ApiError::bad_request(format!(
+            "Incorrect version specified in apply patch. Specified patch version: {given}, expected: {expected}"
+        )));
+    }
+    if config
+        .get("kind")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .is_empty()
+    {
+        let gvk = format!("{}/{}, Kind=", info.group, info.version);
+        return Err(ApiError::new(
+            500,
+            "",
+            format!("failed to create typed patch object ({ns}/{name}; {gvk}): no corresponding type for {gvk}"),
+        ));
+    }
+    Ok(())
 }
