@@ -1,7 +1,8 @@
 //! What the schema-aware write path adds per object: the strict decode
 //! (duplicates and unknown fields) against plain serde_json, defaulting,
-//! the field-ownership record of an update, a strategic merge patch and a
-//! server-side apply — all on a realistic pod.
+//! the type check, the field-ownership record of an update, a strategic
+//! merge patch and a server-side apply — all on a realistic pod
+//! (`clone_only` is the clone the mutating ones start with).
 
 mod common;
 
@@ -34,6 +35,14 @@ fn write_path(c: &mut Criterion) {
     g.bench_function("decode_strict_with_schema", |b| {
         b.iter(|| fieldvalidation::decode_json(black_box(&bytes), schema).unwrap())
     });
+    g.bench_function("check_types", |b| {
+        b.iter(|| {
+            let mut p = pod.clone();
+            fieldvalidation::check_types(&mut p, schema.unwrap()).unwrap();
+            p
+        })
+    });
+    g.bench_function("clone_only", |b| b.iter(|| black_box(&pod).clone()));
     g.bench_function("defaults", |b| {
         b.iter(|| {
             let mut p = pod.clone();

@@ -76,25 +76,32 @@ impl Writer<'_> {
     }
 
     /// The fields of `obj` that ownership is tracked for.
-    fn owned_fields(&self, obj: &Value) -> Result<Fields, typed::TypeError> {
-        let mut f = typed::fields(obj, self.schema)?;
-        let status = PathElement::Field("status".into());
-        f.retain(|p, _| {
-            let stripped = STRIPPED.iter().any(|s| {
-                s.len() == p.len()
-                    && s.iter()
-                        .zip(p)
-                        .all(|(a, b)| *b == PathElement::Field((*a).into()))
-            });
-            let in_status = p.first() == Some(&status);
-            let in_scope = match self.subresource {
-                "status" => in_status,
-                _ => !(self.status_is_separate && in_status),
+    fn owned_fields<'v>(&self, obj: &'v Value) -> Result<Fields<'v>, typed::TypeError> {
+        let skip = |p: &[PathElement]| {
+            let in_status = is_field(&p[0], "status");
+            let out_of_scope = match self.subresource {
+                "status" => !in_status,
+                _ => self.status_is_separate && in_status,
             };
-            !stripped && in_scope && !is_under_managed_fields(p)
+            out_of_scope || is_managed_fields(p)
+        };
+        let mut f = typed::fields(obj, self.schema, &skip)?;
+        f.retain(|p, _| {
+            !STRIPPED
+                .iter()
+                .any(|s| s.len() == p.len() && s.iter().zip(p).all(|(name, pe)| is_field(pe, name)))
         });
         Ok(f)
     }
+}
+
+fn is_field(pe: &PathElement, name: &str) -> bool {
+    matches!(pe, PathElement::Field(f) if f == name)
+}
+
+/// `metadata.managedFields` itself: never owned, never walked.
+fn is_managed_fields(p: &[PathElement]) -> bool {
+    p.len() == 2 && is_field(&p[0], "metadata") && is_field(&p[1], "managedFields")
 }
 
 /// A key field of a list item (`name` under `k:{"name":…}`): it goes with
@@ -104,12 +111,6 @@ fn is_key_field(p: &Path) -> bool {
         [.., PathElement::Key(keys), PathElement::Field(f)] => keys.iter().any(|(k, _)| k == f),
         _ => false,
     }
-}
-
-fn is_under_managed_fields(p: &Path) -> bool {
-    p.len() > 2
-        && p[0] == PathElement::Field("metadata".into())
-        && p[1] == PathElement::Field("managedFields".into())
 }
 
 /// The managers an update starts from: the ones the request carries when
@@ -141,7 +142,7 @@ fn write(obj: &mut Value, managers: &ManagedFields) {
 pub fn update(w: &Writer<'_>, old: Option<&Value>, new: &mut Value) {
     let mut managers = starting_managers(old, new);
     let empty = json!({});
-    let (Ok(before), Ok(after)) = (w.owned_fields(old.unwrap_or(&empty)), w.owned_fields(new))
+    let (Ok(before), Ok(after)) = (w.owned_fields(old.unwrap_or(&empty)), w.owned_fields(&*new))
     else {
         return;
     };

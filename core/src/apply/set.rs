@@ -88,22 +88,61 @@ impl FieldSet {
         s
     }
 
+    /// Every path in either set (merged node by node, no path is built).
     pub fn union(&self, other: &FieldSet) -> FieldSet {
         let mut out = self.clone();
-        for p in other.paths() {
-            out.insert(&p);
-        }
+        out.union_in(other);
         out
+    }
+
+    fn union_in(&mut self, other: &FieldSet) {
+        for (pe, theirs) in &other.children {
+            match self.children.get_mut(pe) {
+                Some(mine) => {
+                    mine.member |= theirs.member;
+                    mine.set.union_in(&theirs.set);
+                }
+                None => {
+                    self.children.insert(pe.clone(), theirs.clone());
+                }
+            }
+        }
     }
 
     /// Paths of `self` not in `other` (exact paths; children of a removed
     /// path stay).
     pub fn difference(&self, other: &FieldSet) -> FieldSet {
-        FieldSet::from_paths(self.paths().iter().filter(|p| !other.contains(p)))
+        self.zip(other, |mine, theirs| mine && !theirs, true)
     }
 
     pub fn intersection(&self, other: &FieldSet) -> FieldSet {
-        FieldSet::from_paths(self.paths().iter().filter(|p| other.contains(p)))
+        self.zip(other, |mine, theirs| mine && theirs, false)
+    }
+
+    /// Walks `self` against `other` node by node; `member` decides a shared
+    /// node's membership. `keep_unmatched`: subtrees `other` lacks are kept
+    /// whole (difference) or dropped (intersection).
+    fn zip(
+        &self,
+        other: &FieldSet,
+        member: fn(bool, bool) -> bool,
+        keep_unmatched: bool,
+    ) -> FieldSet {
+        let mut out = FieldSet::new();
+        for (pe, mine) in &self.children {
+            let node = match other.children.get(pe) {
+                Some(theirs) => Node {
+                    member: member(mine.member, theirs.member),
+                    set: mine.set.zip(&theirs.set, member, keep_unmatched),
+                },
+                None if keep_unmatched => mine.clone(),
+                None => continue,
+            };
+            if node.member || !node.set.is_empty() {
+                out.children.insert(pe.clone(), node);
+            }
+        }
+        out
     }
 
     /// The FieldsV1 JSON of the set.

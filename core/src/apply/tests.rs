@@ -266,6 +266,7 @@ fn arb_path() -> impl Strategy<Value = Vec<PathElement>> {
 }
 
 proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
     #[test]
     fn fields_v1_round_trips(paths in prop::collection::vec(arb_path(), 0..12)) {
         let set = FieldSet::from_paths(&paths);
@@ -287,6 +288,14 @@ proptest! {
             prop_assert_eq!(d.contains(p), sa.contains(p) && !sb.contains(p));
             prop_assert_eq!(i.contains(p), sa.contains(p) && sb.contains(p));
         }
+        // Node-by-node results equal the path-by-path definitions exactly
+        // (no dangling empty nodes, which would encode as stray FieldsV1).
+        let by_paths = |keep: &dyn Fn(&Vec<PathElement>) -> bool, from: &FieldSet| {
+            FieldSet::from_paths(from.paths().iter().filter(|p| keep(p)))
+        };
+        prop_assert_eq!(&u, &FieldSet::from_paths(a.iter().chain(&b)));
+        prop_assert_eq!(&d, &by_paths(&|p| !sb.contains(p), &sa));
+        prop_assert_eq!(&i, &by_paths(&|p| sb.contains(p), &sa));
     }
 
     #[test]

@@ -11,11 +11,13 @@ use crate::schema::{ListType, Node, Schema};
 use serde_json::Value;
 use std::collections::BTreeMap;
 
-/// What a path holds in an object.
+/// What a path holds in an object (leaves borrow from it: a write walks
+/// two objects and compares them, and copying every leaf showed up as the
+/// largest cost of recording ownership).
 #[derive(Debug, Clone, PartialEq)]
-pub enum Entry {
+pub enum Entry<'v> {
     /// A value owned whole.
-    Leaf(Value),
+    Leaf(&'v Value),
     /// A list item or map entry whose content is listed separately.
     Member,
     /// A map-typed field with content (labels, data): not owned by an
@@ -23,16 +25,24 @@ pub enum Entry {
     Map,
 }
 
-pub type Fields = BTreeMap<Path, Entry>;
+pub type Fields<'v> = BTreeMap<Path, Entry<'v>>;
+
+/// Decides, for a struct field about to be walked, whether its whole
+/// subtree is left out (managedFields, a status another endpoint owns).
+pub type Skip<'s> = &'s dyn Fn(&[PathElement]) -> bool;
 
 /// Why an object does not fit its schema (kube refuses such applies).
 #[derive(Debug, Clone, PartialEq)]
 pub struct TypeError(pub String);
 
-/// Every path `value` sets.
-pub fn fields(value: &Value, schema: Option<Schema<'_>>) -> Result<Fields, TypeError> {
+/// Every path `value` sets, but those under fields `skip` leaves out.
+pub fn fields<'v>(
+    value: &'v Value,
+    schema: Option<Schema<'_>>,
+    skip: Skip<'_>,
+) -> Result<Fields<'v>, TypeError> {
     let mut out = Fields::new();
-    walk(value, schema, &mut Vec::new(), &mut out)?;
+    walk(value, schema, &mut Vec::new(), &mut out, skip)?;
     Ok(out)
 }
 
@@ -90,30 +100,31 @@ pub(super) fn item_element(
     }
 }
 
-fn walk(
-    value: &Value,
+fn walk<'v>(
+    value: &'v Value,
     schema: Option<Schema<'_>>,
     path: &mut Path,
-    out: &mut Fields,
+    out: &mut Fields<'v>,
+    skip: Skip<'_>,
 ) -> Result<(), TypeError> {
     match shape(value, schema) {
         Shape::Leaf | Shape::List(ListType::Atomic, _) => {
             if !path.is_empty() {
-                out.insert(path.clone(), Entry::Leaf(value.clone()));
+                out.insert(path.clone(), Entry::Leaf(value));
             }
         }
         Shape::List(list_type, items) => {
             let Value::Array(list) = value else {
-                out.insert(path.clone(), Entry::Leaf(value.clone()));
+                out.insert(path.clone(), Entry::Leaf(value));
                 return Ok(());
             };
             for (i, item) in list.iter().enumerate() {
                 let pe = item_element(item, i, &list_type, path)?;
                 path.push(pe);
                 if matches!(list_type, ListType::Set) {
-                    out.insert(path.clone(), Entry::Leaf(item.clone()));
+                    out.insert(path.clone(), Entry::Leaf(item));
                 } else {
-                    walk(item, items, path, out)?;
+                    walk(item, items, path, out, skip)?;
                     out.insert(path.clone(), Entry::Member);
                 }
                 path.pop();
@@ -123,7 +134,7 @@ fn walk(
             let is_map = schema.is_some_and(|s| matches!(s.node(), Node::Map(_)));
             let Value::Object(map) = value else {
                 if !path.is_empty() {
-                    out.insert(path.clone(), Entry::Leaf(value.clone()));
+                    out.insert(path.clone(), Entry::Leaf(value));
                 }
                 return Ok(());
             };
@@ -141,10 +152,14 @@ fn walk(
                     None => (None, false),
                 };
                 path.push(PathElement::Field(key.clone()));
-                walk(child, child_schema, path, out)?;
+                if skip(path) {
+                    path.pop();
+                    continue;
+                }
+                walk(child, child_schema, path, out, skip)?;
                 let empty = child.is_null() || child.as_object().is_some_and(|m| m.is_empty());
                 if empty {
-                    out.insert(path.clone(), Entry::Leaf(child.clone()));
+                    out.insert(path.clone(), Entry::Leaf(child));
                 } else if !declared {
                     out.entry(path.clone()).or_insert(Entry::Member);
                 }
@@ -166,7 +181,7 @@ pub struct Comparison {
     pub removed: Vec<Path>,
 }
 
-pub fn compare(old: &Fields, new: &Fields) -> Comparison {
+pub fn compare(old: &Fields<'_>, new: &Fields<'_>) -> Comparison {
     let mut c = Comparison::default();
     for (path, entry) in new {
         match old.get(path) {
