@@ -8,6 +8,7 @@
 //! else owns them), and refuses — 409 — to change fields another manager
 //! owns unless forced. The semantics are structured-merge-diff's.
 
+mod diff;
 pub mod managed;
 mod merge;
 pub mod path;
@@ -23,7 +24,7 @@ use managed::{Entry, ManagedFields, Operation};
 use path::{Display, Path, PathElement};
 use serde_json::{json, Value};
 use set::FieldSet;
-use typed::Fields;
+use typed::{Comparison, Fields};
 
 pub use managed::manager_from_user_agent;
 
@@ -75,24 +76,39 @@ impl Writer<'_> {
         }
     }
 
+    /// Whether a struct field is walked at all for ownership: never
+    /// managedFields, and status only where this endpoint writes it.
+    fn tracked(&self, p: &[PathElement]) -> bool {
+        let in_status = is_field(&p[0], "status");
+        let out_of_scope = match self.subresource {
+            "status" => !in_status,
+            _ => self.status_is_separate && in_status,
+        };
+        !out_of_scope && !is_managed_fields(p)
+    }
+
     /// The fields of `obj` that ownership is tracked for.
     fn owned_fields<'v>(&self, obj: &'v Value) -> Result<Fields<'v>, typed::TypeError> {
-        let skip = |p: &[PathElement]| {
-            let in_status = is_field(&p[0], "status");
-            let out_of_scope = match self.subresource {
-                "status" => !in_status,
-                _ => self.status_is_separate && in_status,
-            };
-            out_of_scope || is_managed_fields(p)
-        };
-        let mut f = typed::fields(obj, self.schema, &skip)?;
-        f.retain(|p, _| {
-            !STRIPPED
-                .iter()
-                .any(|s| s.len() == p.len() && s.iter().zip(p).all(|(name, pe)| is_field(pe, name)))
-        });
+        let mut f = typed::fields(obj, self.schema, &|p| !self.tracked(p))?;
+        f.retain(|p, _| !is_stripped(p));
         Ok(f)
     }
+
+    /// What changed, among the tracked fields, from `old` to `new`.
+    fn changes(&self, old: &Value, new: &Value) -> Result<Comparison, typed::TypeError> {
+        let mut c = diff::diff(old, new, self.schema, &|p| !self.tracked(p))?;
+        for list in [&mut c.added, &mut c.modified, &mut c.removed] {
+            list.retain(|p| !is_stripped(p));
+        }
+        Ok(c)
+    }
+}
+
+/// Metadata kube never tracks ownership of.
+fn is_stripped(p: &[PathElement]) -> bool {
+    STRIPPED
+        .iter()
+        .any(|s| s.len() == p.len() && s.iter().zip(p).all(|(name, pe)| is_field(pe, name)))
 }
 
 fn is_field(pe: &PathElement, name: &str) -> bool {
@@ -142,11 +158,9 @@ fn write(obj: &mut Value, managers: &ManagedFields) {
 pub fn update(w: &Writer<'_>, old: Option<&Value>, new: &mut Value) {
     let mut managers = starting_managers(old, new);
     let empty = json!({});
-    let (Ok(before), Ok(after)) = (w.owned_fields(old.unwrap_or(&empty)), w.owned_fields(&*new))
-    else {
+    let Ok(cmp) = w.changes(old.unwrap_or(&empty), new) else {
         return;
     };
-    let cmp = typed::compare(&before, &after);
     let changed = FieldSet::from_paths(cmp.added.iter().chain(&cmp.modified));
     let removed = FieldSet::from_paths(&cmp.removed);
     let me = w.entry(Operation::Update);
@@ -226,9 +240,7 @@ pub fn apply(
         }
     }
 
-    let before = w.owned_fields(live_value).map_err(typed_error)?;
-    let after = w.owned_fields(&merged).map_err(typed_error)?;
-    let cmp = typed::compare(&before, &after);
+    let cmp = w.changes(live_value, &merged).map_err(typed_error)?;
     let changed = FieldSet::from_paths(cmp.added.iter().chain(&cmp.modified));
     let removed = FieldSet::from_paths(&cmp.removed);
     let mut conflicts: Vec<(String, Path)> = Vec::new();

@@ -362,3 +362,99 @@ fn apply_keeps_a_map_whose_entries_it_still_applies() {
         .get("env")
         .is_none());
 }
+
+/// A deployment varied along what ownership walks differently: maps that
+/// are absent, null, empty or full; keyed lists with and without repeated
+/// keys; sets; atomic lists; emptied structs; status.
+fn arb_deployment() -> impl Strategy<Value = serde_json::Value> {
+    let map = prop_oneof![
+        Just(None),
+        Just(Some(json!(null))),
+        Just(Some(json!({}))),
+        prop::collection::btree_map("[a-c]", "[x-z]", 1..3).prop_map(|m| Some(json!(m))),
+    ];
+    let env = prop::collection::vec(("[A-C]", prop::option::of("[0-2]")), 0..4).prop_map(|v| {
+        json!(v
+            .into_iter()
+            .map(|(n, val)| match val {
+                Some(val) => json!({"name": n, "value": val}),
+                None => json!({"name": n}),
+            })
+            .collect::<Vec<_>>())
+    });
+    let finalizers = prop::collection::vec("[p-r]", 0..3);
+    let tolerations = prop::collection::vec("[k-m]", 0..3)
+        .prop_map(|v| json!(v.into_iter().map(|k| json!({"key": k})).collect::<Vec<_>>()));
+    (
+        (map.clone(), map.clone(), map),
+        (0i64..3, env.clone(), env),
+        (finalizers, tolerations, any::<bool>(), 0i64..3),
+    )
+        .prop_map(
+            |(
+                (labels, annotations, selector),
+                (replicas, env_a, env_b),
+                (fin, tol, empty_strategy, ready),
+            )| {
+                let mut d = deployment(replicas, env_a);
+                let md = d["metadata"].as_object_mut().unwrap();
+                md.remove("labels");
+                if let Some(l) = labels {
+                    md.insert("labels".into(), l);
+                }
+                if let Some(a) = annotations {
+                    md.insert("annotations".into(), a);
+                }
+                if !fin.is_empty() {
+                    md.insert("finalizers".into(), json!(fin));
+                }
+                md.insert(
+                    "managedFields".into(),
+                    json!([{"manager": "x", "operation": "Update", "fieldsV1": {"f:spec": {}}}]),
+                );
+                let spec = &mut d["spec"];
+                if let Some(s) = selector {
+                    spec["template"]["spec"]["nodeSelector"] = s;
+                }
+                spec["template"]["spec"]["tolerations"] = tol;
+                spec["template"]["spec"]["containers"]
+                    .as_array_mut()
+                    .unwrap()
+                    .push(json!({"name": "side", "image": "b", "env": env_b}));
+                spec["strategy"] = if empty_strategy {
+                    json!({})
+                } else {
+                    json!({"type": "Recreate"})
+                };
+                d["status"] = json!({"readyReplicas": ready});
+                d
+            },
+        )
+}
+
+fn sorted(c: &typed::Comparison) -> [Vec<path::Path>; 3] {
+    let s = |v: &Vec<path::Path>| {
+        let mut v = v.clone();
+        v.sort();
+        v
+    };
+    [s(&c.added), s(&c.modified), s(&c.removed)]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(2048))]
+    /// Walking only what differs finds exactly what comparing both
+    /// objects' full field lists finds, for every endpoint's scope.
+    #[test]
+    fn changes_equal_the_full_comparison(old in arb_deployment(), new in arb_deployment(), sub in 0usize..2) {
+        let t = "2025-01-01T00:00:00Z";
+        let mut w = writer("m", t);
+        w.subresource = ["", "status"][sub];
+        let full = match (w.owned_fields(&old), w.owned_fields(&new)) {
+            (Ok(a), Ok(b)) => typed::compare(&a, &b),
+            _ => return Ok(()),
+        };
+        let fast = w.changes(&old, &new).unwrap();
+        prop_assert_eq!(sorted(&fast), sorted(&full));
+    }
+}
