@@ -60,6 +60,34 @@ fn write_path(c: &mut Criterion) {
             next
         })
     });
+    // A pod as a cluster leaves it: written by its creator, the scheduler
+    // and a labeller; then one more writer changes a field none of them
+    // owns (the common case: their entries stay as they were).
+    let mut shared = created.clone();
+    for (manager, path, value) in [
+        ("scheduler", "/spec/nodeName", json!("node-9")),
+        ("labeller", "/metadata/labels/zone", json!("a")),
+        ("annotator", "/metadata/annotations/note", json!("x")),
+    ] {
+        let mut next = shared.clone();
+        match next.pointer_mut(path) {
+            Some(v) => *v = value,
+            None => {
+                let (parent, key) = path.rsplit_once('/').unwrap();
+                next.pointer_mut(parent).unwrap()[key] = value;
+            }
+        }
+        apply::update(&writer(manager), Some(&shared), &mut next);
+        shared = next;
+    }
+    g.bench_function("managed_fields_update_four_managers", |b| {
+        b.iter(|| {
+            let mut next = shared.clone();
+            next["spec"]["activeDeadlineSeconds"] = json!(60);
+            apply::update(&writer("editor"), Some(black_box(&shared)), &mut next);
+            next
+        })
+    });
     let patch = json!({"spec": {"containers": [{"name": "web", "image": "nginx:1.28"}]}});
     g.bench_function("strategic_merge_patch", |b| {
         b.iter(|| strategic::apply(created.clone(), patch.clone(), schema.unwrap()).unwrap())

@@ -66,14 +66,13 @@ const STRIPPED: &[&[&str]] = &[
 
 impl Writer<'_> {
     fn entry(&self, operation: Operation) -> Entry {
-        Entry {
-            manager: self.manager.to_string(),
+        Entry::new(
+            self.manager,
             operation,
-            api_version: self.api_version.to_string(),
-            time: Some(self.now.to_string()),
-            subresource: self.subresource.to_string(),
-            fields: FieldSet::new(),
-        }
+            self.api_version,
+            Some(self.now.to_string()),
+            self.subresource,
+        )
     }
 
     /// Whether a struct field is walked at all for ownership: never
@@ -136,11 +135,11 @@ fn starting_managers(old: Option<&Value>, new: &Value) -> ManagedFields {
     let live = old.and_then(|o| o.pointer("/metadata/managedFields"));
     match given {
         Some(g) if Some(g) != live => ManagedFields::decode(new),
-        _ => old.map(ManagedFields::decode).unwrap_or_default(),
+        _ => old.map(ManagedFields::decode_stored).unwrap_or_default(),
     }
 }
 
-fn write(obj: &mut Value, managers: &ManagedFields) {
+fn write(obj: &mut Value, managers: ManagedFields) {
     let encoded = managers.encode();
     if let Some(md) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
         if encoded.as_array().is_some_and(Vec::is_empty) {
@@ -165,26 +164,27 @@ pub fn update(w: &Writer<'_>, old: Option<&Value>, new: &mut Value) {
     let removed = FieldSet::from_paths(&cmp.removed);
     let me = w.entry(Operation::Update);
     for e in managers.0.iter_mut() {
-        e.fields = e.fields.difference(&removed);
+        e.subtract(&removed);
         if !e.same_manager(&me) {
-            e.fields = e.fields.difference(&changed);
+            e.subtract(&changed);
         }
     }
     if !changed.is_empty() {
         match managers.find_mut(&me) {
             Some(e) => {
-                e.fields = e.fields.union(&changed);
+                let mine = e.fields().union(&changed);
+                e.set_fields(mine);
                 e.time = me.time.clone();
             }
             None => {
                 let mut e = me;
-                e.fields = changed;
+                e.set_fields(changed);
                 managers.0.push(e);
             }
         }
     }
     managers.cap_updaters(MAX_UPDATE_MANAGERS);
-    write(new, &managers);
+    write(new, managers);
 }
 
 /// Applies `config` over `live` (None: the object does not exist yet and
@@ -211,7 +211,7 @@ pub fn apply(
     let skeleton =
         json!({"apiVersion": config.get("apiVersion"), "kind": config.get("kind"), "metadata": {}});
     let live_value = live.unwrap_or(&skeleton);
-    let mut managers = live.map(ManagedFields::decode).unwrap_or_default();
+    let mut managers = live.map(ManagedFields::decode_stored).unwrap_or_default();
     let mut merged = merge::merge(live_value, config, w.schema).map_err(typed_error)?;
 
     let me = w.entry(Operation::Apply);
@@ -223,7 +223,7 @@ pub fn apply(
     );
     let last_set = managers
         .find_mut(&me)
-        .map(|e| e.fields.clone())
+        .map(|e| e.fields().clone())
         .unwrap_or_default();
     // Fields this applier gave up, unless someone — another manager, or
     // this configuration through a field below it (a map whose entries it
@@ -234,7 +234,7 @@ pub fn apply(
             || managers
                 .0
                 .iter()
-                .any(|e| !e.same_manager(&me) && e.fields.has_prefix(p));
+                .any(|e| !e.same_manager(&me) && e.fields().has_prefix(p));
         if !still_owned && !is_key_field(p) {
             merge::remove(&mut merged, p, w.schema);
         }
@@ -245,7 +245,7 @@ pub fn apply(
     let removed = FieldSet::from_paths(&cmp.removed);
     let mut conflicts: Vec<(String, Path)> = Vec::new();
     for e in managers.0.iter().filter(|e| !e.same_manager(&me)) {
-        for p in e.fields.intersection(&changed).paths() {
+        for p in e.fields().intersection(&changed).paths() {
             conflicts.push((e.describe(), p));
         }
     }
@@ -254,7 +254,8 @@ pub fn apply(
     }
     for e in managers.0.iter_mut() {
         if !e.same_manager(&me) {
-            e.fields = e.fields.difference(&changed).difference(&removed);
+            e.subtract(&changed);
+            e.subtract(&removed);
         }
     }
     // An apply that changes no field keeps its entry's time (so applying
@@ -262,7 +263,7 @@ pub fn apply(
     let object_changed = live.is_none() || merged != *live_value;
     match managers.find_mut(&me) {
         Some(e) => {
-            e.fields = new_set;
+            e.set_fields(new_set);
             if object_changed {
                 e.time = me.time.clone();
             }
@@ -270,11 +271,11 @@ pub fn apply(
         }
         None => {
             let mut e = me;
-            e.fields = new_set;
+            e.set_fields(new_set);
             managers.0.push(e);
         }
     }
-    write(&mut merged, &managers);
+    write(&mut merged, managers);
     Ok(merged)
 }
 

@@ -112,31 +112,39 @@ impl FieldSet {
     /// Paths of `self` not in `other` (exact paths; children of a removed
     /// path stay).
     pub fn difference(&self, other: &FieldSet) -> FieldSet {
-        self.zip(other, |mine, theirs| mine && !theirs, true)
+        let mut out = self.clone();
+        out.subtract(other);
+        out
     }
 
+    /// Removes the paths of `other` in place (as [`FieldSet::difference`]);
+    /// whether anything was removed.
+    pub fn subtract(&mut self, other: &FieldSet) -> bool {
+        let mut changed = false;
+        self.children.retain(|pe, mine| {
+            let Some(theirs) = other.children.get(pe) else {
+                return true;
+            };
+            if mine.member && theirs.member {
+                mine.member = false;
+                changed = true;
+            }
+            changed |= mine.set.subtract(&theirs.set);
+            mine.member || !mine.set.is_empty()
+        });
+        changed
+    }
+
+    /// Paths in both sets (walked node by node, no path is built).
     pub fn intersection(&self, other: &FieldSet) -> FieldSet {
-        self.zip(other, |mine, theirs| mine && theirs, false)
-    }
-
-    /// Walks `self` against `other` node by node; `member` decides a shared
-    /// node's membership. `keep_unmatched`: subtrees `other` lacks are kept
-    /// whole (difference) or dropped (intersection).
-    fn zip(
-        &self,
-        other: &FieldSet,
-        member: fn(bool, bool) -> bool,
-        keep_unmatched: bool,
-    ) -> FieldSet {
         let mut out = FieldSet::new();
         for (pe, mine) in &self.children {
-            let node = match other.children.get(pe) {
-                Some(theirs) => Node {
-                    member: member(mine.member, theirs.member),
-                    set: mine.set.zip(&theirs.set, member, keep_unmatched),
-                },
-                None if keep_unmatched => mine.clone(),
-                None => continue,
+            let Some(theirs) = other.children.get(pe) else {
+                continue;
+            };
+            let node = Node {
+                member: mine.member && theirs.member,
+                set: mine.set.intersection(&theirs.set),
             };
             if node.member || !node.set.is_empty() {
                 out.children.insert(pe.clone(), node);

@@ -30,7 +30,7 @@ fn owner_of(obj: &serde_json::Value, manager: &str) -> FieldSet {
         .0
         .into_iter()
         .find(|e| e.manager == manager)
-        .map(|e| e.fields)
+        .map(|e| e.fields().clone())
         .unwrap_or_default()
 }
 
@@ -247,7 +247,7 @@ fn update_managers_are_capped_at_ten() {
         .find(|e| e.manager == "ancient-changes")
         .unwrap();
     // The first writer's fields are in the folded entry.
-    assert!(ancient.fields.contains(&replicas_path()));
+    assert!(ancient.fields().contains(&replicas_path()));
     assert!(entries.iter().any(|e| e.manager == "m13"));
     assert!(!entries.iter().any(|e| e.manager == "m00"));
 }
