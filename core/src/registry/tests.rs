@@ -62,6 +62,23 @@ fn update_keeps_status_and_bumps_generation_on_spec_change() {
     let mut changed = json!({"metadata": {"name": "d"}, "spec": {"replicas": 2}});
     prepare_for_update(&deploy, &mut changed, &old);
     assert_eq!(changed["metadata"]["generation"], 4);
+    // A top-level field only one side has is a change too.
+    let cm_old = json!({"metadata": {"name": "c", "generation": 1}, "data": {"a": "b"}});
+    let mut tracked = deploy.clone();
+    tracked.group = String::new();
+    tracked.kind = "ConfigMap".into();
+    for (new, gen) in [
+        (json!({"metadata": {"name": "c"}, "data": {"a": "b"}}), 1),
+        (json!({"metadata": {"name": "c"}}), 2),
+        (
+            json!({"metadata": {"name": "c"}, "data": {"a": "b"}, "binaryData": {}}),
+            2,
+        ),
+    ] {
+        let mut new = new;
+        prepare_for_update(&tracked, &mut new, &cm_old);
+        assert_eq!(new["metadata"]["generation"], gen, "{new}");
+    }
 }
 
 #[test]
