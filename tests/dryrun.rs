@@ -65,6 +65,27 @@ each_shard_count!(dry_runs_store_nothing_and_send_no_events, |shards| {
     );
     assert_eq!(code, 200, "{p}");
     assert_eq!(p["data"]["k"], "patched");
+    // server-side apply: creating and changing, both dry.
+    let apply = |name: &str, value: &str| {
+        s.send(
+            "PATCH",
+            &format!("{CMS}/{name}?dryRun=All&fieldManager=dry-applier"),
+            "application/apply-patch+yaml",
+            format!("apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: {name}}}\ndata: {{k: {value}}}\n").as_bytes(),
+        )
+    };
+    let (code, a) = apply("applied", "new");
+    assert_eq!(code, 201, "{a}");
+    assert_eq!(a["data"]["k"], "new");
+    assert_eq!(s.get(&format!("{CMS}/applied")).0, 404);
+    let (code, a) = apply("real", "applied");
+    assert_eq!(code, 200, "{a}");
+    assert_eq!(a["data"]["k"], "applied");
+    assert!(a["metadata"]["managedFields"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|e| e["manager"] == "dry-applier"));
     // An update that would end the held object's life leaves it alive.
     let (code, _) = s.delete(&format!("{CMS}/held?dryRun=All"));
     assert_eq!(code, 200);
