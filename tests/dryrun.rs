@@ -69,7 +69,7 @@ each_shard_count!(dry_runs_store_nothing_and_send_no_events, |shards| {
     let apply = |name: &str, value: &str| {
         s.send(
             "PATCH",
-            &format!("{CMS}/{name}?dryRun=All&fieldManager=dry-applier"),
+            &format!("{CMS}/{name}?dryRun=All&fieldManager=dry-applier&force=true"),
             "application/apply-patch+yaml",
             format!("apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: {name}}}\ndata: {{k: {value}}}\n").as_bytes(),
         )
