@@ -9,6 +9,7 @@
 pub mod deletion;
 mod hooks;
 pub mod lifecycle;
+mod qos;
 mod validate;
 
 pub use lifecycle::should_delete_during_update;
@@ -47,7 +48,10 @@ pub fn prepare_for_create(info: &ResourceInfo, obj: &mut Value, ctx: &CreateCont
     }
     if info.has_status() && !info.strategy.keep_status_on_create {
         if let Some(root) = obj.as_object_mut() {
-            root.remove("status");
+            match info.strategy.initial_status.map(serde_json::from_str) {
+                Some(Ok(status)) => root.insert("status".into(), status),
+                _ => root.remove("status"),
+            };
         }
     }
     hooks::on_create(info, obj);
