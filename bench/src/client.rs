@@ -281,8 +281,14 @@ impl Client {
         };
         let io = TokioIo::new(io);
         if h2 {
+            // Fixed, generous windows: small (adaptive, starting) windows
+            // make the server split events into tiny DATA frames, which
+            // h2 counts against its small-frame budget and answers with
+            // GOAWAY "too_many_data_frames" once a busy load generator
+            // falls behind reading them.
             let (send, conn) = http2::Builder::new(TokioExecutor::new())
-                .adaptive_window(true)
+                .initial_stream_window_size(1 << 20)
+                .initial_connection_window_size(32 << 20)
                 .handshake(io)
                 .await
                 .map_err(|e| ClientError::Connect(format!("h2 handshake: {e}")))?;

@@ -38,9 +38,28 @@ impl AckBook {
         self.max.fetch_max(rv, Ordering::Relaxed);
     }
 
-    /// (sent, acknowledged) of `rv`.
+    /// (sent, acknowledged) of `rv`. Every watcher asks for the same
+    /// revisions at about the same time, so each thread remembers its last
+    /// answer: with thousands of watchers the shared lock's reader count
+    /// (one cache line bounced between threads per event) was a visible
+    /// part of the load generator's cost.
     pub fn get(&self, rv: u64) -> Option<(Instant, Instant)> {
-        self.acks.read().get(&rv).copied()
+        /// (book, revision, its times) last answered on this thread.
+        type Memo = Option<(usize, u64, (Instant, Instant))>;
+        thread_local! {
+            static LAST: std::cell::Cell<Memo> = const { std::cell::Cell::new(None) };
+        }
+        let me = self as *const Self as usize;
+        if let Some((book, r, times)) = LAST.with(|l| l.get()) {
+            if book == me && r == rv {
+                return Some(times);
+            }
+        }
+        let found = self.acks.read().get(&rv).copied();
+        if let Some(times) = found {
+            LAST.with(|l| l.set(Some((me, rv, times))));
+        }
+        found
     }
 
     /// The highest acknowledged resourceVersion.
@@ -246,9 +265,29 @@ pub async fn run(
                     continue 'rewatch;
                 }
             };
-            buf.extend_from_slice(&data);
-            while let Some(nl) = memchr::memchr(b'\n', &buf) {
-                let line = buf.split_to(nl + 1);
+            // Whole lines are read where they arrived; only a line split
+            // across frames is copied into `buf` to be completed.
+            let mut data = data;
+            if !buf.is_empty() {
+                match memchr::memchr(b'\n', &data) {
+                    Some(nl) => {
+                        buf.extend_from_slice(&data.split_to(nl + 1));
+                    }
+                    None => {
+                        buf.extend_from_slice(&data);
+                        continue;
+                    }
+                }
+            }
+            loop {
+                let line = if !buf.is_empty() {
+                    buf.split().freeze()
+                } else if let Some(nl) = memchr::memchr(b'\n', &data) {
+                    data.split_to(nl + 1)
+                } else {
+                    buf.extend_from_slice(&data);
+                    break;
+                };
                 let now = Instant::now();
                 match objects::event_type(&line) {
                     Some(b"BOOKMARK") => {

@@ -4,7 +4,8 @@
 //! in-flight requests finish, end watches.
 
 use super::abort::ConnAbort;
-use super::io::{HyperIo, LocalExec};
+use super::combine::Combining;
+use super::io::{HyperIo, LocalExec, PlainStream};
 use crate::handlers::Api;
 use futures_lite::future;
 use futures_lite::FutureExt;
@@ -60,6 +61,36 @@ pub async fn serve(listener: TcpListener, api: Rc<Api>) -> std::io::Result<()> {
 }
 
 async fn serve_connection(stream: glommio::net::TcpStream, api: Rc<Api>) {
+    if speaks_h2(&stream).await {
+        let io = HyperIo::over(Combining::new(PlainStream(stream.buffered())));
+        drive(io, api).await;
+    } else {
+        drive(HyperIo::new(stream), api).await;
+    }
+}
+
+/// Whether a plain connection opens with HTTP/2's preface ("PRI * HTTP/2.0…"
+/// cannot start an HTTP/1.1 request). Only peeks: hyper reads it again.
+async fn speaks_h2(stream: &glommio::net::TcpStream) -> bool {
+    let mut buf = [0u8; 3];
+    for _ in 0..100 {
+        match stream.peek(&mut buf).await {
+            Ok(0) | Err(_) => return false,
+            Ok(n) if buf[..n] != b"PRI"[..n] => return false,
+            Ok(3) => return true,
+            // Fewer bytes than the prefix so far: look again shortly.
+            Ok(_) => glommio::timer::sleep(Duration::from_millis(1)).await,
+        }
+    }
+    false
+}
+
+/// Serves one connection until it ends, the server shuts down (then
+/// gracefully), or the connection is aborted.
+async fn drive<I>(io: I, api: Rc<Api>)
+where
+    I: hyper::rt::Read + hyper::rt::Write + Unpin + 'static,
+{
     let shutdown = api.shutdown().clone();
     let abort = ConnAbort::default();
     let for_requests = abort.clone();
@@ -89,7 +120,7 @@ async fn serve_connection(stream: glommio::net::TcpStream, api: Rc<Api>) {
     builder
         .http2()
         .max_concurrent_streams(MAX_STREAMS_PER_CONNECTION);
-    let conn = builder.serve_connection(HyperIo::new(stream), service);
+    let conn = builder.serve_connection(io, service);
     let mut conn = std::pin::pin!(conn);
     let ended = future::or(
         future::or(

@@ -2,6 +2,7 @@
 
 pub mod abort;
 pub mod body;
+pub mod combine;
 pub mod io;
 pub mod joined;
 pub mod listener;
