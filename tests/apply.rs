@@ -25,12 +25,7 @@ fn config(replicas: u32, image: &str, env: &[(&str, &str)]) -> String {
 
 fn apply(s: &Server, manager: &str, force: bool, body: &str) -> (u16, Value) {
     let force = if force { "&force=true" } else { "" };
-    s.send(
-        "PATCH",
-        &format!("{PATH}?fieldManager={manager}{force}"),
-        APPLY,
-        body.as_bytes(),
-    )
+    s.apply_yaml(&format!("{PATH}?fieldManager={manager}{force}"), body)
 }
 
 fn manager<'a>(obj: &'a Value, name: &str) -> &'a Value {

@@ -67,11 +67,9 @@ each_shard_count!(dry_runs_store_nothing_and_send_no_events, |shards| {
     assert_eq!(p["data"]["k"], "patched");
     // server-side apply: creating and changing, both dry.
     let apply = |name: &str, value: &str| {
-        s.send(
-            "PATCH",
+        s.apply_yaml(
             &format!("{CMS}/{name}?dryRun=All&fieldManager=dry-applier&force=true"),
-            "application/apply-patch+yaml",
-            format!("apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: {name}}}\ndata: {{k: {value}}}\n").as_bytes(),
+            &format!("apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: {name}}}\ndata: {{k: {value}}}\n"),
         )
     };
     let (code, a) = apply("applied", "new");

@@ -247,11 +247,9 @@ fn values_of_the_wrong_type_are_refused_everywhere() {
         &json!([{"op": "add", "path": "/data/b", "value": true}]),
     );
     assert_eq!(code, 422, "{out}");
-    let (code, out) = s.send(
-        "PATCH",
+    let (code, out) = s.apply_yaml(
         &format!("{DEPLOY}/applied?fieldManager=m"),
-        "application/apply-patch+yaml",
-        b"apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: applied}\nspec: {replicas: two}\n",
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: applied}\nspec: {replicas: two}\n",
     );
     assert_eq!(code, 500, "{out}");
     assert_eq!(out["message"], "failed to create typed patch object (default/applied; apps/v1, Kind=Deployment): .spec.replicas: expected numeric (int or float), got string");

@@ -328,11 +328,9 @@ fn concurrent_patches_all_land() {
                             JSON_PATCH,
                             &json!([{"op": "add", "path": format!("/data/{key}"), "value": "v"}]),
                         ),
-                        _ => s.send(
-                            "PATCH",
+                        _ => s.apply_yaml(
                             &format!("{path}?fieldManager=applier-{t}-{i}"),
-                            "application/apply-patch+yaml",
-                            format!("apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: race}}\ndata: {{{key}: v}}\n").as_bytes(),
+                            &format!("apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: race}}\ndata: {{{key}: v}}\n"),
                         ),
                     };
                     assert_eq!(code, 200, "{key}: {out}");

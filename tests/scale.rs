@@ -150,11 +150,9 @@ fn scale_writes_record_their_manager_on_the_parent() {
     let creator = entries.iter().find(|e| e["manager"] == "creator").unwrap();
     assert!(creator["fieldsV1"]["f:spec"].get("f:replicas").is_none());
 
-    let (code, err) = s.send(
-        "PATCH",
+    let (code, err) = s.apply_yaml(
         &format!("{DEPLOYS}/web?fieldManager=kubectl"),
-        "application/apply-patch+yaml",
-        b"apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec: {replicas: 1}\n",
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec: {replicas: 1}\n",
     );
     assert_eq!(code, 409, "{err}");
     assert_eq!(
