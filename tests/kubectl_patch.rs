@@ -186,7 +186,10 @@ fn patch_of_every_type() {
         "-p",
         r#"[{"op":"test","path":"/spec/replicas","value":9}]"#,
     ]);
-    assert!(err.contains("value did not match"), "{err}");
+    assert!(
+        err.contains("The request is invalid: the server rejected our request due to an error in our request"),
+        "kube's words for a failed test: {err}"
+    );
 }
 
 #[test]

@@ -270,6 +270,13 @@ fn json_patch_and_merge_patch() {
         &json!([{"op": "test", "path": "/spec/replicas", "value": 9}]),
     );
     assert_eq!(code, 422, "{body}");
+    assert_eq!(
+        body,
+        json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+            "message": "the server rejected our request due to an error in our request",
+            "reason": "Invalid", "details": {}, "code": 422}),
+        "kube's generic answer"
+    );
     // Merge patch replaces lists whole (no merge keys).
     let out = patch(
         &s,

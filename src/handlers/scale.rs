@@ -139,7 +139,7 @@ impl Change {
             Change::Replace(v) => Ok(v),
             Change::Patch(Patch::Json(p)) => {
                 json_patch::patch(&mut current, &p)
-                    .map_err(|e| ApiError::new(422, "Invalid", e.to_string()))?;
+                    .map_err(|e| super::patch::json_patch_failed(&e))?;
                 Ok(current)
             }
             Change::Patch(Patch::Merge(p)) => {
