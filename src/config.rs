@@ -16,13 +16,18 @@ pub struct Flags {
     #[arg(long)]
     pub shards: Option<usize>,
 
-    /// Address of the plain-HTTP port.
+    /// Address of the plain-HTTP port (loopback only).
     #[arg(long, default_value = "127.0.0.1")]
     pub insecure_bind_address: IpAddr,
 
-    /// Plain-HTTP port; 0 picks a free one (printed at start).
-    #[arg(long, default_value_t = 8080)]
-    pub insecure_port: u16,
+    /// Plain-HTTP port, off unless given; 0 picks a free one (see
+    /// --port-file). Requests on it are not authenticated: they act as a
+    /// member of system:masters, like kube's old insecure port.
+    #[arg(long)]
+    pub insecure_port: Option<u16>,
+
+    #[command(flatten)]
+    pub security: crate::security::SecurityFlags,
 
     /// Storage backend: "wal" (durable: a write-ahead log and snapshots per
     /// shard in --data-dir) or "memory" (nothing survives the process).
@@ -94,8 +99,8 @@ pub struct Flags {
     #[arg(long, default_value_t = 512)]
     pub io_memory_kib: usize,
 
-    /// Write the port actually bound to this file once serving (for tests
-    /// and scripts that use --insecure-port=0).
+    /// Write the plain-HTTP port actually bound to this file once serving
+    /// (for tests and scripts that use --insecure-port=0).
     #[arg(long)]
     pub port_file: Option<std::path::PathBuf>,
 

@@ -269,16 +269,18 @@ struct Subresource<'a> {
 
 /// Subresources kube serves for built-ins (status, scale) are read and
 /// written but never listed, watched, created or deleted; a namespace's
-/// `finalize` is only ever replaced.
+/// `finalize` is only ever replaced and `serviceaccounts/token` only
+/// created.
 const SUBRESOURCE_VERBS: &[&str] = &["get", "patch", "update"];
 const FINALIZE_VERBS: &[&str] = &["update"];
+const CREATE_ONLY: &[&str] = &["create"];
 
 impl Subresource<'_> {
     fn verbs(&self) -> &'static [&'static str] {
-        if self.name == "finalize" {
-            FINALIZE_VERBS
-        } else {
-            SUBRESOURCE_VERBS
+        match self.name {
+            "finalize" => FINALIZE_VERBS,
+            "token" => CREATE_ONLY,
+            _ => SUBRESOURCE_VERBS,
         }
     }
 
@@ -311,6 +313,7 @@ fn subresources(r: &ResourceInfo) -> Vec<Subresource<'_>> {
         .map(|name| {
             let (group, version, kind) = match name.as_str() {
                 "scale" => ("autoscaling", "v1", "Scale"),
+                "token" => ("authentication.k8s.io", "v1", "TokenRequest"),
                 // status (and anything unknown) answers with the parent object.
                 _ => ("", "", r.kind.as_str()),
             };
@@ -432,7 +435,13 @@ mod tests {
         assert_eq!([&list["kind"], &list["apiVersion"]], ["APIGroupList", "v1"]);
         assert_eq!(
             names(&list["groups"], "/name"),
-            ["apps", "coordination.k8s.io"]
+            [
+                "apps",
+                "authentication.k8s.io",
+                "authorization.k8s.io",
+                "rbac.authorization.k8s.io",
+                "coordination.k8s.io"
+            ]
         );
         let apps = r#""name":"apps","versions":[{"groupVersion":"apps/v1","version":"v1"}],"preferredVersion":{"groupVersion":"apps/v1","version":"v1"}}"#;
         assert_eq!(list["groups"][0].to_string(), format!("{{{apps}"));
@@ -513,7 +522,16 @@ mod tests {
         let named = parse(&aggregated_discovery(&cat, false));
         // kube's priority table ranks apps above coordination.k8s.io.
         let order = names(&named["items"], "/metadata/name");
-        assert_eq!(order, ["apps", "coordination.k8s.io"]);
+        assert_eq!(
+            order,
+            [
+                "apps",
+                "authentication.k8s.io",
+                "authorization.k8s.io",
+                "rbac.authorization.k8s.io",
+                "coordination.k8s.io"
+            ]
+        );
         let apps = &named["items"][0]["versions"][0]["resources"];
         let deploy = find(apps, "resource", "deployments");
         assert!(deploy.contains(r#""shortNames":["deploy"],"categories":["all"]"#));

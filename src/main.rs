@@ -6,10 +6,13 @@ mod controllers;
 mod discovery;
 mod filters;
 mod handlers;
+mod informer;
 mod metrics;
 mod openapi;
 mod openapi_pb;
+mod pki;
 mod registry;
+mod security;
 mod serving;
 
 use clap::Parser;
@@ -40,26 +43,52 @@ fn main() {
     }
 }
 
-fn serve(flags: Flags) -> Result<(), String> {
+fn serve(mut flags: Flags) -> Result<(), String> {
+    // glommio's io_uring opens do not resolve relative directories (the
+    // log's files fail with EBADF), and the default data dir is relative.
+    flags.data_dir = std::path::absolute(&flags.data_dir)
+        .map_err(|e| format!("--data-dir {}: {e}", flags.data_dir.display()))?;
     let cpus = allowed_cpus();
     let shards = flags.shards.unwrap_or(cpus.len()).max(1);
     let (storage, start, start_revision, _lock) = open_storage(&flags, shards)?;
-    // Reserve the port first so that every executor binds the same one,
+    let security = Arc::new(security::SecurityConfig::build(
+        &flags.security,
+        &flags.data_dir,
+        flags.advertise_address,
+    )?);
+    // Reserve the ports first so that every executor binds the same ones,
     // including when the caller asked for any free port (0).
-    let reservation = reserve_port(SocketAddr::new(
-        flags.insecure_bind_address,
-        flags.insecure_port,
-    ))?;
-    let bind = reservation
-        .local_addr()
-        .map_err(|e| e.to_string())?
-        .as_socket()
-        .ok_or("bound address is not IP")?;
+    let secure = Listening::reserve(
+        SocketAddr::new(flags.security.bind_address, flags.security.secure_port),
+        flags.security.secure_port_file.clone(),
+    )?;
+    let insecure = match flags.insecure_port {
+        None => None,
+        Some(port) => {
+            if !flags.insecure_bind_address.is_loopback() {
+                return Err(format!(
+                    "--insecure-bind-address {} is not a loopback address: the plain-HTTP port has no authentication and only binds loopback",
+                    flags.insecure_bind_address
+                ));
+            }
+            Some(Listening::reserve(
+                SocketAddr::new(flags.insecure_bind_address, port),
+                flags.port_file.clone(),
+            )?)
+        }
+    };
+    let kubeconfig = security::SecurityConfig::kubeconfig_path(&flags.security, &flags.data_dir);
+    pki::kubeconfig::write_admin(
+        &kubeconfig,
+        &client_url(secure.addr),
+        &security.trust_pem,
+        &security.issuer,
+    )?;
     let config = Arc::new(ServerConfig {
         min_request_timeout: flags.min_request_timeout,
         bookmark_interval: flags.watch_bookmark_interval,
         watch_stall_timeout: flags.watch_stall_timeout,
-        bind,
+        bind: secure.addr,
         advertise: flags.advertise_address,
         hello: flags.hello_bytes.map(|n| bytes::Bytes::from(vec![b'x'; n])),
         enable_garbage_collector: flags.enable_garbage_collector,
@@ -73,7 +102,6 @@ fn serve(flags: Flags) -> Result<(), String> {
     let seq = Arc::new(Sequencer::new(shards, start_revision));
     let (mut trigger, shutdown) = shutdown_pair();
     let ready = Arc::new(AtomicBool::new(false));
-    let bound = Arc::new(std::sync::atomic::AtomicUsize::new(0));
 
     std::thread::spawn(move || {
         let mut signals = signal_hook::iterator::Signals::new([
@@ -96,9 +124,15 @@ fn serve(flags: Flags) -> Result<(), String> {
         }
     });
 
-    tracing::info!(%bind, shards, storage = %flags.storage, "kubeshard starting");
-    let port_file = flags.port_file.clone();
-    let reservation = Arc::new(parking_lot::Mutex::new(Some(reservation)));
+    tracing::info!(
+        secure = %secure.addr,
+        insecure = ?insecure.as_ref().map(|i| i.addr),
+        kubeconfig = %kubeconfig.display(),
+        shards,
+        storage = %flags.storage,
+        "kubeshard starting"
+    );
+    let (secure, insecure) = (Arc::new(secure), insecure.map(Arc::new));
     let rt = RuntimeConfig {
         shards,
         cpus,
@@ -108,68 +142,55 @@ fn serve(flags: Flags) -> Result<(), String> {
         storage,
     };
     run(rt, seq, shutdown, start, move |ctx| {
-        let (catalog, config, ready, port_file, bound, reservation) = (
+        let (catalog, config, ready, security, secure, insecure) = (
             catalog.clone(),
             config.clone(),
             ready.clone(),
-            port_file.clone(),
-            bound.clone(),
-            reservation.clone(),
+            security.clone(),
+            secure.clone(),
+            insecure.clone(),
         );
         async move {
+            let sec = Rc::new(security::Security::new(security.clone()));
+            sec.start(&ctx);
             let api = Rc::new(Api::new(
                 ctx.clone(),
                 CatalogReader::new(catalog.clone()),
                 config.clone(),
                 ready.clone(),
+                sec,
             ));
-            let listener = match glommio::net::TcpListener::bind(config.bind) {
-                Ok(l) => l,
-                Err(e) => {
-                    eprintln!(
-                        "kubeshard: executor {} cannot bind {}: {e}",
-                        ctx.id, config.bind
-                    );
-                    std::process::exit(1);
-                }
-            };
-            if bound.fetch_add(1, Ordering::SeqCst) + 1 == ctx.shards.shard_count() {
-                // Every executor listens now: release the reservation (it
-                // is bound but not listening, so it never took connections).
-                reservation.lock().take();
-                if let Some(f) = &port_file {
-                    let _ = std::fs::write(f, config.bind.port().to_string());
-                }
-            }
+            let executors = ctx.shards.shard_count();
+            let secure_listener = secure.bind(ctx.id, executors);
+            let insecure_listener = insecure.as_ref().map(|l| l.bind(ctx.id, executors));
             glommio::spawn_local(api.stalls.clone().run(ctx.shutdown.clone())).detach();
             if ctx.id == 0 {
-                let api = api.clone();
-                let (ctx, catalog) = (ctx.clone(), catalog.clone());
-                glommio::spawn_local(async move {
-                    match handlers::bootstrap(&api).await {
-                        Ok(()) => {
-                            if controllers.any() {
-                                let gc = config.enable_garbage_collector;
-                                glommio::spawn_local(controllers::run(
-                                    ctx,
-                                    catalog,
-                                    controllers,
-                                    gc,
-                                ))
-                                .detach();
-                            }
-                            api.mark_ready();
-                            tracing::info!("ready");
-                        }
-                        Err(e) => {
-                            eprintln!("kubeshard: bootstrap failed: {e}");
-                            std::process::exit(1);
-                        }
-                    }
-                })
-                .detach();
+                start_controllers(
+                    &api,
+                    &ctx,
+                    &catalog,
+                    controllers,
+                    config.enable_garbage_collector,
+                );
             }
-            if let Err(e) = serving::listener::serve(listener, api).await {
+            let tls = serving::listener::serve(
+                secure_listener,
+                api.clone(),
+                serving::listener::Transport::tls(security.tls.clone()),
+            );
+            let result = match insecure_listener {
+                Some(l) => {
+                    let plain = serving::listener::serve(
+                        l,
+                        api.clone(),
+                        serving::listener::Transport::Plain,
+                    );
+                    let (a, b) = futures_lite::future::zip(tls, plain).await;
+                    a.and(b)
+                }
+                None => tls.await,
+            };
+            if let Err(e) = result {
                 tracing::error!(error = %e, "listener failed");
             }
         }
@@ -177,6 +198,100 @@ fn serve(flags: Flags) -> Result<(), String> {
     .map_err(|e| e.to_string())?;
     tracing::info!("stopped");
     Ok(())
+}
+
+/// Executor 0 creates what the server needs at start, then runs the
+/// built-in controllers.
+fn start_controllers(
+    api: &Rc<Api>,
+    ctx: &Rc<kubeshard_shards::ExecutorContext>,
+    catalog: &Arc<Catalog>,
+    enabled: controllers::Enabled,
+    gc: bool,
+) {
+    let (api, ctx, catalog) = (api.clone(), ctx.clone(), catalog.clone());
+    glommio::spawn_local(async move {
+        let boot = async {
+            handlers::bootstrap(&api).await?;
+            controllers::security::bootstrap_policy::ensure(&api).await?;
+            controllers::security::aggregation::settle(&api).await
+        };
+        match boot.await {
+            Ok(()) => {
+                if enabled.any() {
+                    glommio::spawn_local(controllers::run(ctx, catalog, enabled, gc)).detach();
+                }
+                api.mark_ready();
+                tracing::info!("ready");
+            }
+            Err(e) => {
+                eprintln!("kubeshard: bootstrap failed: {}", e.message);
+                std::process::exit(1);
+            }
+        }
+        controllers::security::legacy_tokens::start(&api);
+        controllers::security::aggregation::run(api).await;
+    })
+    .detach();
+}
+
+/// The URL a local client (the admin kubeconfig) reaches the secure port at.
+fn client_url(addr: SocketAddr) -> String {
+    let host = match addr.ip() {
+        ip if ip.is_unspecified() || ip.is_loopback() => "127.0.0.1".to_string(),
+        std::net::IpAddr::V6(v6) => format!("[{v6}]"),
+        ip => ip.to_string(),
+    };
+    format!("https://{host}:{}", addr.port())
+}
+
+/// A port every executor listens on: reserved at start (so a free port
+/// chosen by the kernel is the same for all), released once all have
+/// bound it, then announced in its port file.
+struct Listening {
+    addr: SocketAddr,
+    reservation: parking_lot::Mutex<Option<socket2::Socket>>,
+    bound: std::sync::atomic::AtomicUsize,
+    port_file: Option<std::path::PathBuf>,
+}
+
+impl Listening {
+    fn reserve(addr: SocketAddr, port_file: Option<std::path::PathBuf>) -> Result<Self, String> {
+        let socket = reserve_port(addr)?;
+        let addr = socket
+            .local_addr()
+            .map_err(|e| e.to_string())?
+            .as_socket()
+            .ok_or("bound address is not IP")?;
+        Ok(Self {
+            addr,
+            reservation: parking_lot::Mutex::new(Some(socket)),
+            bound: Default::default(),
+            port_file,
+        })
+    }
+
+    fn bind(&self, executor: usize, executors: usize) -> glommio::net::TcpListener {
+        let listener = match glommio::net::TcpListener::bind(self.addr) {
+            Ok(l) => l,
+            Err(e) => {
+                eprintln!(
+                    "kubeshard: executor {executor} cannot bind {}: {e}",
+                    self.addr
+                );
+                std::process::exit(1);
+            }
+        };
+        if self.bound.fetch_add(1, Ordering::SeqCst) + 1 == executors {
+            // Every executor listens now: release the reservation (it is
+            // bound but not listening, so it never took connections).
+            self.reservation.lock().take();
+            if let Some(f) = &self.port_file {
+                let _ = std::fs::write(f, self.addr.port().to_string());
+            }
+        }
+        listener
+    }
 }
 
 /// Picks the storage mode and, for the log, recovers the data directory:
@@ -233,10 +348,20 @@ fn open_storage(
 }
 
 /// A bound (not listening) SO_REUSEPORT socket holding the port.
+///
+/// SO_REUSEPORT would also let this server silently share a port another
+/// server (also using it) already listens on, so a fixed port is first
+/// probed with a plain bind, which fails if anyone holds it.
 fn reserve_port(addr: SocketAddr) -> Result<socket2::Socket, String> {
     use socket2::{Domain, Socket, Type};
-    let s =
-        Socket::new(Domain::for_address(addr), Type::STREAM, None).map_err(|e| e.to_string())?;
+    let socket =
+        || Socket::new(Domain::for_address(addr), Type::STREAM, None).map_err(|e| e.to_string());
+    if addr.port() != 0 {
+        socket()?
+            .bind(&addr.into())
+            .map_err(|e| format!("cannot bind {addr}: {e}"))?;
+    }
+    let s = socket()?;
     s.set_reuse_port(true).map_err(|e| e.to_string())?;
     s.bind(&addr.into())
         .map_err(|e| format!("cannot bind {addr}: {e}"))?;

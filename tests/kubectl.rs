@@ -97,7 +97,17 @@ fn kubectl_day_to_day() {
         .lines()
         .map(str::to_string)
         .collect();
-    assert_eq!(versions, vec!["apps/v1", "coordination.k8s.io/v1", "v1"]);
+    assert_eq!(
+        versions,
+        vec![
+            "apps/v1",
+            "authentication.k8s.io/v1",
+            "authorization.k8s.io/v1",
+            "coordination.k8s.io/v1",
+            "rbac.authorization.k8s.io/v1",
+            "v1"
+        ]
+    );
 
     // Imperative creates send protobuf bodies.
     assert_eq!(

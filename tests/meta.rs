@@ -210,17 +210,24 @@ fn metrics_report_bounded_history() {
     assert_eq!(code, 200);
     assert!(ct.starts_with("application/openmetrics-text"), "{ct}");
     let objects: i64 = metric(&text, "store_objects").iter().sum();
-    assert_eq!(objects, 54, "50 configmaps and 4 namespaces: {text}");
+    let rbac = kubeshard_core::rbac::bootstrap::cluster_roles().len()
+        + kubeshard_core::rbac::bootstrap::cluster_role_bindings().len();
+    assert_eq!(
+        objects,
+        54 + rbac as i64,
+        "50 configmaps, 4 namespaces and the bootstrap RBAC policy: {text}"
+    );
     assert_eq!(metric(&text, "watchers").iter().sum::<i64>(), 1, "{text}");
-    // Two resources (namespaces, configmaps), at most 10 events each, per shard and per executor ring.
+    // Four resources (namespaces, configmaps, clusterroles and their
+    // bindings), at most 10 events each, per shard and per executor ring.
     assert!(
         metric(&text, "store_history_events")
             .iter()
-            .all(|n| *n <= 20),
+            .all(|n| *n <= 40),
         "{text}"
     );
     assert!(
-        metric(&text, "watch_cache_events").iter().all(|n| *n <= 20),
+        metric(&text, "watch_cache_events").iter().all(|n| *n <= 40),
         "{text}"
     );
     assert!(metric(&text, "store_object_bytes").iter().sum::<i64>() > 50 * 100);

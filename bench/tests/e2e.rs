@@ -38,6 +38,8 @@ fn server_binary() -> PathBuf {
 struct Server {
     child: Child,
     base: String,
+    /// The admin kubeconfig the server wrote (TLS, client certificate).
+    kubeconfig: PathBuf,
     _dir: tempfile::TempDir,
 }
 
@@ -47,10 +49,19 @@ impl Server {
         let port_file = dir.path().join("port");
         let log = std::fs::File::create(dir.path().join("server.log")).unwrap();
         let child = Command::new(server_binary())
-            .args(["--insecure-port", "0", "--shards", "2", "--port-file"])
+            .args([
+                "--insecure-port",
+                "0",
+                "--secure-port",
+                "0",
+                "--shards",
+                "2",
+                "--port-file",
+            ])
             .arg(&port_file)
             .arg("--data-dir")
             .arg(dir.path().join("data"))
+            .args(["--bind-address", "127.0.0.1"])
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(log)
@@ -59,6 +70,7 @@ impl Server {
         let mut s = Server {
             child,
             base: String::new(),
+            kubeconfig: dir.path().join("data/admin.kubeconfig"),
             _dir: dir,
         };
         let deadline = Instant::now() + Duration::from_secs(30);
@@ -200,6 +212,37 @@ fn create_get_update_delete() {
     let r = run_json(&s, &["delete", "--objects", "100", "--rate", "500"]);
     assert_eq!(sane(&r, "delete"), 100);
     assert_eq!(r["config"]["rate"], 500.0);
+}
+
+/// The bench reaches the secure port with the admin kubeconfig the server
+/// writes: TLS trusting the generated CA, a client certificate.
+#[test]
+fn crud_over_tls_with_the_admin_kubeconfig() {
+    let s = Server::start();
+    let kubeconfig = s.kubeconfig.to_str().unwrap().to_string();
+    let o = bench(&[
+        "create",
+        "--count",
+        "50",
+        "--kubeconfig",
+        &kubeconfig,
+        "--quiet",
+    ]);
+    assert!(
+        o.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let o = bench(&[
+        "get",
+        "--duration",
+        "1s",
+        "--kubeconfig",
+        &kubeconfig,
+        "--quiet",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
 }
 
 #[test]

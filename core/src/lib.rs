@@ -6,6 +6,8 @@
 //! equally usable from a shard, a handler, a test or a fuzzer.
 
 pub mod apply;
+pub mod audit;
+pub mod authn;
 pub mod catalog;
 pub mod defaults;
 pub mod fieldvalidation;
@@ -13,6 +15,7 @@ pub mod keys;
 pub mod meta;
 pub mod patch;
 pub mod protobuf;
+pub mod rbac;
 pub mod registry;
 pub mod schema;
 pub mod selector;

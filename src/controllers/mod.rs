@@ -10,6 +10,7 @@ mod informer;
 mod namespace;
 mod objmeta;
 mod queue;
+pub mod security;
 
 use garbagecollector::GarbageCollector;
 use informer::{Batch, Informer};

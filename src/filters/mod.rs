@@ -1,5 +1,222 @@
-//! The filter chain in front of the handlers. Today: request info. The
-//! security issue adds authentication, audit, impersonation, flow control
-//! and authorization here, in kube-apiserver's order.
+//! The filter chain in front of the handlers, in kube-apiserver's order:
+//!
+//! request info → authentication → audit → impersonation → flow control
+//! → authorization → (timeout) → handler
+//!
+//! Each step is a file here. API Priority and Fairness replaces
+//! `flowcontrol` in its place; webhook authentication and authorization,
+//! OIDC and the authenticating proxy slot into `authn`/`authz`.
 
+pub mod audit;
+pub mod authn;
+pub mod authz;
+pub mod flowcontrol;
+pub mod impersonation;
 pub mod requestinfo;
+pub mod timeout;
+
+use crate::handlers::response::{self, Render};
+use crate::handlers::Api;
+use crate::serving::body::Body;
+use crate::serving::conn::ConnInfo;
+use http::{HeaderValue, Request, Response};
+use hyper::body::Incoming;
+use kubeshard_core::authn::{Attributes, UserInfo};
+use kubeshard_core::status::ApiError;
+use requestinfo::{Query, RequestInfo};
+use std::rc::Rc;
+use std::sync::Arc;
+
+/// The user a request acts as, for handlers that need it (reviews,
+/// escalation checks, TokenRequest).
+#[derive(Clone)]
+pub struct RequestUser(pub Arc<UserInfo>);
+
+const AUDIT_ID: &str = "audit-id";
+
+/// The authorizer's view of a request.
+pub fn attributes(info: &RequestInfo) -> Attributes {
+    if info.is_resource_request {
+        Attributes {
+            verb: info.verb.clone(),
+            resource_request: true,
+            namespace: info.namespace.clone(),
+            api_group: info.group.clone(),
+            api_version: info.version.clone(),
+            resource: info.resource.clone(),
+            subresource: info.subresource.clone(),
+            name: info.name.clone(),
+            path: info.path.clone(),
+        }
+    } else {
+        Attributes::non_resource(&info.verb, &info.path)
+    }
+}
+
+/// Serves one request through the chain; never fails (errors become
+/// Status responses).
+pub async fn serve(api: &Rc<Api>, conn: &ConnInfo, mut req: Request<Incoming>) -> Response<Body> {
+    if api.config.hello.is_some() {
+        return api
+            .handle(req, RequestInfo::default(), Query::default())
+            .await;
+    }
+    let received = chrono::Utc::now();
+    let arrived_at = api.shards().sequencer().closed();
+    let audit_id = req
+        .headers()
+        .get(AUDIT_ID)
+        .and_then(|v| v.to_str().ok())
+        .filter(|v| !v.is_empty() && v.len() <= 128)
+        .map(str::to_string)
+        .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
+    let query = Query::parse(req.uri().query());
+    let info = RequestInfo::parse(req.method(), req.uri().path(), &query);
+    let attrs = attributes(&info);
+    let config = api.security.config.clone();
+    let incoming = || audit::Incoming {
+        audit_id: &audit_id,
+        received,
+        uri: req.uri().path_and_query().map_or("/", |p| p.as_str()),
+        user_agent: req
+            .headers()
+            .get(http::header::USER_AGENT)
+            .and_then(|v| v.to_str().ok()),
+        source_ips: source_ips(&req, conn),
+    };
+
+    let user = match authn::authenticate(api, conn, req.headers()).await {
+        Ok(u) => u,
+        Err(e) => {
+            let record = audit::Record::begin(
+                config.audit.as_ref(),
+                &UserInfo::default(),
+                &attrs,
+                &info,
+                incoming(),
+            );
+            let resp = response::error(&e, Render::JSON);
+            return with_audit_id(finish(record, resp), &audit_id);
+        }
+    };
+    let mut record = audit::Record::begin(config.audit.as_ref(), &user, &attrs, &info, incoming());
+    let permit = match admitted(api, &user, &attrs, &info, arrived_at, &mut record, &mut req).await
+    {
+        Ok(p) => p,
+        Err(e) => {
+            return with_audit_id(finish(record, response::error(&e, Render::JSON)), &audit_id)
+        }
+    };
+    let budget = timeout::budget(config.request_timeout, query.get("timeout"));
+    let long_running = info.is_resource_request && info.verb == "watch";
+    let handled = std::panic::AssertUnwindSafe(async {
+        if long_running {
+            Ok(api.handle(req, info, query).await)
+        } else {
+            api.security
+                .timer
+                .limit(budget, api.handle(req, info, query))
+                .await
+        }
+    });
+    let out = futures_lite::FutureExt::catch_unwind(handled).await;
+    drop(permit);
+    let resp = match out {
+        Ok(Ok(resp)) => resp,
+        Ok(Err(timeout)) => response::error(&timeout, Render::JSON),
+        Err(panic) => {
+            if let Some(r) = record.take() {
+                r.panicked();
+            }
+            std::panic::resume_unwind(panic);
+        }
+    };
+    with_audit_id(finish(record, resp), &audit_id)
+}
+
+/// Impersonation, flow control and authorization, in that order. On
+/// success the request carries the user it acts as, and the flow-control
+/// permit is returned to be held until the handler is done.
+async fn admitted(
+    api: &Api,
+    user: &Arc<UserInfo>,
+    attrs: &Attributes,
+    info: &RequestInfo,
+    arrived_at: u64,
+    record: &mut Option<audit::Record>,
+    req: &mut Request<Incoming>,
+) -> Result<Option<flowcontrol::Permit>, ApiError> {
+    let acting = match impersonation::apply(api, user, req.headers(), arrived_at).await? {
+        Some(as_user) => {
+            if let Some(r) = record.as_mut() {
+                r.set_impersonated(&as_user);
+            }
+            as_user
+        }
+        None => user.clone(),
+    };
+    let permit = flowcontrol::admit(&api.security.config.inflight, &acting, info)?;
+    let decision = authz::authorize(api, &acting, attrs, arrived_at).await;
+    if let Some(r) = record.as_mut() {
+        match &decision {
+            Ok(d) => {
+                r.annotate("authorization.k8s.io/decision", "allow");
+                r.annotate("authorization.k8s.io/reason", &d.reason(&acting));
+            }
+            Err(_) => r.annotate("authorization.k8s.io/decision", "forbid"),
+        }
+    }
+    decision?;
+    req.extensions_mut().insert(RequestUser(acting));
+    if let Some(sink) = record.as_ref().and_then(|r| r.body.clone()) {
+        req.extensions_mut().insert(sink);
+    }
+    Ok(permit)
+}
+
+fn finish(record: Option<audit::Record>, resp: Response<Body>) -> Response<Body> {
+    match record {
+        Some(r) => r.finish(resp),
+        None => resp,
+    }
+}
+
+fn with_audit_id(mut resp: Response<Body>, id: &str) -> Response<Body> {
+    if let Ok(v) = HeaderValue::from_str(id) {
+        resp.headers_mut().insert(AUDIT_ID, v);
+    }
+    resp
+}
+
+/// The client's addresses as kube reports them: X-Forwarded-For, then
+/// X-Real-Ip, then the connection's peer.
+fn source_ips(req: &Request<Incoming>, conn: &ConnInfo) -> Vec<String> {
+    let mut ips: Vec<String> = req
+        .headers()
+        .get("x-forwarded-for")
+        .and_then(|v| v.to_str().ok())
+        .map(|v| {
+            v.split(',')
+                .map(str::trim)
+                .filter(|s| s.parse::<std::net::IpAddr>().is_ok())
+                .map(str::to_string)
+                .collect()
+        })
+        .unwrap_or_default();
+    if let Some(real) = req
+        .headers()
+        .get("x-real-ip")
+        .and_then(|v| v.to_str().ok())
+        .filter(|s| s.parse::<std::net::IpAddr>().is_ok())
+    {
+        if !ips.iter().any(|i| i == real) {
+            ips.push(real.to_string());
+        }
+    }
+    if let Some(peer) = conn.peer.map(|p| p.ip().to_string()) {
+        if !ips.contains(&peer) {
+            ips.push(peer);
+        }
+    }
+    ips
+}

@@ -54,6 +54,7 @@ async fn create_decoded(
     if info.namespaced {
         namespaces::require_active(api, info, meta::name(&obj), meta::namespace(&obj)).await?;
     }
+    crate::filters::authz::escalation::check_create(api, rr, &obj).await?;
     api.admission.admit_create(info, &mut obj)?;
     let generate = meta::name(&obj).is_empty()
         && meta::meta_str(&obj, "generateName").is_some_and(|g| !g.is_empty());

@@ -20,6 +20,10 @@ pub async fn read_body(req: Request<Incoming>) -> Result<(Input, Vec<u8>), ApiEr
         .and_then(|v| v.to_str().ok())
         .map(str::to_string);
     let input = negotiation::input(ct.as_deref())?;
+    let audit = req
+        .extensions()
+        .get::<crate::filters::audit::RequestBodySink>()
+        .cloned();
     let declared = req
         .headers()
         .get(header::CONTENT_LENGTH)
@@ -41,6 +45,9 @@ pub async fn read_body(req: Request<Incoming>) -> Result<(Input, Vec<u8>), ApiEr
             }
             out.extend_from_slice(&data);
         }
+    }
+    if let Some(sink) = audit {
+        sink.put(ct.as_deref(), &out);
     }
     Ok((input, out))
 }

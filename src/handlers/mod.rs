@@ -2,6 +2,7 @@
 //! per verb (the shape of k8s.io/apiserver's endpoints/handlers).
 
 mod apply;
+pub mod authapi;
 mod create;
 mod decode;
 mod delete;
@@ -10,7 +11,9 @@ mod get;
 mod list;
 mod managers;
 mod namespaces;
+pub use create::prepare;
 pub use namespaces::bootstrap;
+pub use update::apply_update;
 pub mod negotiation;
 mod nonresource;
 mod patch;
@@ -45,6 +48,8 @@ pub struct Api {
     pub admission: Admission,
     /// This executor's watchers, for cutting off the ones that stall.
     pub stalls: Rc<stall::StallSweeper>,
+    /// Authentication, authorization and audit state of this executor.
+    pub security: Rc<crate::security::Security>,
     ready: Arc<AtomicBool>,
 }
 
@@ -56,6 +61,8 @@ pub struct ResourceRequest {
     pub render: Render,
     /// The connection the request came on, so a watch can close it.
     pub conn: Option<crate::serving::abort::ConnAbort>,
+    /// Who the request acts as (after impersonation).
+    pub user: Arc<kubeshard_core::authn::UserInfo>,
 }
 
 pub type HandlerResult = Result<Response<Body>, ApiError>;
@@ -66,6 +73,7 @@ impl Api {
         catalog: CatalogReader,
         config: Arc<ServerConfig>,
         ready: Arc<AtomicBool>,
+        security: Rc<crate::security::Security>,
     ) -> Self {
         let stall_timeout = config.watch_stall_timeout;
         Self {
@@ -74,6 +82,7 @@ impl Api {
             config,
             admission: Admission::default(),
             stalls: Rc::new(stall::StallSweeper::new(stall_timeout)),
+            security,
             ready,
         }
     }
@@ -90,17 +99,25 @@ impl Api {
         self.ready.store(true, Ordering::Release);
     }
 
+    /// Bootstrap done, this executor's authorization caches loaded, and
+    /// not shutting down.
     pub fn is_ready(&self) -> bool {
-        self.ready.load(Ordering::Acquire) && !self.shutdown().is_triggered()
+        self.ready.load(Ordering::Acquire)
+            && self.security.informers.synced()
+            && !self.shutdown().is_triggered()
     }
 
-    /// Serves one request; never fails (errors become Status responses).
-    pub async fn handle(self: &Rc<Self>, req: Request<Incoming>) -> Response<Body> {
+    /// Serves one request that passed the filter chain (which parsed its
+    /// info and query); never fails (errors become Status responses).
+    pub async fn handle(
+        self: &Rc<Self>,
+        req: Request<Incoming>,
+        info: RequestInfo,
+        query: Query,
+    ) -> Response<Body> {
         if let Some(hello) = &self.config.hello {
             return Response::new(Body::full(hello.clone()));
         }
-        let query = Query::parse(req.uri().query());
-        let info = RequestInfo::parse(req.method(), req.uri().path(), &query);
         let accept = req
             .headers()
             .get(header::ACCEPT)
@@ -142,6 +159,9 @@ impl Api {
         if !info.subresource.is_empty() && !resource.has_subresource(&info.subresource) {
             return Err(not_found_path());
         }
+        if authapi::serves(&info, &resource) {
+            return authapi::serve(self, req, &info, &resource, render).await;
+        }
         if !resource.namespaced && !info.namespace.is_empty() && info.resource != "namespaces" {
             return Err(not_found_path());
         }
@@ -178,12 +198,18 @@ impl Api {
             .extensions()
             .get::<crate::serving::abort::ConnAbort>()
             .cloned();
+        let user = req
+            .extensions()
+            .get::<crate::filters::RequestUser>()
+            .map(|u| u.0.clone())
+            .unwrap_or_default();
         let rr = ResourceRequest {
             info,
             resource,
             query,
             render,
             conn,
+            user,
         };
         match rr.info.subresource.as_str() {
             "scale" => return scale::serve(self, &rr, req).await,

@@ -86,7 +86,11 @@ pub async fn handle(
         .ok_or_else(not_found_path),
         "/metrics" => {
             let stats = api.shards().stats().await?;
-            let body = crate::metrics::render(&stats, api.shards().sequencer().closed());
+            let mut body = crate::metrics::render(&stats, api.shards().sequencer().closed());
+            // The limiter's gauges go before the OpenMetrics terminator.
+            let inflight = crate::filters::flowcontrol::metrics(&api.security.config.inflight);
+            let at = body.rfind("# EOF").unwrap_or(body.len());
+            body.insert_str(at, &inflight);
             let mut resp = text(StatusCode::OK, body);
             resp.headers_mut().insert(
                 header::CONTENT_TYPE,

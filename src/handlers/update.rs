@@ -67,6 +67,7 @@ pub async fn finish_update(
     try_update: TryUpdate,
     dry_run: bool,
 ) -> HandlerResult {
+    let try_update = crate::filters::authz::escalation::guard_update(api, rr, try_update).await?;
     let info = &rr.resource;
     let ns = if info.namespaced {
         rr.info.namespace.as_str()

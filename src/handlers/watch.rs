@@ -116,6 +116,7 @@ pub async fn watch(api: &Rc<Api>, rr: &ResourceRequest) -> HandlerResult {
                 query: list_rr_query,
                 render: rr.render,
                 conn: None,
+                user: rr.user.clone(),
             },
             filter.clone(),
         )

@@ -1,11 +1,14 @@
-//! One listener per executor on the shared port (SO_REUSEPORT, which
-//! glommio sets), serving HTTP/1.1 and prior-knowledge HTTP/2 on each
-//! accepted connection, with graceful shutdown: stop accepting, let
-//! in-flight requests finish, end watches.
+//! One listener per executor on each shared port (SO_REUSEPORT, which
+//! glommio sets): the secure port speaks TLS with ALPN h2/http1.1 and picks
+//! hyper's HTTP/2 or HTTP/1.1 server from the negotiated protocol; the
+//! optional plain port serves HTTP/1.1 and prior-knowledge HTTP/2. Both
+//! shut down gracefully: stop accepting, let in-flight requests finish,
+//! end watches.
 
 use super::abort::ConnAbort;
 use super::combine::Combining;
-use super::io::{HyperIo, LocalExec, PlainStream};
+use super::conn::ConnInfo;
+use super::io::{HyperIo, LocalExec, PlainStream, TlsTransport};
 use crate::handlers::Api;
 use futures_lite::future;
 use futures_lite::FutureExt;
@@ -16,7 +19,10 @@ use hyper::Request;
 use hyper_util::server::conn::auto;
 use std::cell::Cell;
 use std::convert::Infallible;
+use std::future::Future;
+use std::pin::Pin;
 use std::rc::Rc;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Concurrent HTTP/2 streams per connection (kube-apiserver's default).
@@ -25,8 +31,38 @@ const MAX_STREAMS_PER_CONNECTION: u32 = 1000;
 /// How long shutdown waits for open connections before giving up on them.
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// A client that opens a connection but does not finish the TLS handshake
+/// in this long is dropped.
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How a listener's connections are spoken to.
+#[derive(Clone)]
+pub enum Transport {
+    /// The plain-HTTP port (loopback only, privileged).
+    Plain,
+    Tls(futures_rustls::TlsAcceptor),
+}
+
+impl Transport {
+    pub fn tls(config: Arc<rustls::ServerConfig>) -> Self {
+        Transport::Tls(futures_rustls::TlsAcceptor::from(config))
+    }
+}
+
+/// Which hyper server a connection gets.
+enum Protocol {
+    /// Plain port: HTTP/2 if the client opens with its preface.
+    Detect,
+    Http1,
+    Http2,
+}
+
 /// Accepts and serves until shutdown, then drains.
-pub async fn serve(listener: TcpListener, api: Rc<Api>) -> std::io::Result<()> {
+pub async fn serve(
+    listener: TcpListener,
+    api: Rc<Api>,
+    transport: Transport,
+) -> std::io::Result<()> {
     let open = Rc::new(Cell::new(0usize));
     let shutdown = api.shutdown().clone();
     loop {
@@ -44,10 +80,14 @@ pub async fn serve(listener: TcpListener, api: Rc<Api>) -> std::io::Result<()> {
             }
         };
         let _ = stream.set_nodelay(true);
-        let (api, open) = (api.clone(), open.clone());
+        let (api, open, transport) = (api.clone(), open.clone(), transport.clone());
         open.set(open.get() + 1);
         glommio::spawn_local(async move {
-            serve_connection(stream, api).await;
+            let peer = stream.peer_addr().ok();
+            match transport {
+                Transport::Plain => serve_connection(stream, api, peer).await,
+                Transport::Tls(acceptor) => serve_tls(stream, api, acceptor, peer).await,
+            }
             open.set(open.get() - 1);
         })
         .detach();
@@ -60,12 +100,57 @@ pub async fn serve(listener: TcpListener, api: Rc<Api>) -> std::io::Result<()> {
     Ok(())
 }
 
-async fn serve_connection(stream: glommio::net::TcpStream, api: Rc<Api>) {
+async fn serve_connection(
+    stream: glommio::net::TcpStream,
+    api: Rc<Api>,
+    peer: Option<std::net::SocketAddr>,
+) {
+    let conn = Rc::new(ConnInfo::plain(peer));
     if speaks_h2(&stream).await {
         let io = HyperIo::over(Combining::new(PlainStream(stream.buffered())));
-        drive(io, api).await;
+        drive(io, api, conn, Protocol::Detect).await;
     } else {
-        drive(HyperIo::new(stream), api).await;
+        drive(HyperIo::new(stream), api, conn, Protocol::Detect).await;
+    }
+}
+
+async fn serve_tls(
+    stream: glommio::net::TcpStream,
+    api: Rc<Api>,
+    acceptor: futures_rustls::TlsAcceptor,
+    peer: Option<std::net::SocketAddr>,
+) {
+    let handshake = future::or(async { Some(acceptor.accept(stream).await) }, async {
+        glommio::timer::sleep(HANDSHAKE_TIMEOUT).await;
+        None
+    })
+    .await;
+    let tls = match handshake {
+        Some(Ok(tls)) => tls,
+        Some(Err(e)) => {
+            tracing::debug!(error = %e, "TLS handshake failed");
+            return;
+        }
+        None => return,
+    };
+    let (_, session) = tls.get_ref();
+    let h2 = session.alpn_protocol() == Some(b"h2");
+    let chain = session
+        .peer_certificates()
+        .map(|c| c.iter().map(|c| c.clone().into_owned()).collect())
+        .unwrap_or_default();
+    let conn = Rc::new(ConnInfo::tls(peer, chain));
+    if h2 {
+        let io = HyperIo::over(Combining::new(TlsTransport::new(tls)));
+        drive(io, api, conn, Protocol::Http2).await;
+    } else {
+        drive(
+            HyperIo::over(TlsTransport::new(tls)),
+            api,
+            conn,
+            Protocol::Http1,
+        )
+        .await;
     }
 }
 
@@ -87,21 +172,21 @@ async fn speaks_h2(stream: &glommio::net::TcpStream) -> bool {
 
 /// Serves one connection until it ends, the server shuts down (then
 /// gracefully), or the connection is aborted.
-async fn drive<I>(io: I, api: Rc<Api>)
+async fn drive<I>(io: I, api: Rc<Api>, conn: Rc<ConnInfo>, protocol: Protocol)
 where
     I: hyper::rt::Read + hyper::rt::Write + Unpin + 'static,
 {
-    let shutdown = api.shutdown().clone();
     let abort = ConnAbort::default();
     let for_requests = abort.clone();
+    let chain = api.clone();
     let service = service_fn(move |mut req: Request<Incoming>| {
-        let api = api.clone();
+        let (api, conn) = (chain.clone(), conn.clone());
         req.extensions_mut().insert(for_requests.clone());
         async move {
             // A bug in one handler must not take the executor (and every
             // other connection on it) down: answer 500 instead, as Go's
             // net/http does for a panicking handler.
-            let resp = std::panic::AssertUnwindSafe(api.handle(req))
+            let resp = std::panic::AssertUnwindSafe(crate::filters::serve(&api, &conn, req))
                 .catch_unwind()
                 .await
                 .unwrap_or_else(|_| {
@@ -114,13 +199,60 @@ where
             Ok::<_, Infallible>(resp)
         }
     });
-    let mut builder = auto::Builder::new(LocalExec);
     // kube-apiserver's --http2-max-streams-per-connection default: informers
     // multiplex many watches over one connection.
-    builder
-        .http2()
-        .max_concurrent_streams(MAX_STREAMS_PER_CONNECTION);
-    let conn = builder.serve_connection(io, service);
+    match protocol {
+        Protocol::Detect => {
+            let mut builder = auto::Builder::new(LocalExec);
+            builder
+                .http2()
+                .max_concurrent_streams(MAX_STREAMS_PER_CONNECTION);
+            run(builder.serve_connection(io, service), &api, abort).await;
+        }
+        Protocol::Http2 => {
+            let mut builder = hyper::server::conn::http2::Builder::new(LocalExec);
+            builder.max_concurrent_streams(MAX_STREAMS_PER_CONNECTION);
+            run(builder.serve_connection(io, service), &api, abort).await;
+        }
+        Protocol::Http1 => {
+            let builder = hyper::server::conn::http1::Builder::new();
+            run(builder.serve_connection(io, service), &api, abort).await;
+        }
+    }
+}
+
+/// A hyper connection that can be asked to finish gracefully.
+trait Graceful: Future {
+    fn graceful(self: Pin<&mut Self>);
+}
+
+/// The bounds every hyper server connection here shares.
+macro_rules! graceful {
+    ($conn:ty, $($extra:tt)*) => {
+        impl<I, S, $($extra)*> Graceful for $conn
+        where
+            Self: Future,
+            I: hyper::rt::Read + hyper::rt::Write + Unpin + 'static,
+            S: hyper::service::HttpService<Incoming>,
+            S::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+            S::ResBody: hyper::body::Body + 'static,
+            <S::ResBody as hyper::body::Body>::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+        {
+            fn graceful(self: Pin<&mut Self>) {
+                self.graceful_shutdown();
+            }
+        }
+    };
+}
+
+graceful!(auto::Connection<'_, I, S, E>, E: hyper::rt::bounds::Http2ServerConnExec<S::Future, S::ResBody>);
+graceful!(hyper::server::conn::http2::Connection<I, S, E>, E: hyper::rt::bounds::Http2ServerConnExec<S::Future, S::ResBody>);
+graceful!(hyper::server::conn::http1::Connection<I, S>,);
+
+/// Drives a connection until it ends, the server shuts down (then
+/// gracefully: in-flight requests finish) or a request aborts it.
+async fn run<C: Graceful>(conn: C, api: &Api, abort: ConnAbort) {
+    let shutdown = api.shutdown().clone();
     let mut conn = std::pin::pin!(conn);
     let ended = future::or(
         future::or(
@@ -140,7 +272,7 @@ where
     )
     .await;
     if let End::Shutdown = ended {
-        conn.as_mut().graceful_shutdown();
+        conn.as_mut().graceful();
         let _ = future::or(
             async {
                 let _ = conn.await;

@@ -3,6 +3,8 @@
 pub mod abort;
 pub mod body;
 pub mod combine;
+pub mod conn;
 pub mod io;
 pub mod joined;
 pub mod listener;
+pub mod tls;

@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod kubectl;
+pub mod tls;
 
 use serde_json::Value;
 use std::io::{BufRead, BufReader, Read};
@@ -15,7 +16,11 @@ pub struct Server {
     child: Option<Child>,
     pub base: String,
     pub port: u16,
+    /// The HTTPS port (every server also listens with TLS; see `tls.rs`).
+    pub secure_port: u16,
     pub dir: tempfile::TempDir,
+    /// Where the server keeps its state (and its generated certificates).
+    pub data_dir: PathBuf,
     agent: ureq::Agent,
 }
 
@@ -57,11 +62,15 @@ impl Server {
         extra: &[&str],
     ) -> Result<Server, String> {
         let port_file = dir.path().join("port");
+        let secure_port_file = dir.path().join("secure-port");
         let log = std::fs::File::create(dir.path().join("server.log")).expect("log file");
         let child = Command::new(binary())
             .args(["--insecure-port", "0", "--shards", &shards.to_string()])
             .arg("--port-file")
             .arg(&port_file)
+            .args(["--secure-port", "0", "--bind-address", "127.0.0.1"])
+            .arg("--secure-port-file")
+            .arg(&secure_port_file)
             .arg("--data-dir")
             .arg(data_dir)
             .args(extra)
@@ -74,7 +83,9 @@ impl Server {
             child: Some(child),
             base: String::new(),
             port: 0,
+            secure_port: 0,
             dir,
+            data_dir: data_dir.to_path_buf(),
             agent: agent(),
         };
         let deadline = Instant::now() + Duration::from_secs(60);
@@ -87,7 +98,11 @@ impl Server {
                 if let Ok(port) = p.trim().parse::<u16>() {
                     server.port = port;
                     server.base = format!("http://127.0.0.1:{port}");
-                    if server.get("/readyz").0 == 200 {
+                    let secure = std::fs::read_to_string(&secure_port_file)
+                        .ok()
+                        .and_then(|p| p.trim().parse::<u16>().ok());
+                    if let (Some(sp), 200) = (secure, server.get("/readyz").0) {
+                        server.secure_port = sp;
                         return Ok(server);
                     }
                 }

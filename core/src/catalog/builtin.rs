@@ -8,7 +8,8 @@ use super::{
 };
 use std::sync::Arc;
 
-const ALL_VERBS: &[&str] = &[
+/// Every verb a fully served resource supports.
+pub const ALL_VERBS: &[&str] = &[
     "create",
     "delete",
     "deletecollection",
@@ -149,6 +150,7 @@ pub fn builtin_resources() -> Vec<ResourceInfo> {
             .printer(Printer::Secret),
         entry("", "v1", "ServiceAccount", "serviceaccounts", true)
             .short(&["sa"])
+            .subresource("token")
             .returns_deleted()
             .printer(Printer::ServiceAccount),
         entry("", "v1", "Pod", "pods", true)
@@ -232,6 +234,54 @@ pub fn builtin_resources() -> Vec<ResourceInfo> {
             }),
     ]
     .into_iter()
+    .chain(security_resources())
     .map(|e| e.info)
     .collect()
+}
+
+/// RBAC kinds, and the review kinds of the authentication and
+/// authorization groups: create-only, answered without being stored.
+fn security_resources() -> Vec<Entry> {
+    let rbac = |kind: &str, plural: &str, namespaced: bool| {
+        let printer = if kind.ends_with("Binding") {
+            Printer::RoleBinding
+        } else {
+            Printer::Role
+        };
+        entry("rbac.authorization.k8s.io", "v1", kind, plural, namespaced)
+            .name_rule(NameRule::PathSegment)
+            .hooks(KindHooks::Rbac)
+            .printer(printer)
+    };
+    let review = |group: &str, kind: &str, plural: &str, namespaced: bool| {
+        entry(group, "v1", kind, plural, namespaced).verbs(&["create"])
+    };
+    let (authn, authz) = ("authentication.k8s.io", "authorization.k8s.io");
+    vec![
+        rbac("Role", "roles", true),
+        rbac("ClusterRole", "clusterroles", false),
+        rbac("RoleBinding", "rolebindings", true),
+        rbac("ClusterRoleBinding", "clusterrolebindings", false),
+        review(authn, "TokenReview", "tokenreviews", false),
+        review(authn, "SelfSubjectReview", "selfsubjectreviews", false),
+        review(authz, "SubjectAccessReview", "subjectaccessreviews", false),
+        review(
+            authz,
+            "SelfSubjectAccessReview",
+            "selfsubjectaccessreviews",
+            false,
+        ),
+        review(
+            authz,
+            "SelfSubjectRulesReview",
+            "selfsubjectrulesreviews",
+            false,
+        ),
+        review(
+            authz,
+            "LocalSubjectAccessReview",
+            "localsubjectaccessreviews",
+            true,
+        ),
+    ]
 }

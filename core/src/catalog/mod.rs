@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-pub use builtin::builtin_resources;
+pub use builtin::{builtin_resources, ALL_VERBS};
 
 /// How `metadata.name` is validated for a kind (kube's per-kind name rules).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -79,6 +79,10 @@ pub enum Printer {
     ServiceAccount,
     Endpoints,
     Deployment,
+    /// Roles and ClusterRoles.
+    Role,
+    /// RoleBindings and ClusterRoleBindings.
+    RoleBinding,
 }
 
 /// Where a kind keeps what its `scale` subresource (autoscaling/v1 Scale)
@@ -109,6 +113,8 @@ pub enum KindHooks {
     Namespace,
     Service,
     Secret,
+    /// Roles, ClusterRoles and their bindings (validated by `rbac`).
+    Rbac,
 }
 
 /// One selectable field: its label as clients write it and where it lives in

@@ -36,7 +36,7 @@ pub(super) fn on_create(info: &ResourceInfo, obj: &mut Value) {
             root.entry("type").or_insert_with(|| json!("Opaque"));
             fold_string_data(root);
         }
-        KindHooks::Service | KindHooks::None => {}
+        KindHooks::Service | KindHooks::Rbac | KindHooks::None => {}
     }
 }
 

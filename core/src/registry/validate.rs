@@ -58,6 +58,11 @@ pub fn validate_object(info: &ResourceInfo, obj: &Value) -> Vec<StatusCause> {
     if info.strategy.kind_hooks == KindHooks::Secret {
         causes.extend(validate_secret(obj));
     }
+    if info.strategy.kind_hooks == KindHooks::Rbac {
+        if let Some(kind) = crate::rbac::RbacKind::from_plural(&info.plural) {
+            causes.extend(crate::rbac::validation::validate(kind, obj));
+        }
+    }
     causes
 }
 

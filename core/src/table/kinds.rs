@@ -6,18 +6,18 @@ use super::{Column, Row};
 use chrono::{DateTime, Utc};
 use serde_json::{json, Value};
 
-fn row(cells: Vec<Value>) -> Row {
+pub(super) fn row(cells: Vec<Value>) -> Row {
     Row {
         cells,
         conditions: None,
     }
 }
 
-fn name(o: &Value) -> Value {
+pub(super) fn name(o: &Value) -> Value {
     json!(str_at(o, "/metadata/name"))
 }
 
-fn age(o: &Value, now: DateTime<Utc>) -> Value {
+pub(super) fn age(o: &Value, now: DateTime<Utc>) -> Value {
     json!(since(o.pointer("/metadata/creationTimestamp"), now))
 }
 

@@ -11,6 +11,7 @@
 pub mod format;
 mod kinds;
 mod pod;
+mod rbac;
 
 use crate::catalog::{Printer, ResourceInfo};
 use chrono::{DateTime, Utc};
@@ -89,6 +90,8 @@ pub fn columns(printer: Printer) -> &'static [Column] {
         Printer::ServiceAccount => kinds::SERVICE_ACCOUNT,
         Printer::Endpoints => kinds::ENDPOINTS,
         Printer::Deployment => kinds::DEPLOYMENT,
+        Printer::Role => rbac::ROLE,
+        Printer::RoleBinding => rbac::ROLE_BINDING,
     }
 }
 
@@ -107,6 +110,8 @@ pub fn row(printer: Printer, obj: &Value, now: DateTime<Utc>) -> Row {
         Printer::ServiceAccount => kinds::service_account_row(obj, now),
         Printer::Endpoints => kinds::endpoints_row(obj, now),
         Printer::Deployment => kinds::deployment_row(obj, now),
+        Printer::Role => rbac::role_row(obj),
+        Printer::RoleBinding => rbac::role_binding_row(obj, now),
     }
 }
 

@@ -96,7 +96,12 @@ fn every_builtin_names_columns_kubectl_knows() {
             "Container-Runtime"
         ]
     );
-    for info in Catalog::with_builtins().snapshot().resources() {
+    // Create-only kinds (the reviews) are never listed or read back.
+    for info in Catalog::with_builtins()
+        .snapshot()
+        .resources()
+        .filter(|r| r.supports("get"))
+    {
         assert_ne!(
             info.printer,
             Printer::Default,

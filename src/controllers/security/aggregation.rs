@@ -1,0 +1,84 @@
+//! The ClusterRole aggregation controller: keeps the `rules` of every
+//! ClusterRole with an aggregationRule equal to the union of the rules of
+//! the ClusterRoles its selectors match, rewriting it whenever a
+//! ClusterRole changes. Reads this executor's RBAC index; writes through
+//! the store, so every executor's index sees the result.
+
+use super::resource;
+use crate::handlers::{apply_update, Api};
+use kubeshard_core::rbac::aggregation::aggregate;
+use kubeshard_core::status::ApiError;
+use serde_json::json;
+use std::rc::Rc;
+
+pub async fn run(api: Rc<Api>) {
+    let changed = api.security.cluster_roles_changed.clone();
+    while !api.shutdown().is_triggered() {
+        let listener = changed.listen();
+        if let Err(e) = reconcile(&api).await {
+            tracing::warn!(error = %e.message, "clusterrole aggregation failed; will retry");
+            glommio::timer::sleep(std::time::Duration::from_millis(200)).await;
+            continue;
+        }
+        futures_lite::future::or(listener, api.shutdown().wait()).await;
+    }
+}
+
+/// Brings every aggregated role up to date before the server reports
+/// ready (aggregations chain — view into edit into admin — so this takes
+/// a few passes, each on an index that has seen the previous one).
+pub async fn settle(api: &Api) -> Result<(), ApiError> {
+    for _ in 0..8 {
+        let closed = api.shards().sequencer().closed();
+        api.security.informers.catch_up(&api.exec.hub, closed).await;
+        if reconcile(api).await? == 0 {
+            return Ok(());
+        }
+    }
+    Ok(())
+}
+
+/// One pass: rewrite each aggregated role whose rules are out of date;
+/// returns how many were rewritten.
+async fn reconcile(api: &Api) -> Result<usize, ApiError> {
+    let updates: Vec<(String, serde_json::Value)> = {
+        let idx = api.security.rbac.borrow();
+        idx.cluster_roles()
+            .filter_map(|target| {
+                let rules = aggregate(target, idx.cluster_roles())?;
+                (rules.as_slice() != &*target.rules).then(|| (target.name.clone(), json!(rules)))
+            })
+            .collect()
+    };
+    let count = updates.len();
+    if count == 0 {
+        return Ok(0);
+    }
+    let info = resource(api, kubeshard_core::rbac::GROUP, "clusterroles")?;
+    for (name, rules) in updates {
+        let info2 = info.clone();
+        let result = api
+            .shards()
+            .update(
+                &info,
+                "",
+                &name,
+                Box::new(move |old| {
+                    let old = old
+                        .ok_or_else(|| ApiError::not_found("", "", ""))?
+                        .to_value();
+                    let mut new = old.clone();
+                    new["rules"] = rules;
+                    kubeshard_core::meta::remove_meta(&mut new, "resourceVersion");
+                    apply_update(&info2, new, &old, false)
+                }),
+            )
+            .await;
+        match result {
+            Ok(_) => tracing::debug!(%name, "aggregated clusterrole rules updated"),
+            Err(e) if e.code == 404 => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(count)
+}

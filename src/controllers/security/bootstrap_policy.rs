@@ -1,0 +1,56 @@
+//! Creates the bootstrap ClusterRoles and ClusterRoleBindings at start
+//! (whichever are missing) and adds back what auto-updated ones lost, as
+//! kube-apiserver's RBAC post-start hook does.
+
+use super::resource;
+use crate::handlers::{apply_update, prepare, Api};
+use kubeshard_core::rbac::bootstrap;
+use kubeshard_core::status::ApiError;
+use serde_json::Value;
+
+pub async fn ensure(api: &Api) -> Result<(), ApiError> {
+    let roles = resource(api, kubeshard_core::rbac::GROUP, "clusterroles")?;
+    let bindings = resource(api, kubeshard_core::rbac::GROUP, "clusterrolebindings")?;
+    let wanted = bootstrap::cluster_roles()
+        .into_iter()
+        .map(|o| (roles.clone(), o))
+        .chain(
+            bootstrap::cluster_role_bindings()
+                .into_iter()
+                .map(|o| (bindings.clone(), o)),
+        );
+    for (info, obj) in wanted {
+        let name = kubeshard_core::meta::name(&obj).to_string();
+        match api.shards().get(&info.storage_key, "", &name).await? {
+            None => match api.shards().create(&info, prepare(&info, obj)?).await {
+                Ok(_) => {}
+                Err(e) if e.code == 409 => {}
+                Err(e) => return Err(e),
+            },
+            Some(existing) => {
+                let Some(fixed) = bootstrap::reconcile(&obj, &existing.to_value()) else {
+                    continue;
+                };
+                tracing::info!(%name, kind = %info.kind, "reconciling bootstrap RBAC object");
+                let info2 = info.clone();
+                api.shards()
+                    .update(
+                        &info,
+                        "",
+                        &name,
+                        Box::new(move |old| {
+                            let old = old.ok_or_else(|| ApiError::not_found("", "", ""))?;
+                            apply_update(&info2, strip_rv(fixed), &old.to_value(), false)
+                        }),
+                    )
+                    .await?;
+            }
+        }
+    }
+    Ok(())
+}
+
+fn strip_rv(mut v: Value) -> Value {
+    kubeshard_core::meta::remove_meta(&mut v, "resourceVersion");
+    v
+}

@@ -1,0 +1,165 @@
+//! Authorization: the ordered union of `--authorization-mode` authorizers
+//! behind the system:masters short cut kube-apiserver always puts first.
+//! The first authorizer with an opinion (allow or deny) decides; none
+//! means forbidden. Places for the Node and Webhook authorizers are in
+//! [`Mode`].
+
+pub mod escalation;
+
+use crate::handlers::Api;
+use kubeshard_core::authn::{Attributes, UserInfo, MASTERS};
+use kubeshard_core::rbac::{Allowed, PolicyRule};
+use kubeshard_core::status::ApiError;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    AlwaysAllow,
+    AlwaysDeny,
+    Rbac,
+    // Node and Webhook take their places here.
+}
+
+impl Mode {
+    pub fn parse(s: &str) -> Result<Self, String> {
+        match s.trim() {
+            "AlwaysAllow" => Ok(Mode::AlwaysAllow),
+            "AlwaysDeny" => Ok(Mode::AlwaysDeny),
+            "RBAC" => Ok(Mode::Rbac),
+            "Node" | "Webhook" | "ABAC" => {
+                Err(format!("--authorization-mode {s} is not supported yet"))
+            }
+            other => Err(format!("unknown --authorization-mode {other:?}")),
+        }
+    }
+}
+
+/// Why a request may proceed.
+pub enum Reason {
+    Masters,
+    AlwaysAllow,
+    Rbac(Allowed),
+}
+
+pub enum Decision {
+    Allow(Reason),
+    Deny(&'static str),
+    NoOpinion,
+}
+
+impl Decision {
+    pub fn allowed(&self) -> bool {
+        matches!(self, Decision::Allow(_))
+    }
+
+    /// The text kube puts in `authorization.k8s.io/reason` and reviews.
+    pub fn reason(&self, user: &UserInfo) -> String {
+        match self {
+            Decision::Allow(Reason::Masters) | Decision::Allow(Reason::AlwaysAllow) => {
+                String::new()
+            }
+            Decision::Allow(Reason::Rbac(a)) => a.reason(user),
+            Decision::Deny(r) => r.to_string(),
+            Decision::NoOpinion => String::new(),
+        }
+    }
+}
+
+/// One decision from this executor's state as it is now.
+pub fn decide(api: &Api, user: &UserInfo, attrs: &Attributes) -> Decision {
+    if user.in_group(MASTERS) {
+        return Decision::Allow(Reason::Masters);
+    }
+    for mode in &api.security.config.modes {
+        match mode {
+            Mode::AlwaysAllow => return Decision::Allow(Reason::AlwaysAllow),
+            Mode::AlwaysDeny => return Decision::Deny("Everything is forbidden."),
+            Mode::Rbac => {
+                if let Some(a) = api.security.rbac.borrow().authorize(user, attrs) {
+                    return Decision::Allow(Reason::Rbac(a));
+                }
+            }
+        }
+    }
+    Decision::NoOpinion
+}
+
+/// A decision that does not deny on stale state: a request that would be
+/// refused is decided again once this executor's RBAC index has caught up
+/// with every write acknowledged before the request arrived (a binding
+/// created a moment ago on another core counts).
+pub async fn decide_fresh(
+    api: &Api,
+    user: &UserInfo,
+    attrs: &Attributes,
+    arrived_at: u64,
+) -> Decision {
+    let first = decide(api, user, attrs);
+    if first.allowed() || !api.security.config.modes.contains(&Mode::Rbac) {
+        return first;
+    }
+    if api.security.rbac.borrow().revision() >= arrived_at {
+        return first;
+    }
+    api.security
+        .informers
+        .catch_up(&api.exec.hub, arrived_at)
+        .await;
+    decide(api, user, attrs)
+}
+
+/// The authorization filter: Ok with the decision, or 403.
+pub async fn authorize(
+    api: &Api,
+    user: &UserInfo,
+    attrs: &Attributes,
+    arrived_at: u64,
+) -> Result<Decision, ApiError> {
+    let d = decide_fresh(api, user, attrs, arrived_at).await;
+    if d.allowed() {
+        return Ok(d);
+    }
+    Err(forbidden(user, attrs, &d.reason(user)))
+}
+
+/// kube's 403 for a refused request.
+pub fn forbidden(user: &UserInfo, attrs: &Attributes, reason: &str) -> ApiError {
+    let mut msg = attrs.forbidden_reason(&user.name);
+    if !reason.is_empty() {
+        msg = format!("{msg}: {reason}");
+    }
+    if attrs.resource_request {
+        ApiError::forbidden(&attrs.api_group, &attrs.resource, &attrs.name, &msg)
+    } else {
+        ApiError::forbidden("", "", "", &msg)
+    }
+}
+
+/// Everything `user` may do in `namespace`, for SelfSubjectRulesReview
+/// and escalation checks: (rules, evaluation errors).
+pub fn rules_for(api: &Api, user: &UserInfo, namespace: &str) -> (Vec<PolicyRule>, Vec<String>) {
+    let everything = || {
+        vec![
+            PolicyRule::resources(&["*"], &["*"], &["*"]),
+            PolicyRule::urls(&["*"], &["*"]),
+        ]
+    };
+    if user.in_group(MASTERS) {
+        return (everything(), vec![]);
+    }
+    let mut rules = Vec::new();
+    let mut errors = Vec::new();
+    for mode in &api.security.config.modes {
+        match mode {
+            Mode::AlwaysAllow => rules.extend(everything()),
+            // The union stops at a denying authorizer: nothing after it
+            // can grant anything.
+            Mode::AlwaysDeny => break,
+            Mode::Rbac => {
+                let (r, e) = api.security.rbac.borrow().rules_for(user, namespace);
+                rules.extend(r);
+                errors.extend(e);
+            }
+        }
+    }
+    (rules, errors)
+}

@@ -1,0 +1,147 @@
+//! `--request-timeout`: a non-long-running request that takes longer is
+//! answered 504 (its handler future is dropped). `?timeout=` may ask for
+//! less, never more.
+//!
+//! A glommio timer per request costs ~10% of GET throughput (see
+//! RUNTIME-NOTES), so deadlines share one coarse timer per executor: a
+//! request registers its deadline in a list that a single task sweeps
+//! every [`TICK`] while anything is registered. Deadlines fire up to one
+//! tick late, which a 60-second budget does not notice.
+
+use kubeshard_core::status::ApiError;
+use kubeshard_shards::Shutdown;
+use std::cell::{Cell, RefCell};
+use std::future::Future;
+use std::rc::{Rc, Weak};
+use std::task::{Poll, Waker};
+use std::time::{Duration, Instant};
+
+const TICK: Duration = Duration::from_millis(50);
+
+struct Deadline {
+    fired: Cell<bool>,
+    waker: RefCell<Option<Waker>>,
+}
+
+#[derive(Default)]
+pub struct CoarseTimer {
+    pending: RefCell<Vec<(Instant, Weak<Deadline>)>>,
+    armed: event_listener::Event,
+}
+
+impl CoarseTimer {
+    /// Resolves at (or up to one tick after) `at`.
+    fn deadline(&self, at: Instant) -> impl Future<Output = ()> {
+        let d = Rc::new(Deadline {
+            fired: Cell::new(false),
+            waker: RefCell::new(None),
+        });
+        let was_empty = {
+            let mut p = self.pending.borrow_mut();
+            p.push((at, Rc::downgrade(&d)));
+            p.len() == 1
+        };
+        if was_empty {
+            self.armed.notify(1);
+        }
+        std::future::poll_fn(move |cx| {
+            if d.fired.get() {
+                return Poll::Ready(());
+            }
+            *d.waker.borrow_mut() = Some(cx.waker().clone());
+            Poll::Pending
+        })
+    }
+
+    /// Runs `fut`, or gives up with 504 once `limit` has passed.
+    pub async fn limit<T>(
+        &self,
+        limit: Duration,
+        fut: impl Future<Output = T>,
+    ) -> Result<T, ApiError> {
+        let deadline = self.deadline(Instant::now() + limit);
+        futures_lite::future::or(async { Ok(fut.await) }, async {
+            deadline.await;
+            Err(ApiError::timeout(
+                "request did not complete within requested timeout - context deadline exceeded",
+                0,
+            ))
+        })
+        .await
+    }
+
+    /// Fires expired deadlines and drops abandoned ones.
+    fn sweep(&self, now: Instant) {
+        self.pending.borrow_mut().retain(|(at, d)| {
+            let Some(d) = d.upgrade() else {
+                return false;
+            };
+            if *at > now {
+                return true;
+            }
+            d.fired.set(true);
+            if let Some(w) = d.waker.borrow_mut().take() {
+                w.wake();
+            }
+            false
+        });
+    }
+
+    /// The sweeper: ticks while deadlines are registered, sleeps otherwise.
+    pub async fn run(self: Rc<Self>, shutdown: Shutdown) {
+        while !shutdown.is_triggered() {
+            if self.pending.borrow().is_empty() {
+                let listener = self.armed.listen();
+                if self.pending.borrow().is_empty() {
+                    futures_lite::future::or(listener, shutdown.wait()).await;
+                    continue;
+                }
+            }
+            glommio::timer::sleep(TICK).await;
+            self.sweep(Instant::now());
+        }
+    }
+}
+
+/// The budget of one request: the server's limit, or less when the
+/// client asked for less with `?timeout=` (Go duration syntax).
+pub fn budget(server: Duration, query: Option<&str>) -> Duration {
+    match query.and_then(|q| crate::config::parse_duration(q).ok()) {
+        Some(d) if !d.is_zero() && d < server => d,
+        _ => server,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn client_may_ask_for_less_only() {
+        let server = Duration::from_secs(60);
+        assert_eq!(budget(server, Some("5s")), Duration::from_secs(5));
+        assert_eq!(budget(server, Some("5m")), server);
+        assert_eq!(budget(server, Some("0s")), server);
+        assert_eq!(budget(server, Some("bogus")), server);
+        assert_eq!(budget(server, None), server);
+    }
+
+    #[test]
+    fn sweep_fires_expired_and_drops_abandoned() {
+        let t = CoarseTimer::default();
+        let now = Instant::now();
+        let expired = t.deadline(now);
+        let later = t.deadline(now + Duration::from_secs(60));
+        drop(t.deadline(now));
+        t.sweep(now);
+        assert_eq!(t.pending.borrow().len(), 1);
+        let mut expired = std::pin::pin!(expired);
+        let waker = futures_lite::future::block_on(std::future::poll_fn(|cx| {
+            Poll::Ready(cx.waker().clone())
+        }));
+        let mut cx = std::task::Context::from_waker(&waker);
+        assert!(expired.as_mut().poll(&mut cx).is_ready());
+        let mut later = std::pin::pin!(later);
+        assert!(later.as_mut().poll(&mut cx).is_pending());
+    }
+}

@@ -1,0 +1,153 @@
+//! The security front end's configuration and per-executor state.
+//!
+//! [`SecurityConfig`] is built once at start from the flags (certificates,
+//! static tokens, token keys, authorizer modes, audit, limits) and shared
+//! read-only by every executor. [`Security`] is one executor's own state:
+//! its RBAC index and the service-account and bootstrap-token caches, fed
+//! by informers from that executor's watch hub, so request-time decisions
+//! take no lock.
+
+mod flags;
+mod state;
+
+pub use flags::SecurityFlags;
+pub use state::Security;
+
+use crate::filters::audit::Auditor;
+use crate::filters::authz::Mode;
+use crate::filters::flowcontrol::Inflight;
+use crate::pki::{self, ClientIssuer, ServiceAccountKeys, ServingCerts};
+use kubeshard_core::authn::UserInfo;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// kube's default (and minimum) bound-token lifetime rules.
+pub const DEFAULT_TOKEN_SECONDS: i64 = 3600;
+pub const MIN_TOKEN_SECONDS: i64 = 600;
+
+/// How service-account tokens are issued and checked.
+pub struct ServiceAccountConfig {
+    pub keys: ServiceAccountKeys,
+    pub issuer: String,
+    pub audiences: Vec<String>,
+    pub max_expiration: Option<Duration>,
+    /// Check that the account (and bound object) still exists.
+    pub lookup: bool,
+}
+
+pub struct SecurityConfig {
+    pub tls: Arc<rustls::ServerConfig>,
+    /// Issuers trusted for client certificates.
+    pub client_cas: Vec<rustls_pki_types::TrustAnchor<'static>>,
+    pub static_tokens: HashMap<String, Arc<UserInfo>>,
+    pub bootstrap_tokens: bool,
+    pub service_accounts: ServiceAccountConfig,
+    pub anonymous: bool,
+    pub modes: Vec<Mode>,
+    pub audit: Option<Arc<Auditor>>,
+    pub inflight: Arc<Inflight>,
+    pub request_timeout: Duration,
+    /// What a client should trust to reach the secure port (kubeconfigs).
+    pub trust_pem: String,
+    pub issuer: ClientIssuer,
+}
+
+impl SecurityConfig {
+    pub fn build(
+        flags: &SecurityFlags,
+        data_dir: &Path,
+        advertise: Option<std::net::IpAddr>,
+    ) -> Result<Self, String> {
+        let cert_dir = flags
+            .cert_dir
+            .clone()
+            .unwrap_or_else(|| data_dir.join("pki"));
+        std::fs::create_dir_all(&cert_dir)
+            .map_err(|e| format!("creating --cert-dir {}: {e}", cert_dir.display()))?;
+        let issuer = ClientIssuer::load_or_generate(&cert_dir)?;
+        let serving = ServingCerts::load_or_generate(
+            flags.tls_cert_file.as_deref(),
+            flags.tls_private_key_file.as_deref(),
+            &cert_dir,
+            &issuer,
+            advertise,
+        )?;
+        let mut ca_certs = pki::parse_certs(&issuer.ca_pem, &cert_dir.join("ca.crt"))?;
+        if let Some(f) = &flags.client_ca_file {
+            ca_certs.extend(pki::parse_certs(&pki::read(f)?, f)?);
+        }
+        let client_cas = ca_certs
+            .iter()
+            .map(|c| {
+                webpki::anchor_from_trusted_cert(c)
+                    .map(|a| a.to_owned())
+                    .map_err(|e| format!("client CA: {e}"))
+            })
+            .collect::<Result<_, _>>()?;
+        let tls = crate::serving::tls::server_config(serving.chain, serving.key, &ca_certs)?;
+        let static_tokens = match &flags.token_auth_file {
+            Some(f) => kubeshard_core::authn::token_file::parse(&pki::read(f)?)?
+                .into_iter()
+                .map(|(t, u)| (t, Arc::new(u)))
+                .collect(),
+            None => HashMap::new(),
+        };
+        let keys = ServiceAccountKeys::load_or_generate(
+            flags.service_account_signing_key_file.as_deref(),
+            &flags.service_account_key_file,
+            &cert_dir,
+        )?;
+        let audiences = if flags.api_audiences.is_empty() {
+            vec![flags.service_account_issuer.clone()]
+        } else {
+            flags.api_audiences.clone()
+        };
+        let modes = flags
+            .authorization_mode
+            .iter()
+            .map(|m| Mode::parse(m))
+            .collect::<Result<Vec<_>, _>>()?;
+        if modes.is_empty() {
+            return Err("--authorization-mode needs at least one mode".into());
+        }
+        let audit = match (&flags.audit_policy_file, &flags.audit_log_path) {
+            (Some(policy), Some(log)) => Some(Arc::new(Auditor::start(&pki::read(policy)?, log)?)),
+            (None, None) => None,
+            (Some(_), None) => return Err("--audit-policy-file needs --audit-log-path".into()),
+            (None, Some(_)) => return Err("--audit-log-path needs --audit-policy-file".into()),
+        };
+        Ok(Self {
+            tls,
+            client_cas,
+            static_tokens,
+            bootstrap_tokens: flags.enable_bootstrap_token_auth,
+            service_accounts: ServiceAccountConfig {
+                keys,
+                issuer: flags.service_account_issuer.clone(),
+                audiences,
+                max_expiration: flags.service_account_max_token_expiration,
+                lookup: flags.service_account_lookup,
+            },
+            anonymous: flags.anonymous_auth,
+            modes,
+            audit,
+            inflight: Arc::new(Inflight::new(
+                flags.max_requests_inflight,
+                flags.max_mutating_requests_inflight,
+            )),
+            request_timeout: flags.request_timeout,
+            trust_pem: serving.trust_pem,
+            issuer,
+        })
+    }
+
+    /// Where the admin kubeconfig goes.
+    pub fn kubeconfig_path(flags: &SecurityFlags, data_dir: &Path) -> PathBuf {
+        flags
+            .write_kubeconfig
+            .clone()
+            .unwrap_or_else(|| data_dir.join("admin.kubeconfig"))
+    }
+}

@@ -1,0 +1,158 @@
+//! One executor's security state: the RBAC index and the caches the
+//! authenticators consult, each kept current by an informer on this
+//! executor's hub.
+
+use super::SecurityConfig;
+use crate::filters::timeout::CoarseTimer;
+use crate::informer::{Change, Informers};
+use kubeshard_cache::{Filter, StoredObject};
+use kubeshard_core::authn::bootstrap_token;
+use kubeshard_core::rbac::{RbacIndex, RbacKind};
+use kubeshard_core::selector::fields::FieldSelector;
+use kubeshard_shards::ExecutorContext;
+use serde_json::Value;
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::rc::Rc;
+use std::sync::Arc;
+
+/// A service account as the token authenticator checks it.
+#[derive(Debug, Clone)]
+pub struct AccountRecord {
+    pub uid: String,
+    pub terminating: bool,
+}
+
+pub struct Security {
+    pub config: Arc<SecurityConfig>,
+    pub rbac: Rc<RefCell<RbacIndex>>,
+    /// (namespace, name) → the account's uid.
+    pub accounts: Rc<RefCell<HashMap<(String, String), AccountRecord>>>,
+    /// Bootstrap-token Secrets in kube-system by token id.
+    pub bootstrap_secrets: Rc<RefCell<HashMap<String, Value>>>,
+    pub informers: Informers,
+    pub timer: Rc<CoarseTimer>,
+    /// Recently verified tokens (service-account JWTs cost a signature
+    /// check), keyed by the token.
+    pub token_cache: RefCell<crate::filters::authn::TokenCache>,
+    /// Woken when a ClusterRole changes (the aggregation controller).
+    pub cluster_roles_changed: Rc<event_listener::Event>,
+}
+
+impl Security {
+    pub fn new(config: Arc<SecurityConfig>) -> Self {
+        Self {
+            config,
+            rbac: Rc::default(),
+            accounts: Rc::default(),
+            bootstrap_secrets: Rc::default(),
+            informers: Informers::default(),
+            timer: Rc::new(CoarseTimer::default()),
+            token_cache: RefCell::default(),
+            cluster_roles_changed: Rc::new(event_listener::Event::new()),
+        }
+    }
+
+    /// Starts the informers (RBAC kinds, service accounts, bootstrap-token
+    /// Secrets) and the request timer on this executor.
+    pub fn start(&self, ctx: &Rc<ExecutorContext>) {
+        glommio::spawn_local(self.timer.clone().run(ctx.shutdown.clone())).detach();
+        for kind in [
+            RbacKind::Role,
+            RbacKind::ClusterRole,
+            RbacKind::RoleBinding,
+            RbacKind::ClusterRoleBinding,
+        ] {
+            let (index, changed) = (self.rbac.clone(), self.cluster_roles_changed.clone());
+            let key: Arc<str> =
+                Arc::from(format!("{}/{}", kubeshard_core::rbac::GROUP, kind.plural()));
+            self.informers.start(
+                ctx,
+                key,
+                Filter::default(),
+                Box::new(move |change| {
+                    let mut idx = index.borrow_mut();
+                    match change {
+                        Change::Reset => idx.clear(kind),
+                        Change::Upsert(o) => {
+                            idx.upsert(kind, &o.to_value());
+                            idx.set_revision(o.revision);
+                        }
+                        Change::Delete(o) => {
+                            idx.remove(kind, &o.namespace, &o.name);
+                            idx.set_revision(o.revision);
+                        }
+                    }
+                    if kind == RbacKind::ClusterRole {
+                        changed.notify(usize::MAX);
+                    }
+                }),
+            );
+        }
+        let accounts = self.accounts.clone();
+        self.informers.start(
+            ctx,
+            Arc::from("/serviceaccounts"),
+            Filter::default(),
+            Box::new(move |change| {
+                let mut a = accounts.borrow_mut();
+                match change {
+                    Change::Reset => a.clear(),
+                    Change::Upsert(o) => {
+                        a.insert(key_of(o), record_of(o));
+                    }
+                    Change::Delete(o) => {
+                        a.remove(&key_of(o));
+                    }
+                }
+            }),
+        );
+        if self.config.bootstrap_tokens {
+            let secrets = self.bootstrap_secrets.clone();
+            let filter = Filter {
+                namespace: Some(bootstrap_token::NAMESPACE.into()),
+                fields: FieldSelector::parse(&format!("type={}", bootstrap_token::SECRET_TYPE))
+                    .expect("a valid field selector"),
+                ..Filter::default()
+            };
+            self.informers.start(
+                ctx,
+                Arc::from("/secrets"),
+                filter,
+                Box::new(move |change| {
+                    let mut s = secrets.borrow_mut();
+                    let id = |o: &StoredObject| {
+                        o.name
+                            .strip_prefix(bootstrap_token::SECRET_PREFIX)
+                            .map(str::to_string)
+                    };
+                    match change {
+                        Change::Reset => s.clear(),
+                        Change::Upsert(o) => {
+                            if let Some(id) = id(o) {
+                                s.insert(id, o.to_value());
+                            }
+                        }
+                        Change::Delete(o) => {
+                            if let Some(id) = id(o) {
+                                s.remove(&id);
+                            }
+                        }
+                    }
+                }),
+            );
+        }
+    }
+}
+
+fn key_of(o: &StoredObject) -> (String, String) {
+    (o.namespace.to_string(), o.name.to_string())
+}
+
+fn record_of(o: &StoredObject) -> AccountRecord {
+    let v = o.to_value();
+    AccountRecord {
+        uid: o.uid().to_string(),
+        terminating: kubeshard_core::meta::meta_str(&v, "deletionTimestamp").is_some(),
+    }
+}
