@@ -25,12 +25,7 @@ fn config(replicas: u32, image: &str, env: &[(&str, &str)]) -> String {
 
 fn apply(s: &Server, manager: &str, force: bool, body: &str) -> (u16, Value) {
     let force = if force { "&force=true" } else { "" };
-    s.send(
-        "PATCH",
-        &format!("{PATH}?fieldManager={manager}{force}"),
-        APPLY,
-        body.as_bytes(),
-    )
+    s.apply_yaml(&format!("{PATH}?fieldManager={manager}{force}"), body)
 }
 
 fn manager<'a>(obj: &'a Value, name: &str) -> &'a Value {
@@ -119,13 +114,34 @@ fn apply_options_and_errors() {
     let (code, err) = s.send("PATCH", PATH, APPLY, config(1, "x", &[]).as_bytes());
     assert_eq!(code, 422, "{err}");
     assert_eq!(err["message"], "PatchOptions.meta.k8s.io \"\" is invalid: fieldManager: Required value: is required for apply patch");
-    let (code, _) = s.send(
+    let (code, err) = s.send(
         "PATCH",
         &format!("{PATH}?fieldManager=m"),
         APPLY,
         b"apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  bogus: 1\n",
     );
     assert_eq!(code, 500);
+    assert_eq!(
+        err["message"],
+        "failed to create typed patch object (default/web; apps/v1, Kind=Deployment): .spec.bogus: field not declared in schema"
+    );
+    // Bodies that are no configuration of this kind.
+    for (body, code, message) in [
+        ("- a\n", 400, "the body of the request must be a YAML or JSON object"),
+        ("", 400, "the body of the request must be a YAML or JSON object"),
+        ("kind: Deployment\nmetadata: {name: web}\n", 400,
+         "Incorrect version specified in apply patch. Specified patch version: , expected: apps/v1"),
+        ("apiVersion: apps/v1beta1\nkind: Deployment\nmetadata: {name: web}\n", 400,
+         "Incorrect version specified in apply patch. Specified patch version: apps/v1beta1, expected: apps/v1"),
+        ("apiVersion: apps/v1\nmetadata: {name: web}\n", 500,
+         "failed to create typed patch object (default/web; apps/v1, Kind=): no corresponding type for apps/v1, Kind="),
+        ("apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web, managedFields: []}\n", 400,
+         "metadata.managedFields must be nil"),
+    ] {
+        let (got, err) = s.send("PATCH", &format!("{PATH}?fieldManager=m"), APPLY, body.as_bytes());
+        assert_eq!((got, err["message"].as_str().unwrap()), (code, message), "{body}");
+    }
+    assert_eq!(s.get(PATH).0, 404, "nothing was created");
     let (code, err) = s.send(
         "PATCH",
         &format!("{PATH}?fieldManager=m"),

@@ -75,3 +75,75 @@ fn each_kind_is_defaulted_on_create_and_update() {
         "re-defaulting is no spec change"
     );
 }
+
+#[test]
+fn namespaces_carry_their_name_as_a_label() {
+    let s = Server::start(1);
+    let (code, ns) = s.post(
+        "/api/v1/namespaces",
+        &json!({"metadata": {"name": "team-a"}}),
+    );
+    assert_eq!(code, 201, "{ns}");
+    assert_eq!(
+        ns["metadata"]["labels"]["kubernetes.io/metadata.name"],
+        "team-a"
+    );
+    let (_, default) = s.get("/api/v1/namespaces/default");
+    assert_eq!(
+        default["metadata"]["labels"]["kubernetes.io/metadata.name"], "default",
+        "the namespaces the server creates too"
+    );
+    let (code, picked) =
+        s.get("/api/v1/namespaces?labelSelector=kubernetes.io%2Fmetadata.name%3Dteam-a");
+    assert_eq!(code, 200);
+    assert_eq!(picked["items"].as_array().unwrap().len(), 1);
+    let (code, patched) = s.patch(
+        "/api/v1/namespaces/team-a",
+        "application/merge-patch+json",
+        &json!({"metadata": {"labels": {"kubernetes.io/metadata.name": null}}}),
+    );
+    assert_eq!(code, 200);
+    assert_eq!(
+        patched["metadata"]["labels"]["kubernetes.io/metadata.name"],
+        "team-a"
+    );
+}
+
+/// What kube-apiserver stores on create beyond defaults: a pod's status
+/// (Pending and its QoS class), the empty status structs of kinds whose
+/// status is their controllers' to write.
+#[test]
+fn created_objects_start_with_kubes_status() {
+    let s = Server::start(1);
+    let pod = |name: &str, resources: serde_json::Value| json!({"metadata": {"name": name}, "spec": {"containers": [{"name": "c", "image": "i", "resources": resources}]}});
+    for (name, resources, class) in [
+        ("best-effort", json!({}), "BestEffort"),
+        (
+            "burstable",
+            json!({"requests": {"cpu": "100m"}}),
+            "Burstable",
+        ),
+        (
+            "guaranteed",
+            json!({"limits": {"cpu": "500m", "memory": "64Mi"}}),
+            "Guaranteed",
+        ),
+    ] {
+        let (code, p) = s.post("/api/v1/namespaces/default/pods", &pod(name, resources));
+        assert_eq!(code, 201, "{p}");
+        assert_eq!(
+            p["status"],
+            json!({"phase": "Pending", "qosClass": class}),
+            "{name}"
+        );
+    }
+    let (_, d) = s.post("/apis/apps/v1/namespaces/default/deployments", &json!({"metadata": {"name": "d"},
+        "spec": {"selector": {"matchLabels": {"a": "b"}}, "template": {"metadata": {"labels": {"a": "b"}},
+        "spec": {"containers": [{"name": "c", "image": "nginx"}]}}}}));
+    assert_eq!(d["status"], json!({}));
+    let (_, svc) = s.post(
+        "/api/v1/namespaces/default/services",
+        &json!({"metadata": {"name": "s"}, "spec": {"ports": [{"port": 80}]}}),
+    );
+    assert_eq!(svc["status"], json!({"loadBalancer": {}}));
+}

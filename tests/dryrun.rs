@@ -65,6 +65,25 @@ each_shard_count!(dry_runs_store_nothing_and_send_no_events, |shards| {
     );
     assert_eq!(code, 200, "{p}");
     assert_eq!(p["data"]["k"], "patched");
+    // server-side apply: creating and changing, both dry.
+    let apply = |name: &str, value: &str| {
+        s.apply_yaml(
+            &format!("{CMS}/{name}?dryRun=All&fieldManager=dry-applier&force=true"),
+            &format!("apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: {name}}}\ndata: {{k: {value}}}\n"),
+        )
+    };
+    let (code, a) = apply("applied", "new");
+    assert_eq!(code, 201, "{a}");
+    assert_eq!(a["data"]["k"], "new");
+    assert_eq!(s.get(&format!("{CMS}/applied")).0, 404);
+    let (code, a) = apply("real", "applied");
+    assert_eq!(code, 200, "{a}");
+    assert_eq!(a["data"]["k"], "applied");
+    assert!(a["metadata"]["managedFields"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|e| e["manager"] == "dry-applier"));
     // An update that would end the held object's life leaves it alive.
     let (code, _) = s.delete(&format!("{CMS}/held?dryRun=All"));
     assert_eq!(code, 200);

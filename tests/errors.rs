@@ -136,8 +136,18 @@ each_shard_count!(routing_errors, |shards| {
         b"{}",
     );
     assert_eq!(code, 405);
-    let (code, _) = s.get("/api/v1/namespaces/default/configmaps?labelSelector=a%20in%20(");
+    let (code, body) = s.get("/api/v1/namespaces/default/configmaps?labelSelector=a%20in%20(");
     assert_eq!(code, 400);
+    assert_eq!(
+        body["message"], "unable to parse requirement: found '', expected: ',', ')' or identifier",
+        "the parser's words, said once"
+    );
+    let (code, body) = s.delete("/api/v1/namespaces/default/configmaps?labelSelector=a%3D%3D%3Db");
+    assert_eq!(code, 400);
+    assert_eq!(
+        body["message"],
+        "unable to parse requirement: found '=', expected: identifier"
+    );
     let (code, body) =
         s.get("/api/v1/namespaces/default/configmaps?fieldSelector=spec.nodeName%3Dx");
     assert_eq!(code, 400);

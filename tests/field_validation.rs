@@ -181,3 +181,88 @@ fn update_and_patches_per_mode() {
     assert_eq!(code, 200);
     assert!(warnings.is_empty());
 }
+
+/// Values of the wrong type are refused on every way in, whatever the
+/// directive, as kube's typed decoding refuses them: create and update
+/// 400 "cannot be handled as", patches 422 on `patch`, apply kube's
+/// typed-conversion error. Nothing is stored, so typed clients reading
+/// the object later never choke on it.
+#[test]
+fn values_of_the_wrong_type_are_refused_everywhere() {
+    let s = Server::start(1);
+    const CMS: &str = "/api/v1/namespaces/default/configmaps";
+    for query in ["", "?fieldValidation=Ignore"] {
+        let (code, out) = s.post(
+            &format!("{CMS}{query}"),
+            &json!({"metadata": {"name": "bad"}, "data": {"a": 1}}),
+        );
+        assert_eq!(code, 400, "{out}");
+        assert_eq!(out["reason"], "BadRequest");
+        assert_eq!(
+            out["message"],
+            "ConfigMap in version \"v1\" cannot be handled as a ConfigMap: json: cannot unmarshal number into Go struct field ConfigMap.data of type string"
+        );
+    }
+    // YAML: the number a YAML writer gets by not quoting.
+    let (code, out) = s.send(
+        "POST",
+        "/api/v1/nodes",
+        "application/yaml",
+        b"apiVersion: v1\nkind: Node\nmetadata: {name: n1}\nstatus:\n  nodeInfo: {kernelVersion: 6.1}\n",
+    );
+    assert_eq!(code, 400, "{out}");
+    assert_eq!(out["message"], "Node in version \"v1\" cannot be handled as a Node: json: cannot unmarshal number into Go struct field NodeSystemInfo.status.nodeInfo.kernelVersion of type string");
+    assert_eq!(s.get("/api/v1/nodes/n1").0, 404);
+
+    let (code, cm) = s.post(
+        CMS,
+        &json!({"metadata": {"name": "good"}, "data": {"a": "1"}}),
+    );
+    assert_eq!(code, 201, "{cm}");
+    let mut put = cm.clone();
+    put["data"]["a"] = json!(["x"]);
+    let (code, out) = s.put(&format!("{CMS}/good"), &put);
+    assert_eq!(code, 400, "{out}");
+    for ty in [
+        "application/merge-patch+json",
+        "application/strategic-merge-patch+json",
+    ] {
+        let (code, out) = s.patch(&format!("{CMS}/good"), ty, &json!({"data": {"a": 2}}));
+        assert_eq!(code, 422, "{ty}: {out}");
+        assert_eq!(out["reason"], "Invalid");
+        assert_eq!(out["details"]["causes"][0]["field"], "patch");
+        assert!(
+            out["details"]["causes"][0]["message"]
+                .as_str()
+                .unwrap()
+                .ends_with(
+                "json: cannot unmarshal number into Go struct field ConfigMap.data of type string"
+            ),
+            "{out}"
+        );
+    }
+    let (code, out) = s.patch(
+        &format!("{CMS}/good"),
+        "application/json-patch+json",
+        &json!([{"op": "add", "path": "/data/b", "value": true}]),
+    );
+    assert_eq!(code, 422, "{out}");
+    let (code, out) = s.apply_yaml(
+        &format!("{DEPLOY}/applied?fieldManager=m"),
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: applied}\nspec: {replicas: two}\n",
+    );
+    assert_eq!(code, 500, "{out}");
+    assert_eq!(out["message"], "failed to create typed patch object (default/applied; apps/v1, Kind=Deployment): .spec.replicas: expected numeric (int or float), got string");
+    assert_eq!(s.get(&format!("{DEPLOY}/applied")).0, 404);
+    let (_, stored) = s.get(&format!("{CMS}/good"));
+    assert_eq!(stored["data"], json!({"a": "1"}));
+    // A whole number written as a float is stored as an integer.
+    let (code, d) = s.send(
+        "POST",
+        DEPLOY,
+        "application/yaml",
+        b"apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: floaty}\nspec:\n  replicas: 3.0\n  selector: {matchLabels: {a: b}}\n  template:\n    metadata: {labels: {a: b}}\n    spec: {containers: [{name: c, image: i}]}\n",
+    );
+    assert_eq!(code, 201, "{d}");
+    assert!(d["spec"]["replicas"].is_i64(), "{d}");
+}

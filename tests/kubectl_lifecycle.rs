@@ -299,3 +299,60 @@ fn kubectl_dry_run_server() {
     let err = k.fails(&["create", "configmap", "Not_Valid", "--dry-run=server"]);
     assert!(err.contains("is invalid"), "{err}");
 }
+
+/// A namespace holding a pod bound to a node, with no kubelet to confirm
+/// the pod's end: as in a kube cluster whose node agent is gone, the pod
+/// stays Terminating for the kubelet, and so does the namespace, saying
+/// why. Deleting the pod at once (what a kubelet or kwok does, or
+/// `--grace-period=0 --force`) lets the namespace finish.
+#[test]
+fn kubectl_delete_namespace_waits_for_pods_bound_to_nodes() {
+    let s = Server::start(2);
+    let k = Kubectl::new(&s);
+    k.ok(&["create", "namespace", "busy"]);
+    k.apply_file(
+        "create",
+        "apiVersion: v1\nkind: Node\nmetadata:\n  name: node-1\n---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: bound\n  namespace: busy\nspec:\n  nodeName: node-1\n  containers: [{name: c, image: busybox}]\n---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: unbound\n  namespace: busy\nspec:\n  containers: [{name: c, image: busybox}]\n",
+    );
+    assert_eq!(
+        k.ok(&["delete", "namespace", "busy", "--wait=false"])
+            .trim(),
+        "namespace \"busy\" deleted"
+    );
+    let ns = eventually(30, "the namespace controller's report", || {
+        let ns = k.get_json(&["namespace", "busy"]);
+        let remaining = ns["status"]["conditions"]
+            .as_array()?
+            .iter()
+            .find(|c| c["type"] == "NamespaceContentRemaining" && c["status"] == "True")?
+            .clone();
+        Some((ns, remaining))
+    });
+    assert_eq!(ns.0["status"]["phase"], "Terminating");
+    assert_eq!(
+        ns.1["message"],
+        "Some resources are remaining: pods. has 1 resource instances"
+    );
+    // The unbound pod went at once; the bound one waits for its kubelet.
+    assert!(k
+        .fails(&["-n", "busy", "get", "pod", "unbound"])
+        .contains("NotFound"));
+    let bound = k.get_json(&["-n", "busy", "pod", "bound"]);
+    assert!(bound["metadata"]["deletionTimestamp"].is_string());
+    assert_eq!(bound["metadata"]["deletionGracePeriodSeconds"], 30);
+    let wide = words(&k.ok(&["-n", "busy", "get", "pods"]));
+    assert_eq!(wide[1][..3], ["bound", "0/1", "Terminating"]);
+    k.ok(&[
+        "-n",
+        "busy",
+        "delete",
+        "pod",
+        "bound",
+        "--grace-period=0",
+        "--force",
+    ]);
+    eventually(30, "the namespace to finish", || {
+        let gone = !k.run(&["get", "namespace", "busy"], &[]).status.success();
+        gone.then_some(())
+    });
+}

@@ -186,7 +186,10 @@ fn patch_of_every_type() {
         "-p",
         r#"[{"op":"test","path":"/spec/replicas","value":9}]"#,
     ]);
-    assert!(err.contains("value did not match"), "{err}");
+    assert!(
+        err.contains("The request is invalid: the server rejected our request due to an error in our request"),
+        "kube's words for a failed test: {err}"
+    );
 }
 
 #[test]
@@ -228,4 +231,77 @@ fn create_with_unknown_field_is_refused_by_server_validation() {
     );
     let out = k.ok(&["create", "--validate=warn", "-f", &file]);
     assert!(out.contains("configmap/bad created"), "{out}");
+}
+
+/// The path most users take: objects made with client-side `apply -f`,
+/// later applied `--server-side`. kubectl then hands the client-side
+/// manager's fields to its own Apply entry; nothing the configuration
+/// still sets may be lost on the way (labels, selector-matching template
+/// labels), and what the configuration drops afterwards goes.
+#[test]
+fn server_side_apply_over_client_side_apply_keeps_what_is_still_applied() {
+    let s = Server::start(2);
+    let k = Kubectl::new(&s);
+    let labelled = |image: &str, env: &str| {
+        deployment(image, env, 2).replacen(
+            "  namespace: default\n",
+            "  namespace: default\n  labels:\n    app: web\n    tier: front\n",
+            1,
+        )
+    };
+    k.ok(&[
+        "apply",
+        "-f",
+        &k.file("a.yaml", &labelled("nginx:1.25", TWO_VARS)),
+    ]);
+    k.ok(&[
+        "apply",
+        "-f",
+        &k.file("b.yaml", &labelled("nginx:1.26", ONE_VAR)),
+    ]);
+    let ssa = k.file("c.yaml", &labelled("nginx:1.25", TWO_VARS));
+    let err = k.fails(&["apply", "--server-side", "-f", &ssa]);
+    assert!(
+        err.contains(r#"conflict with "kubectl-client-side-apply" using apps/v1: .spec.template.spec.containers[name="web"].image"#),
+        "{err}"
+    );
+    k.ok(&["apply", "--server-side", "--force-conflicts", "-f", &ssa]);
+    let d = k.get_json(&["deployment", "web", "--show-managed-fields"]);
+    assert_eq!(
+        d["metadata"]["labels"],
+        json!({"app": "web", "tier": "front"})
+    );
+    assert_eq!(
+        d["spec"]["template"]["metadata"]["labels"],
+        json!({"app": "web"})
+    );
+    let c = &d["spec"]["template"]["spec"]["containers"][0];
+    assert_eq!(c["image"], "nginx:1.25");
+    assert_eq!(
+        c["env"],
+        json!([{"name": "MODE", "value": "blue"}, {"name": "LEVEL", "value": "3"}])
+    );
+    let recorded = managers(&d);
+    assert!(
+        recorded.contains(&("kubectl".into(), "Apply".into())),
+        "{recorded:?}"
+    );
+    assert!(
+        !recorded
+            .iter()
+            .any(|(m, _)| m == "kubectl-client-side-apply"),
+        "kubectl moved the client-side manager's fields to its Apply entry: {recorded:?}"
+    );
+    // Dropping a label and an env var from the configuration removes them.
+    let fewer = k.file(
+        "d.yaml",
+        &labelled("nginx:1.25", ONE_VAR).replace("    tier: front\n", ""),
+    );
+    k.ok(&["apply", "--server-side", "-f", &fewer]);
+    let d = k.get_json(&["deployment", "web"]);
+    assert_eq!(d["metadata"]["labels"], json!({"app": "web"}));
+    assert_eq!(
+        d["spec"]["template"]["spec"]["containers"][0]["env"],
+        json!([{"name": "MODE", "value": "blue"}])
+    );
 }

@@ -117,3 +117,46 @@ fn discovery_lists_the_scale_subresource() {
     assert_eq!(scale["kind"], "Scale");
     assert_eq!(scale["verbs"], json!(["get", "patch", "update"]));
 }
+
+/// A write through the Scale is an Update of the `scale` subresource: the
+/// parent records its manager as owning the replica count (taking it from
+/// whoever set it before), so a later apply of another replica count
+/// conflicts with the autoscaler, as in kube.
+#[test]
+fn scale_writes_record_their_manager_on_the_parent() {
+    let s = Server::start(2);
+    let (code, _) = s.post(&format!("{DEPLOYS}?fieldManager=creator"), &json!({
+        "metadata": {"name": "web"},
+        "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "web"}},
+                 "template": {"metadata": {"labels": {"app": "web"}}, "spec": {"containers": [{"name": "c", "image": "i"}]}}}
+    }));
+    assert_eq!(code, 201);
+    let (code, _) = s.patch(
+        &format!("{DEPLOYS}/web/scale?fieldManager=autoscaler"),
+        "application/merge-patch+json",
+        &json!({"spec": {"replicas": 4}}),
+    );
+    assert_eq!(code, 200);
+    let (_, d) = s.get(&format!("{DEPLOYS}/web"));
+    let entries = d["metadata"]["managedFields"].as_array().unwrap();
+    let scaler = entries
+        .iter()
+        .find(|e| e["manager"] == "autoscaler")
+        .unwrap_or_else(|| panic!("no autoscaler entry: {entries:?}"));
+    assert_eq!(scaler["operation"], "Update");
+    assert_eq!(scaler["apiVersion"], "apps/v1");
+    assert_eq!(scaler["subresource"], "scale");
+    assert_eq!(scaler["fieldsV1"], json!({"f:spec": {"f:replicas": {}}}));
+    let creator = entries.iter().find(|e| e["manager"] == "creator").unwrap();
+    assert!(creator["fieldsV1"]["f:spec"].get("f:replicas").is_none());
+
+    let (code, err) = s.apply_yaml(
+        &format!("{DEPLOYS}/web?fieldManager=kubectl"),
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec: {replicas: 1}\n",
+    );
+    assert_eq!(code, 409, "{err}");
+    assert_eq!(
+        err["message"],
+        "Apply failed with 1 conflict: conflict with \"autoscaler\" with subresource \"scale\" using apps/v1: .spec.replicas"
+    );
+}

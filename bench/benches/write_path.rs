@@ -1,7 +1,8 @@
 //! What the schema-aware write path adds per object: the strict decode
 //! (duplicates and unknown fields) against plain serde_json, defaulting,
-//! the field-ownership record of an update, a strategic merge patch and a
-//! server-side apply — all on a realistic pod.
+//! the type check, the field-ownership record of an update, a strategic
+//! merge patch and a server-side apply — all on a realistic pod
+//! (`clone_only` is the clone the mutating ones start with).
 
 mod common;
 
@@ -34,6 +35,14 @@ fn write_path(c: &mut Criterion) {
     g.bench_function("decode_strict_with_schema", |b| {
         b.iter(|| fieldvalidation::decode_json(black_box(&bytes), schema).unwrap())
     });
+    g.bench_function("check_types", |b| {
+        b.iter(|| {
+            let mut p = pod.clone();
+            fieldvalidation::check_types(&mut p, schema.unwrap()).unwrap();
+            p
+        })
+    });
+    g.bench_function("clone_only", |b| b.iter(|| black_box(&pod).clone()));
     g.bench_function("defaults", |b| {
         b.iter(|| {
             let mut p = pod.clone();
@@ -48,6 +57,34 @@ fn write_path(c: &mut Criterion) {
             let mut next = created.clone();
             next["metadata"]["labels"]["tier"] = json!("backend");
             apply::update(&writer("editor"), Some(black_box(&created)), &mut next);
+            next
+        })
+    });
+    // A pod as a cluster leaves it: written by its creator, the scheduler
+    // and a labeller; then one more writer changes a field none of them
+    // owns (the common case: their entries stay as they were).
+    let mut shared = created.clone();
+    for (manager, path, value) in [
+        ("scheduler", "/spec/nodeName", json!("node-9")),
+        ("labeller", "/metadata/labels/zone", json!("a")),
+        ("annotator", "/metadata/annotations/note", json!("x")),
+    ] {
+        let mut next = shared.clone();
+        match next.pointer_mut(path) {
+            Some(v) => *v = value,
+            None => {
+                let (parent, key) = path.rsplit_once('/').unwrap();
+                next.pointer_mut(parent).unwrap()[key] = value;
+            }
+        }
+        apply::update(&writer(manager), Some(&shared), &mut next);
+        shared = next;
+    }
+    g.bench_function("managed_fields_update_four_managers", |b| {
+        b.iter(|| {
+            let mut next = shared.clone();
+            next["spec"]["activeDeadlineSeconds"] = json!(60);
+            apply::update(&writer("editor"), Some(black_box(&shared)), &mut next);
             next
         })
     });

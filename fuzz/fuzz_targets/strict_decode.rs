@@ -1,6 +1,7 @@
 //! The field-validating decoders on arbitrary bodies: the JSON decoder
 //! (duplicates, unknown fields against the deployment schema), the YAML
-//! duplicate-key scanner and the pruning of a decoded YAML body.
+//! duplicate-key scanner, the pruning of a decoded YAML body and the type
+//! check every decoded body goes through.
 #![no_main]
 
 use kubeshard_core::{fieldvalidation, schema};
@@ -8,10 +9,15 @@ use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
     let deployment = schema::builtin().kind("apps", "v1", "Deployment").unwrap();
-    let _ = fieldvalidation::decode_json(data, Some(deployment));
+    if let Ok((mut v, _)) = fieldvalidation::decode_json(data, Some(deployment)) {
+        if let Err(m) = fieldvalidation::check_types(&mut v, deployment) {
+            let _ = (m.decode_message(), m.apply_message());
+        }
+    }
     let text = String::from_utf8_lossy(data);
     let _ = fieldvalidation::duplicate_keys(&text);
     if let Ok(mut v) = serde_yaml::from_str::<serde_json::Value>(&text) {
         let _ = fieldvalidation::prune(&mut v, deployment);
+        let _ = fieldvalidation::check_types(&mut v, deployment);
     }
 });

@@ -208,19 +208,9 @@ impl GarbageCollector {
     }
 
     async fn attempt_to_delete(&mut self, env: &Env<'_>, id: &ObjRef) -> Result<(), ApiError> {
-        let Some(info) = env.catalog.by_storage_key(&id.resource).cloned() else {
+        let Some((info, latest)) = current(env, id).await? else {
             return Ok(());
         };
-        let Some(latest) = env
-            .shards
-            .get(&id.resource, &id.namespace, &id.name)
-            .await?
-        else {
-            return Ok(());
-        };
-        if latest.uid() != &*id.uid {
-            return Ok(());
-        }
         let meta = Meta::of(&latest);
         if meta.being_deleted() {
             if meta.has_finalizer(FINALIZER_FOREGROUND) {
@@ -292,21 +282,11 @@ impl GarbageCollector {
     }
 
     async fn deleting_dependents(&mut self, env: &Env<'_>, owner: &ObjRef) -> Result<(), ApiError> {
-        let Some(info) = env.catalog.by_storage_key(&owner.resource).cloned() else {
-            return Ok(());
-        };
-        let Some(latest) = env
-            .shards
-            .get(&owner.resource, &owner.namespace, &owner.name)
-            .await?
-        else {
+        let Some((info, latest)) = current(env, owner).await? else {
             return Ok(());
         };
         let meta = Meta::of(&latest);
-        if latest.uid() != &*owner.uid
-            || !meta.being_deleted()
-            || !meta.has_finalizer(FINALIZER_FOREGROUND)
-        {
+        if !meta.being_deleted() || !meta.has_finalizer(FINALIZER_FOREGROUND) {
             return Ok(());
         }
         let blocking: Vec<Dependent> = self
@@ -324,6 +304,22 @@ impl GarbageCollector {
         }
         Ok(())
     }
+}
+
+/// The object `id` names as it is now, with its kind; None when the kind
+/// is no longer served or the object is gone or was replaced (another uid).
+async fn current(
+    env: &Env<'_>,
+    id: &ObjRef,
+) -> Result<Option<(Arc<ResourceInfo>, Arc<kubeshard_cache::StoredObject>)>, ApiError> {
+    let Some(info) = env.catalog.by_storage_key(&id.resource).cloned() else {
+        return Ok(None);
+    };
+    let latest = env
+        .shards
+        .get(&id.resource, &id.namespace, &id.name)
+        .await?;
+    Ok(latest.filter(|l| l.uid() == &*id.uid).map(|l| (info, l)))
 }
 
 /// Looks the owner up by kind and name in the dependent's namespace (or

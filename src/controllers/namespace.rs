@@ -278,50 +278,52 @@ fn conditions(report: &Report) -> Vec<(&'static str, &'static str, String, bool)
             true,
         ),
     });
-    out.push(if report.remaining.is_empty() {
-        (
-            "NamespaceContentRemaining",
-            "ContentRemoved",
-            "All content successfully removed".to_string(),
-            false,
-        )
-    } else {
-        let parts: Vec<String> = report
+    out.push(tally(
+        "NamespaceContentRemaining",
+        ("ContentRemoved", "All content successfully removed"),
+        ("SomeResourcesRemain", "Some resources are remaining"),
+        report
             .remaining
             .iter()
-            .map(|(r, n)| format!("{r} has {n} resource instances"))
-            .collect();
+            .map(|(r, n)| format!("{r} has {n} resource instances")),
+    ));
+    out.push(tally(
+        "NamespaceFinalizersRemaining",
         (
-            "NamespaceContentRemaining",
-            "SomeResourcesRemain",
-            format!("Some resources are remaining: {}", parts.join(", ")),
-            true,
-        )
-    });
-    out.push(if report.finalizers.is_empty() {
-        (
-            "NamespaceFinalizersRemaining",
             "ContentHasNoFinalizers",
-            "All content-preserving finalizers finished".to_string(),
-            false,
-        )
-    } else {
-        let parts: Vec<String> = report
+            "All content-preserving finalizers finished",
+        ),
+        (
+            "SomeFinalizersRemain",
+            "Some content in the namespace has finalizers remaining",
+        ),
+        report
             .finalizers
             .iter()
-            .map(|(f, n)| format!("{f} in {n} resource instances"))
-            .collect();
+            .map(|(f, n)| format!("{f} in {n} resource instances")),
+    ));
+    out
+}
+
+/// A condition that lists what is left: fine (reason, message) when
+/// nothing is, else failing with the failing reason and `prefix: items`.
+fn tally(
+    kind: &'static str,
+    fine: (&'static str, &'static str),
+    failing: (&'static str, &'static str),
+    items: impl Iterator<Item = String>,
+) -> (&'static str, &'static str, String, bool) {
+    let items: Vec<String> = items.collect();
+    if items.is_empty() {
+        (kind, fine.0, fine.1.to_string(), false)
+    } else {
         (
-            "NamespaceFinalizersRemaining",
-            "SomeFinalizersRemain",
-            format!(
-                "Some content in the namespace has finalizers remaining: {}",
-                parts.join(", ")
-            ),
+            kind,
+            failing.0,
+            format!("{}: {}", failing.1, items.join(", ")),
             true,
         )
-    });
-    out
+    }
 }
 
 /// The namespace's conditions after this pass, or None when they say

@@ -4,6 +4,7 @@
 
 use super::create::{bind_namespace, prepare};
 use super::decode::check_type;
+use super::fields::schema_of;
 use super::managers::Tracking;
 use super::patch::{options_invalid, precondition};
 use super::update::{apply_update, dry_run, finish_update};
@@ -11,6 +12,7 @@ use super::warnings::Warnings;
 use super::{namespaces, Api, HandlerResult, ResourceRequest};
 use kubeshard_cache::StoredObject;
 use kubeshard_core::apply;
+use kubeshard_core::catalog::ResourceInfo;
 use kubeshard_core::fieldvalidation::{self, Directive, Issue};
 use kubeshard_core::meta;
 use kubeshard_core::status::{field_required, ApiError};
@@ -35,8 +37,9 @@ pub async fn apply(
     let info = rr.resource.clone();
     let warnings = Warnings::default();
     let mut config = decode(body, directive, &warnings)?;
-    check_type(&info, &mut config)?;
     let url_name = rr.info.name.clone();
+    require_type_meta(&info, &config, &rr.info.namespace, &url_name)?;
+    check_type(&info, &mut config)?;
     match meta::name(&config) {
         "" => meta::set_meta(&mut config, "name", Value::String(url_name.clone())),
         n if n == url_name => {}
@@ -67,6 +70,21 @@ pub async fn apply(
         "{ns}/{url_name}; {}/{}, Kind={}",
         info.group, info.version, info.kind
     );
+    if let Some(schema) = schema_of(&info) {
+        // kube's typed conversion of the configuration refuses values of
+        // the wrong type before anything merges (a 500 with kube's plain
+        // error, no reason, as kube answers).
+        fieldvalidation::check_types(&mut config, schema).map_err(|m| {
+            ApiError::new(
+                500,
+                "",
+                format!(
+                    "failed to create typed patch object ({describe}): {}",
+                    m.apply_message()
+                ),
+            )
+        })?;
+    }
     let try_update = Box::new(move |old: Option<&Arc<StoredObject>>| {
         if old.is_none() && status_only {
             return Err(ApiError::not_found(&info.group, &info.plural, &url_name));
@@ -113,4 +131,39 @@ fn decode(body: &[u8], directive: Directive, warnings: &Warnings) -> Result<Valu
         ));
     }
     Ok(config)
+}
+
+/// An applied configuration names its own apiVersion and kind: kube
+/// refuses one for another version (400) and cannot type one without a
+/// kind (its typed conversion's error).
+fn require_type_meta(
+    info: &ResourceInfo,
+    config: &Value,
+    ns: &str,
+    name: &str,
+) -> Result<(), ApiError> {
+    let expected = info.api_version();
+    let given = config
+        .get("apiVersion")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    if given != expected {
+        return Err(ApiError::bad_request(format!(
+            "Incorrect version specified in apply patch. Specified patch version: {given}, expected: {expected}"
+        )));
+    }
+    if config
+        .get("kind")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .is_empty()
+    {
+        let gvk = format!("{}/{}, Kind=", info.group, info.version);
+        return Err(ApiError::new(
+            500,
+            "",
+            format!("failed to create typed patch object ({ns}/{name}; {gvk}): no corresponding type for {gvk}"),
+        ));
+    }
+    Ok(())
 }

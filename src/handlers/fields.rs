@@ -64,6 +64,17 @@ pub fn decode_object(
             (v, issues)
         }
     };
+    let mut value = value;
+    if let Some(s) = schema {
+        fieldvalidation::check_types(&mut value, s).map_err(|m| {
+            ApiError::bad_request(format!(
+                "{kind} in version \"{version}\" cannot be handled as a {kind}: {}",
+                m.decode_message(),
+                kind = info.kind,
+                version = info.version
+            ))
+        })?;
+    }
     warnings.extend(fieldvalidation::judge(
         directive,
         issues,
@@ -89,6 +100,13 @@ pub fn judge_patched(
     directive: Directive,
     warnings: &Warnings,
 ) -> Result<(), ApiError> {
+    if let Some(s) = schema_of(info) {
+        // kube decodes the patched object into its Go type: what does not
+        // fit is a 422 on the patch, whatever the directive.
+        if let Err(m) = fieldvalidation::check_types(patched, s) {
+            return Err(invalid_patch(patched, &m.decode_message()));
+        }
+    }
     let before = (directive == Directive::Strict).then(|| patched.to_string());
     if let Some(s) = schema_of(info) {
         issues.extend(fieldvalidation::prune(patched, s));
@@ -100,15 +118,24 @@ pub fn judge_patched(
             warnings.extend(issues.iter().map(Issue::to_string));
             Ok(())
         }
-        Directive::Strict => Err(ApiError::invalid(
-            "",
-            "",
-            "",
-            vec![kubeshard_core::status::field_invalid(
-                "patch",
-                &before.unwrap_or_default(),
-                &fieldvalidation::strict_message(&issues),
-            )],
+        Directive::Strict => Err(invalid_patch(
+            before.unwrap_or_default(),
+            &fieldvalidation::strict_message(&issues),
         )),
     }
+}
+
+/// kube's 422 for a patched object it cannot take: the field `patch`,
+/// with the patched object as the value.
+fn invalid_patch(patched: impl ToString, detail: &str) -> ApiError {
+    ApiError::invalid(
+        "",
+        "",
+        "",
+        vec![kubeshard_core::status::field_invalid(
+            "patch",
+            &patched.to_string(),
+            detail,
+        )],
+    )
 }

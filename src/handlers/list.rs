@@ -28,8 +28,7 @@ pub fn filter(
     q: &crate::filters::requestinfo::Query,
 ) -> Result<Filter, ApiError> {
     let labels = match q.get("labelSelector") {
-        Some(s) => LabelSelector::parse(s)
-            .map_err(|e| ApiError::bad_request(format!("unable to parse requirement: {e}")))?,
+        Some(s) => LabelSelector::parse(s).map_err(ApiError::bad_request)?,
         None => LabelSelector::everything(),
     };
     let fields = match q.get("fieldSelector") {

@@ -138,7 +138,7 @@ fn decode(
 fn apply(kind: &PatchKind, mut current: Value) -> Result<Value, ApiError> {
     match kind {
         PatchKind::Json(p) => {
-            json_patch::patch(&mut current, p).map_err(|e| patch_failed(&e.to_string()))?;
+            json_patch::patch(&mut current, p).map_err(|e| json_patch_failed(&e))?;
             Ok(current)
         }
         PatchKind::Merge(p) => {
@@ -182,13 +182,17 @@ pub fn options_invalid(causes: Vec<kubeshard_core::status::StatusCause>) -> ApiE
     ApiError::invalid("meta.k8s.io", "PatchOptions", "", causes)
 }
 
-/// A JSON patch that cannot apply (failed `test`, missing path): kube
-/// answers 422 with the patch library's message.
-fn patch_failed(msg: &str) -> ApiError {
+/// A JSON patch that cannot apply (a failed `test`, a missing path): kube
+/// answers its generic 422, which names no operation (the patch library's
+/// reason stays in the server log).
+pub fn json_patch_failed(e: &json_patch::PatchError) -> ApiError {
+    tracing::debug!(error = %e, "json patch did not apply");
     ApiError {
-        code: 422,
-        reason: "Invalid".into(),
-        message: msg.to_string(),
-        details: None,
+        details: Some(Box::default()),
+        ..ApiError::new(
+            422,
+            "Invalid",
+            "the server rejected our request due to an error in our request",
+        )
     }
 }

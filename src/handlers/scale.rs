@@ -5,6 +5,7 @@
 //! the owning shard, with the parent's update rules.
 
 use super::decode::read_body;
+use super::managers::Tracking;
 use super::negotiation::{Input, Output};
 use super::response::{self, Render};
 use super::update::{apply_update, dry_run};
@@ -33,6 +34,13 @@ pub async fn serve(api: &Rc<Api>, rr: &ResourceRequest, req: Request<Incoming>) 
         String::new()
     };
     let name = rr.info.name.clone();
+    let options = match rr.info.verb.as_str() {
+        "patch" => "PatchOptions",
+        _ => "UpdateOptions",
+    };
+    // A write through the Scale records its manager on the parent, as an
+    // Update of the `scale` subresource owning the replica count.
+    let tracking = Tracking::new(&rr.query, req.headers(), "scale", options)?;
     let change = match rr.info.verb.as_str() {
         "get" => {
             let obj = api
@@ -80,7 +88,9 @@ pub async fn serve(api: &Rc<Api>, rr: &ResourceRequest, req: Request<Incoming>) 
         let replicas = validated_replicas(&scale, &n)?;
         let mut new = old_value.clone();
         set_path(&mut new, s.spec_replicas, json!(replicas));
-        apply_update(&i, new, &old_value, false)
+        let mut out = apply_update(&i, new, &old_value, false)?;
+        tracking.record(&i, Some(&old_value), &mut out);
+        Ok(out)
     };
     if dry {
         let current = api.shards().get(&info.storage_key, &ns, &name).await?;
@@ -129,7 +139,7 @@ impl Change {
             Change::Replace(v) => Ok(v),
             Change::Patch(Patch::Json(p)) => {
                 json_patch::patch(&mut current, &p)
-                    .map_err(|e| ApiError::new(422, "Invalid", e.to_string()))?;
+                    .map_err(|e| super::patch::json_patch_failed(&e))?;
                 Ok(current)
             }
             Change::Patch(Patch::Merge(p)) => {

@@ -179,6 +179,17 @@ impl Server {
         )
     }
 
+    /// Server-side apply of a YAML configuration (`path` carries
+    /// `fieldManager` and any other options).
+    pub fn apply_yaml(&self, path: &str, yaml: &str) -> (u16, Value) {
+        self.send(
+            "PATCH",
+            path,
+            "application/apply-patch+yaml",
+            yaml.as_bytes(),
+        )
+    }
+
     pub fn send(&self, method: &str, path: &str, content_type: &str, body: &[u8]) -> (u16, Value) {
         let (code, _, text) = self.send_raw(method, path, content_type, body);
         (

@@ -28,10 +28,49 @@ pub struct Entry {
     pub api_version: String,
     pub time: Option<String>,
     pub subresource: String,
-    pub fields: FieldSet,
+    fields: FieldSet,
+    /// The entry's FieldsV1 as it was read, kept while `fields` still says
+    /// the same: most writes leave most managers alone, and re-encoding
+    /// their sets was a large share of recording ownership.
+    encoded: Option<Value>,
 }
 
 impl Entry {
+    pub fn new(
+        manager: &str,
+        operation: Operation,
+        api_version: &str,
+        time: Option<String>,
+        subresource: &str,
+    ) -> Entry {
+        Entry {
+            manager: manager.to_string(),
+            operation,
+            api_version: api_version.to_string(),
+            time,
+            subresource: subresource.to_string(),
+            fields: FieldSet::new(),
+            encoded: None,
+        }
+    }
+
+    pub fn fields(&self) -> &FieldSet {
+        &self.fields
+    }
+
+    pub fn set_fields(&mut self, fields: FieldSet) {
+        self.fields = fields;
+        self.encoded = None;
+    }
+
+    /// Gives up the paths of `other` (those it lost to another writer, or
+    /// that no longer exist).
+    pub fn subtract(&mut self, other: &FieldSet) {
+        if self.fields.subtract(other) {
+            self.encoded = None;
+        }
+    }
+
     /// Who this entry is: appliers are one manager whatever apiVersion they
     /// applied with; updaters are one per apiVersion.
     pub fn same_manager(&self, other: &Entry) -> bool {
@@ -59,9 +98,19 @@ impl Entry {
 pub struct ManagedFields(pub Vec<Entry>);
 
 impl ManagedFields {
-    /// Reads `metadata.managedFields`; malformed entries are dropped (kube
-    /// resets managed fields it cannot decode).
+    /// Reads `metadata.managedFields` of a request body; malformed entries
+    /// are dropped (kube resets managed fields it cannot decode).
     pub fn decode(obj: &Value) -> ManagedFields {
+        Self::read(obj, false)
+    }
+
+    /// Reads the managed fields of a stored object, which this module
+    /// wrote in canonical form: entries remember their encoding.
+    pub fn decode_stored(obj: &Value) -> ManagedFields {
+        Self::read(obj, true)
+    }
+
+    fn read(obj: &Value, keep_encoded: bool) -> ManagedFields {
         let Some(list) = obj
             .pointer("/metadata/managedFields")
             .and_then(Value::as_array)
@@ -75,29 +124,33 @@ impl ManagedFields {
                 Some("Update") => Operation::Update,
                 _ => continue,
             };
-            let Some(fields) = e
-                .get("fieldsV1")
-                .map_or(Some(FieldSet::new()), FieldSet::from_fields_v1)
-            else {
+            let raw = e.get("fieldsV1");
+            let Some(fields) = raw.map_or(Some(FieldSet::new()), FieldSet::from_fields_v1) else {
                 continue;
             };
-            let s = |k: &str| e.get(k).and_then(Value::as_str).unwrap_or("").to_string();
-            out.push(Entry {
-                manager: s("manager"),
+            let s = |k: &str| e.get(k).and_then(Value::as_str).unwrap_or("");
+            let mut entry = Entry::new(
+                s("manager"),
                 operation,
-                api_version: s("apiVersion"),
-                time: e.get("time").and_then(Value::as_str).map(str::to_string),
-                subresource: s("subresource"),
-                fields,
-            });
+                s("apiVersion"),
+                e.get("time").and_then(Value::as_str).map(str::to_string),
+                s("subresource"),
+            );
+            entry.fields = fields;
+            entry.encoded = raw.filter(|_| keep_encoded).cloned();
+            out.push(entry);
         }
         ManagedFields(out)
     }
 
     /// The JSON list, sorted as kube sorts it (operation, time, manager,
     /// apiVersion, subresource); managers that own nothing are dropped.
-    pub fn encode(&self) -> Value {
-        let mut entries: Vec<&Entry> = self.0.iter().filter(|e| !e.fields.is_empty()).collect();
+    pub fn encode(self) -> Value {
+        let mut entries: Vec<Entry> = self
+            .0
+            .into_iter()
+            .filter(|e| !e.fields.is_empty())
+            .collect();
         entries.sort_by(|a, b| {
             a.operation
                 .cmp(&b.operation)
@@ -119,7 +172,7 @@ impl ManagedFields {
                         v["time"] = json!(t);
                     }
                     v["fieldsType"] = json!("FieldsV1");
-                    v["fieldsV1"] = e.fields.to_fields_v1();
+                    v["fieldsV1"] = e.encoded.unwrap_or_else(|| e.fields.to_fields_v1());
                     if !e.subresource.is_empty() {
                         v["subresource"] = json!(e.subresource);
                     }
@@ -158,7 +211,7 @@ impl ManagedFields {
                     let b = &mut self.0[bucket];
                     b.manager = ANCIENT_CHANGES.to_string();
                     b.subresource = String::new();
-                    b.fields = merged;
+                    b.set_fields(merged);
                     b.time = time;
                     drop.push(i);
                     count -= 1;

@@ -8,6 +8,7 @@
 //! else owns them), and refuses — 409 — to change fields another manager
 //! owns unless forced. The semantics are structured-merge-diff's.
 
+mod diff;
 pub mod managed;
 mod merge;
 pub mod path;
@@ -23,7 +24,7 @@ use managed::{Entry, ManagedFields, Operation};
 use path::{Display, Path, PathElement};
 use serde_json::{json, Value};
 use set::FieldSet;
-use typed::Fields;
+use typed::{Comparison, Fields};
 
 pub use managed::manager_from_user_agent;
 
@@ -65,36 +66,57 @@ const STRIPPED: &[&[&str]] = &[
 
 impl Writer<'_> {
     fn entry(&self, operation: Operation) -> Entry {
-        Entry {
-            manager: self.manager.to_string(),
+        Entry::new(
+            self.manager,
             operation,
-            api_version: self.api_version.to_string(),
-            time: Some(self.now.to_string()),
-            subresource: self.subresource.to_string(),
-            fields: FieldSet::new(),
-        }
+            self.api_version,
+            Some(self.now.to_string()),
+            self.subresource,
+        )
+    }
+
+    /// Whether a struct field is walked at all for ownership: never
+    /// managedFields, and status only where this endpoint writes it.
+    fn tracked(&self, p: &[PathElement]) -> bool {
+        let in_status = is_field(&p[0], "status");
+        let out_of_scope = match self.subresource {
+            "status" => !in_status,
+            _ => self.status_is_separate && in_status,
+        };
+        !out_of_scope && !is_managed_fields(p)
     }
 
     /// The fields of `obj` that ownership is tracked for.
-    fn owned_fields(&self, obj: &Value) -> Result<Fields, typed::TypeError> {
-        let mut f = typed::fields(obj, self.schema)?;
-        let status = PathElement::Field("status".into());
-        f.retain(|p, _| {
-            let stripped = STRIPPED.iter().any(|s| {
-                s.len() == p.len()
-                    && s.iter()
-                        .zip(p)
-                        .all(|(a, b)| *b == PathElement::Field((*a).into()))
-            });
-            let in_status = p.first() == Some(&status);
-            let in_scope = match self.subresource {
-                "status" => in_status,
-                _ => !(self.status_is_separate && in_status),
-            };
-            !stripped && in_scope && !is_under_managed_fields(p)
-        });
+    fn owned_fields<'v>(&self, obj: &'v Value) -> Result<Fields<'v>, typed::TypeError> {
+        let mut f = typed::fields(obj, self.schema, &|p| !self.tracked(p))?;
+        f.retain(|p, _| !is_stripped(p));
         Ok(f)
     }
+
+    /// What changed, among the tracked fields, from `old` to `new`.
+    fn changes(&self, old: &Value, new: &Value) -> Result<Comparison, typed::TypeError> {
+        let mut c = diff::diff(old, new, self.schema, &|p| !self.tracked(p))?;
+        for list in [&mut c.added, &mut c.modified, &mut c.removed] {
+            list.retain(|p| !is_stripped(p));
+        }
+        Ok(c)
+    }
+}
+
+/// Metadata kube never tracks ownership of.
+fn is_stripped(p: &[PathElement]) -> bool {
+    STRIPPED
+        .iter()
+        .any(|s| s.len() == p.len() && s.iter().zip(p).all(|(name, pe)| is_field(pe, name)))
+}
+
+fn is_field(pe: &PathElement, name: &str) -> bool {
+    matches!(pe, PathElement::Field(f) if f == name)
+}
+
+/// `metadata.managedFields` itself: never owned, never walked.
+fn is_managed_fields(p: &[PathElement]) -> bool {
+    p.len() == 2 && is_field(&p[0], "metadata") && is_field(&p[1], "managedFields")
 }
 
 /// A key field of a list item (`name` under `k:{"name":…}`): it goes with
@@ -106,12 +128,6 @@ fn is_key_field(p: &Path) -> bool {
     }
 }
 
-fn is_under_managed_fields(p: &Path) -> bool {
-    p.len() > 2
-        && p[0] == PathElement::Field("metadata".into())
-        && p[1] == PathElement::Field("managedFields".into())
-}
-
 /// The managers an update starts from: the ones the request carries when
 /// it changed them (a client may rewrite managedFields), else the live ones.
 fn starting_managers(old: Option<&Value>, new: &Value) -> ManagedFields {
@@ -119,11 +135,11 @@ fn starting_managers(old: Option<&Value>, new: &Value) -> ManagedFields {
     let live = old.and_then(|o| o.pointer("/metadata/managedFields"));
     match given {
         Some(g) if Some(g) != live => ManagedFields::decode(new),
-        _ => old.map(ManagedFields::decode).unwrap_or_default(),
+        _ => old.map(ManagedFields::decode_stored).unwrap_or_default(),
     }
 }
 
-fn write(obj: &mut Value, managers: &ManagedFields) {
+fn write(obj: &mut Value, managers: ManagedFields) {
     let encoded = managers.encode();
     if let Some(md) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
         if encoded.as_array().is_some_and(Vec::is_empty) {
@@ -141,35 +157,34 @@ fn write(obj: &mut Value, managers: &ManagedFields) {
 pub fn update(w: &Writer<'_>, old: Option<&Value>, new: &mut Value) {
     let mut managers = starting_managers(old, new);
     let empty = json!({});
-    let (Ok(before), Ok(after)) = (w.owned_fields(old.unwrap_or(&empty)), w.owned_fields(new))
-    else {
+    let Ok(cmp) = w.changes(old.unwrap_or(&empty), new) else {
         return;
     };
-    let cmp = typed::compare(&before, &after);
     let changed = FieldSet::from_paths(cmp.added.iter().chain(&cmp.modified));
     let removed = FieldSet::from_paths(&cmp.removed);
     let me = w.entry(Operation::Update);
     for e in managers.0.iter_mut() {
-        e.fields = e.fields.difference(&removed);
+        e.subtract(&removed);
         if !e.same_manager(&me) {
-            e.fields = e.fields.difference(&changed);
+            e.subtract(&changed);
         }
     }
     if !changed.is_empty() {
         match managers.find_mut(&me) {
             Some(e) => {
-                e.fields = e.fields.union(&changed);
+                let mine = e.fields().union(&changed);
+                e.set_fields(mine);
                 e.time = me.time.clone();
             }
             None => {
                 let mut e = me;
-                e.fields = changed;
+                e.set_fields(changed);
                 managers.0.push(e);
             }
         }
     }
     managers.cap_updaters(MAX_UPDATE_MANAGERS);
-    write(new, &managers);
+    write(new, managers);
 }
 
 /// Applies `config` over `live` (None: the object does not exist yet and
@@ -196,7 +211,7 @@ pub fn apply(
     let skeleton =
         json!({"apiVersion": config.get("apiVersion"), "kind": config.get("kind"), "metadata": {}});
     let live_value = live.unwrap_or(&skeleton);
-    let mut managers = live.map(ManagedFields::decode).unwrap_or_default();
+    let mut managers = live.map(ManagedFields::decode_stored).unwrap_or_default();
     let mut merged = merge::merge(live_value, config, w.schema).map_err(typed_error)?;
 
     let me = w.entry(Operation::Apply);
@@ -208,28 +223,29 @@ pub fn apply(
     );
     let last_set = managers
         .find_mut(&me)
-        .map(|e| e.fields.clone())
+        .map(|e| e.fields().clone())
         .unwrap_or_default();
-    // Fields this applier gave up, unless another manager still owns them.
-    // Parents first: removing an item makes its fields' removal a no-op.
+    // Fields this applier gave up, unless someone — another manager, or
+    // this configuration through a field below it (a map whose entries it
+    // still applies) — still owns them or something under them. Parents
+    // first: removing an item makes its fields' removal a no-op.
     for p in last_set.difference(&new_set).paths().iter() {
-        let owned_elsewhere = managers
-            .0
-            .iter()
-            .any(|e| !e.same_manager(&me) && e.fields.has_prefix(p));
-        if !owned_elsewhere && !is_key_field(p) {
+        let still_owned = new_set.has_prefix(p)
+            || managers
+                .0
+                .iter()
+                .any(|e| !e.same_manager(&me) && e.fields().has_prefix(p));
+        if !still_owned && !is_key_field(p) {
             merge::remove(&mut merged, p, w.schema);
         }
     }
 
-    let before = w.owned_fields(live_value).map_err(typed_error)?;
-    let after = w.owned_fields(&merged).map_err(typed_error)?;
-    let cmp = typed::compare(&before, &after);
+    let cmp = w.changes(live_value, &merged).map_err(typed_error)?;
     let changed = FieldSet::from_paths(cmp.added.iter().chain(&cmp.modified));
     let removed = FieldSet::from_paths(&cmp.removed);
     let mut conflicts: Vec<(String, Path)> = Vec::new();
     for e in managers.0.iter().filter(|e| !e.same_manager(&me)) {
-        for p in e.fields.intersection(&changed).paths() {
+        for p in e.fields().intersection(&changed).paths() {
             conflicts.push((e.describe(), p));
         }
     }
@@ -238,7 +254,8 @@ pub fn apply(
     }
     for e in managers.0.iter_mut() {
         if !e.same_manager(&me) {
-            e.fields = e.fields.difference(&changed).difference(&removed);
+            e.subtract(&changed);
+            e.subtract(&removed);
         }
     }
     // An apply that changes no field keeps its entry's time (so applying
@@ -246,7 +263,7 @@ pub fn apply(
     let object_changed = live.is_none() || merged != *live_value;
     match managers.find_mut(&me) {
         Some(e) => {
-            e.fields = new_set;
+            e.set_fields(new_set);
             if object_changed {
                 e.time = me.time.clone();
             }
@@ -254,11 +271,11 @@ pub fn apply(
         }
         None => {
             let mut e = me;
-            e.fields = new_set;
+            e.set_fields(new_set);
             managers.0.push(e);
         }
     }
-    write(&mut merged, &managers);
+    write(&mut merged, managers);
     Ok(merged)
 }
 

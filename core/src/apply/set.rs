@@ -88,22 +88,69 @@ impl FieldSet {
         s
     }
 
+    /// Every path in either set (merged node by node, no path is built).
     pub fn union(&self, other: &FieldSet) -> FieldSet {
         let mut out = self.clone();
-        for p in other.paths() {
-            out.insert(&p);
-        }
+        out.union_in(other);
         out
+    }
+
+    fn union_in(&mut self, other: &FieldSet) {
+        for (pe, theirs) in &other.children {
+            match self.children.get_mut(pe) {
+                Some(mine) => {
+                    mine.member |= theirs.member;
+                    mine.set.union_in(&theirs.set);
+                }
+                None => {
+                    self.children.insert(pe.clone(), theirs.clone());
+                }
+            }
+        }
     }
 
     /// Paths of `self` not in `other` (exact paths; children of a removed
     /// path stay).
     pub fn difference(&self, other: &FieldSet) -> FieldSet {
-        FieldSet::from_paths(self.paths().iter().filter(|p| !other.contains(p)))
+        let mut out = self.clone();
+        out.subtract(other);
+        out
     }
 
+    /// Removes the paths of `other` in place (as [`FieldSet::difference`]);
+    /// whether anything was removed.
+    pub fn subtract(&mut self, other: &FieldSet) -> bool {
+        let mut changed = false;
+        self.children.retain(|pe, mine| {
+            let Some(theirs) = other.children.get(pe) else {
+                return true;
+            };
+            if mine.member && theirs.member {
+                mine.member = false;
+                changed = true;
+            }
+            changed |= mine.set.subtract(&theirs.set);
+            mine.member || !mine.set.is_empty()
+        });
+        changed
+    }
+
+    /// Paths in both sets (walked node by node, no path is built).
     pub fn intersection(&self, other: &FieldSet) -> FieldSet {
-        FieldSet::from_paths(self.paths().iter().filter(|p| other.contains(p)))
+        let mut out = FieldSet::new();
+        for (pe, mine) in &self.children {
+            let Some(theirs) = other.children.get(pe) else {
+                continue;
+            };
+            let node = Node {
+                member: mine.member && theirs.member,
+                set: mine.set.intersection(&theirs.set),
+            };
+            if node.member || !node.set.is_empty() {
+                out.children.insert(pe.clone(), node);
+            }
+        }
+        out
     }
 
     /// The FieldsV1 JSON of the set.

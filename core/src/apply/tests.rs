@@ -30,7 +30,7 @@ fn owner_of(obj: &serde_json::Value, manager: &str) -> FieldSet {
         .0
         .into_iter()
         .find(|e| e.manager == manager)
-        .map(|e| e.fields)
+        .map(|e| e.fields().clone())
         .unwrap_or_default()
 }
 
@@ -247,7 +247,7 @@ fn update_managers_are_capped_at_ten() {
         .find(|e| e.manager == "ancient-changes")
         .unwrap();
     // The first writer's fields are in the folded entry.
-    assert!(ancient.fields.contains(&replicas_path()));
+    assert!(ancient.fields().contains(&replicas_path()));
     assert!(entries.iter().any(|e| e.manager == "m13"));
     assert!(!entries.iter().any(|e| e.manager == "m00"));
 }
@@ -266,6 +266,7 @@ fn arb_path() -> impl Strategy<Value = Vec<PathElement>> {
 }
 
 proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
     #[test]
     fn fields_v1_round_trips(paths in prop::collection::vec(arb_path(), 0..12)) {
         let set = FieldSet::from_paths(&paths);
@@ -287,6 +288,14 @@ proptest! {
             prop_assert_eq!(d.contains(p), sa.contains(p) && !sb.contains(p));
             prop_assert_eq!(i.contains(p), sa.contains(p) && sb.contains(p));
         }
+        // Node-by-node results equal the path-by-path definitions exactly
+        // (no dangling empty nodes, which would encode as stray FieldsV1).
+        let by_paths = |keep: &dyn Fn(&Vec<PathElement>) -> bool, from: &FieldSet| {
+            FieldSet::from_paths(from.paths().iter().filter(|p| keep(p)))
+        };
+        prop_assert_eq!(&u, &FieldSet::from_paths(a.iter().chain(&b)));
+        prop_assert_eq!(&d, &by_paths(&|p| !sb.contains(p), &sa));
+        prop_assert_eq!(&i, &by_paths(&|p| sb.contains(p), &sa));
     }
 
     #[test]
@@ -308,5 +317,144 @@ proptest! {
         }
         let again = apply(&writer("me", t), Some(&out), &config, false, "d").unwrap();
         prop_assert_eq!(again, out);
+    }
+}
+
+/// kubectl's client-side to server-side upgrade rewrites managedFields so
+/// the applier owns what `kubectl-client-side-apply` owned, maps included
+/// (`f:labels: {".": {}, …}`). Applying the same configuration afterwards
+/// must keep the labels: a map the applier owned itself but whose entries
+/// it still applies is not given up (structured-merge-diff adds owned
+/// children's parents back before pruning).
+#[test]
+fn apply_keeps_a_map_whose_entries_it_still_applies() {
+    let t = "2025-01-01T00:00:00Z";
+    let mut live = deployment(1, json!([{"name": "A", "value": "1"}]));
+    update(&writer("kubectl-client-side-apply", t), None, &mut live);
+    // What `kubectl apply --server-side` sends after a client-side apply:
+    // the Update entry's fields, "." members included, become its Apply entry.
+    let csa = live["metadata"]["managedFields"][0]["fieldsV1"].clone();
+    assert_eq!(csa["f:metadata"]["f:labels"]["."], json!({}));
+    live["metadata"]["managedFields"] = json!([{"manager": "kubectl", "operation": "Apply",
+        "apiVersion": "apps/v1", "time": t, "fieldsType": "FieldsV1", "fieldsV1": csa}]);
+    let mut config = deployment(1, json!([{"name": "A", "value": "1"}]));
+    config["metadata"]["labels"]["extra"] = json!("x");
+    let out = apply(&writer("kubectl", t), Some(&live), &config, true, "d").unwrap();
+    assert_eq!(out["metadata"]["labels"], json!({"app": "d", "extra": "x"}));
+    assert_eq!(
+        out["spec"]["template"]["metadata"]["labels"],
+        json!({"app": "d"})
+    );
+    assert_eq!(
+        out["spec"]["template"]["spec"]["containers"][0]["env"],
+        json!([{"name": "A", "value": "1"}])
+    );
+    // What it no longer applies still goes, map entries included.
+    let mut fewer = config.clone();
+    fewer["metadata"]["labels"] = json!({"app": "d"});
+    fewer["spec"]["template"]["spec"]["containers"][0]
+        .as_object_mut()
+        .unwrap()
+        .remove("env");
+    let out = apply(&writer("kubectl", t), Some(&out), &fewer, false, "d").unwrap();
+    assert_eq!(out["metadata"]["labels"], json!({"app": "d"}));
+    assert!(out["spec"]["template"]["spec"]["containers"][0]
+        .get("env")
+        .is_none());
+}
+
+/// A deployment varied along what ownership walks differently: maps that
+/// are absent, null, empty or full; keyed lists with and without repeated
+/// keys; sets; atomic lists; emptied structs; status.
+fn arb_deployment() -> impl Strategy<Value = serde_json::Value> {
+    let map = prop_oneof![
+        Just(None),
+        Just(Some(json!(null))),
+        Just(Some(json!({}))),
+        prop::collection::btree_map("[a-c]", "[x-z]", 1..3).prop_map(|m| Some(json!(m))),
+    ];
+    let env = prop::collection::vec(("[A-C]", prop::option::of("[0-2]")), 0..4).prop_map(|v| {
+        json!(v
+            .into_iter()
+            .map(|(n, val)| match val {
+                Some(val) => json!({"name": n, "value": val}),
+                None => json!({"name": n}),
+            })
+            .collect::<Vec<_>>())
+    });
+    let finalizers = prop::collection::vec("[p-r]", 0..3);
+    let tolerations = prop::collection::vec("[k-m]", 0..3)
+        .prop_map(|v| json!(v.into_iter().map(|k| json!({"key": k})).collect::<Vec<_>>()));
+    (
+        (map.clone(), map.clone(), map),
+        (0i64..3, env.clone(), env),
+        (finalizers, tolerations, any::<bool>(), 0i64..3),
+    )
+        .prop_map(
+            |(
+                (labels, annotations, selector),
+                (replicas, env_a, env_b),
+                (fin, tol, empty_strategy, ready),
+            )| {
+                let mut d = deployment(replicas, env_a);
+                let md = d["metadata"].as_object_mut().unwrap();
+                md.remove("labels");
+                if let Some(l) = labels {
+                    md.insert("labels".into(), l);
+                }
+                if let Some(a) = annotations {
+                    md.insert("annotations".into(), a);
+                }
+                if !fin.is_empty() {
+                    md.insert("finalizers".into(), json!(fin));
+                }
+                md.insert(
+                    "managedFields".into(),
+                    json!([{"manager": "x", "operation": "Update", "fieldsV1": {"f:spec": {}}}]),
+                );
+                let spec = &mut d["spec"];
+                if let Some(s) = selector {
+                    spec["template"]["spec"]["nodeSelector"] = s;
+                }
+                spec["template"]["spec"]["tolerations"] = tol;
+                spec["template"]["spec"]["containers"]
+                    .as_array_mut()
+                    .unwrap()
+                    .push(json!({"name": "side", "image": "b", "env": env_b}));
+                spec["strategy"] = if empty_strategy {
+                    json!({})
+                } else {
+                    json!({"type": "Recreate"})
+                };
+                d["status"] = json!({"readyReplicas": ready});
+                d
+            },
+        )
+}
+
+fn sorted(c: &typed::Comparison) -> [Vec<path::Path>; 3] {
+    let s = |v: &Vec<path::Path>| {
+        let mut v = v.clone();
+        v.sort();
+        v
+    };
+    [s(&c.added), s(&c.modified), s(&c.removed)]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(2048))]
+    /// Walking only what differs finds exactly what comparing both
+    /// objects' full field lists finds, for every endpoint's scope.
+    #[test]
+    fn changes_equal_the_full_comparison(old in arb_deployment(), new in arb_deployment(), sub in 0usize..2) {
+        let t = "2025-01-01T00:00:00Z";
+        let mut w = writer("m", t);
+        w.subresource = ["", "status"][sub];
+        let full = match (w.owned_fields(&old), w.owned_fields(&new)) {
+            (Ok(a), Ok(b)) => typed::compare(&a, &b),
+            _ => return Ok(()),
+        };
+        let fast = w.changes(&old, &new).unwrap();
+        prop_assert_eq!(sorted(&fast), sorted(&full));
     }
 }

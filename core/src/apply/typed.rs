@@ -11,11 +11,13 @@ use crate::schema::{ListType, Node, Schema};
 use serde_json::Value;
 use std::collections::BTreeMap;
 
-/// What a path holds in an object.
+/// What a path holds in an object (leaves borrow from it: a write walks
+/// two objects and compares them, and copying every leaf showed up as the
+/// largest cost of recording ownership).
 #[derive(Debug, Clone, PartialEq)]
-pub enum Entry {
+pub enum Entry<'v> {
     /// A value owned whole.
-    Leaf(Value),
+    Leaf(&'v Value),
     /// A list item or map entry whose content is listed separately.
     Member,
     /// A map-typed field with content (labels, data): not owned by an
@@ -23,16 +25,24 @@ pub enum Entry {
     Map,
 }
 
-pub type Fields = BTreeMap<Path, Entry>;
+pub type Fields<'v> = BTreeMap<Path, Entry<'v>>;
+
+/// Decides, for a struct field about to be walked, whether its whole
+/// subtree is left out (managedFields, a status another endpoint owns).
+pub type Skip<'s> = &'s dyn Fn(&[PathElement]) -> bool;
 
 /// Why an object does not fit its schema (kube refuses such applies).
 #[derive(Debug, Clone, PartialEq)]
 pub struct TypeError(pub String);
 
-/// Every path `value` sets.
-pub fn fields(value: &Value, schema: Option<Schema<'_>>) -> Result<Fields, TypeError> {
+/// Every path `value` sets, but those under fields `skip` leaves out.
+pub fn fields<'v>(
+    value: &'v Value,
+    schema: Option<Schema<'_>>,
+    skip: Skip<'_>,
+) -> Result<Fields<'v>, TypeError> {
     let mut out = Fields::new();
-    walk(value, schema, &mut Vec::new(), &mut out)?;
+    walk(value, schema, &mut Vec::new(), &mut out, skip)?;
     Ok(out)
 }
 
@@ -90,70 +100,124 @@ pub(super) fn item_element(
     }
 }
 
-fn walk(
-    value: &Value,
+fn walk<'v>(
+    value: &'v Value,
     schema: Option<Schema<'_>>,
     path: &mut Path,
-    out: &mut Fields,
+    out: &mut Fields<'v>,
+    skip: Skip<'_>,
 ) -> Result<(), TypeError> {
     match shape(value, schema) {
         Shape::Leaf | Shape::List(ListType::Atomic, _) => {
             if !path.is_empty() {
-                out.insert(path.clone(), Entry::Leaf(value.clone()));
+                out.insert(path.clone(), Entry::Leaf(value));
             }
         }
         Shape::List(list_type, items) => {
             let Value::Array(list) = value else {
-                out.insert(path.clone(), Entry::Leaf(value.clone()));
+                out.insert(path.clone(), Entry::Leaf(value));
                 return Ok(());
             };
             for (i, item) in list.iter().enumerate() {
                 let pe = item_element(item, i, &list_type, path)?;
                 path.push(pe);
-                if matches!(list_type, ListType::Set) {
-                    out.insert(path.clone(), Entry::Leaf(item.clone()));
-                } else {
-                    walk(item, items, path, out)?;
-                    out.insert(path.clone(), Entry::Member);
-                }
+                item_entries(item, items, &list_type, path, out, skip)?;
                 path.pop();
             }
         }
         Shape::Struct(schema) => {
-            let is_map = schema.is_some_and(|s| matches!(s.node(), Node::Map(_)));
             let Value::Object(map) = value else {
                 if !path.is_empty() {
-                    out.insert(path.clone(), Entry::Leaf(value.clone()));
+                    out.insert(path.clone(), Entry::Leaf(value));
                 }
                 return Ok(());
             };
             for (key, child) in map {
-                let (child_schema, declared) = match schema {
-                    Some(s) => match s.member(key) {
-                        Some((c, meta)) => (Some(c), meta.is_some()),
-                        None if s.accepts_unknown_fields() => (None, false),
-                        None => {
-                            path.push(PathElement::Field(key.clone()));
-                            let msg = format!("{}: field not declared in schema", Display(path));
-                            return Err(TypeError(msg));
-                        }
-                    },
-                    None => (None, false),
-                };
+                let (child_schema, declared) = member(schema, key, path)?;
                 path.push(PathElement::Field(key.clone()));
-                walk(child, child_schema, path, out)?;
-                let empty = child.is_null() || child.as_object().is_some_and(|m| m.is_empty());
-                if empty {
-                    out.insert(path.clone(), Entry::Leaf(child.clone()));
-                } else if !declared {
-                    out.entry(path.clone()).or_insert(Entry::Member);
+                if !skip(path) {
+                    member_entries(child, child_schema, declared, path, out, skip)?;
                 }
                 path.pop();
             }
-            if is_map && !map.is_empty() && !path.is_empty() {
+            if is_map(schema) && !map.is_empty() && !path.is_empty() {
                 out.entry(path.clone()).or_insert(Entry::Map);
             }
         }
+    }
+    Ok(())
+}
+
+fn is_map(schema: Option<Schema<'_>>) -> bool {
+    schema.is_some_and(|s| matches!(s.node(), Node::Map(_)))
+}
+
+/// The schema of a struct's or map's member `key`, and whether the schema
+/// declares it as a field; an undeclared key of a closed struct is the
+/// typed conversion's error.
+pub(super) fn member<'s>(
+    schema: Option<Schema<'s>>,
+    key: &str,
+    path: &[PathElement],
+) -> Result<(Option<Schema<'s>>, bool), TypeError> {
+    match schema {
+        Some(s) => match s.member(key) {
+            Some((c, meta)) => Ok((Some(c), meta.is_some())),
+            None if s.accepts_unknown_fields() => Ok((None, false)),
+            None => {
+                let mut at = path.to_vec();
+                at.push(PathElement::Field(key.to_string()));
+                Err(TypeError(format!(
+                    "{}: field not declared in schema",
+                    Display(&at)
+                )))
+            }
+        },
+        None => Ok((None, false)),
+    }
+}
+
+/// Everything a struct member contributes at and below `path` (its own
+/// element already pushed): its subtree, then the member itself — a leaf
+/// when empty, a member when the schema does not declare it as a field.
+pub(super) fn member_entries<'v>(
+    child: &'v Value,
+    schema: Option<Schema<'_>>,
+    declared: bool,
+    path: &mut Path,
+    out: &mut Fields<'v>,
+    skip: Skip<'_>,
+) -> Result<(), TypeError> {
+    walk(child, schema, path, out, skip)?;
+    if is_empty(child) {
+        out.insert(path.clone(), Entry::Leaf(child));
+    } else if !declared {
+        out.entry(path.clone()).or_insert(Entry::Member);
+    }
+    Ok(())
+}
+
+/// Null and `{}` are owned as values themselves.
+fn is_empty(v: &Value) -> bool {
+    v.is_null() || v.as_object().is_some_and(|m| m.is_empty())
+}
+
+/// Everything a list item contributes at and below `path` (its element
+/// already pushed): a set item is a leaf, any other item a member with
+/// its subtree.
+pub(super) fn item_entries<'v>(
+    item: &'v Value,
+    items: Option<Schema<'_>>,
+    list_type: &ListType,
+    path: &mut Path,
+    out: &mut Fields<'v>,
+    skip: Skip<'_>,
+) -> Result<(), TypeError> {
+    if matches!(list_type, ListType::Set) {
+        out.insert(path.clone(), Entry::Leaf(item));
+    } else {
+        walk(item, items, path, out, skip)?;
+        out.insert(path.clone(), Entry::Member);
     }
     Ok(())
 }
@@ -166,7 +230,7 @@ pub struct Comparison {
     pub removed: Vec<Path>,
 }
 
-pub fn compare(old: &Fields, new: &Fields) -> Comparison {
+pub fn compare(old: &Fields<'_>, new: &Fields<'_>) -> Comparison {
     let mut c = Comparison::default();
     for (path, entry) in new {
         match old.get(path) {

@@ -46,6 +46,7 @@ fn entry(group: &str, version: &str, kind: &str, plural: &str, namespaced: bool)
                 allow_unconditional_update: true,
                 allow_create_on_update: false,
                 keep_status_on_create: false,
+                initial_status: None,
                 return_deleted_object: false,
                 kind_hooks: KindHooks::None,
                 gc_policy: GcPolicy::DeleteDependents,
@@ -91,6 +92,10 @@ impl Entry {
     }
     fn keep_status_on_create(mut self) -> Self {
         self.info.strategy.keep_status_on_create = true;
+        self
+    }
+    fn initial_status(mut self, json: &'static str) -> Self {
+        self.info.strategy.initial_status = Some(json);
         self
     }
     fn returns_deleted(mut self) -> Self {
@@ -173,6 +178,7 @@ pub fn builtin_resources() -> Vec<ResourceInfo> {
             .name_rule(NameRule::Dns1123Label)
             .returns_deleted()
             .hooks(KindHooks::Service)
+            .initial_status(r#"{"loadBalancer":{}}"#)
             .printer(Printer::Service)
             .fields(&[
                 ("spec.clusterIP", &["spec", "clusterIP"]),
@@ -219,6 +225,7 @@ pub fn builtin_resources() -> Vec<ResourceInfo> {
             .categories(&["all"])
             .status()
             .generation()
+            .initial_status("{}")
             .printer(Printer::Deployment)
             .scale(ScaleSpec {
                 spec_replicas: &["spec", "replicas"],

@@ -36,6 +36,11 @@ pub struct Strategy {
     pub allow_create_on_update: bool,
     /// Status written on create is kept (nodes) instead of being reset.
     pub keep_status_on_create: bool,
+    /// The status a new object starts with when its status is reset on
+    /// create (JSON): kube's typed objects print their empty status
+    /// struct (`status: {}` for a deployment, `loadBalancer: {}` for a
+    /// service).
+    pub initial_status: Option<&'static str>,
     /// DELETE answers with the deleted object rather than a Success Status.
     pub return_deleted_object: bool,
     /// Extra per-kind hooks that cannot be expressed as flags.

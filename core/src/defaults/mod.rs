@@ -24,6 +24,7 @@ pub fn apply(group: &str, kind: &str, obj: &mut Value) {
         ("", "Endpoints") => service::endpoints(obj),
         ("", "Node") => service::node(obj),
         ("", "Secret") => util::set(obj, "type", "Opaque"),
+        ("", "Namespace") => namespace(obj),
         ("apps", "Deployment") => apps::deployment(obj),
         ("apps", "ReplicaSet") => apps::replica_set(obj),
         ("apps", "StatefulSet") => apps::stateful_set(obj),
@@ -31,5 +32,26 @@ pub fn apply(group: &str, kind: &str, obj: &mut Value) {
         ("batch", "Job") => apps::job(obj.get_mut("spec")),
         ("batch", "CronJob") => apps::cron_job(obj),
         _ => {}
+    }
+}
+
+/// Every named namespace carries its own name as the label
+/// `kubernetes.io/metadata.name` (set on every write, so it cannot be
+/// changed or removed), which lets namespace selectors pick namespaces by
+/// name.
+fn namespace(obj: &mut Value) {
+    let Some(name) = obj
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .filter(|n| !n.is_empty())
+        .map(str::to_string)
+    else {
+        return;
+    };
+    let Some(md) = util::child(obj, "metadata") else {
+        return;
+    };
+    if let Some(labels) = util::child(md, "labels").and_then(Value::as_object_mut) {
+        labels.insert("kubernetes.io/metadata.name".into(), Value::String(name));
     }
 }

@@ -117,3 +117,23 @@ fn other_kinds() {
     apply("", "ConfigMap", &mut cm);
     assert_eq!(cm, json!({"data": {}}));
 }
+
+#[test]
+fn namespaces_are_labelled_with_their_name() {
+    let mut ns = json!({"metadata": {"name": "team-a"}});
+    apply("", "Namespace", &mut ns);
+    assert_eq!(
+        ns["metadata"]["labels"],
+        json!({"kubernetes.io/metadata.name": "team-a"})
+    );
+    // A client cannot change or drop it.
+    let mut changed = json!({"metadata": {"name": "team-a", "labels": {"kubernetes.io/metadata.name": "x", "a": "b"}}});
+    apply("", "Namespace", &mut changed);
+    assert_eq!(
+        changed["metadata"]["labels"],
+        json!({"kubernetes.io/metadata.name": "team-a", "a": "b"})
+    );
+    let mut nameless = json!({"metadata": {"generateName": "t-"}});
+    apply("", "Namespace", &mut nameless);
+    assert!(nameless["metadata"].get("labels").is_none());
+}

@@ -8,6 +8,7 @@
 
 mod decode;
 mod prune;
+mod types;
 mod yaml;
 
 #[cfg(test)]
@@ -15,6 +16,7 @@ mod tests;
 
 pub use decode::decode_json;
 pub use prune::prune;
+pub use types::{check_types, TypeMismatch};
 pub use yaml::duplicate_keys;
 
 use crate::status::{field_not_supported, ApiError};

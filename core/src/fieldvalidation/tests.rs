@@ -173,3 +173,115 @@ mod robustness {
         }
     }
 }
+
+fn kind(group: &str, kind: &str) -> crate::schema::Schema<'static> {
+    builtin().kind(group, "v1", kind).unwrap()
+}
+
+fn mismatch(mut v: serde_json::Value, schema: crate::schema::Schema<'static>) -> TypeMismatch {
+    *check_types(&mut v, schema).unwrap_err()
+}
+
+#[test]
+fn type_mismatches_are_worded_as_gos_decoder_words_them() {
+    let cm = mismatch(json!({"data": {"a": 1}}), kind("", "ConfigMap"));
+    assert_eq!(
+        cm.decode_message(),
+        "json: cannot unmarshal number into Go struct field ConfigMap.data of type string"
+    );
+    assert_eq!(
+        cm.apply_message(),
+        ".data[\"a\"]: expected string, got number"
+    );
+    let env = mismatch(
+        json!({"spec": {"template": {"spec": {"containers": [{"name": "c", "env": [{"name": "N", "value": 3}]}]}}}}),
+        deployment(),
+    );
+    assert_eq!(
+        env.decode_message(),
+        "json: cannot unmarshal number into Go struct field EnvVar.spec.template.spec.containers.env.value of type string"
+    );
+    assert_eq!(
+        env.apply_message(),
+        ".spec.template.spec.containers[0].env[0].value: expected string, got number"
+    );
+    let port = mismatch(
+        json!({"spec": {"containers": [{"name": "c", "ports": [{"containerPort": "80"}]}]}}),
+        kind("", "Pod"),
+    );
+    assert_eq!(
+        port.decode_message(),
+        "json: cannot unmarshal string into Go struct field ContainerPort.spec.containers.ports.containerPort of type int32"
+    );
+    let list = mismatch(
+        json!({"spec": {"containers": {"name": "c"}}}),
+        kind("", "Pod"),
+    );
+    assert_eq!(
+        list.decode_message(),
+        "json: cannot unmarshal object into Go struct field PodSpec.spec.containers of type []v1.Container"
+    );
+    let item = mismatch(json!({"spec": {"containers": ["c"]}}), kind("", "Pod"));
+    assert_eq!(
+        item.decode_message(),
+        "json: cannot unmarshal string into Go struct field PodSpec.spec.containers of type v1.Container"
+    );
+    let frac = mismatch(json!({"spec": {"replicas": 1.5}}), deployment());
+    assert_eq!(
+        frac.decode_message(),
+        "json: cannot unmarshal number 1.5 into Go struct field DeploymentSpec.spec.replicas of type int32"
+    );
+    let big = mismatch(
+        json!({"spec": {"replicas": 3_000_000_000i64}}),
+        deployment(),
+    );
+    assert!(
+        big.decode_message().contains("number 3000000000"),
+        "{big:?}"
+    );
+    let label = mismatch(
+        json!({"metadata": {"labels": {"a": true}}}),
+        kind("", "ConfigMap"),
+    );
+    assert_eq!(
+        label.decode_message(),
+        "json: cannot unmarshal bool into Go struct field ObjectMeta.metadata.labels of type string"
+    );
+    let cpu = mismatch(
+        json!({"spec": {"containers": [{"name": "c", "resources": {"limits": {"cpu": "lots"}}}]}}),
+        kind("", "Pod"),
+    );
+    assert_eq!(
+        cpu.decode_message(),
+        "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
+    );
+}
+
+#[test]
+fn values_that_fit_pass_and_whole_floats_become_integers() {
+    let mut pod = json!({"metadata": {"name": "p", "labels": null, "creationTimestamp": null},
+        "spec": {"terminationGracePeriodSeconds": 30.0, "containers": [{"name": "c", "image": "i",
+            "ports": [{"containerPort": 80.0}], "env": null,
+            "resources": {"limits": {"cpu": 1.5, "memory": "1Gi"}, "requests": {"cpu": "500m", "memory": "1e3", "x": " 2 "}},
+            "livenessProbe": {"httpGet": {"port": "http"}}, "readinessProbe": {"tcpSocket": {"port": 8080}}}]},
+        "status": {"phase": "Pending"}});
+    check_types(&mut pod, kind("", "Pod")).unwrap();
+    assert_eq!(pod["spec"]["terminationGracePeriodSeconds"], json!(30));
+    assert!(pod["spec"]["terminationGracePeriodSeconds"].is_i64());
+    assert!(pod["spec"]["containers"][0]["ports"][0]["containerPort"].is_i64());
+    // Unknown fields are pruning's business, untyped ones anything's.
+    let mut d = json!({"spec": {"bogus": {"x": 1}}, "metadata": {"managedFields": [{"fieldsV1": {"f:a": {}}}]}});
+    check_types(&mut d, deployment()).unwrap();
+}
+
+#[test]
+fn quantity_syntax() {
+    for ok in [
+        "1", "0.5", ".5", "500m", "1Gi", "1e3", "1E-3", "+2", "-1Ki", "12M", "3n",
+    ] {
+        assert!(types::quantity_ok(ok), "{ok}");
+    }
+    for bad in ["", "lots", "1.2.3", "1Gb", "Gi", "1e", "1 Gi", "."] {
+        assert!(!types::quantity_ok(bad), "{bad}");
+    }
+}

@@ -4,6 +4,7 @@ use crate::catalog::{KindHooks, ResourceInfo};
 use serde_json::{json, Value};
 
 pub(super) fn on_create(info: &ResourceInfo, obj: &mut Value) {
+    let qos = (info.strategy.kind_hooks == KindHooks::Pod).then(|| super::qos::qos_class(obj));
     let Some(root) = obj.as_object_mut() else {
         return;
     };
@@ -25,7 +26,11 @@ pub(super) fn on_create(info: &ResourceInfo, obj: &mut Value) {
             }
         }
         KindHooks::Pod => {
-            root.insert("status".into(), json!({"phase": "Pending"}));
+            // A new pod is Pending, with the QoS class its resources give.
+            root.insert(
+                "status".into(),
+                json!({"phase": "Pending", "qosClass": qos.unwrap_or("BestEffort")}),
+            );
         }
         KindHooks::Secret => {
             root.entry("type").or_insert_with(|| json!("Opaque"));

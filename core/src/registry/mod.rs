@@ -9,6 +9,7 @@
 pub mod deletion;
 mod hooks;
 pub mod lifecycle;
+mod qos;
 mod validate;
 
 pub use lifecycle::should_delete_during_update;
@@ -47,7 +48,10 @@ pub fn prepare_for_create(info: &ResourceInfo, obj: &mut Value, ctx: &CreateCont
     }
     if info.has_status() && !info.strategy.keep_status_on_create {
         if let Some(root) = obj.as_object_mut() {
-            root.remove("status");
+            match info.strategy.initial_status.map(serde_json::from_str) {
+                Some(Ok(status)) => root.insert("status".into(), status),
+                _ => root.remove("status"),
+            };
         }
     }
     hooks::on_create(info, obj);
@@ -101,18 +105,22 @@ fn bump_generation(info: &ResourceInfo, new: &mut Value, old: &Value) {
         .and_then(|m| m.get("generation"))
         .and_then(Value::as_i64)
         .unwrap_or(0);
-    let changed = without_meta_and_status(new) != without_meta_and_status(old);
+    let changed = !same_besides_meta_and_status(new, old);
     let gen = if changed { old_gen + 1 } else { old_gen };
     meta::set_meta(new, "generation", json!(gen));
 }
 
-fn without_meta_and_status(v: &Value) -> Value {
-    let mut v = v.clone();
-    if let Some(m) = v.as_object_mut() {
-        m.remove("metadata");
-        m.remove("status");
-    }
-    v
+/// Whether two objects agree on everything but metadata and status
+/// (compared in place: this runs on every update).
+fn same_besides_meta_and_status(a: &Value, b: &Value) -> bool {
+    let (Some(a), Some(b)) = (a.as_object(), b.as_object()) else {
+        return a == b;
+    };
+    let counted = |k: &String| k != "metadata" && k != "status";
+    a.keys().filter(|k| counted(k)).count() == b.keys().filter(|k| counted(k)).count()
+        && a.iter()
+            .filter(|(k, _)| counted(k))
+            .all(|(k, v)| b.get(k) == Some(v))
 }
 
 fn set_top(obj: &mut Value, key: &str, value: Option<Value>) {

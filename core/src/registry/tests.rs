@@ -23,9 +23,23 @@ fn create_sets_server_fields_and_resets_status() {
     assert_eq!(o["metadata"]["uid"], "u-1");
     assert_eq!(o["metadata"]["generation"], 1);
     assert!(o["metadata"].get("resourceVersion").is_none());
-    assert!(
-        o.get("status").is_none(),
-        "status is reset on create for kinds with a status subresource"
+    assert_eq!(
+        o["status"],
+        json!({}),
+        "status is reset on create for kinds with a status subresource, to the empty struct kube prints"
+    );
+    let svc = info("services", "");
+    let mut s = json!({"metadata": {"name": "s"}, "spec": {}, "status": {"loadBalancer": {"ingress": [{"ip": "1.2.3.4"}]}}});
+    prepare_for_create(&svc, &mut s, &ctx());
+    assert_eq!(s["status"], json!({"loadBalancer": {}}));
+    let pod = info("pods", "");
+    let mut p = json!({"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "i",
+        "resources": {"limits": {"cpu": "1", "memory": "1Gi"}}}]}, "status": {"phase": "Running"}});
+    prepare_for_create(&pod, &mut p, &ctx());
+    assert_eq!(
+        p["status"],
+        json!({"phase": "Pending", "qosClass": "Guaranteed"}),
+        "requests default to limits before the class is computed"
     );
 
     let node = info("nodes", "");
@@ -62,6 +76,23 @@ fn update_keeps_status_and_bumps_generation_on_spec_change() {
     let mut changed = json!({"metadata": {"name": "d"}, "spec": {"replicas": 2}});
     prepare_for_update(&deploy, &mut changed, &old);
     assert_eq!(changed["metadata"]["generation"], 4);
+    // A top-level field only one side has is a change too.
+    let cm_old = json!({"metadata": {"name": "c", "generation": 1}, "data": {"a": "b"}});
+    let mut tracked = deploy.clone();
+    tracked.group = String::new();
+    tracked.kind = "ConfigMap".into();
+    for (new, gen) in [
+        (json!({"metadata": {"name": "c"}, "data": {"a": "b"}}), 1),
+        (json!({"metadata": {"name": "c"}}), 2),
+        (
+            json!({"metadata": {"name": "c"}, "data": {"a": "b"}, "binaryData": {}}),
+            2,
+        ),
+    ] {
+        let mut new = new;
+        prepare_for_update(&tracked, &mut new, &cm_old);
+        assert_eq!(new["metadata"]["generation"], gen, "{new}");
+    }
 }
 
 #[test]

@@ -17,6 +17,10 @@ use std::sync::Arc;
 /// Where `$ref`s point in the documents this compiler reads.
 pub const REF_PREFIX: &str = "#/components/schemas/";
 
+/// The definition of resource quantities (`cpu: 500m`), which decode from
+/// numbers and strings of their own syntax.
+const QUANTITY: &str = "io.k8s.apimachinery.pkg.api.resource.Quantity";
+
 pub struct Compiler<'a> {
     defs: &'a BTreeMap<String, Value>,
     pub nodes: Vec<Node>,
@@ -40,7 +44,12 @@ impl<'a> Compiler<'a> {
         let id = self.alloc(Node::Untyped);
         self.by_name.insert(name.to_string(), id);
         if let Some(schema) = self.defs.get(name) {
-            let node = self.build(schema);
+            let mut node = self.build(schema);
+            match &mut node {
+                Node::Object(o) => o.name = Some(Arc::from(name)),
+                Node::IntOrString if name == QUANTITY => node = Node::Quantity,
+                _ => {}
+            }
             self.nodes[id as usize] = node;
         }
         id
@@ -85,6 +94,9 @@ impl<'a> Compiler<'a> {
                 })
             }
             Some("string") => Node::Scalar(Scalar::String),
+            Some("integer") if s.get("format").and_then(Value::as_str) == Some("int32") => {
+                Node::Scalar(Scalar::Int32)
+            }
             Some("integer") => Node::Scalar(Scalar::Integer),
             Some("number") => Node::Scalar(Scalar::Number),
             Some("boolean") => Node::Scalar(Scalar::Boolean),

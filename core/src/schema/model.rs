@@ -22,8 +22,10 @@ pub enum Node {
     /// A list, with how its items are identified.
     List(ListNode),
     Scalar(Scalar),
-    /// A number or a string (IntOrString, Quantity).
+    /// A number or a string (IntOrString).
     IntOrString,
+    /// A resource quantity: a number or a string such as `500m` or `1Gi`.
+    Quantity,
     /// Anything goes (RawExtension, FieldsV1, preserved unknown fields).
     Untyped,
 }
@@ -31,6 +33,9 @@ pub enum Node {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Scalar {
     String,
+    /// `format: int32`.
+    Int32,
+    /// Any other integer (`int64`).
     Integer,
     Number,
     Boolean,
@@ -38,6 +43,9 @@ pub enum Scalar {
 
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct ObjectNode {
+    /// The definition this struct was compiled from
+    /// (`io.k8s.api.core.v1.Container`); None for inline objects.
+    pub name: Option<Arc<str>>,
     /// Fields in schema order.
     pub fields: Vec<(Arc<str>, Field)>,
     index: HashMap<Arc<str>, usize>,

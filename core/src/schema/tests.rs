@@ -41,7 +41,19 @@ fn kinds_resolve_to_objects_with_typed_leaves() {
     let (surge, _) = ru.field("maxSurge").unwrap();
     assert_eq!(surge.node(), &Node::IntOrString);
     let (replicas, _) = spec.field("replicas").unwrap();
-    assert_eq!(replicas.node(), &Node::Scalar(Scalar::Integer));
+    assert_eq!(replicas.node(), &Node::Scalar(Scalar::Int32));
+    let (template, _) = spec.field("template").unwrap();
+    let (pod_spec, _) = template.field("spec").unwrap();
+    let (grace, _) = pod_spec.field("terminationGracePeriodSeconds").unwrap();
+    assert_eq!(grace.node(), &Node::Scalar(Scalar::Integer));
+    let container = pod_spec.field("containers").unwrap().0.items().unwrap();
+    match container.node() {
+        Node::Object(o) => assert_eq!(o.name.as_deref(), Some("io.k8s.api.core.v1.Container")),
+        other => panic!("{other:?}"),
+    }
+    let (resources, _) = container.field("resources").unwrap();
+    let limits = resources.field("limits").unwrap().0;
+    assert_eq!(limits.member("cpu").unwrap().0.node(), &Node::Quantity);
     let (selector, _) = spec.field("selector").unwrap();
     assert!(selector.is_atomic_map());
     let (md, _) = dep.field("metadata").unwrap();
