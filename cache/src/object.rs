@@ -124,7 +124,7 @@ impl StoredObject {
         // cannot be found this way is treated as absent.
         let uid = meta.uid.as_bytes();
         let found = (!uid.is_empty() && uid.len() <= u8::MAX as usize)
-            .then(|| buf.windows(uid.len()).position(|w| w == uid))
+            .then(|| memchr::memmem::find(&buf, uid))
             .flatten()
             .filter(|at| *at <= u32::MAX as usize);
         Self {
