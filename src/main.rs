@@ -281,7 +281,7 @@ impl Listening {
     }
 
     fn bind(&self, executor: usize, executors: usize) -> glommio::net::TcpListener {
-        let listener = match glommio::net::TcpListener::bind(self.addr) {
+        let listener = match listen_socket(self.addr) {
             Ok(l) => l,
             Err(e) => {
                 eprintln!(
@@ -356,21 +356,44 @@ fn open_storage(
     ))
 }
 
+/// One executor's listening socket: SO_REUSEPORT, so every executor
+/// accepts on the same port, and SO_REUSEADDR, which the connections it
+/// accepts inherit, so that once they linger in TIME_WAIT after a stop
+/// they do not keep the next server off the port.
+fn listen_socket(addr: SocketAddr) -> std::io::Result<glommio::net::TcpListener> {
+    use socket2::{Domain, Socket, Type};
+    use std::os::fd::{FromRawFd, IntoRawFd};
+    let s = Socket::new(Domain::for_address(addr), Type::STREAM, None)?;
+    s.set_reuse_address(true)?;
+    s.set_reuse_port(true)?;
+    s.bind(&addr.into())?;
+    s.listen(1024)?;
+    // SAFETY: the descriptor is a bound, listening TCP socket whose
+    // ownership moves to the listener.
+    Ok(unsafe { glommio::net::TcpListener::from_raw_fd(s.into_raw_fd()) })
+}
+
 /// A bound (not listening) SO_REUSEPORT socket holding the port.
 ///
 /// SO_REUSEPORT would also let this server silently share a port another
 /// server (also using it) already listens on, so a fixed port is first
-/// probed with a plain bind, which fails if anyone holds it.
+/// probed with a bind that fails if anyone listens there. Both set
+/// SO_REUSEADDR, as every server does: connections of a server that just
+/// stopped linger in TIME_WAIT on the port for a minute, and a restart
+/// must not be refused because of them.
 fn reserve_port(addr: SocketAddr) -> Result<socket2::Socket, String> {
     use socket2::{Domain, Socket, Type};
     let socket =
         || Socket::new(Domain::for_address(addr), Type::STREAM, None).map_err(|e| e.to_string());
     if addr.port() != 0 {
-        socket()?
+        let probe = socket()?;
+        probe.set_reuse_address(true).map_err(|e| e.to_string())?;
+        probe
             .bind(&addr.into())
             .map_err(|e| format!("cannot bind {addr}: {e}"))?;
     }
     let s = socket()?;
+    s.set_reuse_address(true).map_err(|e| e.to_string())?;
     s.set_reuse_port(true).map_err(|e| e.to_string())?;
     s.bind(&addr.into())
         .map_err(|e| format!("cannot bind {addr}: {e}"))?;

@@ -292,6 +292,33 @@ fn two_servers_never_share_a_data_directory() {
     assert!(err.contains(&s.pid().to_string()), "{err}");
 }
 
+/// Connections the server closed itself sit in TIME_WAIT on its port for
+/// a minute after it stops; a restart on the same port must not be
+/// refused because of them, while a port somebody listens on still is.
+#[test]
+fn a_restart_takes_its_port_back_at_once() {
+    use std::io::{Read, Write};
+    let data = tempfile::tempdir().unwrap();
+    let mut s = start(1, data.path(), &[]);
+    let port = s.port.to_string();
+    for _ in 0..3 {
+        let mut c = std::net::TcpStream::connect(("127.0.0.1", s.port)).unwrap();
+        c.write_all(b"GET /readyz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            .unwrap();
+        let mut answer = String::new();
+        c.read_to_string(&mut answer).unwrap();
+        assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    }
+    s.kill();
+    let again = start(1, data.path(), &["--insecure-port", &port]);
+    assert_eq!(again.port, s.port);
+    let other = tempfile::tempdir().unwrap();
+    let err = Server::launch(1, other.path(), &["--insecure-port", &port])
+        .err()
+        .expect("a port in use must be refused");
+    assert!(err.contains("in use"), "{err}");
+}
+
 #[test]
 fn bad_storage_flags_are_refused() {
     let data = tempfile::tempdir().unwrap();

@@ -29,7 +29,8 @@ IFS='|'; for c in $CASES; do
   IFS=' ' read -r name w rate extra <<<"$c"; extra=${extra//_/ }; [ "$extra" = - ] && extra=""
   start
   # shellcheck disable=SC2086
-  $B --quiet --duration "${SECS}s" --rate "$rate" --server-pid $KSP --output "$OUT/$name-r$rate.json" $extra watch --watchers "$w" --objects 10 --url http://127.0.0.1:18800 >/dev/null 2>&1 || true
+  $B --quiet --duration "${SECS}s" --rate "$rate" --server-pid $KSP --output "$OUT/$name-r$rate.json" $extra watch --watchers "$w" --objects 10 --url http://127.0.0.1:18800 >"$TMP/bench.log" 2>&1 ||
+    { echo "$name $w $rate: kubeshard-bench failed:" >&2; tail -5 "$TMP/bench.log" >&2; stop; continue; }
   python3 - "$name" "$w" "$rate" "$OUT/$name-r$rate.json" <<'PY'
 import json, sys
 n, w, r, f = sys.argv[1:5]

@@ -64,8 +64,15 @@ impl Server {
         let port_file = dir.path().join("port");
         let secure_port_file = dir.path().join("secure-port");
         let log = std::fs::File::create(dir.path().join("server.log")).expect("log file");
+        // A test may name its own plain port (restarts on the same port).
+        let insecure_port = if extra.contains(&"--insecure-port") {
+            &[][..]
+        } else {
+            &["--insecure-port", "0"][..]
+        };
         let child = Command::new(binary())
-            .args(["--insecure-port", "0", "--shards", &shards.to_string()])
+            .args(insecure_port)
+            .args(["--shards", &shards.to_string()])
             .arg("--port-file")
             .arg(&port_file)
             .args(["--secure-port", "0", "--bind-address", "127.0.0.1"])
