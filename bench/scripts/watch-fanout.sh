@@ -27,9 +27,10 @@ stop() { kill $KSP 2>/dev/null || true; wait $KSP 2>/dev/null || true; }
 echo "case watchers rate events_per_s delivery_p50_ms delivery_p99_ms missing server_cores server_rss_mib client_cores"
 IFS='|'; for c in $CASES; do
   IFS=' ' read -r name w rate extra <<<"$c"; extra=${extra//_/ }; [ "$extra" = - ] && extra=""
+  IFS=' ' read -ra extra <<<"$extra"
   start
   # shellcheck disable=SC2086
-  $B --quiet --duration "${SECS}s" --rate "$rate" --server-pid $KSP --output "$OUT/$name-r$rate.json" $extra watch --watchers "$w" --objects 10 --url http://127.0.0.1:18800 >"$TMP/bench.log" 2>&1 ||
+  $B --quiet --duration "${SECS}s" --rate "$rate" --server-pid $KSP --output "$OUT/$name-r$rate.json" "${extra[@]}" watch --watchers "$w" --objects 10 --url http://127.0.0.1:18800 >"$TMP/bench.log" 2>&1 ||
     { echo "$name $w $rate: kubeshard-bench failed:" >&2; tail -5 "$TMP/bench.log" >&2; stop; continue; }
   python3 - "$name" "$w" "$rate" "$OUT/$name-r$rate.json" <<'PY'
 import json, sys
