@@ -189,6 +189,9 @@ async fn run(inf: Rc<RefCell<Informer>>, ctx: Rc<ExecutorContext>) {
         if let Some(c) = i.cursor.take() {
             ctx.hub.borrow_mut().ring(&resource).release(&c);
         }
+        if ctx.shutdown.is_triggered() {
+            return;
+        }
         tracing::info!(%resource, "informer fell behind the watch history; relisting");
     }
 }

@@ -30,29 +30,9 @@ fn fill(s: &Server, ns: &str, prefix: &str, n: usize, payload: usize) {
 fn state(s: &Server) -> (BTreeMap<String, u64>, u64) {
     let (code, list) = s.get("/api/v1/configmaps");
     assert_eq!(code, 200, "{list}");
-    let items = list["items"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|i| {
-            (
-                format!(
-                    "{}/{}",
-                    i["metadata"]["namespace"].as_str().unwrap(),
-                    i["metadata"]["name"].as_str().unwrap()
-                ),
-                rv(i),
-            )
-        })
-        .collect();
-    (
-        items,
-        list["metadata"]["resourceVersion"]
-            .as_str()
-            .unwrap()
-            .parse()
-            .unwrap(),
-    )
+    let versions = list["items"].as_array().unwrap().iter().map(rv);
+    let items = keys(&list).into_iter().zip(versions).collect();
+    (items, rv(&list))
 }
 
 fn start(shards: usize, data: &Path, extra: &[&str]) -> Server {

@@ -103,3 +103,28 @@ pub fn watch_frame(kind: &str, object: &[u8]) -> Bytes {
     out.extend_from_slice(b"}\n");
     Bytes::from(out)
 }
+
+/// An ADDED event of an empty object, for the rings' and hub's tests.
+#[cfg(test)]
+pub(crate) fn test_event(revision: u64, resource: &str, name: &str) -> Arc<Event> {
+    use crate::object::ObjectMeta;
+    let obj = Arc::new(StoredObject::from_json(
+        b"{}",
+        EventType::Added,
+        ObjectMeta {
+            revision,
+            namespace: "".into(),
+            name: name.into(),
+            uid: "".into(),
+            labels: Default::default(),
+            fields: Default::default(),
+        },
+    ));
+    Arc::new(Event::new(
+        revision,
+        EventType::Added,
+        Arc::from(resource),
+        obj,
+        None,
+    ))
+}

@@ -145,24 +145,10 @@ impl Hub {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::event::EventType;
-    use crate::object::{ObjectMeta, StoredObject};
     use crate::ring::RingRead;
 
     fn ev(rev: u64, res: &str) -> Arc<Event> {
-        let obj = Arc::new(StoredObject::from_json(
-            b"{}",
-            EventType::Added,
-            ObjectMeta {
-                revision: rev,
-                namespace: "".into(),
-                name: "o".into(),
-                uid: "".into(),
-                labels: Default::default(),
-                fields: Default::default(),
-            },
-        ));
-        Arc::new(Event::new(rev, EventType::Added, Arc::from(res), obj, None))
+        crate::event::test_event(rev, res, "o")
     }
 
     #[test]

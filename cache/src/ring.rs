@@ -175,29 +175,9 @@ impl EventRing {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::event::EventType;
-    use crate::object::{ObjectMeta, StoredObject};
 
     fn ev(rev: u64) -> Arc<Event> {
-        let obj = Arc::new(StoredObject::from_json(
-            b"{}",
-            EventType::Added,
-            ObjectMeta {
-                revision: rev,
-                namespace: "".into(),
-                name: format!("o{rev}").into(),
-                uid: "".into(),
-                labels: Default::default(),
-                fields: Default::default(),
-            },
-        ));
-        Arc::new(Event::new(
-            rev,
-            EventType::Added,
-            Arc::from("/x"),
-            obj,
-            None,
-        ))
+        crate::event::test_event(rev, "/x", &format!("o{rev}"))
     }
 
     #[test]
