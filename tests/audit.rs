@@ -19,6 +19,9 @@ rules:
   resources: [{group: "", resources: ["secrets"]}]
 - level: RequestResponse
   namespaces: ["rr"]
+- level: RequestResponse
+  namespaces: ["rr-omit"]
+  omitManagedFields: true
 - level: Request
   namespaces: ["req"]
 - level: Metadata
@@ -86,6 +89,72 @@ fn stages(events: &[Value]) -> Vec<&str> {
         .iter()
         .map(|e| e["stage"].as_str().unwrap())
         .collect()
+}
+
+/// A rule with omitManagedFields logs the objects without their
+/// ownership records, objects and lists alike; other rules keep them.
+#[test]
+fn omit_managed_fields_leaves_ownership_out_of_logged_objects() {
+    let a = server();
+    let s = &a.s;
+    let admin = s.client(&Who::cert("root", &["system:masters"]));
+    let with_id = |id: &str| admin.clone_with("Audit-ID", id);
+    for ns in ["rr", "rr-omit"] {
+        namespace(s, ns);
+        let (code, _, _) = with_id(&format!("{ns}-create")).raw(
+            "POST",
+            &format!("/api/v1/namespaces/{ns}/configmaps"),
+            configmap("c", json!({"a": "b"})).to_string().into_bytes(),
+        );
+        assert_eq!(code, 201);
+        let (code, _, _) = with_id(&format!("{ns}-list")).raw(
+            "GET",
+            &format!("/api/v1/namespaces/{ns}/configmaps"),
+            Vec::new(),
+        );
+        assert_eq!(code, 200);
+    }
+    let created = |ns: &str| {
+        a.of(&format!("{ns}-create"), "ResponseComplete")
+            .pop()
+            .unwrap()
+    };
+    let listed = |ns: &str| {
+        a.of(&format!("{ns}-list"), "ResponseComplete")
+            .pop()
+            .unwrap()
+    };
+
+    let kept = created("rr");
+    assert!(
+        kept["responseObject"]["metadata"]["managedFields"].is_array(),
+        "{kept}"
+    );
+    let kept = listed("rr");
+    assert!(
+        kept["responseObject"]["items"][0]["metadata"]["managedFields"].is_array(),
+        "{kept}"
+    );
+
+    let omitted = created("rr-omit");
+    assert_eq!(
+        omitted["responseObject"]["metadata"]["name"], "c",
+        "{omitted}"
+    );
+    assert!(
+        omitted["responseObject"]["metadata"]
+            .get("managedFields")
+            .is_none(),
+        "{omitted}"
+    );
+    assert_eq!(
+        omitted["requestObject"]["metadata"]["name"], "c",
+        "{omitted}"
+    );
+    let omitted = listed("rr-omit");
+    let item = &omitted["responseObject"]["items"][0]["metadata"];
+    assert_eq!(item["name"], "c", "{omitted}");
+    assert!(item.get("managedFields").is_none(), "{omitted}");
 }
 
 #[test]

@@ -41,6 +41,16 @@ impl JoinedList {
         list
     }
 
+    /// The whole body as one buffer, from its start whatever has been
+    /// sent (audit logs a list at level RequestResponse).
+    pub fn to_vec(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(self.head.len() + self.remaining);
+        for p in 0..=self.last_piece() {
+            out.extend_from_slice(self.piece_bytes(p));
+        }
+        out
+    }
+
     fn last_piece(&self) -> usize {
         if self.items.is_empty() {
             1
@@ -155,9 +165,14 @@ mod tests {
         fn joined_lists_are_the_concatenation(sizes in prop::collection::vec(0usize..3000, 0..40), iovs in 1usize..70, step in 1usize..20_000) {
             let items: Vec<_> = sizes.iter().enumerate().map(|(i, s)| obj(*s, i)).collect();
             let head = Bytes::from_static(b"{\"items\":[");
-            let list = JoinedList::new(head.clone(), items.clone());
+            let mut list = JoinedList::new(head.clone(), items.clone());
             let total = list.remaining();
-            let bytes = drain(list, iovs, step);
+            // to_vec() is the whole body, also once some has been sent.
+            let whole = list.to_vec();
+            list.advance(step.min(total));
+            prop_assert_eq!(&list.to_vec(), &whole);
+            let bytes = drain(JoinedList::new(head.clone(), items.clone()), iovs, step);
+            prop_assert_eq!(&whole, &bytes);
             prop_assert_eq!(bytes.len(), total);
             let v: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
             prop_assert_eq!(v["items"].as_array().unwrap().len(), sizes.len());

@@ -60,8 +60,27 @@ pub struct Record {
     auditor: Arc<Auditor>,
     level: Level,
     omit: Vec<Stage>,
+    /// The policy's `omitManagedFields`: ownership records are bulky and
+    /// rarely what an auditor wants, so they can be left out of the
+    /// request and response objects.
+    omit_managed_fields: bool,
     event: Map<String, Value>,
     pub body: Option<RequestBodySink>,
+}
+
+/// Drops `metadata.managedFields` from an object, or from every item of
+/// a list, as kube does for a policy that omits them.
+fn strip_managed_fields(v: &mut Value) {
+    if let Some(meta) = v.get_mut("metadata").and_then(Value::as_object_mut) {
+        meta.remove("managedFields");
+    }
+    if let Some(items) = v.get_mut("items").and_then(Value::as_array_mut) {
+        for item in items {
+            if let Some(meta) = item.get_mut("metadata").and_then(Value::as_object_mut) {
+                meta.remove("managedFields");
+            }
+        }
+    }
 }
 
 /// kube's audit timestamps: RFC 3339 with microseconds.
@@ -132,6 +151,7 @@ impl Record {
             auditor: auditor.clone(),
             level: decision.level,
             omit: decision.omit_stages,
+            omit_managed_fields: decision.omit_managed_fields,
             event: e,
             body: (decision.level >= Level::Request).then(RequestBodySink::default),
         };
@@ -174,13 +194,17 @@ impl Record {
             .get(http::header::CONTENT_TYPE)
             .and_then(|v| v.to_str().ok())
             .is_some_and(|ct| ct.starts_with("application/json"));
-        let body = match resp.body() {
+        let all = match resp.body() {
             Body::Chunks { chunks, .. } if is_json => {
-                let all: Vec<u8> = chunks.iter().flat_map(|c| c.iter().copied()).collect();
-                serde_json::from_slice::<Value>(&all).ok()
+                Some(chunks.iter().flat_map(|c| c.iter().copied()).collect())
+            }
+            // Lists are only ever logged whole, never read for a Status.
+            Body::List(Some(list)) if is_json && self.level >= Level::RequestResponse => {
+                Some(list.to_vec())
             }
             _ => None,
         };
+        let body = all.and_then(|all: Vec<u8>| serde_json::from_slice::<Value>(&all).ok());
         if code >= 300 {
             if let Some(b) = body.as_ref().filter(|b| b["kind"] == "Status") {
                 for k in ["status", "message", "reason", "details"] {
@@ -193,13 +217,19 @@ impl Record {
         self.event.insert("responseStatus".into(), status);
         if let Some(sink) = &self.body {
             if let Some((ct, bytes)) = sink.take() {
-                if let Some(v) = decode_body(ct.as_deref(), &bytes) {
+                if let Some(mut v) = decode_body(ct.as_deref(), &bytes) {
+                    if self.omit_managed_fields {
+                        strip_managed_fields(&mut v);
+                    }
                     self.event.insert("requestObject".into(), v);
                 }
             }
         }
         if self.level >= Level::RequestResponse {
-            if let Some(b) = body {
+            if let Some(mut b) = body {
+                if self.omit_managed_fields {
+                    strip_managed_fields(&mut b);
+                }
                 self.event.insert("responseObject".into(), b);
             }
         }
