@@ -84,9 +84,13 @@ pub async fn serve(
         open.set(open.get() + 1);
         glommio::spawn_local(async move {
             let peer = stream.peer_addr().ok();
+            // Each transport's future is boxed on its own: inline, every
+            // connection's task would be sized for the largest (TLS, ~12
+            // KiB) where a plain one needs ~4 KiB — memory that idle
+            // watchers hold for as long as they watch.
             match transport {
-                Transport::Plain => serve_connection(stream, api, peer).await,
-                Transport::Tls(acceptor) => serve_tls(stream, api, acceptor, peer).await,
+                Transport::Plain => Box::pin(serve_connection(stream, api, peer)).await,
+                Transport::Tls(acceptor) => Box::pin(serve_tls(stream, api, acceptor, peer)).await,
             }
             open.set(open.get() - 1);
         })
