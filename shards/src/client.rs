@@ -203,11 +203,20 @@ impl ShardClient {
                 reply,
             })
             .await?;
-        let mut chunks = vec![self
-            .local
-            .borrow()
-            .list(req)
-            .map_err(|c| expired(req.revision, c))?];
+        let local = self.local.borrow().list(req);
+        let local = match local {
+            Ok(chunk) => chunk,
+            Err(compacted) => {
+                // The other shards' parts are awaited all the same: a
+                // caller that retries at once must not pile list requests
+                // into their mailboxes faster than they answer.
+                for rx in waits {
+                    let _ = rx.await;
+                }
+                return Err(expired(req.revision, compacted));
+            }
+        };
+        let mut chunks = vec![local];
         for rx in waits {
             chunks.push(
                 rx.await

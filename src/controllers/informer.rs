@@ -23,6 +23,10 @@ use std::sync::Arc;
 use std::task::Poll;
 use std::time::Duration;
 
+/// How long a relist waits before trying again when history moved on
+/// under it.
+const RELIST_PAUSE: Duration = Duration::from_millis(10);
+
 /// One observed change of one object.
 #[derive(Debug, Clone)]
 pub struct Change {
@@ -137,8 +141,14 @@ impl Informer {
                 };
                 let chunks = match self.exec.shards.list_all(&req).await {
                     Ok(c) => c,
-                    // History moved on while listing: list again, newer.
-                    Err(e) if e.code == 410 => continue 'attempt,
+                    // History moved on while listing: list again, newer —
+                    // after a pause. Failing fast, the retry would never
+                    // give the executor back, so the writes that have to
+                    // land before a list can succeed never would.
+                    Err(e) if e.code == 410 => {
+                        glommio::timer::sleep(RELIST_PAUSE).await;
+                        continue 'attempt;
+                    }
                     Err(e) => return Err(e),
                 };
                 for object in chunks.into_iter().flat_map(|c| c.items) {
@@ -150,31 +160,41 @@ impl Informer {
                     });
                 }
             }
-            let mut streams = Vec::with_capacity(resources.len());
-            {
-                let mut hub = self.exec.hub.borrow_mut();
-                for resource in &resources {
-                    let ring = hub.ring(resource);
-                    match ring.cursor_after(&Filter::default(), revision) {
-                        Ok(cursor) => streams.push(Stream {
-                            resource: resource.clone(),
-                            cursor,
-                            listed_at: revision,
-                        }),
-                        Err(_) => {
-                            for s in &streams {
-                                hub.ring(&s.resource).release(&s.cursor);
-                            }
-                            continue 'attempt;
-                        }
-                    }
-                }
-            }
+            let Some(streams) = self.cursors_after(&resources, revision) else {
+                glommio::timer::sleep(RELIST_PAUSE).await;
+                continue 'attempt;
+            };
             self.streams = streams;
             self.resources = resources;
             self.stale = false;
             return Ok(Batch::Relisted(items));
         }
+    }
+
+    /// A cursor on each resource's ring just after `revision`, or None
+    /// (holding none) when a ring no longer reaches back to it.
+    fn cursors_after(&self, resources: &[Arc<str>], revision: u64) -> Option<Vec<Stream>> {
+        let mut hub = self.exec.hub.borrow_mut();
+        let mut streams = Vec::with_capacity(resources.len());
+        for resource in resources {
+            match hub
+                .ring(resource)
+                .cursor_after(&Filter::default(), revision)
+            {
+                Ok(cursor) => streams.push(Stream {
+                    resource: resource.clone(),
+                    cursor,
+                    listed_at: revision,
+                }),
+                Err(_) => {
+                    for s in &streams {
+                        hub.ring(&s.resource).release(&s.cursor);
+                    }
+                    return None;
+                }
+            }
+        }
+        Some(streams)
     }
 
     /// Every event released to the rings so far, in revision order; marks
