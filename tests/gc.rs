@@ -310,3 +310,38 @@ fn collector_recovers_after_falling_behind_the_history() {
     });
     assert!(made >= 100);
 }
+
+/// With the durable log, two shards and a one-event history, the
+/// controllers' relists keep failing while writes land; a relist that
+/// retried at once never gave its executor back, so writes timed out and
+/// list requests piled up in the other shard until memory ran out. Every
+/// write must land, and the server must stay small.
+#[test]
+fn writes_land_while_controllers_relist_against_a_short_history() {
+    let s = Server::start_with(2, &["--watch-history-max-events=1"]);
+    let owner = create(&s, CMS, &configmap("owner", json!({})));
+    std::thread::scope(|scope| {
+        for t in 0..16 {
+            let (s, owner) = (&s, &owner);
+            scope.spawn(move || {
+                for i in 0..40 {
+                    create(
+                        s,
+                        CMS,
+                        &dependent(&format!("w-{t}-{i}"), &[(owner, false)], &[]),
+                    );
+                }
+            });
+        }
+    });
+    let status = std::fs::read_to_string(format!("/proc/{}/status", s.pid())).unwrap();
+    let rss_kib: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap();
+    assert!(rss_kib < 512 * 1024, "server grew to {rss_kib} KiB");
+    let (code, list) = s.get(CMS);
+    assert_eq!(code, 200);
+    assert_eq!(names(&list).len(), 16 * 40 + 1);
+}
