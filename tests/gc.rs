@@ -21,6 +21,21 @@ fn dependent(name: &str, owners: &[(&Value, bool)], finalizers: &[&str]) -> Valu
     json!({"metadata": {"name": name, "ownerReferences": refs, "finalizers": finalizers}, "data": {}})
 }
 
+/// `writers` threads at once, each creating `each` dependents of `owner`
+/// named `{prefix}-{writer}-{i}`.
+fn create_dependents_at_once(s: &Server, owner: &Value, prefix: &str, writers: usize, each: usize) {
+    std::thread::scope(|scope| {
+        for t in 0..writers {
+            scope.spawn(move || {
+                for i in 0..each {
+                    let name = format!("{prefix}-{t}-{i}");
+                    create(s, CMS, &dependent(&name, &[(owner, false)], &[]));
+                }
+            });
+        }
+    });
+}
+
 fn create(s: &Server, path: &str, body: &Value) -> Value {
     let (code, v) = s.post(path, body);
     assert_eq!(code, 201, "{v}");
@@ -275,20 +290,7 @@ fn collector_recovers_after_falling_behind_the_history() {
     // collector: concurrent writers make that likely in every burst, and
     // the loop goes on until it has happened.
     for burst in 0..100 {
-        std::thread::scope(|scope| {
-            for t in 0..16 {
-                let (s, owner) = (&s, &owner);
-                scope.spawn(move || {
-                    for i in 0..13 {
-                        create(
-                            s,
-                            CMS,
-                            &dependent(&format!("d-{burst}-{t}-{i}"), &[(owner, false)], &[]),
-                        );
-                    }
-                });
-            }
-        });
+        create_dependents_at_once(&s, &owner, &format!("d-{burst}"), 16, 13);
         made += 16 * 13;
         if s.log()
             .contains("controllers fell behind the event history")
@@ -320,20 +322,7 @@ fn collector_recovers_after_falling_behind_the_history() {
 fn writes_land_while_controllers_relist_against_a_short_history() {
     let s = Server::start_with(2, &["--watch-history-max-events=1"]);
     let owner = create(&s, CMS, &configmap("owner", json!({})));
-    std::thread::scope(|scope| {
-        for t in 0..16 {
-            let (s, owner) = (&s, &owner);
-            scope.spawn(move || {
-                for i in 0..40 {
-                    create(
-                        s,
-                        CMS,
-                        &dependent(&format!("w-{t}-{i}"), &[(owner, false)], &[]),
-                    );
-                }
-            });
-        }
-    });
+    create_dependents_at_once(&s, &owner, "w", 16, 40);
     let status = std::fs::read_to_string(format!("/proc/{}/status", s.pid())).unwrap();
     let rss_kib: u64 = status
         .lines()
