@@ -4,13 +4,23 @@
 //! Every stored object carries a few of each, and as `(String, String)`
 //! pairs they cost two allocations per pair plus the slice: about 240 bytes
 //! for two labels, more than a tenth of a typical object. Packed, they are
-//! one allocation of their bytes plus a length prefix per string.
+//! one allocation of their bytes plus a length prefix per string — and
+//! shareable: the pods of one ReplicaSet, the objects of one release, carry
+//! the same labels, so the store keeps one copy of a set (`PairInterner`).
+
+use std::sync::Arc;
 
 /// Pairs in the order given (callers sort labels by key), each string
 /// prefixed with its length as a little-endian u16 (longer strings are
 /// cut: no label key, label value or field a filter uses comes close).
-#[derive(Clone, Default, PartialEq, Eq)]
-pub struct PackedPairs(Box<[u8]>);
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub struct PackedPairs(Arc<[u8]>);
+
+impl Default for PackedPairs {
+    fn default() -> Self {
+        Self(Arc::from(&[][..]))
+    }
+}
 
 impl PackedPairs {
     pub fn new<'a>(pairs: impl IntoIterator<Item = (&'a str, &'a str)>) -> Self {
@@ -22,7 +32,12 @@ impl PackedPairs {
                 buf.extend_from_slice(s);
             }
         }
-        Self(buf.into_boxed_slice())
+        Self(Arc::from(buf))
+    }
+
+    /// Whether both hold the very same bytes (one shared copy).
+    pub fn shares_with(&self, other: &PackedPairs) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
     }
 
     pub fn iter(&self) -> PairIter<'_> {
@@ -37,7 +52,7 @@ impl PackedPairs {
         self.0.is_empty()
     }
 
-    /// Heap bytes held.
+    /// Heap bytes held (shared sets are counted by each holder).
     pub fn heap_size(&self) -> usize {
         self.0.len()
     }
@@ -84,10 +99,57 @@ impl<'a> FromIterator<(&'a str, &'a str)> for PackedPairs {
     }
 }
 
+/// Hands out one shared copy of each set of pairs seen recently. Bounded:
+/// once full it starts over, so sets nobody holds any more are not kept
+/// for ever (objects keep the copies they were given).
+#[derive(Default)]
+pub struct PairInterner {
+    known: hashbrown::HashSet<PackedPairs>,
+}
+
+/// Distinct sets remembered before starting over.
+const INTERNED_SETS: usize = 4096;
+
+impl PairInterner {
+    /// The shared copy of `pairs` (empty sets are not worth sharing).
+    pub fn intern(&mut self, pairs: &PackedPairs) -> PackedPairs {
+        if pairs.is_empty() {
+            return pairs.clone();
+        }
+        if let Some(known) = self.known.get(pairs) {
+            return known.clone();
+        }
+        if self.known.len() >= INTERNED_SETS {
+            self.known.clear();
+        }
+        self.known.insert(pairs.clone());
+        pairs.clone()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn equal_sets_share_one_copy_and_the_interner_stays_bounded() {
+        let mut interner = PairInterner::default();
+        let a = interner.intern(&PackedPairs::new([("app", "web"), ("tier", "front")]));
+        let b = interner.intern(&PackedPairs::new([("app", "web"), ("tier", "front")]));
+        let c = interner.intern(&PackedPairs::new([("app", "db")]));
+        assert!(a.shares_with(&b));
+        assert_eq!(a, b);
+        assert!(!a.shares_with(&c));
+        assert_eq!(c.get("app"), Some("db"));
+        for i in 0..INTERNED_SETS * 2 {
+            let v = i.to_string();
+            interner.intern(&PackedPairs::new([("n", v.as_str())]));
+            assert!(interner.known.len() <= INTERNED_SETS);
+        }
+        // Sets handed out earlier stay valid after the interner started over.
+        assert_eq!(a.get("tier"), Some("front"));
+    }
 
     proptest! {
         #[test]

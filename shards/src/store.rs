@@ -176,6 +176,8 @@ pub struct ShardStore {
     log: Option<LogState>,
     /// One allocation per namespace name, shared by its objects and keys.
     namespaces: hashbrown::HashSet<Arc<str>>,
+    /// Objects with the same labels (a ReplicaSet's pods) share one copy.
+    label_sets: kubeshard_cache::pairs::PairInterner,
 }
 
 impl ShardStore {
@@ -199,6 +201,7 @@ impl ShardStore {
             hubs,
             log: logged.then(LogState::default),
             namespaces: hashbrown::HashSet::new(),
+            label_sets: Default::default(),
         }
     }
 
@@ -366,6 +369,10 @@ impl ShardStore {
                 stored.share_names(&ns, &name);
             }
         }
+        stored.labels = match &prev {
+            Some(p) if p.labels == stored.labels => p.labels.clone(),
+            _ => self.label_sets.intern(&stored.labels),
+        };
         let stored = Arc::new(stored);
         let event = Arc::new(Event::new(
             revision,

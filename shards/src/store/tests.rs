@@ -229,3 +229,16 @@ fn lists_before_history_are_expired() {
         None
     );
 }
+
+/// Objects with the same labels share one copy of them, on create and
+/// when an update leaves the labels alone.
+#[test]
+fn equal_label_sets_are_stored_once() {
+    let (mut store, _rx, info) = new_store();
+    let a = store.create(&info, cm(0, 1, 7)).unwrap();
+    let b = store.create(&info, cm(1, 2, 7)).unwrap();
+    let c = store.create(&info, cm(0, 3, 8)).unwrap();
+    assert!(a.labels.shares_with(&b.labels));
+    assert!(!a.labels.shares_with(&c.labels));
+    assert_eq!(c.labels.get("tier"), Some("t8"));
+}
