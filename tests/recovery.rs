@@ -279,8 +279,21 @@ fn two_servers_never_share_a_data_directory() {
 fn a_restart_takes_its_port_back_at_once() {
     use std::io::{Read, Write};
     let data = tempfile::tempdir().unwrap();
-    let mut s = start(1, data.path(), &[]);
-    let port = s.port.to_string();
+    // A port below the kernel's ephemeral range (32768 and up), which is
+    // where the other tests' servers and every outgoing connection get
+    // theirs: nobody else takes it while this server is down.
+    let seed = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .subsec_nanos() as u16;
+    let (mut s, port) = (0..20)
+        .find_map(|i| {
+            let port = (20_000 + (seed.wrapping_add(i * 613)) % 12_000).to_string();
+            Server::launch(1, data.path(), &["--insecure-port", &port])
+                .ok()
+                .map(|s| (s, port))
+        })
+        .expect("no free port below the ephemeral range");
     for _ in 0..3 {
         let mut c = std::net::TcpStream::connect(("127.0.0.1", s.port)).unwrap();
         c.write_all(b"GET /readyz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
