@@ -17,14 +17,6 @@ mod serving;
 
 use clap::Parser;
 
-/// jemalloc rather than glibc's malloc: request handling is a storm of
-/// small, short-lived allocations (JSON values, keys, strings) that its
-/// per-thread caches serve far more cheaply — creates ran 1.3–1.6× faster
-/// in A/B runs, for about 7% more resident memory per stored object
-/// (BENCHMARKS.md, "Allocator").
-#[global_allocator]
-static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
-
 use config::{Flags, ServerConfig};
 use handlers::Api;
 use kubeshard_cache::ring::RingLimits;
@@ -36,6 +28,14 @@ use std::net::SocketAddr;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+
+/// jemalloc rather than glibc's malloc: request handling is a storm of
+/// small, short-lived allocations (JSON values, keys, strings) that its
+/// per-thread caches serve far more cheaply — creates ran 1.3–1.6× faster
+/// in A/B runs, for about 7% more resident memory per stored object
+/// (BENCHMARKS.md, "Allocator").
+#[global_allocator]
+static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
 fn main() {
     let flags = Flags::parse();
@@ -361,12 +361,8 @@ fn open_storage(
 /// accepts inherit, so that once they linger in TIME_WAIT after a stop
 /// they do not keep the next server off the port.
 fn listen_socket(addr: SocketAddr) -> std::io::Result<glommio::net::TcpListener> {
-    use socket2::{Domain, Socket, Type};
     use std::os::fd::{FromRawFd, IntoRawFd};
-    let s = Socket::new(Domain::for_address(addr), Type::STREAM, None)?;
-    s.set_reuse_address(true)?;
-    s.set_reuse_port(true)?;
-    s.bind(&addr.into())?;
+    let s = shared_socket(addr)?;
     s.listen(1024)?;
     // SAFETY: the descriptor is a bound, listening TCP socket whose
     // ownership moves to the listener.
@@ -383,20 +379,24 @@ fn listen_socket(addr: SocketAddr) -> std::io::Result<glommio::net::TcpListener>
 /// must not be refused because of them.
 fn reserve_port(addr: SocketAddr) -> Result<socket2::Socket, String> {
     use socket2::{Domain, Socket, Type};
-    let socket =
-        || Socket::new(Domain::for_address(addr), Type::STREAM, None).map_err(|e| e.to_string());
+    let cannot_bind = |e: std::io::Error| format!("cannot bind {addr}: {e}");
     if addr.port() != 0 {
-        let probe = socket()?;
-        probe.set_reuse_address(true).map_err(|e| e.to_string())?;
-        probe
-            .bind(&addr.into())
-            .map_err(|e| format!("cannot bind {addr}: {e}"))?;
+        let probe =
+            Socket::new(Domain::for_address(addr), Type::STREAM, None).map_err(cannot_bind)?;
+        probe.set_reuse_address(true).map_err(cannot_bind)?;
+        probe.bind(&addr.into()).map_err(cannot_bind)?;
     }
-    let s = socket()?;
-    s.set_reuse_address(true).map_err(|e| e.to_string())?;
-    s.set_reuse_port(true).map_err(|e| e.to_string())?;
-    s.bind(&addr.into())
-        .map_err(|e| format!("cannot bind {addr}: {e}"))?;
+    shared_socket(addr).map_err(cannot_bind)
+}
+
+/// A TCP socket bound to `addr` with SO_REUSEADDR and SO_REUSEPORT: the
+/// port reservation and every executor's listener.
+fn shared_socket(addr: SocketAddr) -> std::io::Result<socket2::Socket> {
+    use socket2::{Domain, Socket, Type};
+    let s = Socket::new(Domain::for_address(addr), Type::STREAM, None)?;
+    s.set_reuse_address(true)?;
+    s.set_reuse_port(true)?;
+    s.bind(&addr.into())?;
     Ok(s)
 }
 

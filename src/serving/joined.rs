@@ -44,11 +44,10 @@ impl JoinedList {
     /// The whole body as one buffer, from its start whatever has been
     /// sent (audit logs a list at level RequestResponse).
     pub fn to_vec(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(self.head.len() + self.remaining);
-        for p in 0..=self.last_piece() {
-            out.extend_from_slice(self.piece_bytes(p));
-        }
-        out
+        let pieces: Vec<&[u8]> = (0..=self.last_piece())
+            .map(|p| self.piece_bytes(p))
+            .collect();
+        pieces.concat()
     }
 
     fn last_piece(&self) -> usize {

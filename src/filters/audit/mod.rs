@@ -71,15 +71,14 @@ pub struct Record {
 /// Drops `metadata.managedFields` from an object, or from every item of
 /// a list, as kube does for a policy that omits them.
 fn strip_managed_fields(v: &mut Value) {
-    if let Some(meta) = v.get_mut("metadata").and_then(Value::as_object_mut) {
-        meta.remove("managedFields");
-    }
-    if let Some(items) = v.get_mut("items").and_then(Value::as_array_mut) {
-        for item in items {
-            if let Some(meta) = item.get_mut("metadata").and_then(Value::as_object_mut) {
-                meta.remove("managedFields");
-            }
+    fn strip_one(v: &mut Value) {
+        if let Some(meta) = v.get_mut("metadata").and_then(Value::as_object_mut) {
+            meta.remove("managedFields");
         }
+    }
+    strip_one(v);
+    if let Some(items) = v.get_mut("items").and_then(Value::as_array_mut) {
+        items.iter_mut().for_each(strip_one);
     }
 }
 
@@ -186,6 +185,14 @@ impl Record {
         }
     }
 
+    /// A request or response object as the policy has it logged.
+    fn as_logged(&self, mut v: Value) -> Value {
+        if self.omit_managed_fields {
+            strip_managed_fields(&mut v);
+        }
+        v
+    }
+
     fn set_response(&mut self, resp: &http::Response<Body>) {
         let code = resp.status().as_u16();
         let mut status = json!({"metadata": {}, "code": code});
@@ -217,19 +224,15 @@ impl Record {
         self.event.insert("responseStatus".into(), status);
         if let Some(sink) = &self.body {
             if let Some((ct, bytes)) = sink.take() {
-                if let Some(mut v) = decode_body(ct.as_deref(), &bytes) {
-                    if self.omit_managed_fields {
-                        strip_managed_fields(&mut v);
-                    }
+                if let Some(v) = decode_body(ct.as_deref(), &bytes) {
+                    let v = self.as_logged(v);
                     self.event.insert("requestObject".into(), v);
                 }
             }
         }
         if self.level >= Level::RequestResponse {
-            if let Some(mut b) = body {
-                if self.omit_managed_fields {
-                    strip_managed_fields(&mut b);
-                }
+            if let Some(b) = body {
+                let b = self.as_logged(b);
                 self.event.insert("responseObject".into(), b);
             }
         }
