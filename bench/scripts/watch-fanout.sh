@@ -4,7 +4,7 @@
 # a connection per watcher, and HTTP/2 with watchers multiplexed. Also the
 # server's memory per idle watcher. Load generator on the same cores.
 #
-#   bench/scripts/watch-fanout.sh OUTDIR     (SECS=10; CASES overrides the list)
+#   bench/scripts/watch-fanout.sh OUTDIR     (SECS=10; CASES overrides the list; BIN=DIR; IDLE=0)
 #
 # Each case: "name watchers rate extra-bench-flags". Loopback only; stops
 # what it starts.
@@ -13,8 +13,9 @@ cd "$(dirname "$0")/../.."
 OUT=${1:?output directory}; mkdir -p "$OUT"
 SECS=${SECS:-10}
 CASES=${CASES:-"h1-1k 1000 100 -|h1-1k 1000 300 -|h1-10k 10000 20 -|h2-1k 1000 300 --http2|h2-1k 1000 500 --http2|h2-10k 10000 30 --http2_--connections_40|h2-10k 10000 50 --http2_--connections_40"}
-cargo build --release -q -p kubeshard -p kubeshard-bench
-B=target/release/kubeshard-bench; KS=target/release/kubeshard
+# BIN=DIR runs the binaries in DIR as they are (A/B runs of two builds).
+[ -n "${BIN:-}" ] || cargo build --release -q -p kubeshard -p kubeshard-bench
+BIN=${BIN:-target/release}; B=$BIN/kubeshard-bench; KS=$BIN/kubeshard
 TMP=$(mktemp -d); pids=()
 trap 'kill "${pids[@]}" 2>/dev/null || true; rm -rf "$TMP"' EXIT
 ulimit -n "$(ulimit -Hn)"
@@ -43,7 +44,9 @@ PY
   stop
 done | tee "$OUT/fanout.txt"
 IFS=' '
-# Memory per idle watcher: 10k watchers that receive (almost) nothing.
+# Memory per idle watcher: 10k watchers that receive (almost) nothing
+# (IDLE=0 skips it).
+[ "${IDLE:-1}" = 1 ] || exit 0
 for mode in "h1 " "h2 --http2 --connections 40"; do
   set -- $mode; name=$1; shift
   start

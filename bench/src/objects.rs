@@ -9,9 +9,11 @@
 use crate::cli::LoadArgs;
 use anyhow::{bail, Context, Result};
 use bytes::Bytes;
+use memchr::memmem::Finder;
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
 use std::sync::Arc;
+use std::sync::LazyLock;
 
 /// Label every object of a run carries, valued with the run's prefix.
 pub const RUN_LABEL: &str = "kubeshard-bench/run";
@@ -182,22 +184,29 @@ pub fn kind_of(plural: &str) -> String {
 
 /// The first `"resourceVersion":"N"` of a JSON text.
 pub fn resource_version(body: &[u8]) -> Option<u64> {
-    let v = string_field(body, b"\"resourceVersion\"")?;
+    static KEY: Key = LazyLock::new(|| Finder::new(b"\"resourceVersion\""));
+    let v = string_field(body, &KEY)?;
     std::str::from_utf8(v).ok()?.parse().ok()
 }
 
 /// The value of the first `"type":"…"` (a watch event's type).
 pub fn event_type(body: &[u8]) -> Option<&[u8]> {
-    string_field(body, b"\"type\"")
+    static KEY: Key = LazyLock::new(|| Finder::new(b"\"type\""));
+    string_field(body, &KEY)
 }
 
+/// A quoted key's searcher, built once: a watcher looks up two keys in
+/// every event it receives, and building the searcher cost more than the
+/// search.
+type Key = LazyLock<Finder<'static>>;
+
 /// The string value after the first occurrence of `key` (a quoted key).
-fn string_field<'a>(body: &'a [u8], key: &[u8]) -> Option<&'a [u8]> {
-    let at = memchr::memmem::find(body, key)? + key.len();
+fn string_field<'a>(body: &'a [u8], key: &Finder<'_>) -> Option<&'a [u8]> {
+    let at = key.find(body)? + key.needle().len();
     let rest = &body[at..];
     let rest = skip_ws(rest).strip_prefix(b":")?;
     let rest = skip_ws(rest).strip_prefix(b"\"")?;
-    let end = rest.iter().position(|&b| b == b'"')?;
+    let end = memchr::memchr(b'"', rest)?;
     Some(&rest[..end])
 }
 

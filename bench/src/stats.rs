@@ -107,13 +107,22 @@ impl Stats {
         Self::add(&mut self.ops.lock(), sec, op, latency, outcome);
     }
 
-    /// Records successful operations that completed about now under one
-    /// lock (for hot loops such as watchers).
-    pub fn record_ok_batch(&self, items: &[(&'static str, Duration)]) {
+    /// Records successful operations of one kind that completed about now,
+    /// under one lock and one lookup (for hot loops such as watchers).
+    pub fn record_ok_many(&self, op: &'static str, latencies: &[Duration]) {
+        if latencies.is_empty() {
+            return;
+        }
         let sec = self.second();
         let mut ops = self.ops.lock();
-        for (op, latency) in items {
-            Self::add(&mut ops, sec, op, *latency, Outcome::Ok);
+        let s = Self::op_until(&mut ops, sec, op);
+        let bucket = &mut s.timeline[sec];
+        s.ok += latencies.len() as u64;
+        bucket.ok += latencies.len() as u64;
+        for latency in latencies {
+            let us = (latency.as_micros() as u64).clamp(1, MAX_US);
+            s.hist.saturating_record(us);
+            bucket.hist.saturating_record(us);
         }
     }
 
@@ -121,6 +130,23 @@ impl Stats {
         Instant::now()
             .saturating_duration_since(self.start)
             .as_secs() as usize
+    }
+
+    /// An operation's stats, with its timeline reaching second `sec`.
+    fn op_until<'a>(
+        ops: &'a mut BTreeMap<&'static str, OpStats>,
+        sec: usize,
+        op: &'static str,
+    ) -> &'a mut OpStats {
+        let s = ops.entry(op).or_insert_with(OpStats::new);
+        while s.timeline.len() <= sec {
+            s.timeline.push(Second {
+                ok: 0,
+                errors: 0,
+                hist: histogram(2),
+            });
+        }
+        s
     }
 
     fn add(
@@ -131,14 +157,7 @@ impl Stats {
         outcome: Outcome,
     ) {
         let us = (latency.as_micros() as u64).clamp(1, MAX_US);
-        let s = ops.entry(op).or_insert_with(OpStats::new);
-        while s.timeline.len() <= sec {
-            s.timeline.push(Second {
-                ok: 0,
-                errors: 0,
-                hist: histogram(2),
-            });
-        }
+        let s = Self::op_until(ops, sec, op);
         let bucket = &mut s.timeline[sec];
         if outcome.is_ok() {
             s.ok += 1;

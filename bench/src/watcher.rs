@@ -83,7 +83,10 @@ pub struct DeliveryLog {
     stats: Stats,
     ops: DeliveryOps,
     pending: Vec<(u64, Instant)>,
-    batch: Vec<(&'static str, Duration)>,
+    /// Latencies from the acknowledgement and from the send, not yet
+    /// handed over.
+    from_ack: Vec<Duration>,
+    from_send: Vec<Duration>,
     batch_since: Option<Instant>,
 }
 
@@ -98,7 +101,8 @@ impl DeliveryLog {
             stats,
             ops,
             pending: Vec::new(),
-            batch: Vec::with_capacity(BATCH),
+            from_ack: Vec::with_capacity(BATCH),
+            from_send: Vec::with_capacity(BATCH),
             batch_since: None,
         }
     }
@@ -112,7 +116,7 @@ impl DeliveryLog {
             self.pending.push((rv, at));
         }
         let since = *self.batch_since.get_or_insert(at);
-        if self.batch.len() >= BATCH || at.saturating_duration_since(since) >= BATCH_AGE {
+        if self.from_ack.len() >= BATCH || at.saturating_duration_since(since) >= BATCH_AGE {
             self.flush();
         }
     }
@@ -120,9 +124,8 @@ impl DeliveryLog {
     fn record(&mut self, rv: u64, at: Instant) -> bool {
         match self.acks.get(rv) {
             Some((sent, acked)) => {
-                let (a, s) = (self.ops.from_ack, self.ops.from_send);
-                self.batch.push((a, at.saturating_duration_since(acked)));
-                self.batch.push((s, at.saturating_duration_since(sent)));
+                self.from_ack.push(at.saturating_duration_since(acked));
+                self.from_send.push(at.saturating_duration_since(sent));
                 true
             }
             None => false,
@@ -139,10 +142,11 @@ impl DeliveryLog {
     }
 
     fn flush(&mut self) {
-        if !self.batch.is_empty() {
-            self.stats.record_ok_batch(&self.batch);
-            self.batch.clear();
-        }
+        self.stats.record_ok_many(self.ops.from_ack, &self.from_ack);
+        self.stats
+            .record_ok_many(self.ops.from_send, &self.from_send);
+        self.from_ack.clear();
+        self.from_send.clear();
         self.batch_since = None;
     }
 

@@ -11,8 +11,9 @@
 use crate::event::Event;
 use crate::index::IndexedRing;
 use crate::ring::RingLimits;
+use hashbrown::HashMap;
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap};
+use std::collections::BinaryHeap;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -108,8 +109,10 @@ impl Hub {
     /// revision if it has seen no events yet).
     pub fn ring(&mut self, resource: &Arc<str>) -> &mut IndexedRing {
         let (start, limits) = (self.start_revision, self.limits);
+        // Looked up twice per event per watcher: by reference, so the
+        // key is copied only when the ring is new.
         self.rings
-            .entry(resource.clone())
+            .entry_ref(&**resource)
             .or_insert_with(|| IndexedRing::new(start, limits))
     }
 

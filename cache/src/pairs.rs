@@ -44,8 +44,18 @@ impl PackedPairs {
         PairIter(&self.0)
     }
 
+    /// The value of `key`. Keys are compared as bytes, and only the
+    /// value found is decoded: selectors call this for every event a
+    /// watcher is offered.
     pub fn get(&self, key: &str) -> Option<&str> {
-        self.iter().find(|(k, _)| *k == key).map(|(_, v)| v)
+        let mut it = PairIter(&self.0);
+        loop {
+            let k = it.next_bytes()?;
+            let v = it.next_bytes()?;
+            if k == key.as_bytes() {
+                return std::str::from_utf8(v).ok();
+            }
+        }
     }
 
     pub fn is_empty(&self) -> bool {
@@ -73,13 +83,17 @@ impl std::fmt::Debug for PackedPairs {
 pub struct PairIter<'a>(&'a [u8]);
 
 impl<'a> PairIter<'a> {
-    fn next_str(&mut self) -> Option<&'a str> {
+    fn next_bytes(&mut self) -> Option<&'a [u8]> {
         let len = u16::from_le_bytes(self.0.get(..2)?.try_into().ok()?) as usize;
         let s = self.0.get(2..2 + len)?;
         self.0 = &self.0[2 + len..];
+        Some(s)
+    }
+
+    fn next_str(&mut self) -> Option<&'a str> {
         // Only whole &str were packed, but a cut at u16::MAX may have split
         // a character: treat what does not decode as absent.
-        std::str::from_utf8(s).ok()
+        std::str::from_utf8(self.next_bytes()?).ok()
     }
 }
 

@@ -12,6 +12,7 @@ use super::negotiation::Output;
 use super::response::Render;
 use super::{table, Api, HandlerResult, ResourceRequest};
 use crate::serving::body::{Body, ChunkStream};
+use crate::serving::frames::Frames;
 use bytes::Bytes;
 use glommio::timer::Timer;
 use http::{header, HeaderValue, Response, StatusCode};
@@ -170,7 +171,9 @@ pub async fn watch(api: &Rc<Api>, rr: &ResourceRequest) -> HandlerResult {
                 deadline: Instant::now() + timeout,
                 deadline_timer: Box::pin(Timer::new(timeout)),
                 bookmark_every,
+                next_bookmark: Instant::now() + bookmark_every.unwrap_or(timeout),
                 bookmark_timer: bookmark_every.map(|d| Box::pin(Timer::new(d))),
+                timers_armed_for: None,
                 shutdown: api.shutdown().clone(),
                 done: false,
                 stall,
@@ -249,8 +252,8 @@ fn bookmark_frame(info: &ResourceInfo, revision: u64, initial_end: bool) -> Byte
 struct OneShot(Option<Bytes>);
 
 impl ChunkStream for OneShot {
-    fn poll_chunk(mut self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<Option<Bytes>> {
-        Poll::Ready(self.0.take())
+    fn poll_chunk(mut self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<Option<Frames>> {
+        Poll::Ready(self.0.take().map(Frames::from))
     }
 }
 
@@ -270,7 +273,10 @@ struct Watcher {
     deadline: Instant,
     deadline_timer: Pin<Box<Timer>>,
     bookmark_every: Option<Duration>,
+    next_bookmark: Instant,
     bookmark_timer: Option<Pin<Box<Timer>>>,
+    /// The waker the timers were last armed with.
+    timers_armed_for: Option<std::task::Waker>,
     shutdown: Shutdown,
     done: bool,
     stall: Rc<super::stall::WatchState>,
@@ -312,7 +318,7 @@ impl Drop for Watcher {
 impl Unpin for Watcher {}
 
 impl ChunkStream for Watcher {
-    fn poll_chunk(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Bytes>> {
+    fn poll_chunk(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Frames>> {
         let out = self.as_mut().next_chunk(cx);
         self.stall
             .polled(Instant::now(), matches!(out, Poll::Ready(Some(_))));
@@ -321,18 +327,27 @@ impl ChunkStream for Watcher {
 }
 
 impl Watcher {
-    fn next_chunk(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Bytes>> {
+    /// The events waiting for this watcher, as many as fit one chunk
+    /// (see `Frames`), or a bookmark, or the end of the stream.
+    fn next_chunk(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Frames>> {
         let this = &mut *self;
-        if let Some(b) = this.out.pop_front() {
-            return Poll::Ready(Some(b));
+        let mut frames = Frames::default();
+        while frames.has_room() {
+            match this.out.pop_front() {
+                Some(b) => frames.push(b),
+                None => break,
+            }
+        }
+        if !this.out.is_empty() {
+            return Poll::Ready(Some(frames));
         }
         if this.done || this.shutdown.is_triggered() {
-            return Poll::Ready(None);
+            return Poll::Ready((!frames.is_empty()).then_some(frames));
         }
         {
             let mut hub = this.hub.borrow_mut();
             let ring = hub.ring(&this.info.storage_key);
-            loop {
+            while frames.has_room() {
                 match ring.read(&mut this.cursor) {
                     Read::Event(e) => {
                         if e.revision <= this.start_rev {
@@ -340,35 +355,64 @@ impl Watcher {
                         }
                         this.last_rev = e.revision;
                         if let Some(f) = frame_for_event(&this.filter, &mut this.framer, &e) {
-                            return Poll::Ready(Some(f));
+                            frames.push(f);
                         }
                     }
                     Read::CaughtUp => break,
                     Read::Overwritten => {
-                        // Too far behind: end the stream; the client
-                        // re-watches from the last revision it saw.
-                        return Poll::Ready(None);
+                        // Too far behind: end the stream (after what was
+                        // gathered); the client re-watches from the last
+                        // revision it saw.
+                        this.done = true;
+                        break;
                     }
                 }
             }
+            if !frames.is_empty() {
+                return Poll::Ready(Some(frames));
+            }
+            if this.done {
+                return Poll::Ready(None);
+            }
             ring.wait(&this.cursor, cx.waker());
         }
-        if this.deadline_timer.as_mut().poll(cx).is_ready() || Instant::now() >= this.deadline {
+        let now = Instant::now();
+        if now >= this.deadline {
             this.done = true;
             if this.bookmark_every.is_some() {
                 let rev = this.hub.borrow().released().max(this.last_rev);
-                return Poll::Ready(Some(bookmark_frame(&this.info, rev, false)));
+                return Poll::Ready(Some(bookmark_frame(&this.info, rev, false).into()));
             }
             return Poll::Ready(None);
         }
-        if let (Some(every), Some(timer)) = (this.bookmark_every, this.bookmark_timer.as_mut()) {
-            if timer.as_mut().poll(cx).is_ready() {
+        if let Some(every) = this.bookmark_every {
+            if now >= this.next_bookmark {
+                this.next_bookmark = now + every;
                 this.bookmark_timer = Some(Box::pin(Timer::new(every)));
+                this.timers_armed_for = None;
                 let rev = this.hub.borrow().released().max(this.last_rev);
                 if rev > this.start_rev || this.last_rev >= this.start_rev {
-                    return Poll::Ready(Some(bookmark_frame(&this.info, rev, false)));
+                    return Poll::Ready(Some(bookmark_frame(&this.info, rev, false).into()));
                 }
             }
+        }
+        // The timers only wake the task; the clock decides above. Arming
+        // them on every poll (every event) cost a removal and an insertion
+        // in the executor's timer tree per delivery, so they are armed
+        // again only when the task's waker changes or a timer is new.
+        let armed = this
+            .timers_armed_for
+            .as_ref()
+            .is_some_and(|w| w.will_wake(cx.waker()));
+        if !armed {
+            let mut fired = this.deadline_timer.as_mut().poll(cx).is_ready();
+            if let Some(t) = this.bookmark_timer.as_mut() {
+                fired |= t.as_mut().poll(cx).is_ready();
+            }
+            if fired {
+                cx.waker().wake_by_ref();
+            }
+            this.timers_armed_for = Some(cx.waker().clone());
         }
         Poll::Pending
     }

@@ -2,6 +2,7 @@
 //! list (a LIST's stored objects' bytes, never copied), or a stream
 //! (watches).
 
+use super::frames::Frames;
 use super::joined::JoinedList;
 use bytes::{Buf, Bytes};
 use hyper::body::{Frame, SizeHint};
@@ -11,8 +12,8 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 
 pub trait ChunkStream {
-    /// Next chunk; `Ready(None)` ends the body.
-    fn poll_chunk(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Bytes>>;
+    /// Next chunk (one or several frames); `Ready(None)` ends the body.
+    fn poll_chunk(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Frames>>;
 }
 
 pub enum Body {
@@ -21,11 +22,12 @@ pub enum Body {
     Stream(Pin<Box<dyn ChunkStream>>),
 }
 
-/// What a body hands hyper: shared bytes, or a whole joined list that
-/// hyper sends with vectored writes.
+/// What a body hands hyper: shared bytes, a whole joined list, or a
+/// stream's frames; hyper sends the last two with vectored writes.
 pub enum Chunk {
     Bytes(Bytes),
     List(JoinedList),
+    Frames(Frames),
 }
 
 impl Buf for Chunk {
@@ -33,6 +35,7 @@ impl Buf for Chunk {
         match self {
             Chunk::Bytes(b) => b.remaining(),
             Chunk::List(l) => l.remaining(),
+            Chunk::Frames(f) => f.remaining(),
         }
     }
 
@@ -40,6 +43,7 @@ impl Buf for Chunk {
         match self {
             Chunk::Bytes(b) => b.chunk(),
             Chunk::List(l) => l.chunk(),
+            Chunk::Frames(f) => f.chunk(),
         }
     }
 
@@ -47,6 +51,7 @@ impl Buf for Chunk {
         match self {
             Chunk::Bytes(b) => b.advance(cnt),
             Chunk::List(l) => l.advance(cnt),
+            Chunk::Frames(f) => f.advance(cnt),
         }
     }
 
@@ -54,6 +59,7 @@ impl Buf for Chunk {
         match self {
             Chunk::Bytes(b) => b.chunks_vectored(dst),
             Chunk::List(l) => l.chunks_vectored(dst),
+            Chunk::Frames(f) => f.chunks_vectored(dst),
         }
     }
 }
@@ -120,7 +126,7 @@ impl hyper::body::Body for Body {
                     s.as_mut().poll_chunk(cx)
                 }));
                 match polled {
-                    Ok(p) => p.map(|c| c.map(|b| Ok(Frame::data(Chunk::Bytes(b))))),
+                    Ok(p) => p.map(|c| c.map(|f| Ok(Frame::data(Chunk::Frames(f))))),
                     Err(_) => {
                         tracing::error!("response stream panicked; ending it");
                         Poll::Ready(None)

@@ -27,7 +27,13 @@ const HIGH_WATER: usize = 256 * 1024;
 
 struct Shared<S> {
     stream: S,
-    out: BytesMut,
+    /// What the flusher is writing; nothing is appended to it, so a
+    /// partial write never makes the rest move (appending behind a
+    /// partly sent buffer copied the unsent part to its front, again and
+    /// again while the socket was full).
+    sending: BytesMut,
+    /// Where writes are appended; it becomes `sending` once that is sent.
+    filling: BytesMut,
     /// The flusher task, when it waits for something to send.
     flusher: Option<Waker>,
     /// A writer waiting for room (or for the buffer to drain, to close).
@@ -41,6 +47,10 @@ struct Shared<S> {
 }
 
 impl<S> Shared<S> {
+    fn buffered(&self) -> usize {
+        self.sending.len() + self.filling.len()
+    }
+
     fn wake_flusher(&mut self) {
         if let Some(w) = self.flusher.take() {
             w.wake();
@@ -62,7 +72,8 @@ impl<S: Transport> Combining<S> {
     pub fn new(stream: S) -> Self {
         let shared = Rc::new(RefCell::new(Shared {
             stream,
-            out: BytesMut::with_capacity(16 * 1024),
+            sending: BytesMut::new(),
+            filling: BytesMut::with_capacity(16 * 1024),
             flusher: None,
             writer: None,
             unflushed: false,
@@ -78,17 +89,17 @@ impl<S: Transport> Combining<S> {
         if let Some(e) = sh.failed() {
             return Poll::Ready(Err(e));
         }
-        if sh.out.len() >= HIGH_WATER {
+        if sh.buffered() >= HIGH_WATER {
             sh.writer = Some(cx.waker().clone());
             sh.wake_flusher();
             return Poll::Pending;
         }
         let mut n = 0;
         for b in bufs {
-            if n > 0 && sh.out.len() + b.len() > HIGH_WATER {
+            if n > 0 && sh.buffered() + b.len() > HIGH_WATER {
                 break;
             }
-            sh.out.extend_from_slice(b);
+            sh.filling.extend_from_slice(b);
             n += b.len();
         }
         sh.wake_flusher();
@@ -111,7 +122,10 @@ async fn flush_loop<S: Transport>(shared: Rc<RefCell<Shared<S>>>) {
         let mut guard = shared.borrow_mut();
         let sh = &mut *guard;
         loop {
-            if sh.out.is_empty() {
+            if sh.sending.is_empty() {
+                std::mem::swap(&mut sh.sending, &mut sh.filling);
+            }
+            if sh.sending.is_empty() {
                 if sh.unflushed {
                     match Pin::new(&mut sh.stream).poll_flush(cx) {
                         Poll::Ready(Ok(())) => sh.unflushed = false,
@@ -128,10 +142,10 @@ async fn flush_loop<S: Transport>(shared: Rc<RefCell<Shared<S>>>) {
                 sh.flusher = Some(cx.waker().clone());
                 return Poll::Pending;
             }
-            match Pin::new(&mut sh.stream).poll_write(cx, &sh.out) {
+            match Pin::new(&mut sh.stream).poll_write(cx, &sh.sending) {
                 Poll::Ready(Ok(0)) => return fail(sh, io::ErrorKind::WriteZero.into()),
                 Poll::Ready(Ok(n)) => {
-                    sh.out.advance(n);
+                    sh.sending.advance(n);
                     sh.unflushed = true;
                 }
                 Poll::Ready(Err(e)) => return fail(sh, e),
@@ -148,7 +162,8 @@ async fn flush_loop<S: Transport>(shared: Rc<RefCell<Shared<S>>>) {
 
 fn fail<S>(sh: &mut Shared<S>, e: io::Error) -> Poll<()> {
     sh.error = Some(e.kind());
-    sh.out.clear();
+    sh.sending.clear();
+    sh.filling.clear();
     if let Some(w) = sh.writer.take() {
         w.wake();
     }
@@ -202,7 +217,7 @@ impl<S: Transport> AsyncWrite for Combining<S> {
         if let Some(e) = sh.failed() {
             return Poll::Ready(Err(e));
         }
-        if !sh.out.is_empty() || sh.unflushed {
+        if sh.buffered() > 0 || sh.unflushed {
             sh.writer = Some(cx.waker().clone());
             sh.wake_flusher();
             return Poll::Pending;

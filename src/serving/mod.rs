@@ -4,6 +4,7 @@ pub mod abort;
 pub mod body;
 pub mod combine;
 pub mod conn;
+pub mod frames;
 pub mod io;
 pub mod joined;
 pub mod listener;

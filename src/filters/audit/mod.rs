@@ -10,6 +10,7 @@ mod writer;
 
 use crate::filters::requestinfo::RequestInfo;
 use crate::serving::body::{Body, ChunkStream};
+use crate::serving::frames::Frames;
 use bytes::Bytes;
 use kubeshard_core::audit::{Level, Policy, Stage};
 use kubeshard_core::authn::{Attributes, UserInfo};
@@ -294,7 +295,7 @@ struct Audited {
 }
 
 impl ChunkStream for Audited {
-    fn poll_chunk(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Bytes>> {
+    fn poll_chunk(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Frames>> {
         let polled = self.inner.as_mut().poll_chunk(cx);
         if let Poll::Ready(None) = polled {
             if let Some(r) = self.record.take() {
