@@ -12,7 +12,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${1:?output directory}; mkdir -p "$OUT"
 SECS=${SECS:-10}
-CASES=${CASES:-"h1-1k 1000 100 -|h1-1k 1000 300 -|h1-10k 10000 20 -|h2-1k 1000 300 --http2|h2-1k 1000 500 --http2|h2-10k 10000 30 --http2_--connections_40|h2-10k 10000 50 --http2_--connections_40"}
+CASES=${CASES:-"h1-1k 1000 100 -|h1-1k 1000 300 -|h1-10k 10000 20 -|h2-1k 1000 300 --http2|h2-1k 1000 500 --http2|h2-10k 10000 30 --http2_--connections_40|h2-10k 10000 50 --http2_--connections_40|h2-10k 10000 60 --http2_--connections_40"}
 # BIN=DIR runs the binaries in DIR as they are (A/B runs of two builds).
 [ -n "${BIN:-}" ] || cargo build --release -q -p kubeshard -p kubeshard-bench
 BIN=${BIN:-target/release}; B=$BIN/kubeshard-bench; KS=$BIN/kubeshard
@@ -32,7 +32,7 @@ IFS='|'; for c in $CASES; do
   start
   # shellcheck disable=SC2086
   $B --quiet --duration "${SECS}s" --rate "$rate" --server-pid $KSP --output "$OUT/$name-r$rate.json" "${extra[@]}" watch --watchers "$w" --objects 10 --url http://127.0.0.1:18800 >"$TMP/bench.log" 2>&1 ||
-    { echo "$name $w $rate: kubeshard-bench failed:" >&2; tail -5 "$TMP/bench.log" >&2; stop; continue; }
+    { echo "$name $w $rate: kubeshard-bench failed:" >&2; tail -5 "$TMP/bench.log" >&2; echo "server log:" >&2; tail -5 "$TMP/ks.log" >&2; stop; continue; }
   python3 - "$name" "$w" "$rate" "$OUT/$name-r$rate.json" <<'PY'
 import json, sys
 n, w, r, f = sys.argv[1:5]
