@@ -23,6 +23,7 @@ start() {
   rm -rf "$TMP/data"
   $KS --insecure-port 18800 --secure-port 0 --shards 2 --data-dir "$TMP/data" --storage memory >"$TMP/ks.log" 2>&1 & KSP=$!; pids+=($KSP)
   for _ in $(seq 200); do curl -sf http://127.0.0.1:18800/readyz >/dev/null 2>&1 && return; sleep 0.05; done
+  echo "kubeshard did not become ready:" >&2; tail -5 "$TMP/ks.log" >&2
 }
 stop() { kill $KSP 2>/dev/null || true; wait $KSP 2>/dev/null || true; }
 echo "case watchers rate events_per_s delivery_p50_ms delivery_p99_ms missing server_cores server_rss_mib client_cores"
