@@ -46,7 +46,7 @@ pub async fn require_active(
     let Some(ns) = ns else {
         return Err(ApiError::not_found("", "namespaces", namespace));
     };
-    if deletion_timestamp(&ns.to_value()).is_some() {
+    if is_terminating(&ns) {
         return Err(ApiError::forbidden(
             &info.group,
             &info.plural,
@@ -55,6 +55,15 @@ pub async fn require_active(
         ));
     }
     Ok(())
+}
+
+/// Whether a namespace is being deleted. Every create in a namespace
+/// asks; decoding the namespace to find out was 9% of a create's CPU, so
+/// only a namespace whose JSON has the key at all is decoded (the quoted
+/// key cannot occur inside a string value, where quotes are escaped).
+fn is_terminating(ns: &kubeshard_cache::StoredObject) -> bool {
+    memchr::memmem::find(ns.json_slice(), b"\"deletionTimestamp\"").is_some()
+        && deletion_timestamp(&ns.to_value()).is_some()
 }
 
 /// The system namespaces may not be deleted.

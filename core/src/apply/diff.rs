@@ -187,7 +187,14 @@ impl Differ<'_> {
                 Unit::Item(items, lt) => item_entries(v, items, lt, path, out, self.skip)?,
             }
         }
-        self.absorb(compare(&a, &b));
+        // A side that is absent contributes nothing: the other side's
+        // fields are all added (every field of a create) or all removed,
+        // and need no comparison or copy.
+        match (old, new) {
+            (None, _) => self.out.added.extend(b.into_keys()),
+            (_, None) => self.out.removed.extend(a.into_keys()),
+            _ => self.absorb(compare(&a, &b)),
+        }
         Ok(())
     }
 }
