@@ -12,7 +12,7 @@ BIN=target/release/kubeshard
 cargo build --release -q
 pids=(); TMP=$(mktemp -d)
 trap 'kill "${pids[@]}" 2>/dev/null || true; rm -rf "$TMP"' EXIT
-serve() { "$BIN" --insecure-port "$1" --secure-port 0 --shards 2 --data-dir "$TMP/$1" "${@:2}" >/dev/null 2>&1 & pids+=($!); }
+serve() { "$BIN" --insecure-port "$1" --secure-port 0 --bind-address 127.0.0.1 --shards 2 --data-dir "$TMP/$1" "${@:2}" >/dev/null 2>&1 & pids+=($!); }
 serve 18201 --hello-bytes 1100
 serve 18202
 serve 18203 "$@"

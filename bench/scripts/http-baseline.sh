@@ -17,7 +17,7 @@ trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$OUT"' EXIT
 
 start() { # start <port> [flags…]: starts the server and waits for readiness
   local port=$1; shift
-  "$BIN" --insecure-port "$port" --secure-port 0 --shards 2 --data-dir "$OUT/data-$port" "$@" >"$OUT/server-$port.log" 2>&1 &
+  "$BIN" --insecure-port "$port" --secure-port 0 --bind-address 127.0.0.1 --shards 2 --data-dir "$OUT/data-$port" "$@" >"$OUT/server-$port.log" 2>&1 &
   echo $! >"$OUT/pid-$port"
   for _ in $(seq 200); do
     curl -sf "http://127.0.0.1:$port/readyz" >/dev/null 2>&1 && return 0

@@ -17,7 +17,7 @@ B=target/release/kubeshard-bench; KS=target/release/kubeshard
 TMP=$(mktemp -d -p "$PWD/target"); pids=()
 trap 'kill "${pids[@]}" 2>/dev/null || true; rm -rf "$TMP"' EXIT
 start() { # start [flags]
-  $KS --insecure-port 18700 --secure-port 0 --shards 2 --data-dir "$TMP/data" --storage memory "$@" >"$TMP/ks.log" 2>&1 & KSP=$!; pids+=($KSP)
+  $KS --insecure-port 18700 --secure-port 0 --bind-address 127.0.0.1 --shards 2 --data-dir "$TMP/data" --storage memory "$@" >"$TMP/ks.log" 2>&1 & KSP=$!; pids+=($KSP)
   for _ in $(seq 200); do curl -sf http://127.0.0.1:18700/readyz >/dev/null 2>&1 && return; sleep 0.05; done
   echo "server not ready" >&2; exit 1
 }

@@ -18,7 +18,7 @@ trap 'kill "${pids[@]}" 2>/dev/null || true; rm -rf "$TMP"' EXIT
 echo "storage objects json_bytes_per_object rss_before_kib rss_after_kib rss_bytes_per_object ratio added_bytes_per_object added_ratio"
 for storage in "memory" "wal --fsync none"; do
   # shellcheck disable=SC2086
-  $KS --insecure-port 18900 --secure-port 0 --shards 2 --data-dir "$TMP/d-${storage%% *}" --storage $storage >"$TMP/ks.log" 2>&1 & P=$!; pids+=($P)
+  $KS --insecure-port 18900 --secure-port 0 --bind-address 127.0.0.1 --shards 2 --data-dir "$TMP/d-${storage%% *}" --storage $storage >"$TMP/ks.log" 2>&1 & P=$!; pids+=($P)
   for _ in $(seq 200); do curl -sf http://127.0.0.1:18900/readyz >/dev/null 2>&1 && break; sleep 0.05; done
   before=$(awk '/VmRSS/ {print $2}' /proc/$P/status)
   $B --quiet --count "$N" --concurrency 64 --object-size 1024 create --url http://127.0.0.1:18900 >/dev/null

@@ -19,7 +19,7 @@ TMP=$(mktemp -d)
 pids=()
 trap 'kill "${pids[@]}" 2>/dev/null || true; rm -rf "$TMP"' EXIT
 printf 'admin-token,bench-admin,u1,system:masters\nreader-token,bench-reader,u2,\n' >"$TMP/tokens.csv"
-"$BIN" --shards 2 --storage memory --data-dir "$TMP/data" --insecure-port 18601 --secure-port 18643 \
+"$BIN" --shards 2 --storage memory --data-dir "$TMP/data" --insecure-port 18601 --secure-port 18643 --bind-address 127.0.0.1 \
   --token-auth-file "$TMP/tokens.csv" --max-requests-inflight 0 >"$TMP/server.log" 2>&1 & pids+=($!)
 for _ in $(seq 100); do curl -sf localhost:18601/readyz >/dev/null 2>&1 && break; sleep 0.1; done
 body='{"metadata":{"name":"bench"},"data":{"payload":"'$(head -c 880 /dev/zero | tr '\0' x)'"}}'

@@ -15,7 +15,7 @@ cargo build --release -q -p kubeshard -p kubeshard-bench --features kubeshard-be
 B=target/release/kubeshard-bench
 TMP=$(mktemp -d); pids=()
 trap 'kill "${pids[@]}" 2>/dev/null || true; rm -rf "$TMP"' EXIT
-target/release/kubeshard --insecure-port 18400 --secure-port 0 --shards 2 --data-dir "$TMP/ks" >"$TMP/ks.log" 2>&1 & KS=$!; pids+=($KS)
+target/release/kubeshard --insecure-port 18400 --secure-port 0 --bind-address 127.0.0.1 --shards 2 --data-dir "$TMP/ks" >"$TMP/ks.log" 2>&1 & KS=$!; pids+=($KS)
 etcd --data-dir "$TMP/etcd" --listen-client-urls http://127.0.0.1:23790 --advertise-client-urls http://127.0.0.1:23790 \
   --listen-peer-urls http://127.0.0.1:23800 --initial-advertise-peer-urls http://127.0.0.1:23800 \
   --initial-cluster default=http://127.0.0.1:23800 >"$TMP/etcd.log" 2>&1 & ET=$!; pids+=($ET)

@@ -21,7 +21,7 @@ trap 'kill "${pids[@]}" 2>/dev/null || true; rm -rf "$TMP"' EXIT
 ulimit -n "$(ulimit -Hn)"
 start() {
   rm -rf "$TMP/data"
-  $KS --insecure-port 18800 --secure-port 0 --shards 2 --data-dir "$TMP/data" --storage memory >"$TMP/ks.log" 2>&1 & KSP=$!; pids+=($KSP)
+  $KS --insecure-port 18800 --secure-port 0 --bind-address 127.0.0.1 --shards 2 --data-dir "$TMP/data" --storage memory >"$TMP/ks.log" 2>&1 & KSP=$!; pids+=($KSP)
   for _ in $(seq 200); do curl -sf http://127.0.0.1:18800/readyz >/dev/null 2>&1 && return; sleep 0.05; done
   echo "kubeshard did not become ready:" >&2; tail -5 "$TMP/ks.log" >&2
 }
