@@ -16,7 +16,6 @@ mod security;
 mod serving;
 
 use clap::Parser;
-
 use config::{Flags, ServerConfig};
 use handlers::Api;
 use kubeshard_cache::ring::RingLimits;

@@ -71,6 +71,16 @@ struct OpStats {
 }
 
 impl OpStats {
+    /// One success in second `sec` (its timeline reaches it).
+    fn ok_at(&mut self, sec: usize, latency: Duration) {
+        let us = (latency.as_micros() as u64).clamp(1, MAX_US);
+        let bucket = &mut self.timeline[sec];
+        self.ok += 1;
+        self.hist.saturating_record(us);
+        bucket.ok += 1;
+        bucket.hist.saturating_record(us);
+    }
+
     fn new() -> Self {
         Self {
             hist: histogram(3),
@@ -116,13 +126,8 @@ impl Stats {
         let sec = self.second();
         let mut ops = self.ops.lock();
         let s = Self::op_until(&mut ops, sec, op);
-        let bucket = &mut s.timeline[sec];
-        s.ok += latencies.len() as u64;
-        bucket.ok += latencies.len() as u64;
         for latency in latencies {
-            let us = (latency.as_micros() as u64).clamp(1, MAX_US);
-            s.hist.saturating_record(us);
-            bucket.hist.saturating_record(us);
+            s.ok_at(sec, *latency);
         }
     }
 
@@ -156,17 +161,12 @@ impl Stats {
         latency: Duration,
         outcome: Outcome,
     ) {
-        let us = (latency.as_micros() as u64).clamp(1, MAX_US);
         let s = Self::op_until(ops, sec, op);
-        let bucket = &mut s.timeline[sec];
         if outcome.is_ok() {
-            s.ok += 1;
-            s.hist.saturating_record(us);
-            bucket.ok += 1;
-            bucket.hist.saturating_record(us);
+            s.ok_at(sec, latency);
         } else {
             *s.errors.entry(outcome.key()).or_default() += 1;
-            bucket.errors += 1;
+            s.timeline[sec].errors += 1;
         }
     }
 

@@ -51,8 +51,8 @@ impl Frames {
         self.len() < MAX_FRAMES && self.remaining < MAX_BYTES
     }
 
-    /// The frames left, in order (audit and tests).
-    pub fn iter(&self) -> impl Iterator<Item = &Bytes> {
+    /// The frames not yet fully consumed, in order.
+    fn iter(&self) -> impl Iterator<Item = &Bytes> {
         self.parts[self.first..].iter()
     }
 }
