@@ -9,6 +9,7 @@ pub mod event;
 pub mod filter;
 pub mod hub;
 pub mod index;
+pub mod json;
 pub mod object;
 pub mod pairs;
 pub mod ring;

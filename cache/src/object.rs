@@ -48,6 +48,9 @@ fn frame_prefix(kind: EventType) -> &'static [u8] {
 
 const FRAME_SUFFIX: &[u8] = b"}\n";
 
+/// A scratch buffer grown past this by a large object is not kept.
+const MAX_SCRATCH: usize = 1 << 20;
+
 /// The metadata a stored object carries besides its encoding.
 pub struct ObjectMeta {
     pub revision: u64,
@@ -97,11 +100,24 @@ impl StoredObject {
 
     /// Encodes `obj` inside the watch frame of a `kind` event.
     pub fn encode_for(info: &ResourceInfo, obj: &Value, revision: u64, kind: EventType) -> Self {
-        let prefix = frame_prefix(kind);
-        let mut buf = Vec::with_capacity(1024);
-        buf.extend_from_slice(prefix);
-        serde_json::to_writer(&mut buf, obj).expect("a Value always serializes");
-        buf.extend_from_slice(FRAME_SUFFIX);
+        // Written into a scratch buffer kept per thread and copied out at
+        // its exact size: growing a fresh buffer reallocated (and copied)
+        // it several times per object, and the stored copy is trimmed
+        // anyway.
+        thread_local! {
+            static SCRATCH: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+        }
+        let buf = SCRATCH.with_borrow_mut(|scratch| {
+            scratch.clear();
+            scratch.extend_from_slice(frame_prefix(kind));
+            crate::json::write_value(scratch, obj);
+            scratch.extend_from_slice(FRAME_SUFFIX);
+            let buf = scratch.to_vec();
+            if scratch.capacity() > MAX_SCRATCH {
+                *scratch = Vec::new();
+            }
+            buf
+        });
         Self::from_frame(buf, kind, ObjectMeta::of(info, obj, revision))
     }
 

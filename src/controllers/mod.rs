@@ -8,7 +8,7 @@
 mod garbagecollector;
 mod informer;
 mod namespace;
-mod objmeta;
+pub(crate) mod objmeta;
 mod queue;
 pub mod security;
 

@@ -59,10 +59,9 @@ pub async fn require_active(
 
 /// Whether a namespace is being deleted. Every create in a namespace
 /// asks; decoding the namespace to find out was 9% of a create's CPU, so
-/// only a namespace whose JSON has the key at all is decoded (the quoted
-/// key cannot occur inside a string value, where quotes are escaped).
+/// only a namespace whose JSON has the key at all is decoded.
 fn is_terminating(ns: &kubeshard_cache::StoredObject) -> bool {
-    memchr::memmem::find(ns.json_slice(), b"\"deletionTimestamp\"").is_some()
+    crate::controllers::objmeta::mentions_deletion_timestamp(ns)
         && deletion_timestamp(&ns.to_value()).is_some()
 }
 

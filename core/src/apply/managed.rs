@@ -111,10 +111,7 @@ impl ManagedFields {
     }
 
     fn read(obj: &Value, keep_encoded: bool) -> ManagedFields {
-        let Some(list) = obj
-            .pointer("/metadata/managedFields")
-            .and_then(Value::as_array)
-        else {
+        let Some(list) = of(obj).and_then(Value::as_array) else {
             return ManagedFields::default();
         };
         let mut out = Vec::new();
@@ -236,6 +233,13 @@ pub const ANCIENT_CHANGES: &str = "ancient-changes";
 /// The manager name kube derives from a User-Agent when `fieldManager` is
 /// not given: what precedes the first `/`, printable characters only, at
 /// most 128 bytes.
+/// An object's `metadata.managedFields`, if it has any. (Looked up by
+/// key: a JSON pointer is parsed, with an allocation per segment, on
+/// every call, and every write asks.)
+pub fn of(obj: &Value) -> Option<&Value> {
+    obj.get("metadata")?.get("managedFields")
+}
+
 pub fn manager_from_user_agent(user_agent: &str) -> String {
     let head = user_agent.split('/').next().unwrap_or("");
     let mut out = String::new();

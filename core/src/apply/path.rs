@@ -33,7 +33,14 @@ impl PathElement {
     /// The FieldsV1 key of this element.
     pub fn fields_v1_key(&self) -> String {
         match self {
-            PathElement::Field(f) => format!("f:{f}"),
+            // Most keys are fields: joined directly, as format! costs
+            // more than the copy on a path every write takes.
+            PathElement::Field(f) => {
+                let mut key = String::with_capacity(f.len() + 2);
+                key.push_str("f:");
+                key.push_str(f);
+                key
+            }
             PathElement::Key(k) => {
                 let m: Map<String, Value> = k.iter().cloned().collect();
                 format!("k:{}", Value::Object(m))

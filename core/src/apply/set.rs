@@ -31,7 +31,12 @@ impl FieldSet {
         let Some((first, rest)) = path.split_first() else {
             return;
         };
-        let node = self.children.entry(first.clone()).or_default();
+        // Most inserts pass through nodes that exist: clone the element
+        // (owned strings) only for a new one.
+        let node = match self.children.get_mut(first) {
+            Some(n) => n,
+            None => self.children.entry(first.clone()).or_default(),
+        };
         if rest.is_empty() {
             node.member = true;
         } else {

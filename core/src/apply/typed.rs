@@ -27,6 +27,26 @@ pub enum Entry<'v> {
 
 pub type Fields<'v> = BTreeMap<Path, Entry<'v>>;
 
+/// Where a walk puts what it finds: a path and what the path holds. A
+/// comparison keeps both ([`Fields`]); a create only needs the set of
+/// paths, which it builds directly instead of listing them first.
+pub trait Sink<'v> {
+    /// `path` holds `entry`, whatever an earlier step said.
+    fn put(&mut self, path: &Path, entry: Entry<'v>);
+    /// `path` holds `entry` unless an earlier step said otherwise.
+    fn put_if_absent(&mut self, path: &Path, entry: Entry<'v>);
+}
+
+impl<'v> Sink<'v> for Fields<'v> {
+    fn put(&mut self, path: &Path, entry: Entry<'v>) {
+        self.insert(path.clone(), entry);
+    }
+
+    fn put_if_absent(&mut self, path: &Path, entry: Entry<'v>) {
+        self.entry(path.clone()).or_insert(entry);
+    }
+}
+
 /// Decides, for a struct field about to be walked, whether its whole
 /// subtree is left out (managedFields, a status another endpoint owns).
 pub type Skip<'s> = &'s dyn Fn(&[PathElement]) -> bool;
@@ -42,8 +62,18 @@ pub fn fields<'v>(
     skip: Skip<'_>,
 ) -> Result<Fields<'v>, TypeError> {
     let mut out = Fields::new();
-    walk(value, schema, &mut Vec::new(), &mut out, skip)?;
+    walk_into(value, schema, &mut out, skip)?;
     Ok(out)
+}
+
+/// Every path `value` sets, as [`fields`] lists them, into `out`.
+pub fn walk_into<'v>(
+    value: &'v Value,
+    schema: Option<Schema<'_>>,
+    out: &mut impl Sink<'v>,
+    skip: Skip<'_>,
+) -> Result<(), TypeError> {
+    walk(value, schema, &mut Vec::new(), out, skip)
 }
 
 /// How a value merges, from its schema (or, without one, from its shape:
@@ -104,18 +134,18 @@ fn walk<'v>(
     value: &'v Value,
     schema: Option<Schema<'_>>,
     path: &mut Path,
-    out: &mut Fields<'v>,
+    out: &mut impl Sink<'v>,
     skip: Skip<'_>,
 ) -> Result<(), TypeError> {
     match shape(value, schema) {
         Shape::Leaf | Shape::List(ListType::Atomic, _) => {
             if !path.is_empty() {
-                out.insert(path.clone(), Entry::Leaf(value));
+                out.put(path, Entry::Leaf(value));
             }
         }
         Shape::List(list_type, items) => {
             let Value::Array(list) = value else {
-                out.insert(path.clone(), Entry::Leaf(value));
+                out.put(path, Entry::Leaf(value));
                 return Ok(());
             };
             for (i, item) in list.iter().enumerate() {
@@ -128,7 +158,7 @@ fn walk<'v>(
         Shape::Struct(schema) => {
             let Value::Object(map) = value else {
                 if !path.is_empty() {
-                    out.insert(path.clone(), Entry::Leaf(value));
+                    out.put(path, Entry::Leaf(value));
                 }
                 return Ok(());
             };
@@ -141,7 +171,7 @@ fn walk<'v>(
                 path.pop();
             }
             if is_map(schema) && !map.is_empty() && !path.is_empty() {
-                out.entry(path.clone()).or_insert(Entry::Map);
+                out.put_if_absent(path, Entry::Map);
             }
         }
     }
@@ -185,14 +215,14 @@ pub(super) fn member_entries<'v>(
     schema: Option<Schema<'_>>,
     declared: bool,
     path: &mut Path,
-    out: &mut Fields<'v>,
+    out: &mut impl Sink<'v>,
     skip: Skip<'_>,
 ) -> Result<(), TypeError> {
     walk(child, schema, path, out, skip)?;
     if is_empty(child) {
-        out.insert(path.clone(), Entry::Leaf(child));
+        out.put(path, Entry::Leaf(child));
     } else if !declared {
-        out.entry(path.clone()).or_insert(Entry::Member);
+        out.put_if_absent(path, Entry::Member);
     }
     Ok(())
 }
@@ -210,14 +240,14 @@ pub(super) fn item_entries<'v>(
     items: Option<Schema<'_>>,
     list_type: &ListType,
     path: &mut Path,
-    out: &mut Fields<'v>,
+    out: &mut impl Sink<'v>,
     skip: Skip<'_>,
 ) -> Result<(), TypeError> {
     if matches!(list_type, ListType::Set) {
-        out.insert(path.clone(), Entry::Leaf(item));
+        out.put(path, Entry::Leaf(item));
     } else {
         walk(item, items, path, out, skip)?;
-        out.insert(path.clone(), Entry::Member);
+        out.put(path, Entry::Member);
     }
     Ok(())
 }

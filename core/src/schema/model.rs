@@ -6,7 +6,6 @@
 //! node and how do its children merge". Compiling once into an arena of
 //! [`Node`]s answers that with an index lookup per step.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 /// Index of a node in its registry's arena.
@@ -48,7 +47,10 @@ pub struct ObjectNode {
     pub name: Option<Arc<str>>,
     /// Fields in schema order.
     pub fields: Vec<(Arc<str>, Field)>,
-    index: HashMap<Arc<str>, usize>,
+    /// Looked up for every field of every object a write walks (types,
+    /// ownership): hashed with hashbrown's fast default rather than
+    /// SipHash; the keys are the schema's own, fixed at compile time.
+    index: hashbrown::HashMap<Arc<str>, usize>,
     /// `x-kubernetes-map-type: atomic`: the struct is replaced as a whole
     /// by server-side apply and owned as one field.
     pub atomic: bool,
