@@ -91,6 +91,14 @@ impl ObjectMeta {
     }
 }
 
+/// Where `needle` (short, here a uid) first occurs in `hay`: candidates
+/// by its first byte, then a comparison. Building a substring searcher
+/// for a needle used once cost more than the search on every write.
+fn find_short(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    let (&first, _) = needle.split_first()?;
+    memchr::memchr_iter(first, hay).find(|&at| hay[at..].starts_with(needle))
+}
+
 impl StoredObject {
     /// Encodes `obj` (which must already carry its resourceVersion) as the
     /// object of an ADDED event.
@@ -140,7 +148,7 @@ impl StoredObject {
         // cannot be found this way is treated as absent.
         let uid = meta.uid.as_bytes();
         let found = (!uid.is_empty() && uid.len() <= u8::MAX as usize)
-            .then(|| memchr::memmem::find(&buf, uid))
+            .then(|| find_short(&buf, uid))
             .flatten()
             .filter(|at| *at <= u32::MAX as usize);
         Self {
@@ -231,6 +239,20 @@ impl StoredObject {
 
 #[cfg(test)]
 mod tests {
+
+    proptest::proptest! {
+        /// The first-byte search finds what a substring search finds.
+        #[test]
+        fn find_short_is_a_substring_search(
+            hay in proptest::collection::vec(0u8..4, 0..200),
+            needle in proptest::collection::vec(0u8..4, 1..6),
+        ) {
+            proptest::prop_assert_eq!(
+                find_short(&hay, &needle),
+                memchr::memmem::find(&hay, &needle)
+            );
+        }
+    }
     use super::*;
     use kubeshard_core::catalog::Catalog;
     use serde_json::json;

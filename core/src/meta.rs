@@ -5,8 +5,28 @@
 
 use serde_json::{Map, Value};
 
+/// Maps up to this size are searched key by key rather than hashed.
+const SCAN_MAX: usize = 16;
+
+/// `map[key]`, cheaper than the map's own lookup for the small maps
+/// metadata lives in: serde_json hashes every key with SipHash, and a
+/// create looked up its name and namespace alone a dozen times. A scan
+/// compares lengths first, so most keys are passed over in one
+/// comparison.
+pub fn member<'a>(map: &'a Map<String, Value>, key: &str) -> Option<&'a Value> {
+    if map.len() > SCAN_MAX {
+        return map.get(key);
+    }
+    map.iter().find(|(k, _)| k.as_str() == key).map(|(_, v)| v)
+}
+
+/// `obj[key]` for an object (None for anything else), as [`member`].
+pub fn field<'a>(obj: &'a Value, key: &str) -> Option<&'a Value> {
+    member(obj.as_object()?, key)
+}
+
 pub fn metadata(obj: &Value) -> Option<&Map<String, Value>> {
-    obj.get("metadata")?.as_object()
+    field(obj, "metadata")?.as_object()
 }
 
 /// `metadata` as a mutable map, created when absent or not an object.
@@ -28,7 +48,7 @@ pub fn metadata_mut(obj: &mut Value) -> &mut Map<String, Value> {
 }
 
 pub fn meta_str<'a>(obj: &'a Value, field: &str) -> Option<&'a str> {
-    metadata(obj)?.get(field)?.as_str()
+    member(metadata(obj)?, field)?.as_str()
 }
 
 pub fn name(obj: &Value) -> &str {
@@ -55,7 +75,7 @@ pub fn remove_meta(obj: &mut Value, field: &str) {
 /// (validation rejects them before anything is stored).
 pub fn labels(obj: &Value) -> Vec<(String, String)> {
     let mut out: Vec<(String, String)> = metadata(obj)
-        .and_then(|m| m.get("labels"))
+        .and_then(|m| member(m, "labels"))
         .and_then(Value::as_object)
         .map(|m| {
             m.iter()
@@ -130,5 +150,25 @@ mod tests {
         assert_eq!(parse_resource_version(""), None);
         assert_eq!(parse_resource_version("-1"), None);
         assert_eq!(parse_resource_version("1e3"), None);
+    }
+
+    proptest::proptest! {
+        /// The scan and the map's own lookup agree, on both sides of the
+        /// size where one hands over to the other.
+        #[test]
+        fn member_is_the_maps_lookup(
+            keys in proptest::collection::vec("[a-d]{0,3}", 0..40),
+            probe in "[a-d]{0,3}",
+        ) {
+            let map: Map<String, Value> = keys
+                .iter()
+                .enumerate()
+                .map(|(i, k)| (k.clone(), Value::from(i)))
+                .collect();
+            proptest::prop_assert_eq!(member(&map, &probe), map.get(&probe));
+            for k in &keys {
+                proptest::prop_assert_eq!(member(&map, k), map.get(k));
+            }
+        }
     }
 }

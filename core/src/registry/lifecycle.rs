@@ -94,7 +94,7 @@ pub fn validate_lifecycle_metadata(obj: &Value) -> Vec<StatusCause> {
     let Some(md) = meta::metadata(obj) else {
         return causes;
     };
-    match md.get("finalizers") {
+    match meta::member(md, "finalizers") {
         None | Some(Value::Null) => {}
         Some(Value::Array(list)) => causes.extend(validate_finalizers(list)),
         Some(other) => causes.push(field_invalid_raw(
@@ -103,7 +103,7 @@ pub fn validate_lifecycle_metadata(obj: &Value) -> Vec<StatusCause> {
             "must be a list of strings",
         )),
     }
-    match md.get("ownerReferences") {
+    match meta::member(md, "ownerReferences") {
         None | Some(Value::Null) => {}
         Some(Value::Array(list)) => causes.extend(validate_owner_references(list)),
         Some(other) => causes.push(field_invalid_raw(

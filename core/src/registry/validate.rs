@@ -29,7 +29,7 @@ pub fn validate_object(info: &ResourceInfo, obj: &Value) -> Vec<StatusCause> {
             causes.push(field_required("metadata.namespace", ""));
         }
     }
-    if let Some(labels) = md.and_then(|m| m.get("labels")) {
+    if let Some(labels) = md.and_then(|m| meta::member(m, "labels")) {
         match labels.as_object() {
             Some(map) => causes.extend(validation::validate_labels(map, "metadata.labels")),
             None if labels.is_null() => {}
@@ -40,7 +40,7 @@ pub fn validate_object(info: &ResourceInfo, obj: &Value) -> Vec<StatusCause> {
             )),
         }
     }
-    if let Some(ann) = md.and_then(|m| m.get("annotations")) {
+    if let Some(ann) = md.and_then(|m| meta::member(m, "annotations")) {
         match ann.as_object() {
             Some(map) => causes.extend(validation::validate_annotations(
                 map,
@@ -84,7 +84,7 @@ pub(crate) fn to_rule(rule: NameRule) -> validation::NameRule {
 
 fn validate_secret(obj: &Value) -> Vec<StatusCause> {
     let mut causes = Vec::new();
-    if let Some(data) = obj.get("data").and_then(Value::as_object) {
+    if let Some(data) = meta::field(obj, "data").and_then(Value::as_object) {
         for (k, v) in data {
             let ok = v.as_str().map(base64_ok).unwrap_or(v.is_null());
             if !ok {
