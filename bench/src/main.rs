@@ -7,6 +7,9 @@ use kubeshard_bench::report::{self, RunResult};
 use kubeshard_bench::target::Target;
 use kubeshard_bench::{charts, compare, runner};
 
+#[global_allocator]
+static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 fn main() {
     let cli = Cli::parse();
     raise_fd_limit();
