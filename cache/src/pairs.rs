@@ -24,7 +24,9 @@ impl Default for PackedPairs {
 
 impl PackedPairs {
     pub fn new<'a>(pairs: impl IntoIterator<Item = (&'a str, &'a str)>) -> Self {
-        let mut buf = Vec::new();
+        // Sized for a typical object's labels so the buffer does not grow
+        // pair by pair (it is copied into the shared slice at its size).
+        let mut buf = Vec::with_capacity(256);
         for (k, v) in pairs {
             for s in [k, v] {
                 let s = &s.as_bytes()[..s.len().min(u16::MAX as usize)];

@@ -29,35 +29,47 @@ pub fn decode_json(
 #[derive(Default)]
 struct Ctx {
     issues: Vec<Issue>,
-    path: Vec<Seg>,
-}
-
-enum Seg {
-    Field(String),
-    Index(usize),
+    /// Where the decoder is (`spec.containers[0]`), kept as text and
+    /// truncated on the way back out: only an issue ever reads it, and
+    /// keeping it as owned segments cost a copy of every key.
+    path: String,
 }
 
 impl Ctx {
-    /// `spec.template.spec.containers[0].image`
-    fn path_with(&self, last: &str) -> String {
-        let mut out = String::new();
-        for seg in &self.path {
-            match seg {
-                Seg::Field(f) => {
-                    if !out.is_empty() {
-                        out.push('.');
-                    }
-                    out.push_str(f);
+    /// Runs `f` with `.field` (or `[index]`) appended to the path.
+    fn within<T>(&mut self, seg: Seg<'_>, f: impl FnOnce(&mut Ctx) -> T) -> T {
+        let len = self.path.len();
+        match seg {
+            Seg::Field(name) => {
+                if !self.path.is_empty() {
+                    self.path.push('.');
                 }
-                Seg::Index(i) => out.push_str(&format!("[{i}]")),
+                self.path.push_str(name);
+            }
+            Seg::Index(i) => {
+                use std::fmt::Write;
+                let _ = write!(self.path, "[{i}]");
             }
         }
+        let out = f(self);
+        self.path.truncate(len);
+        out
+    }
+
+    /// `spec.template.spec.containers[0].image`
+    fn path_with(&self, last: &str) -> String {
+        let mut out = self.path.clone();
         if !out.is_empty() {
             out.push('.');
         }
         out.push_str(last);
         out
     }
+}
+
+enum Seg<'k> {
+    Field(&'k str),
+    Index(usize),
 }
 
 struct ValueSeed<'c, 's> {
@@ -112,12 +124,9 @@ impl<'de> Visitor<'de> for ValueSeed<'_, '_> {
         let items = self.schema.and_then(|s| s.items());
         let mut out = Vec::new();
         loop {
-            self.ctx.path.push(Seg::Index(out.len()));
-            let next = seq.next_element_seed(ValueSeed {
-                ctx: &mut *self.ctx,
-                schema: items,
+            let next = self.ctx.within(Seg::Index(out.len()), |ctx| {
+                seq.next_element_seed(ValueSeed { ctx, schema: items })
             });
-            self.ctx.path.pop();
             match next? {
                 Some(v) => out.push(v),
                 None => break,
@@ -150,19 +159,22 @@ impl<'de> Visitor<'de> for ValueSeed<'_, '_> {
                     }
                 }
                 Known(schema) => {
-                    self.ctx.path.push(Seg::Field(key.clone()));
-                    let value = map.next_value_seed(ValueSeed {
-                        ctx: &mut *self.ctx,
-                        schema,
-                    });
-                    self.ctx.path.pop();
-                    let value = value?;
-                    if out.contains_key(&key) {
-                        self.ctx
-                            .issues
-                            .push(Issue::Duplicate(self.ctx.path_with(&key)));
+                    let value = self.ctx.within(Seg::Field(&key), |ctx| {
+                        map.next_value_seed(ValueSeed { ctx, schema })
+                    })?;
+                    // One lookup: the last value wins, in the first one's
+                    // place (as serde_json's own decoding keeps it).
+                    match out.entry(key) {
+                        serde_json::map::Entry::Occupied(mut e) => {
+                            self.ctx
+                                .issues
+                                .push(Issue::Duplicate(self.ctx.path_with(e.key())));
+                            e.insert(value);
+                        }
+                        serde_json::map::Entry::Vacant(e) => {
+                            e.insert(value);
+                        }
                     }
-                    out.insert(key, value);
                 }
             }
         }

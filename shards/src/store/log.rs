@@ -138,7 +138,13 @@ impl ShardStore {
             return None;
         }
         log.flushing = std::mem::take(&mut log.queued);
-        Some(std::mem::take(&mut log.group))
+        // The next group starts at this one's size: grown from empty it
+        // was reallocated, and copied, a dozen times per group.
+        let next = Group {
+            bytes: Vec::with_capacity(log.group.bytes.len()),
+            ..Group::default()
+        };
+        Some(std::mem::replace(&mut log.group, next))
     }
 
     /// The group from [`Self::take_group`] is durable (Ok), or could not be
