@@ -147,20 +147,28 @@ mod tests {
 
     #[test]
     fn sweep_fires_expired_and_drops_abandoned() {
+        use futures_lite::future::{pending, ready};
         let t = CoarseTimer::default();
-        let now = Instant::now();
-        let expired = t.deadline(now);
-        let later = t.deadline(now + Duration::from_secs(60));
-        drop(t.deadline(now));
-        t.sweep(now);
+        let expired = t.limit(Duration::ZERO, pending::<()>());
+        let later = t.limit(Duration::from_secs(60), pending::<()>());
+        drop(t.limit(Duration::ZERO, pending::<()>()));
+        t.sweep(Instant::now());
         assert_eq!(t.pending.borrow().len(), 1);
-        let mut expired = std::pin::pin!(expired);
         let waker = futures_lite::future::block_on(std::future::poll_fn(|cx| {
             Poll::Ready(cx.waker().clone())
         }));
         let mut cx = std::task::Context::from_waker(&waker);
-        assert!(expired.as_mut().poll(&mut cx).is_ready());
+        let mut expired = std::pin::pin!(expired);
+        match expired.as_mut().poll(&mut cx) {
+            Poll::Ready(Err(e)) => assert_eq!(e.code, 504),
+            other => panic!("expected a timeout, got {:?}", other.map(|r| r.is_ok())),
+        }
         let mut later = std::pin::pin!(later);
         assert!(later.as_mut().poll(&mut cx).is_pending());
+        // A handler that is done wins, even past its deadline.
+        let done = t.limit(Duration::ZERO, ready(7));
+        t.sweep(Instant::now());
+        let mut done = std::pin::pin!(done);
+        assert!(matches!(done.as_mut().poll(&mut cx), Poll::Ready(Ok(7))));
     }
 }

@@ -4,7 +4,11 @@
 
 use super::path::{Path, PathElement};
 use serde_json::{Map, Value};
-use std::collections::BTreeMap;
+use std::cell::RefCell;
+use std::collections::{BTreeMap, VecDeque};
+
+/// FieldsV1 encodings each thread remembers (see [`FieldSet::to_fields_v1`]).
+const RECENT_SETS: usize = 8;
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct FieldSet {
@@ -158,11 +162,34 @@ impl FieldSet {
         out
     }
 
-    /// The FieldsV1 JSON of the set.
+    /// The FieldsV1 JSON of the set. Objects of one shape own the same
+    /// set (every create of a kind from one client, typically), and
+    /// building the JSON — a map and a key string per node — cost more
+    /// than copying a recent result, so each thread keeps a few.
     pub fn to_fields_v1(&self) -> Value {
+        thread_local! {
+            static RECENT: RefCell<VecDeque<(FieldSet, Value)>> = const { RefCell::new(VecDeque::new()) };
+        }
+        RECENT.with_borrow_mut(|recent| {
+            if let Some(i) = recent.iter().position(|(set, _)| set == self) {
+                let hit = recent.remove(i).expect("found above");
+                let out = hit.1.clone();
+                recent.push_front(hit);
+                return out;
+            }
+            let out = self.encode_fields_v1();
+            if recent.len() == RECENT_SETS {
+                recent.pop_back();
+            }
+            recent.push_front((self.clone(), out.clone()));
+            out
+        })
+    }
+
+    pub(super) fn encode_fields_v1(&self) -> Value {
         let mut m = Map::new();
         for (pe, node) in &self.children {
-            let mut child = match node.set.to_fields_v1() {
+            let mut child = match node.set.encode_fields_v1() {
                 Value::Object(c) => c,
                 _ => Map::new(),
             };
