@@ -3,7 +3,7 @@
 
 use super::set::FieldSet;
 use crate::status::go_quote;
-use serde_json::{json, Value};
+use serde_json::{Map, Value};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Operation {
@@ -160,20 +160,22 @@ impl ManagedFields {
             entries
                 .into_iter()
                 .map(|e| {
-                    let mut v = json!({
-                        "manager": e.manager,
-                        "operation": e.operation.as_str(),
-                        "apiVersion": e.api_version,
-                    });
-                    if let Some(t) = &e.time {
-                        v["time"] = json!(t);
+                    // Built key by key in kube's order: each insert is one
+                    // hashed lookup, where indexing a Value is two.
+                    let mut v = Map::with_capacity(7);
+                    v.insert("manager".into(), Value::String(e.manager));
+                    v.insert("operation".into(), e.operation.as_str().into());
+                    v.insert("apiVersion".into(), Value::String(e.api_version));
+                    if let Some(t) = e.time {
+                        v.insert("time".into(), Value::String(t));
                     }
-                    v["fieldsType"] = json!("FieldsV1");
-                    v["fieldsV1"] = e.encoded.unwrap_or_else(|| e.fields.to_fields_v1());
+                    v.insert("fieldsType".into(), "FieldsV1".into());
+                    let fields = e.encoded.unwrap_or_else(|| e.fields.to_fields_v1());
+                    v.insert("fieldsV1".into(), fields);
                     if !e.subresource.is_empty() {
-                        v["subresource"] = json!(e.subresource);
+                        v.insert("subresource".into(), Value::String(e.subresource));
                     }
-                    v
+                    Value::Object(v)
                 })
                 .collect(),
         )
