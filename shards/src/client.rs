@@ -1,6 +1,7 @@
 //! How an executor reaches the shards: its own directly, the others by
 //! message. Handlers use only this; they never see a store.
 
+use crate::closed::ClosedWaiters;
 use crate::messages::{ShardMsg, ShardStats};
 use crate::sequencer::Sequencer;
 use crate::store::{
@@ -24,6 +25,7 @@ pub struct ShardClient {
     local: Rc<RefCell<ShardStore>>,
     inboxes: Vec<async_channel::Sender<ShardMsg>>,
     seq: Arc<Sequencer>,
+    closed_waiters: Rc<ClosedWaiters>,
 }
 
 fn gone() -> ApiError {
@@ -36,12 +38,14 @@ impl ShardClient {
         local: Rc<RefCell<ShardStore>>,
         inboxes: Vec<async_channel::Sender<ShardMsg>>,
         seq: Arc<Sequencer>,
+        closed_waiters: Rc<ClosedWaiters>,
     ) -> Self {
         Self {
             id,
             local,
             inboxes,
             seq,
+            closed_waiters,
         }
     }
 
@@ -268,24 +272,13 @@ impl ShardClient {
         Ok(out)
     }
 
-    /// Waits until the closed revision reaches `revision`. Returns false at
-    /// the deadline. The gap is normally microseconds (another shard's write
-    /// in flight), so it yields before it sleeps.
+    /// Waits until the closed revision reaches `revision` (woken by this
+    /// executor's hub loop, see [`crate::closed`]). Returns false at the
+    /// deadline.
     pub async fn wait_closed(&self, revision: u64, timeout: Duration) -> bool {
-        let deadline = Instant::now() + timeout;
-        let mut spins = 0u32;
-        while self.seq.closed() < revision {
-            if Instant::now() >= deadline {
-                return false;
-            }
-            if spins < 16 {
-                spins += 1;
-                futures_lite::future::yield_now().await;
-            } else {
-                glommio::timer::sleep(Duration::from_micros(100)).await;
-            }
-        }
-        true
+        self.closed_waiters
+            .wait(&self.seq, revision, Instant::now() + timeout)
+            .await
     }
 }
 

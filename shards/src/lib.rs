@@ -7,6 +7,7 @@
 //! revision; [`storage`] is the seam where durable backends plug in.
 
 pub mod client;
+pub mod closed;
 mod committer;
 pub mod messages;
 pub mod runtime;

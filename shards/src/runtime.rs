@@ -3,6 +3,7 @@
 //! hub, and serving clients through a front end supplied by the server.
 
 use crate::client::{reply_when_durable, send_to, ShardClient};
+use crate::closed::ClosedWaiters;
 use crate::committer::{self, CommitterConfig};
 use crate::messages::{ShardMsg, ShardStats};
 use crate::sequencer::Sequencer;
@@ -188,16 +189,18 @@ where
                     .detach();
                 }
                 glommio::spawn_local(shard_loop(store.clone(), hub.clone(), inbox)).detach();
+                let closed_waiters = Rc::new(ClosedWaiters::default());
                 glommio::spawn_local(hub_loop(
                     hub.clone(),
                     hub_feed,
                     seq.clone(),
+                    closed_waiters.clone(),
                     shutdown.clone(),
                 ))
                 .detach();
                 let ctx = Rc::new(ExecutorContext {
                     id,
-                    shards: ShardClient::new(id, store, inbox_tx, seq),
+                    shards: ShardClient::new(id, store, inbox_tx, seq, closed_waiters),
                     hub,
                     shutdown,
                 });
@@ -304,6 +307,7 @@ async fn hub_loop(
     hub: Rc<RefCell<Hub>>,
     feed: async_channel::Receiver<EventBatch>,
     seq: Arc<Sequencer>,
+    closed_waiters: Rc<ClosedWaiters>,
     shutdown: Shutdown,
 ) {
     let mut last_trim = Instant::now();
@@ -335,6 +339,7 @@ async fn hub_loop(
             Some(Ok(batch)) => h.absorb(&batch),
             Some(Err(_)) => {
                 h.wake_all();
+                closed_waiters.end();
                 return;
             }
             None => {}
@@ -344,6 +349,9 @@ async fn hub_loop(
         }
         let now = Instant::now();
         h.release(closed, now);
+        // Writers waiting to answer read the closed revision afresh: it
+        // only grows, and may have grown since the read above.
+        closed_waiters.advance(seq.closed(), now);
         if now.duration_since(last_trim) > Duration::from_secs(1) {
             h.trim(now);
             last_trim = now;
