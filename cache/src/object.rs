@@ -139,10 +139,9 @@ impl StoredObject {
         Self::from_frame(buf, kind, meta)
     }
 
-    fn from_frame(mut buf: Vec<u8>, kind: EventType, meta: ObjectMeta) -> Self {
-        // The encoding lives as long as the object: do not keep the
-        // doubling growth slack (on average a third of the buffer).
-        buf.shrink_to_fit();
+    /// `buf` is the whole frame at its exact size (the encoding lives as
+    /// long as the object: no growth slack).
+    fn from_frame(buf: Vec<u8>, kind: EventType, meta: ObjectMeta) -> Self {
         // Any occurrence of the uid's bytes in the encoding will do. A uid
         // is a JSON string without escapes (kube's are UUIDs); one that
         // cannot be found this way is treated as absent.
@@ -239,6 +238,9 @@ impl StoredObject {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+    use kubeshard_core::catalog::Catalog;
+    use serde_json::json;
 
     proptest::proptest! {
         /// The first-byte search finds what a substring search finds.
@@ -253,9 +255,6 @@ mod tests {
             );
         }
     }
-    use super::*;
-    use kubeshard_core::catalog::Catalog;
-    use serde_json::json;
 
     #[test]
     fn json_and_frame_share_one_encoding() {

@@ -2,6 +2,7 @@
 //! (manager, operation, apiVersion, time, subresource, FieldsV1).
 
 use super::set::FieldSet;
+use crate::meta;
 use crate::status::go_quote;
 use serde_json::{Map, Value};
 
@@ -232,16 +233,16 @@ impl ManagedFields {
 /// The manager the oldest updates are folded into past the cap.
 pub const ANCIENT_CHANGES: &str = "ancient-changes";
 
-/// The manager name kube derives from a User-Agent when `fieldManager` is
-/// not given: what precedes the first `/`, printable characters only, at
-/// most 128 bytes.
 /// An object's `metadata.managedFields`, if it has any. (Looked up by
 /// key: a JSON pointer is parsed, with an allocation per segment, on
 /// every call, and every write asks.)
 pub fn of(obj: &Value) -> Option<&Value> {
-    obj.get("metadata")?.get("managedFields")
+    meta::member(meta::metadata(obj)?, "managedFields")
 }
 
+/// The manager name kube derives from a User-Agent when `fieldManager` is
+/// not given: what precedes the first `/`, printable characters only, at
+/// most 128 bytes.
 pub fn manager_from_user_agent(user_agent: &str) -> String {
     let head = user_agent.split('/').next().unwrap_or("");
     let mut out = String::new();
