@@ -99,19 +99,22 @@ pub struct Incoming<'a> {
 
 impl Record {
     /// Starts a record if the policy audits this request (and logs its
-    /// RequestReceived stage).
-    pub fn begin(
+    /// RequestReceived stage). The request's details are asked for only
+    /// then: formatting addresses for every unaudited request was ~2% of a
+    /// create's instructions.
+    pub fn begin<'a>(
         auditor: Option<&Arc<Auditor>>,
         user: &UserInfo,
         attrs: &Attributes,
         info: &RequestInfo,
-        req: Incoming<'_>,
+        req: impl FnOnce() -> Incoming<'a>,
     ) -> Option<Record> {
         let auditor = auditor?;
         let decision = auditor.policy.evaluate(user, attrs);
         if decision.level == Level::None {
             return None;
         }
+        let req = req();
         let mut e = Map::new();
         e.insert("kind".into(), json!("Event"));
         e.insert("apiVersion".into(), json!("audit.k8s.io/v1"));
