@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Durable creates: kubeshard with each --fsync policy against etcd 3.4 doing
 # puts of the same size and concurrency on the same disk, interleaved per
-# round, with kubeshard-bench (closed loop, 1 KiB payloads).
+# round, with kubeshard-bench (closed loop, 1 KiB payloads). kubeshard is
+# driven over HTTP/1.1 (one connection per client) and, with fsync=always,
+# also over HTTP/2; etcd's client is gRPC, HTTP/2 on up to 4 connections.
 #
 #   bench/scripts/storage.sh OUTDIR     (ROUNDS=2 SECS=6 CONC="1 16 256")
 #
@@ -47,10 +49,14 @@ PY
 }
 for r in $(seq "$ROUNDS"); do
   for c in $CONC; do
-    for policy in always interval:10ms none; do
+    # "+h2": the same server driven over HTTP/2 with the requests
+    # multiplexed on 4 connections, as the etcd client's gRPC does.
+    for run in always interval:10ms none always+h2; do
+      policy=${run%+h2}; transport=(); label="kubeshard-fsync=$policy"
+      if [ "$run" != "$policy" ]; then transport=(--http2); label="$label-http2"; fi
       start_ks "ks-$policy" --fsync "$policy"
-      $B --quiet --duration "${SECS}s" --concurrency "$c" --object-size 1024 --output "$OUT/ks-$policy-c$c-r$r.json" create --url http://127.0.0.1:18500 >/dev/null
-      row "$r" "kubeshard-fsync=$policy" "$c" "$OUT/ks-$policy-c$c-r$r.json"
+      $B --quiet --duration "${SECS}s" --concurrency "$c" --object-size 1024 "${transport[@]}" --output "$OUT/ks-$run-c$c-r$r.json" create --url http://127.0.0.1:18500 >/dev/null
+      row "$r" "$label" "$c" "$OUT/ks-$run-c$c-r$r.json"
       stop $KSP
     done
     start_etcd
