@@ -141,10 +141,9 @@ impl Resource {
     /// generator's CPU in a create run, on the cores the server shares.
     pub fn body(&self, name: &str, labels: &[(&str, &str)]) -> Bytes {
         let mut obj = self.object_without_data(name, labels);
+        // Anything but a ConfigMap is already the whole object.
         let Some(map) = obj.as_object_mut().filter(|_| self.is_configmap()) else {
-            return Bytes::from(
-                serde_json::to_vec(&self.object(name, labels)).expect("serializable"),
-            );
+            return Bytes::from(serde_json::to_vec(&obj).expect("serializable"));
         };
         map.shift_remove("data");
         let mut buf = serde_json::to_vec(&obj).expect("serializable");
