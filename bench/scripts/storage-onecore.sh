@@ -18,21 +18,8 @@ cargo build --release -q -p kubeshard -p kubeshard-bench --features kubeshard-be
 B="taskset -c 1 target/release/kubeshard-bench"; KS=target/release/kubeshard
 TMP=$(mktemp -d -p "$PWD/target"); pids=()
 trap 'kill "${pids[@]}" 2>/dev/null || true; rm -rf "$TMP"' EXIT
-ready() { for _ in $(seq 400); do curl -sf "$1" >/dev/null 2>&1 && return 0; sleep 0.05; done; echo "not ready: $1" >&2; exit 1; }
-stop() { kill "$1" 2>/dev/null || true; wait "$1" 2>/dev/null || true; }
-cores() { awk '{printf "%.2f", ($14 + $15) / 100}' "/proc/$1/stat"; }
-row() { # row ROUND TARGET JSON CPU_SECONDS
-  python3 - "$@" <<'PY'
-import json, sys
-r, t, f, cpu = sys.argv[1:5]
-d = json.load(open(f))
-o = next(o for o in d["operations"] if o["name"] == d["primary"])
-errs = sum(o["errors"].values()) if o["errors"] else 0
-print(r, t, round(o["throughput_per_s"]), o["latency_ms"]["p50"], o["latency_ms"]["p99"],
-      "server_cores", round(float(cpu) / d["elapsed_s"], 2), "client_cores", round(d["client"]["cpu_cores"], 2),
-      f"errors={errs}" if errs else "")
-PY
-}
+# shellcheck source=storage-common.sh
+. bench/scripts/storage-common.sh
 echo "round target creates_per_s p50_ms p99_ms server_cores client_cores"
 for r in $(seq "$ROUNDS"); do
   for transport in http1 http2; do
@@ -40,20 +27,16 @@ for r in $(seq "$ROUNDS"); do
     taskset -c 0 $KS --insecure-port 18500 --secure-port 0 --bind-address 127.0.0.1 --shards 1 --fsync always --data-dir "$TMP/ks" >"$TMP/ks.log" 2>&1 & KSP=$!; pids+=($KSP)
     ready http://127.0.0.1:18500/readyz
     flags=(); [ "$transport" = http2 ] && flags=(--http2)
-    c0=$(cores $KSP)
+    c0=$(cpu_seconds $KSP)
     $B --quiet --duration "${SECS}s" --concurrency "$CONC" --object-size 1024 "${flags[@]}" --output "$OUT/ks-$transport-r$r.json" create --url http://127.0.0.1:18500 >/dev/null
-    c1=$(cores $KSP)
-    row "$r" "kubeshard-1shard-cpu0-$transport" "$OUT/ks-$transport-r$r.json" "$(python3 -c "print($c1 - $c0)")"
+    c1=$(cpu_seconds $KSP)
+    row "$OUT/ks-$transport-r$r.json" "$(python3 -c "print($c1 - $c0)")" "$r" "kubeshard-1shard-cpu0-$transport"
     stop $KSP
   done
-  rm -rf "$TMP/etcd"
-  etcd --data-dir "$TMP/etcd" --listen-client-urls http://127.0.0.1:23790 --advertise-client-urls http://127.0.0.1:23790 \
-    --listen-peer-urls http://127.0.0.1:23800 --initial-advertise-peer-urls http://127.0.0.1:23800 \
-    --initial-cluster default=http://127.0.0.1:23800 --quota-backend-bytes 8589934592 >"$TMP/etcd.log" 2>&1 & ETP=$!; pids+=($ETP)
-  ready http://127.0.0.1:23790/health
-  c0=$(cores $ETP)
+  start_etcd
+  c0=$(cpu_seconds $ETP)
   $B --quiet --duration "${SECS}s" --concurrency "$CONC" --object-size 1024 --output "$OUT/etcd-r$r.json" etcd --endpoint http://127.0.0.1:23790 create >/dev/null
-  c1=$(cores $ETP)
-  row "$r" "etcd-3.4-both-cpus" "$OUT/etcd-r$r.json" "$(python3 -c "print($c1 - $c0)")"
+  c1=$(cpu_seconds $ETP)
+  row "$OUT/etcd-r$r.json" "$(python3 -c "print($c1 - $c0)")" "$r" "etcd-3.4-both-cpus"
   stop $ETP
 done | tee "$OUT/creates.txt"

@@ -20,33 +20,16 @@ B=target/release/kubeshard-bench; KS=target/release/kubeshard
 # The data lives on the same disk as the repository (not a tmpfs).
 TMP=$(mktemp -d -p "$PWD/target"); pids=()
 trap 'kill "${pids[@]}" 2>/dev/null || true; rm -rf "$TMP"' EXIT
-ready() { for _ in $(seq 400); do curl -sf "$1" >/dev/null 2>&1 && return 0; sleep 0.05; done; echo "not ready: $1" >&2; exit 1; }
+# shellcheck source=storage-common.sh
+. bench/scripts/storage-common.sh
 
 start_ks() { # start_ks NAME [flags]: fresh data dir, port 18500
   rm -rf "$TMP/$1"
   $KS --insecure-port 18500 --secure-port 0 --bind-address 127.0.0.1 --shards 2 --data-dir "$TMP/$1" "${@:2}" >"$TMP/$1.log" 2>&1 & KSP=$!; pids+=($KSP)
   ready http://127.0.0.1:18500/readyz
 }
-stop() { kill "$1" 2>/dev/null || true; wait "$1" 2>/dev/null || true; }
-start_etcd() {
-  rm -rf "$TMP/etcd"
-  etcd --data-dir "$TMP/etcd" --listen-client-urls http://127.0.0.1:23790 --advertise-client-urls http://127.0.0.1:23790 \
-    --listen-peer-urls http://127.0.0.1:23800 --initial-advertise-peer-urls http://127.0.0.1:23800 \
-    --initial-cluster default=http://127.0.0.1:23800 --quota-backend-bytes 8589934592 >"$TMP/etcd.log" 2>&1 & ETP=$!; pids+=($ETP)
-  ready http://127.0.0.1:23790/health
-}
 
 echo "round target concurrency creates_per_s p50_ms p99_ms"
-row() { # row ROUND TARGET CONC JSON
-  python3 - "$@" <<'PY'
-import json, sys
-r, t, c, f = sys.argv[1:5]
-d = json.load(open(f))
-o = next(o for o in d["operations"] if o["name"] == d["primary"])
-errs = sum(o["errors"].values()) if o["errors"] else 0
-print(r, t, c, round(o["throughput_per_s"]), o["latency_ms"]["p50"], o["latency_ms"]["p99"], f"errors={errs}" if errs else "")
-PY
-}
 for r in $(seq "$ROUNDS"); do
   for c in $CONC; do
     # "+h2": the same server driven over HTTP/2 with the requests
@@ -56,12 +39,12 @@ for r in $(seq "$ROUNDS"); do
       if [ "$run" != "$policy" ]; then transport=(--http2); label="$label-http2"; fi
       start_ks "ks-$policy" --fsync "$policy"
       $B --quiet --duration "${SECS}s" --concurrency "$c" --object-size 1024 "${transport[@]}" --output "$OUT/ks-$run-c$c-r$r.json" create --url http://127.0.0.1:18500 >/dev/null
-      row "$r" "$label" "$c" "$OUT/ks-$run-c$c-r$r.json"
+      row "$OUT/ks-$run-c$c-r$r.json" "" "$r" "$label" "$c"
       stop $KSP
     done
     start_etcd
     $B --quiet --duration "${SECS}s" --concurrency "$c" --object-size 1024 --output "$OUT/etcd-c$c-r$r.json" etcd --endpoint http://127.0.0.1:23790 create >/dev/null
-    row "$r" "etcd-3.4" "$c" "$OUT/etcd-c$c-r$r.json"
+    row "$OUT/etcd-c$c-r$r.json" "" "$r" "etcd-3.4" "$c"
     stop $ETP
   done
 done | tee "$OUT/creates.txt"
