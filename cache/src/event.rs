@@ -122,6 +122,7 @@ pub(crate) fn test_event(revision: u64, resource: &str, name: &str) -> Arc<Event
             uid: "".into(),
             labels: Default::default(),
             fields: Default::default(),
+            lifecycle: None,
         },
     ));
     Arc::new(Event::new(

@@ -385,6 +385,7 @@ mod tests {
                 uid: "".into(),
                 labels: Default::default(),
                 fields: [("spec.nodeName", node)].into_iter().collect(),
+                lifecycle: None,
             },
         ))
     }

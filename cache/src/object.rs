@@ -35,6 +35,8 @@ pub struct StoredObject {
     pub labels: PackedPairs,
     /// Per-kind selectable fields (catalog order), metadata ones excluded.
     pub fields: PackedPairs,
+    /// See [`StoredObject::has_lifecycle_metadata`].
+    lifecycle: bool,
 }
 
 /// The bytes before the JSON in a frame of this type.
@@ -59,12 +61,37 @@ pub struct ObjectMeta {
     pub uid: Box<str>,
     pub labels: PackedPairs,
     pub fields: PackedPairs,
+    /// Whether `metadata` has ownerReferences, finalizers or a
+    /// deletionTimestamp; None when unknown (the encoding is searched).
+    pub lifecycle: Option<bool>,
+}
+
+/// The metadata keys the controllers act on (see
+/// [`StoredObject::has_lifecycle_metadata`]).
+const LIFECYCLE_KEYS: [&str; 3] = ["ownerReferences", "finalizers", "deletionTimestamp"];
+
+/// Whether `json` mentions a lifecycle key anywhere. A quoted key cannot
+/// occur inside a string value, where quotes are escaped, so `false` is
+/// certain; `true` may come from a nested object's key.
+fn mentions_lifecycle_key(json: &[u8]) -> bool {
+    static FINDERS: std::sync::LazyLock<Vec<memchr::memmem::Finder<'static>>> =
+        std::sync::LazyLock::new(|| {
+            LIFECYCLE_KEYS
+                .iter()
+                .map(|k| memchr::memmem::Finder::new(format!("\"{k}\"").as_bytes()).into_owned())
+                .collect()
+        });
+    FINDERS.iter().any(|f| f.find(json).is_some())
 }
 
 impl ObjectMeta {
     /// Extracts what filters need from a decoded object.
     pub fn of(info: &ResourceInfo, obj: &Value, revision: u64) -> Self {
         Self {
+            lifecycle: Some(
+                meta::metadata(obj)
+                    .is_some_and(|m| LIFECYCLE_KEYS.iter().any(|k| m.contains_key(*k))),
+            ),
             revision,
             namespace: meta::namespace(obj).into(),
             name: meta::name(obj).into(),
@@ -150,6 +177,9 @@ impl StoredObject {
             .then(|| find_short(&buf, uid))
             .flatten()
             .filter(|at| *at <= u32::MAX as usize);
+        let lifecycle = meta
+            .lifecycle
+            .unwrap_or_else(|| mentions_lifecycle_key(&buf[frame_prefix(kind).len()..]));
         Self {
             frame: Bytes::from(buf),
             json_start: frame_prefix(kind).len() as u8,
@@ -160,7 +190,17 @@ impl StoredObject {
             uid_len: found.map_or(0, |_| uid.len() as u8),
             labels: meta.labels,
             fields: meta.fields,
+            lifecycle,
         }
+    }
+
+    /// Whether `metadata` may hold ownerReferences, finalizers or a
+    /// deletionTimestamp. Most objects hold none, and the controllers
+    /// look at every event: `false` lets them skip decoding it (searching
+    /// the encoding for the keys, every event, cost more than the
+    /// garbage collector's other work on a create).
+    pub fn has_lifecycle_metadata(&self) -> bool {
+        self.lifecycle
     }
 
     /// `metadata.uid` ("" when the object has none).
@@ -254,6 +294,37 @@ mod tests {
                 memchr::memmem::find(&hay, &needle)
             );
         }
+    }
+
+    /// Encoded from a value, only top-level metadata counts; rebuilt from
+    /// JSON alone (recovery), any mention of a key does, so an object the
+    /// controllers must see is never skipped.
+    #[test]
+    fn lifecycle_metadata_is_flagged_where_controllers_need_it() {
+        let info = Catalog::with_builtins()
+            .snapshot()
+            .lookup("", "v1", "configmaps")
+            .unwrap()
+            .clone();
+        let flagged = |v: serde_json::Value| {
+            let encoded = StoredObject::encode(&info, &v, 1);
+            let mut meta = ObjectMeta::of(&info, &v, 1);
+            meta.lifecycle = None;
+            let rebuilt = StoredObject::from_json(encoded.json_slice(), EventType::Added, meta);
+            (
+                encoded.has_lifecycle_metadata(),
+                rebuilt.has_lifecycle_metadata(),
+            )
+        };
+        for key in LIFECYCLE_KEYS {
+            let v = json!({"metadata": {"name": "c", key: null}, "data": {"k": "v"}});
+            assert_eq!(flagged(v), (true, true), "{key}");
+        }
+        let plain = json!({"metadata": {"name": "c", "labels": {"finalizers": "x"}},
+            "spec": {"finalizers": ["kubernetes"]}, "data": {"deletionTimestamp": "\"ownerReferences\""}});
+        assert_eq!(flagged(plain), (false, true));
+        let none = json!({"metadata": {"name": "c"}, "data": {"k": "no finalizers here"}});
+        assert_eq!(flagged(none), (false, false));
     }
 
     #[test]

@@ -50,33 +50,21 @@ impl OwnerRef {
     }
 }
 
-/// Keys whose presence makes an object interesting to the controllers;
-/// most objects carry none of them, and a substring search is much
-/// cheaper than decoding.
-const LIFECYCLE_KEYS: [&[u8]; 3] = [
-    b"\"ownerReferences\"",
-    b"\"finalizers\"",
-    b"\"deletionTimestamp\"",
-];
-
-/// Searchers for `LIFECYCLE_KEYS`, built once: building one cost more than
-/// searching a 2 KB object with it, and every event is searched.
-static LIFECYCLE_FINDERS: LazyLock<[Finder<'static>; 3]> =
-    LazyLock::new(|| LIFECYCLE_KEYS.map(Finder::new));
+/// Searcher for a `deletionTimestamp` key, built once: building one cost
+/// more than searching a 2 KB object with it.
+static DELETION_TIMESTAMP: LazyLock<Finder<'static>> =
+    LazyLock::new(|| Finder::new(b"\"deletionTimestamp\""));
 
 /// Whether the object's JSON has a `deletionTimestamp` key at all. The
 /// quoted key cannot occur inside a string value, where quotes are
 /// escaped, so `false` is certain and `true` asks for a decode.
 pub fn mentions_deletion_timestamp(obj: &StoredObject) -> bool {
-    LIFECYCLE_FINDERS[2].find(obj.json_slice()).is_some()
+    obj.has_lifecycle_metadata() && DELETION_TIMESTAMP.find(obj.json_slice()).is_some()
 }
 
 impl Meta {
     pub fn of(obj: &StoredObject) -> Meta {
-        let interesting = LIFECYCLE_FINDERS
-            .iter()
-            .any(|f| f.find(obj.json_slice()).is_some());
-        if !interesting {
+        if !obj.has_lifecycle_metadata() {
             return Meta {
                 uid: obj.uid().to_string(),
                 ..Meta::default()

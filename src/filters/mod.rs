@@ -109,13 +109,16 @@ pub async fn serve(api: &Rc<Api>, conn: &ConnInfo, mut req: Request<Incoming>) -
     };
     let budget = timeout::budget(config.request_timeout, query.get("timeout"));
     let long_running = info.is_resource_request && info.verb == "watch";
+    // The handler's future is boxed before it is wrapped: `limit` and
+    // `catch_unwind` take their futures by value, and moving the unboxed
+    // state machine copied several kilobytes per request.
     let handled = std::panic::AssertUnwindSafe(async {
         if long_running {
             Ok(api.handle(req, info, query).await)
         } else {
             api.security
                 .timer
-                .limit(budget, api.handle(req, info, query))
+                .limit(budget, Box::pin(api.handle(req, info, query)))
                 .await
         }
     });

@@ -186,7 +186,11 @@ where
     let service = service_fn(move |mut req: Request<Incoming>| {
         let (api, conn) = (chain.clone(), conn.clone());
         req.extensions_mut().insert(for_requests.clone());
-        async move {
+        // Boxed: hyper keeps a stream's service future inside its stream
+        // task, and glommio's spawn and every layer above move it by value;
+        // unboxed, each move copied the whole handler state machine (the
+        // largest memcpy per create).
+        Box::pin(async move {
             // A bug in one handler must not take the executor (and every
             // other connection on it) down: answer 500 instead, as Go's
             // net/http does for a panicking handler.
@@ -201,7 +205,7 @@ where
                     )
                 });
             Ok::<_, Infallible>(resp)
-        }
+        })
     });
     // kube-apiserver's --http2-max-streams-per-connection default: informers
     // multiplex many watches over one connection.

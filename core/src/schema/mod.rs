@@ -32,6 +32,9 @@ pub struct SchemaRegistry {
     nodes: Vec<Node>,
     by_name: HashMap<String, NodeId>,
     kinds: HashMap<Gvk, String>,
+    /// `kinds` by kind name: looked up on every write with borrowed
+    /// strings, where the tuple key needed three new strings per lookup.
+    by_kind: HashMap<String, Vec<(Gvk, NodeId)>>,
 }
 
 /// A borrowed position in a compiled schema.
@@ -78,18 +81,31 @@ impl SchemaRegistry {
             c.named(name);
         }
         let (nodes, by_name) = (c.nodes, c.by_name);
+        let mut by_kind: HashMap<String, Vec<(Gvk, NodeId)>> = HashMap::new();
+        for (gvk, def) in &kinds {
+            if let Some(&id) = by_name.get(def) {
+                by_kind
+                    .entry(gvk.2.clone())
+                    .or_default()
+                    .push((gvk.clone(), id));
+            }
+        }
         Self {
             defs,
             nodes,
             by_name,
             kinds,
+            by_kind,
         }
     }
 
     /// The schema of a kind, if registered.
     pub fn kind(&self, group: &str, version: &str, kind: &str) -> Option<Schema<'_>> {
-        let def = self.kind_definition(group, version, kind)?;
-        self.named(def)
+        self.by_kind
+            .get(kind)?
+            .iter()
+            .find(|((g, v, _), _)| g == group && v == version)
+            .map(|&(_, id)| Schema { reg: self, id })
     }
 
     /// The definition name of a kind (`io.k8s.api.core.v1.Pod`).

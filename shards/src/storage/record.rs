@@ -119,6 +119,7 @@ impl ObjectRecord {
                 .iter()
                 .map(|(k, v)| (k.as_str(), v.as_str()))
                 .collect(),
+            lifecycle: None,
         };
         let stored = StoredObject::from_json(&self.json, kind, meta);
         (self.resource, stored)
