@@ -285,3 +285,24 @@ fn quantity_syntax() {
         assert!(!types::quantity_ok(bad), "{bad}");
     }
 }
+
+/// Text and bytes are read by different serde_json readers: both must
+/// decode what serde_json decodes, and a body that is not UTF-8 must still
+/// be refused with the position serde_json names.
+#[test]
+fn utf8_and_non_utf8_bodies_decode_as_serde_json_does() {
+    let text = r#"{"a": "é\u00e9\n", "b": [1, 2.5, null, true], "c": {"d": "😀"}}"#;
+    let (value, issues) = decode_json(text.as_bytes(), None).unwrap();
+    assert!(issues.is_empty());
+    assert_eq!(
+        value,
+        serde_json::from_str::<serde_json::Value>(text).unwrap()
+    );
+    let bad: &[u8] = b"{\"a\": \"\xff\"}";
+    let ours = decode_json(bad, None).unwrap_err().to_string();
+    let theirs = serde_json::from_slice::<serde_json::Value>(bad)
+        .unwrap_err()
+        .to_string();
+    assert_eq!(ours, theirs);
+    assert!(ours.contains("line 1 column"), "{ours}");
+}

@@ -37,6 +37,26 @@ enum Step {
     Key(String),
 }
 
+/// A step of the walk's current path, borrowing its key from the object:
+/// only a mismatch needs the path owned, and copying every key on the way
+/// down cost an allocation per field of every write.
+#[derive(Clone, Copy)]
+enum At<'v> {
+    Field(&'v str),
+    Index(usize),
+    Key(&'v str),
+}
+
+impl At<'_> {
+    fn to_step(self) -> Step {
+        match self {
+            At::Field(f) => Step::Field(f.to_string()),
+            At::Index(i) => Step::Index(i),
+            At::Key(k) => Step::Key(k.to_string()),
+        }
+    }
+}
+
 /// The syntax kube's quantity parser reports when a quantity is malformed.
 const QUANTITY_SYNTAX: &str =
     "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'";
@@ -97,20 +117,20 @@ pub fn check_types(value: &mut Value, schema: Schema<'_>) -> Result<(), Box<Type
     walk(value, schema, "", &mut path)
 }
 
-fn walk(
-    value: &mut Value,
+fn walk<'v>(
+    value: &'v mut Value,
     schema: Schema<'_>,
     owner: &str,
-    path: &mut Vec<Step>,
+    path: &mut Vec<At<'v>>,
 ) -> Result<(), Box<TypeMismatch>> {
     if value.is_null() {
         // Go leaves the zero value: null fits everything.
         return Ok(());
     }
-    let mismatch = |got: String, bad_quantity: bool, path: &Vec<Step>| {
+    let mismatch = |got: String, bad_quantity: bool, path: &[At<'_>]| {
         Err(Box::new(TypeMismatch {
             owner: owner.to_string(),
-            path: path.clone(),
+            path: path.iter().map(|a| a.to_step()).collect(),
             got,
             go_type: go_type(schema),
             expected: expected(schema),
@@ -145,9 +165,9 @@ fn walk(
                 // A declared field is owned by this struct; an extra key of
                 // an object with additionalProperties behaves as a map value.
                 path.push(if declared.is_some() {
-                    Step::Field(key.clone())
+                    At::Field(key)
                 } else {
-                    Step::Key(key.clone())
+                    At::Key(key)
                 });
                 let r = walk(child, child_schema, name, path);
                 path.pop();
@@ -160,7 +180,7 @@ fn walk(
                 let Some((child_schema, _)) = schema.member(key) else {
                     continue;
                 };
-                path.push(Step::Key(key.clone()));
+                path.push(At::Key(key));
                 let r = walk(child, child_schema, owner, path);
                 path.pop();
                 r?;
@@ -172,7 +192,7 @@ fn walk(
                 return Ok(());
             };
             for (i, item) in items.iter_mut().enumerate() {
-                path.push(Step::Index(i));
+                path.push(At::Index(i));
                 let r = walk(item, item_schema, owner, path);
                 path.pop();
                 r?;
