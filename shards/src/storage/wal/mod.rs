@@ -1,6 +1,7 @@
 //! The per-shard write-ahead log: segments of framed records written with
 //! DMA (io_uring, O_DIRECT) by group commit, read back at recovery.
 
+mod direct;
 pub mod scan;
 pub mod writer;
 

@@ -11,13 +11,16 @@
 //! anything new follows them, so a write reported as failed never comes
 //! back at recovery.
 
+use super::direct::{self, BlockBuf};
 use super::{SegmentInfo, DEFAULT_SEGMENT_SIZE};
 use crate::storage::layout::ShardDir;
 use crate::storage::record::{encode_frame, Frame};
 use crate::storage::FsyncPolicy;
 use glommio::io::{DmaFile, OpenOptions};
 use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Instant;
 
 /// Frames of committed mutations, logged together.
@@ -65,8 +68,16 @@ pub struct LogWriter {
 /// server does not reserve a whole segment of disk per shard.
 const ALLOCATION_STEP: u64 = 4 << 20;
 
+/// The largest write buffer a segment keeps for its next write.
+const MAX_KEPT_BUFFER: usize = 4 << 20;
+
 struct Segment {
     file: DmaFile,
+    /// The file again, for writes made off the shard's thread (see
+    /// [`direct`]).
+    fd: Arc<OwnedFd>,
+    /// The buffer of the last write, kept for the next.
+    scratch: Option<BlockBuf>,
     size: u64,
     /// Bytes reserved on disk so far (reads past the data see zeros).
     allocated: u64,
@@ -270,8 +281,11 @@ impl LogWriter {
             .min(ALLOCATION_STEP.max(header.len() as u64 + needed))
             .next_multiple_of(align);
         zero_fill(&file, 0, allocated).await?;
+        let fd = Arc::new(dup(&file)?);
         let mut seg = Segment {
             file,
+            fd,
+            scratch: None,
             size,
             allocated,
             align,
@@ -305,15 +319,24 @@ impl Segment {
             self.allocated = target;
         }
         let len = (write_end - start) as usize;
-        let mut buf = self.file.alloc_dma_buffer(len);
-        let bytes = buf.as_bytes_mut();
+        let mut buf = match self.scratch.take() {
+            Some(b) if b.capacity() >= len => b,
+            _ => BlockBuf::with_capacity(len),
+        };
+        let bytes = &mut buf.as_mut_slice()[..len];
         let t = self.tail.len();
         bytes[..t].copy_from_slice(&self.tail);
         bytes[t..t + data.len()].copy_from_slice(data);
         bytes[t + data.len()..].fill(0);
         let new_tail_start = (end - end % self.align - start) as usize;
         let new_tail = bytes[new_tail_start..(end - start) as usize].to_vec();
-        let written = match pwrite_direct(&self.file, buf.as_bytes(), start) {
+        let (buf, written) = direct::pwrite(&self.fd, buf, len, start).await;
+        // A group far above the usual (a huge object) does not pin its
+        // buffer for the segment's life.
+        if buf.capacity() <= MAX_KEPT_BUFFER {
+            self.scratch = Some(buf);
+        }
+        let written = match written {
             Ok(n) => n,
             Err(e) => {
                 self.dirty_until = self.dirty_until.max(write_end);
@@ -349,29 +372,13 @@ async fn zero_fill(file: &DmaFile, from: u64, to: u64) -> io::Result<()> {
     Ok(())
 }
 
-/// The log's block write, made directly from the shard's thread.
-///
-/// Through io_uring, this machine's disk takes O_DIRECT writes out of line
-/// (a kernel worker thread picks them up), which cost milliseconds per
-/// group once the cores are busy — measured: 1 client, 900 creates/s with
-/// most appends over 1 ms; written directly, the same write is a few tens
-/// of microseconds and 2,300 creates/s (BENCHMARKS.md). The sync that
-/// follows stays on io_uring: it is the long wait, and the shard keeps
-/// serving (and gathering the next group) meanwhile.
-fn pwrite_direct(file: &DmaFile, buf: &[u8], at: u64) -> io::Result<usize> {
-    use std::os::unix::io::AsRawFd;
-    // SAFETY: the buffer outlives the call; the kernel only reads it.
-    let n = unsafe {
-        libc::pwrite(
-            file.as_raw_fd(),
-            buf.as_ptr().cast(),
-            buf.len(),
-            at as libc::off_t,
-        )
-    };
-    if n < 0 {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(n as usize)
+/// A second descriptor of `file`, owned apart from glommio's.
+fn dup(file: &DmaFile) -> io::Result<OwnedFd> {
+    // SAFETY: duplicating a descriptor this process has open.
+    let fd = unsafe { libc::dup(file.as_raw_fd()) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
     }
+    // SAFETY: `fd` was just created and nothing else owns it.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
