@@ -148,12 +148,9 @@ impl LogWriter {
             self.start_segment(needed).await?;
         }
         let seg = self.current.as_mut().expect("a segment was just started");
-        let (pos, tail) = seg.write(&group.bytes).await?;
-        if self.policy == FsyncPolicy::Always {
-            if let Err(e) = seg.file.fdatasync().await {
-                seg.dirty_until = seg.dirty_until.max(pos.next_multiple_of(seg.align));
-                return Err(e.into());
-            }
+        let always = self.policy == FsyncPolicy::Always;
+        let (pos, tail) = seg.write(&group.bytes, always).await?;
+        if always {
             self.last_sync = Instant::now();
         } else {
             self.unsynced = true;
@@ -293,8 +290,7 @@ impl LogWriter {
             tail: Vec::new(),
             dirty_until: 0,
         };
-        let (pos, tail) = seg.write(&header).await?;
-        seg.file.fdatasync().await?;
+        let (pos, tail) = seg.write(&header, true).await?;
         seg.pos = pos;
         seg.tail = tail;
         glommio::io::Directory::open(&self.dir.path)
@@ -307,9 +303,10 @@ impl LogWriter {
 
 impl Segment {
     /// Writes `data` after `pos` (rewriting the partial tail block, zeroing
-    /// whatever a failed write left beyond). Returns the new end and tail
-    /// without adopting them: the caller does once the data is durable.
-    async fn write(&mut self, data: &[u8]) -> io::Result<(u64, Vec<u8>)> {
+    /// whatever a failed write left beyond), then with `sync` makes it
+    /// durable. Returns the new end and tail without adopting them: the
+    /// caller does once the data is durable.
+    async fn write(&mut self, data: &[u8], sync: bool) -> io::Result<(u64, Vec<u8>)> {
         let start = self.pos - self.pos % self.align;
         let end = self.pos + data.len() as u64;
         let write_end = end.max(self.dirty_until).next_multiple_of(self.align);
@@ -330,13 +327,13 @@ impl Segment {
         bytes[t + data.len()..].fill(0);
         let new_tail_start = (end - end % self.align - start) as usize;
         let new_tail = bytes[new_tail_start..(end - start) as usize].to_vec();
-        let (buf, written) = direct::pwrite(&self.fd, buf, len, start).await;
+        let done = direct::pwrite(&self.fd, buf, len, start, sync).await;
         // A group far above the usual (a huge object) does not pin its
         // buffer for the segment's life.
-        if buf.capacity() <= MAX_KEPT_BUFFER {
-            self.scratch = Some(buf);
+        if done.buf.capacity() <= MAX_KEPT_BUFFER {
+            self.scratch = Some(done.buf);
         }
-        let written = match written {
+        let written = match done.written {
             Ok(n) => n,
             Err(e) => {
                 self.dirty_until = self.dirty_until.max(write_end);
@@ -346,6 +343,10 @@ impl Segment {
         if written < len {
             self.dirty_until = self.dirty_until.max(write_end);
             return Err(io::Error::from_raw_os_error(libc::ENOSPC));
+        }
+        if let Err(e) = done.synced {
+            self.dirty_until = self.dirty_until.max(write_end);
+            return Err(e);
         }
         self.dirty_until = end;
         Ok((end, new_tail))
