@@ -64,6 +64,12 @@ impl Entry {
         self.encoded = None;
     }
 
+    /// [`Self::set_fields`] with the set's FieldsV1 already at hand.
+    pub(super) fn set_fields_encoded(&mut self, fields: FieldSet, encoded: Value) {
+        self.fields = fields;
+        self.encoded = Some(encoded);
+    }
+
     /// Gives up the paths of `other` (those it lost to another writer, or
     /// that no longer exist).
     pub fn subtract(&mut self, other: &FieldSet) {

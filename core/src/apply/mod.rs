@@ -8,6 +8,7 @@
 //! else owns them), and refuses — 409 — to change fields another manager
 //! owns unless forced. The semantics are structured-merge-diff's.
 
+mod created;
 mod diff;
 pub mod managed;
 mod merge;
@@ -96,8 +97,23 @@ impl Writer<'_> {
     /// The tracked fields of a new object, as a set: what a create takes.
     /// The same set as every path [`Writer::changes`] finds added from
     /// nothing, built without listing the paths first (recording the
-    /// ownership of a create was a fifth of its CPU).
-    fn created_fields(&self, obj: &Value) -> Result<FieldSet, typed::TypeError> {
+    /// ownership of a create was a fifth of its CPU); with its FieldsV1
+    /// when the object's shape was seen lately ([`created`]).
+    fn created_fields(&self, obj: &Value) -> Result<(FieldSet, Option<Value>), typed::TypeError> {
+        let Some(shape) = created::shape_of(obj) else {
+            return Ok((self.walk_created(obj)?, None));
+        };
+        let cx = created::Context::new(self.schema, self.subresource, self.status_is_separate);
+        if let Some((set, fields_v1)) = created::recall(&cx, &shape) {
+            return Ok((set, Some(fields_v1)));
+        }
+        let set = self.walk_created(obj)?;
+        let fields_v1 = set.to_fields_v1();
+        created::remember(&cx, shape, &set, &fields_v1);
+        Ok((set, Some(fields_v1)))
+    }
+
+    fn walk_created(&self, obj: &Value) -> Result<FieldSet, typed::TypeError> {
         let mut owned = Owned(FieldSet::new());
         typed::walk_into(obj, self.schema, &mut owned, &|p| !self.tracked(p))?;
         Ok(owned.0)
@@ -181,15 +197,17 @@ fn write(obj: &mut Value, managers: ManagedFields) {
 /// its schema keeps its managed fields as they were.
 pub fn update(w: &Writer<'_>, old: Option<&Value>, new: &mut Value) {
     let mut managers = starting_managers(old, new);
-    let (changed, removed) = match old {
+    // `encoded`: the FieldsV1 of `changed`, when a create's memo has it.
+    let (changed, removed, encoded) = match old {
         None => match w.created_fields(new) {
-            Ok(set) => (set, FieldSet::new()),
+            Ok((set, encoded)) => (set, FieldSet::new(), encoded),
             Err(_) => return,
         },
         Some(old) => match w.changes(old, new) {
             Ok(cmp) => (
                 FieldSet::from_paths(cmp.added.iter().chain(&cmp.modified)),
                 FieldSet::from_paths(&cmp.removed),
+                None,
             ),
             Err(_) => return,
         },
@@ -210,7 +228,10 @@ pub fn update(w: &Writer<'_>, old: Option<&Value>, new: &mut Value) {
             }
             None => {
                 let mut e = me;
-                e.set_fields(changed);
+                match encoded {
+                    Some(v) => e.set_fields_encoded(changed, v),
+                    None => e.set_fields(changed),
+                }
                 managers.0.push(e);
             }
         }

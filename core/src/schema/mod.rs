@@ -35,6 +35,9 @@ pub struct SchemaRegistry {
     /// `kinds` by kind name: looked up on every write with borrowed
     /// strings, where the tuple key needed three new strings per lookup.
     by_kind: HashMap<String, Vec<(Gvk, NodeId)>>,
+    /// Unique among every registry this process builds (see
+    /// [`Schema::identity`]).
+    uid: u64,
 }
 
 /// A borrowed position in a compiled schema.
@@ -96,6 +99,10 @@ impl SchemaRegistry {
             by_name,
             kinds,
             by_kind,
+            uid: {
+                static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+                NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+            },
         }
     }
 
@@ -133,6 +140,13 @@ impl SchemaRegistry {
 }
 
 impl<'a> Schema<'a> {
+    /// Which registry and node this is, for memos that outlive the borrow:
+    /// registries are numbered, so a new one never reuses an old one's
+    /// identity (as a reused address would).
+    pub fn identity(&self) -> (u64, NodeId) {
+        (self.reg.uid, self.id)
+    }
+
     pub fn node(&self) -> &'a Node {
         &self.reg.nodes[self.id as usize]
     }
