@@ -55,9 +55,10 @@ impl OwnerRef {
 static DELETION_TIMESTAMP: LazyLock<Finder<'static>> =
     LazyLock::new(|| Finder::new(b"\"deletionTimestamp\""));
 
-/// Whether the object's JSON has a `deletionTimestamp` key at all. The
+/// Whether the object may have `metadata.deletionTimestamp`: `false` is
+/// certain (its metadata has no such key, or its JSON none anywhere — a
 /// quoted key cannot occur inside a string value, where quotes are
-/// escaped, so `false` is certain and `true` asks for a decode.
+/// escaped) and `true` asks for a decode.
 pub fn mentions_deletion_timestamp(obj: &StoredObject) -> bool {
     obj.has_lifecycle_metadata() && DELETION_TIMESTAMP.find(obj.json_slice()).is_some()
 }

@@ -18,8 +18,9 @@ use std::os::fd::{AsRawFd, OwnedFd};
 use std::ptr::NonNull;
 use std::sync::Arc;
 
-/// Alignment of every buffer: a multiple of any block size O_DIRECT asks.
-const ALIGN: usize = 4096;
+/// Alignment of every buffer: a multiple of the block sizes O_DIRECT asks
+/// of common devices (a segment on a device wanting more is refused).
+pub const ALIGN: usize = 4096;
 
 /// A zeroed, block-aligned buffer owned outright, so that it can travel to
 /// the blocking thread and come back to be reused.
@@ -78,7 +79,8 @@ pub struct Written {
 /// blocking thread and, with `sync`, then `fdatasync`s there too (one hand-
 /// off instead of a second one to io_uring's worker). The descriptor is
 /// shared so it stays open until the write is over, even if the caller
-/// goes away first.
+/// goes away first (glommio then never hands the result back, so the
+/// buffer is not freed: a caller is only dropped when its shard stops).
 pub async fn pwrite(fd: &Arc<OwnedFd>, buf: BlockBuf, len: usize, at: u64, sync: bool) -> Written {
     let fd = fd.clone();
     glommio::executor()

@@ -1,5 +1,6 @@
 //! The per-shard write-ahead log: segments of framed records written with
-//! DMA (io_uring, O_DIRECT) by group commit, read back at recovery.
+//! O_DIRECT by group commit (off the shard's thread, see [`direct`]), read
+//! back at recovery.
 
 mod direct;
 pub mod scan;

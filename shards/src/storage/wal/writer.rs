@@ -261,6 +261,12 @@ impl LogWriter {
             .dma_open(path)
             .await?;
         let align = file.alignment();
+        if align as usize > direct::ALIGN {
+            return Err(io::Error::other(format!(
+                "the log's device wants {align}-byte aligned writes; at most {} are supported",
+                direct::ALIGN
+            )));
+        }
         let mut header = Vec::new();
         encode_frame(
             &Frame::SegmentHeader {
@@ -327,6 +333,10 @@ impl Segment {
         bytes[t + data.len()..].fill(0);
         let new_tail_start = (end - end % self.align - start) as usize;
         let new_tail = bytes[new_tail_start..(end - start) as usize].to_vec();
+        // Marked dirty before the write starts: if this future is dropped
+        // while the blocking thread still writes, the next write zeroes
+        // whatever it put past the valid end.
+        self.dirty_until = self.dirty_until.max(write_end);
         let done = direct::pwrite(&self.fd, buf, len, start, sync).await;
         // A group far above the usual (a huge object) does not pin its
         // buffer for the segment's life.
@@ -375,8 +385,9 @@ async fn zero_fill(file: &DmaFile, from: u64, to: u64) -> io::Result<()> {
 
 /// A second descriptor of `file`, owned apart from glommio's.
 fn dup(file: &DmaFile) -> io::Result<OwnedFd> {
-    // SAFETY: duplicating a descriptor this process has open.
-    let fd = unsafe { libc::dup(file.as_raw_fd()) };
+    // SAFETY: duplicating a descriptor this process has open (close-on-exec,
+    // as Rust opens files).
+    let fd = unsafe { libc::fcntl(file.as_raw_fd(), libc::F_DUPFD_CLOEXEC, 0) };
     if fd < 0 {
         return Err(io::Error::last_os_error());
     }
