@@ -376,14 +376,34 @@ fn listen_socket(addr: SocketAddr) -> std::io::Result<glommio::net::TcpListener>
 /// SO_REUSEADDR, as every server does: connections of a server that just
 /// stopped linger in TIME_WAIT on the port for a minute, and a restart
 /// must not be refused because of them.
+///
+/// A port found in use is probed again for a short while: a server that
+/// was just killed can still hold its listener for a moment after it is
+/// gone (the kernel tears its io_uring instance, and the files in flight
+/// there, down asynchronously), and a restart must get the port back.
 fn reserve_port(addr: SocketAddr) -> Result<socket2::Socket, String> {
     use socket2::{Domain, Socket, Type};
+    const RELEASE_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
     let cannot_bind = |e: std::io::Error| format!("cannot bind {addr}: {e}");
     if addr.port() != 0 {
-        let probe =
-            Socket::new(Domain::for_address(addr), Type::STREAM, None).map_err(cannot_bind)?;
-        probe.set_reuse_address(true).map_err(cannot_bind)?;
-        probe.bind(&addr.into()).map_err(cannot_bind)?;
+        let probe = || -> std::io::Result<()> {
+            let s = Socket::new(Domain::for_address(addr), Type::STREAM, None)?;
+            s.set_reuse_address(true)?;
+            s.bind(&addr.into())
+        };
+        let give_up = std::time::Instant::now() + RELEASE_WAIT;
+        loop {
+            match probe() {
+                Ok(()) => break,
+                Err(e)
+                    if e.kind() == std::io::ErrorKind::AddrInUse
+                        && std::time::Instant::now() < give_up =>
+                {
+                    std::thread::sleep(std::time::Duration::from_millis(20));
+                }
+                Err(e) => return Err(cannot_bind(e)),
+            }
+        }
     }
     shared_socket(addr).map_err(cannot_bind)
 }
