@@ -2,7 +2,10 @@
 # for readiness, stopping, etcd 3.4 on loopback, and one result row.
 # Expects TMP (a scratch directory) and the pids array of the caller.
 
-ready() { for _ in $(seq 400); do curl -sf "$1" >/dev/null 2>&1 && return 0; sleep 0.05; done; echo "not ready: $1" >&2; exit 1; }
+ready() { # ready URL [LOG]: waits up to 20 s; on failure shows the log's end
+  for _ in $(seq 400); do curl -sf "$1" >/dev/null 2>&1 && return 0; sleep 0.05; done
+  echo "not ready: $1" >&2; [ -n "${2:-}" ] && tail -n 20 "$2" >&2; exit 1
+}
 stop() { kill "$1" 2>/dev/null || true; wait "$1" 2>/dev/null || true; }
 
 start_etcd() { # start_etcd: a fresh etcd on 127.0.0.1:23790, its pid in ETP
@@ -10,7 +13,7 @@ start_etcd() { # start_etcd: a fresh etcd on 127.0.0.1:23790, its pid in ETP
   etcd --data-dir "$TMP/etcd" --listen-client-urls http://127.0.0.1:23790 --advertise-client-urls http://127.0.0.1:23790 \
     --listen-peer-urls http://127.0.0.1:23800 --initial-advertise-peer-urls http://127.0.0.1:23800 \
     --initial-cluster default=http://127.0.0.1:23800 --quota-backend-bytes 8589934592 >"$TMP/etcd.log" 2>&1 & ETP=$!; pids+=($ETP)
-  ready http://127.0.0.1:23790/health
+  ready http://127.0.0.1:23790/health "$TMP/etcd.log"
 }
 
 cpu_seconds() { awk '{printf "%.2f", ($14 + $15) / 100}' "/proc/$1/stat"; }

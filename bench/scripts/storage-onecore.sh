@@ -26,7 +26,7 @@ for r in $(seq "$ROUNDS"); do
   for transport in http1 http2; do
     rm -rf "$TMP/ks"
     taskset -c 0 $KS --insecure-port 18500 --secure-port 0 --bind-address 127.0.0.1 --shards 1 --fsync always --data-dir "$TMP/ks" >"$TMP/ks.log" 2>&1 & KSP=$!; pids+=($KSP)
-    ready http://127.0.0.1:18500/readyz
+    ready http://127.0.0.1:18500/readyz "$TMP/ks.log"
     flags=(); [ "$transport" = http2 ] && flags=(--http2)
     c0=$(cpu_seconds $KSP)
     $B --quiet --duration "${SECS}s" --concurrency "$c" --object-size 1024 "${flags[@]}" --output "$OUT/ks-$transport-c$c-r$r.json" create --url http://127.0.0.1:18500 >/dev/null

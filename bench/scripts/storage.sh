@@ -26,7 +26,7 @@ trap 'kill "${pids[@]}" 2>/dev/null || true; rm -rf "$TMP"' EXIT
 start_ks() { # start_ks NAME [flags]: fresh data dir, port 18500
   rm -rf "$TMP/$1"
   $KS --insecure-port 18500 --secure-port 0 --bind-address 127.0.0.1 --shards 2 --data-dir "$TMP/$1" "${@:2}" >"$TMP/$1.log" 2>&1 & KSP=$!; pids+=($KSP)
-  ready http://127.0.0.1:18500/readyz
+  ready http://127.0.0.1:18500/readyz "$TMP/$1.log"
 }
 
 echo "round target concurrency creates_per_s p50_ms p99_ms"
@@ -61,7 +61,7 @@ if [ "$RECOVER_N" -gt 0 ]; then
   echo "objects $count, JSON $json bytes ($((json / count)) per object), disk $disk bytes ($((disk / count)) per object)" | tee "$OUT/disk.txt"
   t0=$(date +%s.%N)
   $KS --insecure-port 18500 --secure-port 0 --bind-address 127.0.0.1 --shards 2 --data-dir "$TMP/recover" >"$TMP/recover2.log" 2>&1 & KSP=$!; pids+=($KSP)
-  ready http://127.0.0.1:18500/readyz
+  ready http://127.0.0.1:18500/readyz "$TMP/recover2.log"
   t1=$(date +%s.%N)
   echo "restart to ready with $count objects: $(python3 -c "print(round($t1-$t0,2))") s; $(grep -o 'recovered stored state.*' "$TMP/recover2.log" | sed 's/\x1b\[[0-9;]*m//g')" | tee -a "$OUT/disk.txt"
   stop $KSP
