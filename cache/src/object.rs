@@ -90,7 +90,7 @@ impl ObjectMeta {
         Self {
             lifecycle: Some(
                 meta::metadata(obj)
-                    .is_some_and(|m| LIFECYCLE_KEYS.iter().any(|k| m.contains_key(*k))),
+                    .is_some_and(|m| LIFECYCLE_KEYS.iter().any(|k| meta::member(m, k).is_some())),
             ),
             revision,
             namespace: meta::namespace(obj).into(),
@@ -279,8 +279,16 @@ impl StoredObject {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use kubeshard_core::catalog::Catalog;
+    use kubeshard_core::catalog::{Catalog, ResourceInfo};
     use serde_json::json;
+
+    fn builtin(plural: &str) -> std::sync::Arc<ResourceInfo> {
+        Catalog::with_builtins()
+            .snapshot()
+            .lookup("", "v1", plural)
+            .unwrap()
+            .clone()
+    }
 
     proptest::proptest! {
         /// The first-byte search finds what a substring search finds.
@@ -301,11 +309,7 @@ mod tests {
     /// controllers must see is never skipped.
     #[test]
     fn lifecycle_metadata_is_flagged_where_controllers_need_it() {
-        let info = Catalog::with_builtins()
-            .snapshot()
-            .lookup("", "v1", "configmaps")
-            .unwrap()
-            .clone();
+        let info = builtin("configmaps");
         let flagged = |v: serde_json::Value| {
             let encoded = StoredObject::encode(&info, &v, 1);
             let mut meta = ObjectMeta::of(&info, &v, 1);
@@ -329,11 +333,7 @@ mod tests {
 
     #[test]
     fn json_and_frame_share_one_encoding() {
-        let info = Catalog::with_builtins()
-            .snapshot()
-            .lookup("", "v1", "pods")
-            .unwrap()
-            .clone();
+        let info = builtin("pods");
         let with_uid = json!({"metadata": {"name": "p", "ownerReferences": [{"uid": "u-0"}],
                                            "uid": "1c0a8f4e-6a53-4a86-a2de-3f0e0f9d3a51"}});
         let o = StoredObject::encode(&info, &with_uid, 3);

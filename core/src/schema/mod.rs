@@ -106,19 +106,24 @@ impl SchemaRegistry {
         }
     }
 
-    /// The schema of a kind, if registered.
-    pub fn kind(&self, group: &str, version: &str, kind: &str) -> Option<Schema<'_>> {
+    /// A kind's full name and schema node, found by borrowed strings.
+    fn kind_entry(&self, group: &str, version: &str, kind: &str) -> Option<&(Gvk, NodeId)> {
         self.by_kind
             .get(kind)?
             .iter()
             .find(|((g, v, _), _)| g == group && v == version)
+    }
+
+    /// The schema of a kind, if registered.
+    pub fn kind(&self, group: &str, version: &str, kind: &str) -> Option<Schema<'_>> {
+        self.kind_entry(group, version, kind)
             .map(|&(_, id)| Schema { reg: self, id })
     }
 
     /// The definition name of a kind (`io.k8s.api.core.v1.Pod`).
     pub fn kind_definition(&self, group: &str, version: &str, kind: &str) -> Option<&str> {
-        self.kinds
-            .get(&(group.to_string(), version.to_string(), kind.to_string()))
+        self.kind_entry(group, version, kind)
+            .and_then(|(gvk, _)| self.kinds.get(gvk))
             .map(String::as_str)
     }
 

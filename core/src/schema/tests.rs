@@ -81,3 +81,20 @@ fn every_fact_names_a_field_that_exists_when_its_definition_is_loaded() {
         }
     }
 }
+
+/// Kinds are found by borrowed names: every registered kind's schema and
+/// definition come back from (group, version, kind), and nothing else does.
+#[test]
+fn every_kind_is_found_by_its_names() {
+    let r = builtin();
+    for (gvk, def) in r.kinds() {
+        assert_eq!(
+            r.kind_definition(&gvk.0, &gvk.1, &gvk.2),
+            Some(def),
+            "{gvk:?}"
+        );
+        assert!(r.kind(&gvk.0, &gvk.1, &gvk.2).is_some(), "{gvk:?}");
+    }
+    assert!(r.kind("apps", "v1", "ConfigMap").is_none());
+    assert_eq!(r.kind_definition("", "v2", "ConfigMap"), None);
+}

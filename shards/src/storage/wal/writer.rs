@@ -18,7 +18,7 @@ use crate::storage::record::{encode_frame, Frame};
 use crate::storage::FsyncPolicy;
 use glommio::io::{DmaFile, OpenOptions};
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
@@ -343,21 +343,11 @@ impl Segment {
         if done.buf.capacity() <= MAX_KEPT_BUFFER {
             self.scratch = Some(done.buf);
         }
-        let written = match done.written {
-            Ok(n) => n,
-            Err(e) => {
-                self.dirty_until = self.dirty_until.max(write_end);
-                return Err(e);
-            }
-        };
-        if written < len {
-            self.dirty_until = self.dirty_until.max(write_end);
+        // On any failure below, the blocks stay marked dirty (above).
+        if done.written? < len {
             return Err(io::Error::from_raw_os_error(libc::ENOSPC));
         }
-        if let Err(e) = done.synced {
-            self.dirty_until = self.dirty_until.max(write_end);
-            return Err(e);
-        }
+        done.synced?;
         self.dirty_until = end;
         Ok((end, new_tail))
     }
@@ -383,14 +373,9 @@ async fn zero_fill(file: &DmaFile, from: u64, to: u64) -> io::Result<()> {
     Ok(())
 }
 
-/// A second descriptor of `file`, owned apart from glommio's.
+/// A second (close-on-exec) descriptor of `file`, owned apart from
+/// glommio's.
 fn dup(file: &DmaFile) -> io::Result<OwnedFd> {
-    // SAFETY: duplicating a descriptor this process has open (close-on-exec,
-    // as Rust opens files).
-    let fd = unsafe { libc::fcntl(file.as_raw_fd(), libc::F_DUPFD_CLOEXEC, 0) };
-    if fd < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: `fd` was just created and nothing else owns it.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+    // SAFETY: `file` keeps the descriptor open for this borrow.
+    unsafe { BorrowedFd::borrow_raw(file.as_raw_fd()) }.try_clone_to_owned()
 }
