@@ -95,6 +95,24 @@ pub struct Flags {
     #[arg(long, default_value = "0", value_parser = parse_duration)]
     pub spin_before_park: Duration,
 
+    /// Most connections open at once (0: a tenth below the process's file
+    /// descriptor limit, whose soft value is raised to the hard one). At
+    /// the cap a new connection closes the oldest one that authenticated
+    /// nobody and has nothing in flight, or is refused when there is none.
+    #[arg(long, default_value_t = 0)]
+    pub max_connections: usize,
+
+    /// A connection with nothing in flight for this long is closed
+    /// (kube-apiserver's IdleTimeout; tests shorten it).
+    #[arg(long, hide = true, default_value = "90s", value_parser = parse_duration)]
+    pub connection_idle_timeout: Duration,
+
+    /// An HTTP/1.1 connection that started a request but has not sent its
+    /// whole head for this long is closed (kube-apiserver's
+    /// ReadHeaderTimeout; tests shorten it).
+    #[arg(long, hide = true, default_value = "32s", value_parser = parse_duration)]
+    pub request_header_timeout: Duration,
+
     /// Registered IO memory per executor, in KiB (must fit in `ulimit -l`).
     #[arg(long, default_value_t = 512)]
     pub io_memory_kib: usize,
@@ -117,9 +135,15 @@ pub struct Flags {
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
     pub enable_garbage_collector: bool,
 
-    /// Address advertised in discovery.
+    /// Address advertised in discovery and in the `kubernetes` Service's
+    /// Endpoints.
     #[arg(long)]
     pub advertise_address: Option<IpAddr>,
+
+    /// The range Services' cluster IPs come from; its first address is
+    /// the `kubernetes` Service's.
+    #[arg(long, default_value = "10.0.0.0/24", value_parser = parse_cidr_first)]
+    pub service_cluster_ip_range: IpAddr,
 
     /// Calibration mode: answer every request with a fixed body of this
     /// many bytes through the same serving stack, to measure this
@@ -177,6 +201,12 @@ pub struct ServerConfig {
     pub hello: Option<bytes::Bytes>,
     /// Deletes set the garbage collector's finalizers.
     pub enable_garbage_collector: bool,
+    /// The cap on open connections, shared by the executors.
+    pub conn_limit: std::sync::Arc<crate::serving::connections::ConnLimit>,
+    pub conn_timeouts: crate::serving::connections::Timeouts,
+    /// The `kubernetes` Service's cluster IP (the first address of
+    /// `--service-cluster-ip-range`).
+    pub service_cluster_ip: IpAddr,
 }
 
 impl ServerConfig {
@@ -208,5 +238,61 @@ mod tests {
         assert_eq!(parse_size("100").unwrap(), 100);
         assert!(parse_size("1Ti").is_err());
         assert!(parse_size("99999999999999Gi").is_err());
+    }
+}
+
+/// The first usable address of a CIDR (its network address plus one), as
+/// kube-apiserver gives the `kubernetes` Service.
+fn parse_cidr_first(s: &str) -> Result<IpAddr, String> {
+    let (net, bits) = s
+        .split_once('/')
+        .ok_or_else(|| format!("{s:?} is not a CIDR (address/bits)"))?;
+    let addr: IpAddr = net.parse().map_err(|e| format!("{s:?}: {e}"))?;
+    let bits: u32 = bits.parse().map_err(|e| format!("{s:?}: {e}"))?;
+    match addr {
+        IpAddr::V4(v4) if bits <= 30 => {
+            let mask = if bits == 0 {
+                0
+            } else {
+                u32::MAX << (32 - bits)
+            };
+            Ok(IpAddr::V4((u32::from(v4) & mask).wrapping_add(1).into()))
+        }
+        IpAddr::V6(v6) if bits <= 126 => {
+            let mask = if bits == 0 {
+                0
+            } else {
+                u128::MAX << (128 - bits)
+            };
+            Ok(IpAddr::V6((u128::from(v6) & mask).wrapping_add(1).into()))
+        }
+        _ => Err(format!("{s:?}: the range is too small for a service")),
+    }
+}
+
+#[cfg(test)]
+mod cidr_tests {
+    use super::parse_cidr_first;
+
+    #[test]
+    fn first_address_of_a_range() {
+        assert_eq!(
+            parse_cidr_first("10.0.0.0/24").unwrap().to_string(),
+            "10.0.0.1"
+        );
+        assert_eq!(
+            parse_cidr_first("10.96.0.0/12").unwrap().to_string(),
+            "10.96.0.1"
+        );
+        assert_eq!(
+            parse_cidr_first("10.96.3.7/12").unwrap().to_string(),
+            "10.96.0.1"
+        );
+        assert_eq!(
+            parse_cidr_first("fd00::/108").unwrap().to_string(),
+            "fd00::1"
+        );
+        assert!(parse_cidr_first("10.0.0.0").is_err());
+        assert!(parse_cidr_first("10.0.0.0/32").is_err());
     }
 }

@@ -92,6 +92,16 @@ fn serve(mut flags: Flags) -> Result<(), String> {
         &security.trust_pem,
         &security.issuer,
     )?;
+    let fd_limit = serving::connections::raise_fd_limit();
+    let conn_limit = Arc::new(match flags.max_connections {
+        0 => serving::connections::ConnLimit::from_fd_limit(fd_limit),
+        n => serving::connections::ConnLimit::new(n),
+    });
+    tracing::info!(
+        fd_limit,
+        max_connections = conn_limit.max(),
+        "connection limit"
+    );
     let config = Arc::new(ServerConfig {
         min_request_timeout: flags.min_request_timeout,
         bookmark_interval: flags.watch_bookmark_interval,
@@ -100,6 +110,12 @@ fn serve(mut flags: Flags) -> Result<(), String> {
         advertise: flags.advertise_address,
         hello: flags.hello_bytes.map(|n| bytes::Bytes::from(vec![b'x'; n])),
         enable_garbage_collector: flags.enable_garbage_collector,
+        conn_limit,
+        conn_timeouts: serving::connections::Timeouts {
+            idle: flags.connection_idle_timeout,
+            header: flags.request_header_timeout,
+        },
+        service_cluster_ip: flags.service_cluster_ip_range,
     });
     let limits = RingLimits {
         max_events: flags.watch_history_max_events,
@@ -172,6 +188,7 @@ fn serve(mut flags: Flags) -> Result<(), String> {
             let secure_listener = secure.bind(ctx.id, executors);
             let insecure_listener = insecure.as_ref().map(|l| l.bind(ctx.id, executors));
             glommio::spawn_local(api.stalls.clone().run(ctx.shutdown.clone())).detach();
+            glommio::spawn_local(api.connections.clone().run(ctx.shutdown.clone())).detach();
             if ctx.id == 0 {
                 start_controllers(
                     &api,
@@ -221,6 +238,7 @@ fn start_controllers(
     glommio::spawn_local(async move {
         let boot = async {
             handlers::bootstrap(&api).await?;
+            controllers::kubernetes_service::ensure(&api).await?;
             controllers::security::bootstrap_policy::ensure(&api).await?;
             controllers::security::aggregation::settle(&api).await
         };

@@ -214,8 +214,8 @@ fn metrics_report_bounded_history() {
         + kubeshard_core::rbac::bootstrap::cluster_role_bindings().len();
     assert_eq!(
         objects,
-        54 + rbac as i64,
-        "50 configmaps, 4 namespaces and the bootstrap RBAC policy: {text}"
+        55 + rbac as i64,
+        "50 configmaps, 4 namespaces, the kubernetes Service and the bootstrap RBAC policy: {text}"
     );
     assert_eq!(metric(&text, "watchers").iter().sum::<i64>(), 1, "{text}");
     // Four resources (namespaces, configmaps, clusterroles and their

@@ -105,7 +105,10 @@ impl ObjectMeta {
                 let values: Vec<String> = info
                     .selectable_fields
                     .iter()
-                    .map(|f| meta::field_value(obj, f.path))
+                    .map(|f| match meta::field_value(obj, f.path) {
+                        v if v.is_empty() => f.absent.to_string(),
+                        v => v,
+                    })
                     .collect();
                 PackedPairs::new(
                     info.selectable_fields

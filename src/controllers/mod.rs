@@ -7,6 +7,7 @@
 
 mod garbagecollector;
 mod informer;
+pub mod kubernetes_service;
 mod namespace;
 pub(crate) mod objmeta;
 mod queue;

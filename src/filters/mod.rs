@@ -17,15 +17,18 @@ pub mod timeout;
 
 use crate::handlers::response::{self, Render};
 use crate::handlers::Api;
-use crate::serving::body::Body;
+use crate::serving::body::{Body, Held};
 use crate::serving::conn::ConnInfo;
+use crate::serving::connections::ActiveRequest;
+use crate::serving::cut::Cut;
 use http::{HeaderValue, Request, Response};
-use hyper::body::Incoming;
-use kubeshard_core::authn::{Attributes, UserInfo};
+use hyper::body::{Body as _, Incoming};
+use kubeshard_core::authn::{Attributes, UserInfo, ANONYMOUS};
 use kubeshard_core::status::ApiError;
 use requestinfo::{Query, RequestInfo};
 use std::rc::Rc;
 use std::sync::Arc;
+use std::time::Instant;
 
 /// The user a request acts as, for handlers that need it (reviews,
 /// escalation checks, TokenRequest).
@@ -53,14 +56,55 @@ pub fn attributes(info: &RequestInfo) -> Attributes {
     }
 }
 
+/// A response, and what it holds until it is sent.
+pub struct Served {
+    resp: Response<Body>,
+    /// The flow-control slot: a response counts against the in-flight
+    /// limit until it is sent, not only while it is computed.
+    permit: Option<flowcontrol::Permit>,
+    /// Where the sweeper cuts the response off if it is still being sent
+    /// when the request's deadline passes.
+    deadline: Option<Rc<crate::handlers::stall::Deadline>>,
+}
+
+/// What a response body holds until hyper drops it.
+pub type Holds = (
+    ActiveRequest,
+    Option<flowcontrol::Permit>,
+    Option<Rc<crate::handlers::stall::Deadline>>,
+);
+
+impl From<Response<Body>> for Served {
+    fn from(resp: Response<Body>) -> Self {
+        Self {
+            resp,
+            permit: None,
+            deadline: None,
+        }
+    }
+}
+
+impl Served {
+    pub fn into_response(self, active: ActiveRequest) -> Response<Held<Holds>> {
+        let hold = (active, self.permit, self.deadline);
+        self.resp.map(|body| Held::new(body, hold))
+    }
+}
+
+/// Response bodies at least this large get a deadline: smaller ones go
+/// into the socket's buffer at once.
+const DEADLINE_BODY: u64 = 256 * 1024;
+
 /// Serves one request through the chain; never fails (errors become
 /// Status responses).
-pub async fn serve(api: &Rc<Api>, conn: &ConnInfo, mut req: Request<Incoming>) -> Response<Body> {
+pub async fn serve(api: &Rc<Api>, conn: &ConnInfo, mut req: Request<Incoming>) -> Served {
     if api.config.hello.is_some() {
         return api
             .handle(req, RequestInfo::default(), Query::default())
-            .await;
+            .await
+            .into();
     }
+    let started = Instant::now();
     let received = chrono::Utc::now();
     let arrived_at = api.shards().sequencer().closed();
     let audit_id = req
@@ -96,19 +140,24 @@ pub async fn serve(api: &Rc<Api>, conn: &ConnInfo, mut req: Request<Incoming>) -
                 incoming,
             );
             let resp = response::error(&e, Render::JSON);
-            return with_audit_id(finish(record, resp), &audit_id);
+            return with_audit_id(finish(record, resp), &audit_id).into();
         }
     };
+    if user.name != ANONYMOUS {
+        conn.state.set_trusted();
+    }
     let mut record = audit::Record::begin(config.audit.as_ref(), &user, &attrs, &info, incoming);
     let permit = match admitted(api, &user, &attrs, &info, arrived_at, &mut record, &mut req).await
     {
         Ok(p) => p,
         Err(e) => {
             return with_audit_id(finish(record, response::error(&e, Render::JSON)), &audit_id)
+                .into()
         }
     };
     let budget = timeout::budget(config.request_timeout, query.get("timeout"));
     let long_running = info.is_resource_request && info.verb == "watch";
+    let cut = req.extensions().get::<Cut>().cloned();
     // The handler's future is boxed before it is wrapped: `limit` and
     // `catch_unwind` take their futures by value, and moving the unboxed
     // state machine copied several kilobytes per request.
@@ -123,7 +172,6 @@ pub async fn serve(api: &Rc<Api>, conn: &ConnInfo, mut req: Request<Incoming>) -
         }
     });
     let out = futures_lite::FutureExt::catch_unwind(handled).await;
-    drop(permit);
     let resp = match out {
         Ok(Ok(resp)) => resp,
         Ok(Err(timeout)) => response::error(&timeout, Render::JSON),
@@ -134,7 +182,28 @@ pub async fn serve(api: &Rc<Api>, conn: &ConnInfo, mut req: Request<Incoming>) -
             std::panic::resume_unwind(panic);
         }
     };
-    with_audit_id(finish(record, resp), &audit_id)
+    // A response still being sent when the request's time is up is cut
+    // off, as kube-apiserver's timeout filter kills a handler that is
+    // still writing: a client that does not read cannot hold its slot
+    // (and the buffers behind it) for longer than any request may take.
+    let deadline = match cut {
+        Some(cut)
+            if !long_running
+                && resp
+                    .body()
+                    .size_hint()
+                    .exact()
+                    .is_some_and(|n| n >= DEADLINE_BODY) =>
+        {
+            Some(api.stalls.deadline(cut, started + budget))
+        }
+        _ => None,
+    };
+    Served {
+        resp: with_audit_id(finish(record, resp), &audit_id),
+        permit,
+        deadline,
+    }
 }
 
 /// Impersonation, flow control and authorization, in that order. On

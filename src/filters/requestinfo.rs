@@ -136,7 +136,9 @@ impl RequestInfo {
         }
         info.verb = match *method {
             http::Method::GET | http::Method::HEAD => {
-                if watch_prefix || query.flag("watch") {
+                // `?watch` makes a collection GET a watch; a GET of one
+                // named object stays a GET (kube routes it to the getter).
+                if watch_prefix || (info.name.is_empty() && query.flag("watch")) {
                     "watch".into()
                 } else if info.name.is_empty() {
                     "list".into()
@@ -156,8 +158,22 @@ impl RequestInfo {
             }
             _ => info.verb,
         };
+        if matches!(info.verb.as_str(), "list" | "watch") && info.name.is_empty() {
+            info.name = selected_name(query).unwrap_or_default();
+        }
         info
     }
+}
+
+/// The name a list or watch selects with `fieldSelector=metadata.name=…`:
+/// kube authorizes such a request for that name, so a user allowed one
+/// object by `resourceNames` may list or watch just that object.
+fn selected_name(query: &Query) -> Option<String> {
+    let selector =
+        kubeshard_core::selector::fields::FieldSelector::parse(query.get("fieldSelector")?).ok()?;
+    let name = selector.exact_match("metadata.name")?;
+    let valid = !name.is_empty() && name != "." && name != ".." && !name.contains(['/', '%']);
+    valid.then(|| name.to_string())
 }
 
 #[cfg(test)]
@@ -223,6 +239,36 @@ mod tests {
         let g = p(Method::GET, "/apis/apps", "");
         assert_eq!(g.group, "apps");
         assert!(!p(Method::GET, "/api", "").is_resource_request);
+    }
+
+    #[test]
+    fn lists_and_watches_selecting_one_name_name_it() {
+        let w = p(
+            Method::GET,
+            "/api/v1/namespaces/a/secrets",
+            "watch=1&fieldSelector=metadata.name%3Ds1",
+        );
+        assert_eq!((w.verb.as_str(), w.name.as_str()), ("watch", "s1"));
+        let l = p(
+            Method::GET,
+            "/api/v1/secrets",
+            "fieldSelector=type%3DOpaque,metadata.name%3Ds2",
+        );
+        assert_eq!((l.verb.as_str(), l.name.as_str()), ("list", "s2"));
+        for q in [
+            "fieldSelector=metadata.name%21%3Ds1",
+            "fieldSelector=metadata.name%3D..",
+            "fieldSelector=type%3DOpaque",
+        ] {
+            assert_eq!(p(Method::GET, "/api/v1/secrets", q).name, "", "{q}");
+        }
+        let by_path = p(Method::GET, "/api/v1/watch/namespaces/a/secrets/s1", "");
+        assert_eq!(
+            (by_path.verb.as_str(), by_path.name.as_str()),
+            ("watch", "s1")
+        );
+        let named = p(Method::GET, "/api/v1/namespaces/a/secrets/s1", "watch=true");
+        assert_eq!((named.verb.as_str(), named.name.as_str()), ("get", "s1"));
     }
 
     #[test]

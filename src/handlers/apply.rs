@@ -3,11 +3,11 @@
 //! it), with ownership and conflicts decided by `kubeshard_core::apply`.
 
 use super::create::{bind_namespace, prepare};
-use super::decode::check_type;
+use super::decode::{check_result_size, check_type};
 use super::fields::schema_of;
 use super::managers::Tracking;
 use super::patch::{options_invalid, precondition};
-use super::update::{apply_update, dry_run, finish_update};
+use super::update::{apply_update, dry_run, finish_update, Creates};
 use super::warnings::Warnings;
 use super::{namespaces, Api, HandlerResult, ResourceRequest};
 use kubeshard_cache::StoredObject;
@@ -96,12 +96,13 @@ pub async fn apply(
         let api_version = info.api_version();
         let writer = tracking.writer(&info, &api_version);
         let merged = apply::apply(&writer, live.as_ref(), &config, force, &describe)?;
+        check_result_size(&merged, old.map_or(0, |o| o.json_slice().len()))?;
         match live {
             None => prepare(&info, merged),
             Some(live) => apply_update(&info, merged, &live, status_only),
         }
     });
-    finish_update(api, rr, try_update, dry)
+    finish_update(api, rr, try_update, dry, Creates::Allowed)
         .await
         .map(|resp| warnings.apply(resp))
 }

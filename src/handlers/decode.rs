@@ -68,6 +68,20 @@ async fn drain(body: &mut Incoming) {
     }
 }
 
+/// What a patch or an apply produced must not be larger than a body a
+/// client may send, unless it is no larger than the object was: merging
+/// could otherwise grow an object past any bound, one request at a time,
+/// while an object that defaulting made large stays patchable. Measured
+/// without encoding it.
+pub fn check_result_size(obj: &Value, old_len: usize) -> Result<(), ApiError> {
+    match kubeshard_core::patch::json::encoded_len_within(obj, MAX_BODY.max(old_len)) {
+        Some(_) => Ok(()),
+        None => Err(ApiError::request_entity_too_large(&format!(
+            "the patched object is larger than the limit of {MAX_BODY} bytes"
+        ))),
+    }
+}
+
 fn too_large() -> ApiError {
     ApiError::request_entity_too_large(&format!("limit is {MAX_BODY}"))
 }

@@ -5,6 +5,7 @@
 use super::decode::read_body;
 use super::list::{filter, list_objects};
 use super::namespaces;
+use super::negotiation::Input;
 use super::response::{self, ListMeta};
 use super::{Api, HandlerResult, ResourceRequest};
 use crate::registry;
@@ -26,19 +27,43 @@ async fn delete_options(
     rr: &ResourceRequest,
     req: Request<Incoming>,
 ) -> Result<DeleteOptions, ApiError> {
-    let (_, body) = read_body(req).await?;
+    let (input, body) = read_body(req).await?;
     let mut opts = if body.iter().all(u8::is_ascii_whitespace) {
         DeleteOptions::default()
     } else {
-        let v: Value = serde_json::from_slice(&body).map_err(|e| {
-            ApiError::bad_request(format!(
-                "the body of the request could not be decoded as DeleteOptions: {e}"
-            ))
-        })?;
-        DeleteOptions::from_body(&v)?
+        DeleteOptions::from_body(&decode_delete_options(input, &body)?)?
     };
     opts.merge_query(|k| rr.query.get(k).map(str::to_string))?;
     Ok(opts)
+}
+
+/// A DeleteOptions body in any encoding a client may send it in (JSON,
+/// YAML, protobuf — kubectl's typed clients and the controllers send
+/// protobuf). Like kube, any apiVersion goes as long as the kind is
+/// DeleteOptions or unset.
+fn decode_delete_options(input: Input, body: &[u8]) -> Result<Value, ApiError> {
+    let v = match input {
+        Input::Protobuf => kubeshard_core::protobuf::decode_object_or(body, "v1", "DeleteOptions")
+            .map_err(ApiError::bad_request)?,
+        Input::Yaml => serde_yaml::from_slice(body)
+            .map_err(|e| ApiError::bad_request(format!("error converting YAML to JSON: {e}")))?,
+        Input::Json => serde_json::from_slice(body).map_err(|e| {
+            ApiError::bad_request(format!(
+                "the body of the request could not be decoded as DeleteOptions: {e}"
+            ))
+        })?,
+        _ => {
+            return Err(ApiError::unsupported_media_type(
+                super::negotiation::ACCEPTED_INPUT,
+            ))
+        }
+    };
+    match v.get("kind").and_then(Value::as_str).unwrap_or("") {
+        "" | "DeleteOptions" => Ok(v),
+        other => Err(ApiError::bad_request(format!(
+            "no kind {other:?} is registered for the DeleteOptions body"
+        ))),
+    }
 }
 
 pub async fn delete(api: &Rc<Api>, rr: &ResourceRequest, req: Request<Incoming>) -> HandlerResult {
@@ -118,7 +143,7 @@ pub async fn delete_collection(
 ) -> HandlerResult {
     let info = rr.resource.clone();
     let opts = delete_options(rr, req).await?;
-    let filter = filter(&info, &rr.info.namespace, &rr.query)?;
+    let filter = filter(&info, &rr.info.namespace, "", &rr.query)?;
     let listed = list_objects(api, rr, filter).await?;
     for obj in &listed.items {
         api.admission

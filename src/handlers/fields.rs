@@ -33,7 +33,14 @@ pub fn decode_object(
 ) -> Result<Value, ApiError> {
     let schema = schema_of(info);
     let (value, issues) = match input {
-        Input::Yaml | Input::ApplyPatch => {
+        // A whole object comes as JSON, YAML or protobuf; a patch type on a
+        // create or an update is a 415, never read as JSON.
+        Input::JsonPatch | Input::MergePatch | Input::StrategicMergePatch | Input::ApplyPatch => {
+            return Err(ApiError::unsupported_media_type(
+                super::negotiation::ACCEPTED_INPUT,
+            ))
+        }
+        Input::Yaml => {
             let mut issues = if directive.reports() {
                 fieldvalidation::duplicate_keys(&String::from_utf8_lossy(body))
             } else {
@@ -52,7 +59,7 @@ pub fn decode_object(
             }
             (v, Vec::new())
         }
-        _ => {
+        Input::Json => {
             let (v, issues) = fieldvalidation::decode_json(body, schema).map_err(|e| {
                 ApiError::bad_request(format!("the body of the request could not be decoded: {e}"))
             })?;

@@ -7,7 +7,7 @@ use base64::Engine;
 use kubeshard_cache::{Filter, StoredObject};
 use kubeshard_core::catalog::ResourceInfo;
 use kubeshard_core::meta::parse_resource_version;
-use kubeshard_core::selector::fields::FieldSelector;
+use kubeshard_core::selector::fields::{FieldRequirement, FieldSelector};
 use kubeshard_core::selector::labels::LabelSelector;
 use kubeshard_core::status::ApiError;
 use kubeshard_shards::store::{ListRequest, NsName};
@@ -22,19 +22,38 @@ pub const FUTURE_RV_WAIT: Duration = Duration::from_secs(3);
 
 /// Builds the filter from namespace and selectors, rejecting field labels
 /// the kind does not support (kube: 400 "field label not supported").
+///
+/// A request that names an object (a watch of `…/secrets/s1`, or a
+/// `metadata.name` field selector, which the request info turned into
+/// that name) sees only that object: the name becomes the selector, and a
+/// selector that names another object is refused, as kube does.
 pub fn filter(
     info: &ResourceInfo,
     namespace: &str,
+    name: &str,
     q: &crate::filters::requestinfo::Query,
 ) -> Result<Filter, ApiError> {
     let labels = match q.get("labelSelector") {
         Some(s) => LabelSelector::parse(s).map_err(ApiError::bad_request)?,
         None => LabelSelector::everything(),
     };
-    let fields = match q.get("fieldSelector") {
+    let mut fields = match q.get("fieldSelector") {
         Some(s) => FieldSelector::parse(s).map_err(|e| ApiError::bad_request(&e))?,
         None => FieldSelector::everything(),
     };
+    if !name.is_empty() {
+        if fields.is_empty() {
+            fields = FieldSelector::from_requirements(vec![FieldRequirement {
+                field: "metadata.name".into(),
+                value: name.into(),
+                negate: false,
+            }]);
+        } else if fields.exact_match("metadata.name") != Some(name) {
+            return Err(ApiError::bad_request(
+                "fieldSelector metadata.name doesn't match requested name",
+            ));
+        }
+    }
     for f in fields.fields() {
         if !info.supports_field(f) {
             return Err(ApiError::bad_request(format!(
@@ -62,10 +81,12 @@ pub async fn wait_not_older_than(api: &Api, n: u64) -> Result<(), ApiError> {
     ))
 }
 
+/// The revision is signed in the token, as kube's is: a forged one past
+/// i64 is refused as kube refuses it.
 #[derive(serde::Serialize, serde::Deserialize)]
 struct ContinueToken {
     v: String,
-    rv: u64,
+    rv: i64,
     ns: String,
     name: String,
 }
@@ -73,7 +94,7 @@ struct ContinueToken {
 fn encode_continue(rv: u64, last: &StoredObject) -> String {
     let t = ContinueToken {
         v: "meta.k8s.io/v1".into(),
-        rv,
+        rv: i64::try_from(rv).expect("revisions stay below i64::MAX"),
         ns: last.namespace.to_string(),
         name: last.name.to_string(),
     };
@@ -81,17 +102,26 @@ fn encode_continue(rv: u64, last: &StoredObject) -> String {
 }
 
 fn decode_continue(token: &str) -> Result<(u64, NsName), ApiError> {
-    let bad = |why: &str| ApiError::bad_request(format!("continue key is not valid: {why}"));
+    let bad = |why: &str| {
+        ApiError::bad_request(format!(
+            "invalid continue token: continue key is not valid: {why}"
+        ))
+    };
     let raw = base64::engine::general_purpose::URL_SAFE
         .decode(token)
-        .map_err(|_| bad("not base64"))?;
-    let t: ContinueToken = serde_json::from_slice(&raw).map_err(|_| bad("not a continue token"))?;
+        .map_err(|e| bad(&e.to_string()))?;
+    let t: ContinueToken = serde_json::from_slice(&raw).map_err(|e| bad(&e.to_string()))?;
     if t.v != "meta.k8s.io/v1" {
-        return Err(bad(
-            "incorrect encoded start resourceVersion (version meta.k8s.io/v1)",
-        ));
+        return Err(bad(&format!(
+            "server does not recognize this encoded version {}",
+            t.v
+        )));
     }
-    Ok((t.rv, (t.ns.into(), t.name.into())))
+    let rv = u64::try_from(t.rv)
+        .ok()
+        .filter(|rv| *rv > 0)
+        .ok_or_else(|| bad("incorrect encoded start resourceVersion (version meta.k8s.io/v1)"))?;
+    Ok((rv, (t.ns.into(), t.name.into())))
 }
 
 /// Decides the snapshot revision from resourceVersion, resourceVersionMatch
@@ -109,6 +139,9 @@ async fn snapshot_revision(
             ));
         }
         let (rev, start) = decode_continue(token)?;
+        // A revision the server has not reached is waited for (kube: 504
+        // "Too large resource version" after 3 s), never served.
+        wait_not_older_than(api, rev).await?;
         return Ok((rev, Some(start)));
     }
     let closed = || api.shards().sequencer().closed();
@@ -285,7 +318,7 @@ impl Ord for Head {
 }
 
 pub async fn list(api: &Rc<Api>, rr: &ResourceRequest) -> HandlerResult {
-    let filter = filter(&rr.resource, &rr.info.namespace, &rr.query)?;
+    let filter = filter(&rr.resource, &rr.info.namespace, &rr.info.name, &rr.query)?;
     let listed = list_objects(api, rr, filter).await?;
     Ok(response::list(
         &rr.resource,

@@ -46,8 +46,11 @@ pub struct Api {
     pub catalog: CatalogReader,
     pub config: Arc<ServerConfig>,
     pub admission: Admission,
-    /// This executor's watchers, for cutting off the ones that stall.
+    /// This executor's watchers and large responses, for cutting off the
+    /// ones that stall or overrun.
     pub stalls: Rc<stall::StallSweeper>,
+    /// This executor's open connections.
+    pub connections: Rc<crate::serving::connections::Connections>,
     /// Authentication, authorization and audit state of this executor.
     pub security: Rc<crate::security::Security>,
     ready: Arc<AtomicBool>,
@@ -59,8 +62,9 @@ pub struct ResourceRequest {
     pub resource: Arc<ResourceInfo>,
     pub query: Query,
     pub render: Render,
-    /// The connection the request came on, so a watch can close it.
-    pub conn: Option<crate::serving::abort::ConnAbort>,
+    /// How to cut the response off (its HTTP/2 stream, or its
+    /// connection), so a stalled watch can be ended.
+    pub conn: Option<crate::serving::cut::Cut>,
     /// Who the request acts as (after impersonation).
     pub user: Arc<kubeshard_core::authn::UserInfo>,
 }
@@ -76,12 +80,17 @@ impl Api {
         security: Rc<crate::security::Security>,
     ) -> Self {
         let stall_timeout = config.watch_stall_timeout;
+        let connections = Rc::new(crate::serving::connections::Connections::new(
+            config.conn_limit.clone(),
+            config.conn_timeouts,
+        ));
         Self {
             exec,
             catalog,
             config,
             admission: Admission::default(),
             stalls: Rc::new(stall::StallSweeper::new(stall_timeout)),
+            connections,
             security,
             ready,
         }
@@ -159,6 +168,11 @@ impl Api {
         if !info.subresource.is_empty() && !resource.has_subresource(&info.subresource) {
             return Err(not_found_path());
         }
+        // Tables and metadata-only views exist for kinds that can be
+        // listed; a review kind answers only in its own encodings.
+        if render.output.is_transformed() && !resource.supports("list") {
+            return Err(ApiError::not_acceptable(negotiation::PRODUCIBLE));
+        }
         if authapi::serves(&info, &resource) {
             return authapi::serve(self, req, &info, &resource, render).await;
         }
@@ -194,10 +208,7 @@ impl Api {
         if resource.namespaced && info.namespace.is_empty() && !matches!(verb, "list" | "watch") {
             return Err(not_found_path());
         }
-        let conn = req
-            .extensions()
-            .get::<crate::serving::abort::ConnAbort>()
-            .cloned();
+        let conn = req.extensions().get::<crate::serving::cut::Cut>().cloned();
         let user = req
             .extensions()
             .get::<crate::filters::RequestUser>()

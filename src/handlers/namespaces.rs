@@ -6,7 +6,7 @@
 //! the namespace Terminating and the namespace controller empties it.
 
 use super::decode::{check_type, parse_object, read_body};
-use super::update::{dry_run, finish_update};
+use super::update::{dry_run, finish_update, Creates};
 use super::{Api, HandlerResult, ResourceRequest};
 use http::Request;
 use hyper::body::Incoming;
@@ -112,7 +112,7 @@ pub async fn finalize(
     }
     let rv = meta::resource_version(&obj).to_string();
     let try_update = crate::registry::set_spec_finalizers(name, rv, wanted);
-    finish_update(api, rr, try_update, dry).await
+    finish_update(api, rr, try_update, dry, Creates::Never).await
 }
 
 /// Each `spec.finalizers` entry is a qualified name, and one without a

@@ -87,10 +87,13 @@ pub async fn handle(
         "/metrics" => {
             let stats = api.shards().stats().await?;
             let mut body = crate::metrics::render(&stats, api.shards().sequencer().closed());
-            // The limiter's gauges go before the OpenMetrics terminator.
-            let inflight = crate::filters::flowcontrol::metrics(&api.security.config.inflight);
+            // The limiters' gauges go before the OpenMetrics terminator.
+            let mut gauges = crate::filters::flowcontrol::metrics(&api.security.config.inflight);
+            gauges.push_str(&crate::serving::connections::metrics(
+                &api.config.conn_limit,
+            ));
             let at = body.rfind("# EOF").unwrap_or(body.len());
-            body.insert_str(at, &inflight);
+            body.insert_str(at, &gauges);
             let mut resp = text(StatusCode::OK, body);
             resp.headers_mut().insert(
                 header::CONTENT_TYPE,

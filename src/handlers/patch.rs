@@ -3,11 +3,11 @@
 //! owning shard so read-modify-write is atomic (a patch without a
 //! resourceVersion never fails on conflict).
 
-use super::decode::read_body;
+use super::decode::{check_result_size, read_body};
 use super::fields;
 use super::managers::Tracking;
 use super::negotiation::Input;
-use super::update::{apply_update, dry_run, finish_update};
+use super::update::{apply_update, dry_run, finish_update, Creates};
 use super::warnings::Warnings;
 use super::{Api, HandlerResult, ResourceRequest};
 use http::Request;
@@ -53,6 +53,7 @@ pub async fn patch(api: &Rc<Api>, rr: &ResourceRequest, req: Request<Incoming>) 
         };
         let old_value = old.to_value();
         let mut patched = apply(&kind, old_value.clone())?;
+        check_result_size(&patched, old.json_slice().len())?;
         if !patched.is_object() {
             return Err(ApiError::bad_request(
                 "the patched object is not a JSON object",
@@ -71,7 +72,7 @@ pub async fn patch(api: &Rc<Api>, rr: &ResourceRequest, req: Request<Incoming>) 
         tracking.record(&info, Some(&old_value), &mut out);
         Ok(out)
     });
-    finish_update(api, rr, try_update, dry)
+    finish_update(api, rr, try_update, dry, Creates::Never)
         .await
         .map(|resp| warnings.apply(resp))
 }
@@ -138,7 +139,7 @@ fn decode(
 fn apply(kind: &PatchKind, mut current: Value) -> Result<Value, ApiError> {
     match kind {
         PatchKind::Json(p) => {
-            json_patch::patch(&mut current, p).map_err(|e| json_patch_failed(&e))?;
+            kubeshard_core::patch::json::apply(&mut current, p)?;
             Ok(current)
         }
         PatchKind::Merge(p) => {
@@ -180,19 +181,4 @@ pub fn precondition(info: &ResourceInfo, obj: &Value, old: &StoredObject) -> Res
 /// kube's 422 for bad patch options.
 pub fn options_invalid(causes: Vec<kubeshard_core::status::StatusCause>) -> ApiError {
     ApiError::invalid("meta.k8s.io", "PatchOptions", "", causes)
-}
-
-/// A JSON patch that cannot apply (a failed `test`, a missing path): kube
-/// answers its generic 422, which names no operation (the patch library's
-/// reason stays in the server log).
-pub fn json_patch_failed(e: &json_patch::PatchError) -> ApiError {
-    tracing::debug!(error = %e, "json patch did not apply");
-    ApiError {
-        details: Some(Box::default()),
-        ..ApiError::new(
-            422,
-            "Invalid",
-            "the server rejected our request due to an error in our request",
-        )
-    }
 }

@@ -138,8 +138,7 @@ impl Change {
         match self {
             Change::Replace(v) => Ok(v),
             Change::Patch(Patch::Json(p)) => {
-                json_patch::patch(&mut current, &p)
-                    .map_err(|e| super::patch::json_patch_failed(&e))?;
+                kubeshard_core::patch::json::apply(&mut current, &p)?;
                 Ok(current)
             }
             Change::Patch(Patch::Merge(p)) => {

@@ -53,10 +53,23 @@ pub async fn update(api: &Rc<Api>, rr: &ResourceRequest, req: Request<Incoming>)
     let dry_run = dry_run(&rr.query)?;
     api.admission.admit_update(&info, &mut obj)?;
     let status_only = rr.info.subresource == "status";
+    let creates = if info.strategy.allow_create_on_update && !status_only {
+        Creates::Allowed
+    } else {
+        Creates::Never
+    };
     let try_update = replace_with(info.clone(), obj, status_only, tracking);
-    finish_update(api, rr, try_update, dry_run)
+    finish_update(api, rr, try_update, dry_run, creates)
         .await
         .map(|resp| warnings.apply(resp))
+}
+
+/// Whether a write through the update path may create the object it
+/// names: a PUT of a kind that allows create on update, and every apply.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Creates {
+    Never,
+    Allowed,
 }
 
 /// Runs an update on the owning shard and answers: 200 with the object,
@@ -66,8 +79,10 @@ pub async fn finish_update(
     rr: &ResourceRequest,
     try_update: TryUpdate,
     dry_run: bool,
+    creates: Creates,
 ) -> HandlerResult {
     let try_update = crate::filters::authz::escalation::guard_update(api, rr, try_update).await?;
+    let try_update = crate::filters::authz::guard_create(api, rr, try_update, creates).await;
     let info = &rr.resource;
     let ns = if info.namespaced {
         rr.info.namespace.as_str()

@@ -39,7 +39,7 @@ const MAX_WATCH_SECONDS: u64 = 365 * 24 * 3600;
 pub async fn watch(api: &Rc<Api>, rr: &ResourceRequest) -> HandlerResult {
     let q = &rr.query;
     let info = rr.resource.clone();
-    let filter = filter(&info, &rr.info.namespace, q)?;
+    let filter = filter(&info, &rr.info.namespace, &rr.info.name, q)?;
     let bookmarks = q.flag("allowWatchBookmarks");
     let rv = q.get("resourceVersion").unwrap_or("");
     let send_initial = q
@@ -138,6 +138,15 @@ pub async fn watch(api: &Rc<Api>, rr: &ResourceRequest) -> HandlerResult {
     } else {
         start_rev = parse_resource_version(rv)
             .ok_or_else(|| ApiError::bad_request(format!("invalid resource version: {rv}")))?;
+        // A revision the server has not reached yet is waited for, as a
+        // list waits; past the wait the watch ends with kube's "Too large
+        // resource version" error event rather than hanging silently.
+        if let Err(e) = wait_not_older_than(api, start_rev).await {
+            return Ok(stream_response(
+                Box::pin(OneShot(Some(error_frame(&e)))),
+                rr.render,
+            ));
+        }
     }
 
     let hub = api.exec.hub.clone();
@@ -180,9 +189,14 @@ pub async fn watch(api: &Rc<Api>, rr: &ResourceRequest) -> HandlerResult {
             })
         }
     };
+    Ok(stream_response(stream, rr.render))
+}
+
+/// A watch's 200 response around its event stream.
+fn stream_response(stream: Pin<Box<dyn ChunkStream>>, render: Render) -> Response<Body> {
     let mut resp = Response::new(Body::Stream(stream));
     *resp.status_mut() = StatusCode::OK;
-    let ct = match rr.render.output {
+    let ct = match render.output {
         Output::Yaml => "application/json",
         other => other.content_type(),
     };
@@ -192,7 +206,7 @@ pub async fn watch(api: &Rc<Api>, rr: &ResourceRequest) -> HandlerResult {
         header::TRANSFER_ENCODING,
         HeaderValue::from_static("chunked"),
     );
-    Ok(resp)
+    resp
 }
 
 /// The synthetic ADDED line for an object of the initial state: its own

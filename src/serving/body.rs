@@ -11,6 +11,12 @@ use std::convert::Infallible;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
+/// The most a body hands hyper at once: hyper copies what it is given
+/// into its write buffer when the transport cannot take slices (TLS), and
+/// asks for more only once that drained, so this bounds what a client
+/// that reads slowly holds in the server.
+pub const MAX_PART: usize = super::frames::MAX_BYTES;
+
 pub trait ChunkStream {
     /// Next chunk (one or several frames); `Ready(None)` ends the body.
     fn poll_chunk(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Frames>>;
@@ -22,11 +28,11 @@ pub enum Body {
     Stream(Pin<Box<dyn ChunkStream>>),
 }
 
-/// What a body hands hyper: shared bytes, a whole joined list, or a
-/// stream's frames; hyper sends the last two with vectored writes.
+/// What a body hands hyper: shared bytes, or several shared frames (a
+/// stream's events, a part of a list), which hyper sends with vectored
+/// writes.
 pub enum Chunk {
     Bytes(Bytes),
-    List(JoinedList),
     Frames(Frames),
 }
 
@@ -34,7 +40,6 @@ impl Buf for Chunk {
     fn remaining(&self) -> usize {
         match self {
             Chunk::Bytes(b) => b.remaining(),
-            Chunk::List(l) => l.remaining(),
             Chunk::Frames(f) => f.remaining(),
         }
     }
@@ -42,7 +47,6 @@ impl Buf for Chunk {
     fn chunk(&self) -> &[u8] {
         match self {
             Chunk::Bytes(b) => b.chunk(),
-            Chunk::List(l) => l.chunk(),
             Chunk::Frames(f) => f.chunk(),
         }
     }
@@ -50,7 +54,6 @@ impl Buf for Chunk {
     fn advance(&mut self, cnt: usize) {
         match self {
             Chunk::Bytes(b) => b.advance(cnt),
-            Chunk::List(l) => l.advance(cnt),
             Chunk::Frames(f) => f.advance(cnt),
         }
     }
@@ -58,7 +61,6 @@ impl Buf for Chunk {
     fn chunks_vectored<'a>(&'a self, dst: &mut [std::io::IoSlice<'a>]) -> usize {
         match self {
             Chunk::Bytes(b) => b.chunks_vectored(dst),
-            Chunk::List(l) => l.chunks_vectored(dst),
             Chunk::Frames(f) => f.chunks_vectored(dst),
         }
     }
@@ -112,14 +114,29 @@ impl hyper::body::Body for Body {
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Chunk>, Infallible>>> {
         match self.get_mut() {
-            Body::Chunks { chunks, len } => match chunks.pop_front() {
-                Some(c) => {
+            Body::Chunks { chunks, len } => match chunks.front_mut() {
+                // Large bodies go out part by part (slices of the same
+                // bytes), so hyper's buffer never copies more than a part.
+                Some(c) if c.len() > MAX_PART => {
+                    *len -= MAX_PART as u64;
+                    Poll::Ready(Some(Ok(Frame::data(Chunk::Bytes(c.split_to(MAX_PART))))))
+                }
+                Some(_) => {
+                    let c = chunks.pop_front().expect("a front chunk");
                     *len -= c.len() as u64;
                     Poll::Ready(Some(Ok(Frame::data(Chunk::Bytes(c)))))
                 }
                 None => Poll::Ready(None),
             },
-            Body::List(list) => Poll::Ready(list.take().map(|l| Ok(Frame::data(Chunk::List(l))))),
+            Body::List(list) => match list {
+                Some(l) if l.has_remaining() => {
+                    Poll::Ready(Some(Ok(Frame::data(Chunk::Frames(l.next_part(MAX_PART))))))
+                }
+                _ => {
+                    *list = None;
+                    Poll::Ready(None)
+                }
+            },
             Body::Stream(s) => {
                 // A panicking stream ends its own response, not the executor.
                 let polled = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
@@ -139,7 +156,7 @@ impl hyper::body::Body for Body {
     fn is_end_stream(&self) -> bool {
         match self {
             Body::Chunks { chunks, .. } => chunks.is_empty(),
-            Body::List(l) => l.is_none(),
+            Body::List(l) => l.as_ref().is_none_or(|l| !l.has_remaining()),
             Body::Stream(_) => false,
         }
     }
@@ -150,5 +167,40 @@ impl hyper::body::Body for Body {
             Body::List(l) => SizeHint::with_exact(l.as_ref().map_or(0, |l| l.remaining() as u64)),
             Body::Stream(_) => SizeHint::default(),
         }
+    }
+}
+
+/// A response body with what must live until it is sent: the request's
+/// flow-control permit, its place among its connection's busy requests,
+/// its deadline. hyper drops the body once it is sent, or when the client
+/// goes, and everything held goes with it.
+pub struct Held<H> {
+    body: Body,
+    _hold: H,
+}
+
+impl<H> Held<H> {
+    pub fn new(body: Body, hold: H) -> Self {
+        Self { body, _hold: hold }
+    }
+}
+
+impl<H: Unpin> hyper::body::Body for Held<H> {
+    type Data = Chunk;
+    type Error = Infallible;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Chunk>, Infallible>>> {
+        Pin::new(&mut self.get_mut().body).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.body.size_hint()
     }
 }

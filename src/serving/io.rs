@@ -10,11 +10,13 @@
 //! [`super::combine`], which turns h2's one-write-per-DATA-frame into one
 //! write per connection turn.
 
+use super::connections::ConnState;
 use futures_lite::io::{AsyncBufRead, AsyncWrite};
 use glommio::net::{Preallocated, TcpStream};
 use std::io;
 use std::os::unix::io::AsRawFd;
 use std::pin::Pin;
+use std::rc::Rc;
 use std::task::{Context, Poll};
 
 /// Slices per `sendmsg` (Linux's UIO_MAXIOV is 1024).
@@ -51,20 +53,22 @@ fn read_buffered<T: AsyncBufRead + Unpin>(
     Poll::Ready(Ok(()))
 }
 
-/// hyper's view of a connection's stream.
+/// hyper's view of a connection's stream; reads are reported to the
+/// connection's state (a request head arriving on an idle connection).
 pub struct HyperIo<S = PlainStream> {
     stream: S,
+    state: Rc<ConnState>,
 }
 
 impl HyperIo {
-    pub fn new(stream: TcpStream) -> Self {
-        Self::over(PlainStream(stream.buffered()))
+    pub fn new(stream: TcpStream, state: Rc<ConnState>) -> Self {
+        Self::over(PlainStream(stream.buffered()), state)
     }
 }
 
 impl<S: Transport> HyperIo<S> {
-    pub fn over(stream: S) -> Self {
-        Self { stream }
+    pub fn over(stream: S, state: Rc<ConnState>) -> Self {
+        Self { stream, state }
     }
 }
 
@@ -74,7 +78,10 @@ impl<S: Transport> hyper::rt::Read for HyperIo<S> {
         cx: &mut Context<'_>,
         mut buf: hyper::rt::ReadBufCursor<'_>,
     ) -> Poll<io::Result<()>> {
-        self.stream.poll_read_into(cx, &mut buf)
+        let before = buf.remaining();
+        let out = self.stream.poll_read_into(cx, &mut buf);
+        self.state.read(before - buf.remaining());
+        out
     }
 }
 
@@ -228,7 +235,9 @@ impl AsyncWrite for TlsTransport {
 }
 
 /// Spawns HTTP/2 stream tasks on the current executor: connections never
-/// leave their core, so nothing needs to be `Send`.
+/// leave their core, so nothing needs to be `Send`. Each stream runs
+/// under its own cancel handle, so one stream can be cut off (reset)
+/// without its connection (see `cut`).
 #[derive(Clone, Copy)]
 pub struct LocalExec;
 
@@ -237,6 +246,6 @@ where
     F: std::future::Future + 'static,
 {
     fn execute(&self, fut: F) {
-        glommio::spawn_local(fut).detach();
+        glommio::spawn_local(super::cut::Cancellable::new(fut)).detach();
     }
 }

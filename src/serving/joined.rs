@@ -6,6 +6,7 @@
 //! few thousand `sendmsg` calls that hand the kernel the objects' own
 //! bytes, instead of a copy of the whole response into large blocks.
 
+use super::frames::Frames;
 use bytes::{Buf, Bytes};
 use kubeshard_cache::StoredObject;
 use std::io::IoSlice;
@@ -66,6 +67,34 @@ impl JoinedList {
             p if p > last => &[],
             p if p % 2 == 1 => self.items[p / 2].json_slice(),
             _ => b",",
+        }
+    }
+
+    /// The next pieces of the body, whole, as shared bytes: at least one,
+    /// and no more once `max` bytes are gathered. A list is sent this way,
+    /// part by part as the connection drains, so a client that reads
+    /// slowly holds at most a part in the server's buffers (the objects
+    /// themselves are shared with the store, never copied).
+    pub fn next_part(&mut self, max: usize) -> Frames {
+        let mut part = Frames::default();
+        while self.piece <= self.last_piece() && (part.is_empty() || part.remaining() < max) {
+            let bytes = self.piece_shared(self.piece).slice(self.offset..);
+            self.remaining -= bytes.len();
+            part.push(bytes);
+            self.piece += 1;
+            self.offset = 0;
+        }
+        part
+    }
+
+    /// Piece `p` as shared bytes.
+    fn piece_shared(&self, p: usize) -> Bytes {
+        let last = self.last_piece();
+        match p {
+            0 => self.head.clone(),
+            p if p == last => Bytes::from_static(TAIL),
+            p if p % 2 == 1 => self.items[p / 2].json(),
+            _ => Bytes::from_static(b","),
         }
     }
 
@@ -176,7 +205,7 @@ mod tests {
             let v: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
             prop_assert_eq!(v["items"].as_array().unwrap().len(), sizes.len());
             // chunk()/advance() alone give the same bytes.
-            let mut b = JoinedList::new(head, items);
+            let mut b = JoinedList::new(head, items.clone());
             let mut again = Vec::new();
             while b.has_remaining() {
                 let c = b.chunk().to_vec();
@@ -184,7 +213,22 @@ mod tests {
                 again.extend_from_slice(&c);
                 b.advance(c.len());
             }
-            prop_assert_eq!(again, bytes);
+            prop_assert_eq!(&again, &bytes);
+            // Sent part by part, each part whole pieces up to `step` bytes.
+            let mut b = JoinedList::new(Bytes::from_static(b"{\"items\":["), items);
+            let mut parts = Vec::new();
+            while b.has_remaining() {
+                let before = b.remaining();
+                let mut part = b.next_part(step);
+                prop_assert!(!part.is_empty());
+                prop_assert_eq!(before - b.remaining(), part.remaining());
+                while part.has_remaining() {
+                    let c = part.chunk().to_vec();
+                    parts.extend_from_slice(&c);
+                    part.advance(c.len());
+                }
+            }
+            prop_assert_eq!(parts, bytes);
         }
     }
 }

@@ -5,9 +5,11 @@
 //! shut down gracefully: stop accepting, let in-flight requests finish,
 //! end watches.
 
-use super::abort::ConnAbort;
+use super::abort::{ConnAbort, Ending};
 use super::combine::Combining;
 use super::conn::ConnInfo;
+use super::connections::{Admit, ConnState};
+use super::cut::Cut;
 use super::io::{HyperIo, LocalExec, PlainStream, TlsTransport};
 use crate::handlers::Api;
 use futures_lite::future;
@@ -58,6 +60,12 @@ enum Protocol {
 }
 
 /// Accepts and serves until shutdown, then drains.
+///
+/// A failing `accept` (out of descriptors, above all) backs off instead of
+/// spinning — 5 ms, doubling to 1 s, as Go's server does — so the
+/// executor's other tasks run and close connections, and an untrusted idle
+/// connection is evicted to give a descriptor back. Failures are logged at
+/// most once a second.
 pub async fn serve(
     listener: TcpListener,
     api: Rc<Api>,
@@ -65,6 +73,7 @@ pub async fn serve(
 ) -> std::io::Result<()> {
     let open = Rc::new(Cell::new(0usize));
     let shutdown = api.shutdown().clone();
+    let mut backoff = AcceptBackoff::default();
     loop {
         let accepted = future::or(async { Some(listener.accept().await) }, async {
             shutdown.wait().await;
@@ -75,7 +84,19 @@ pub async fn serve(
             None => break,
             Some(Ok(s)) => s,
             Some(Err(e)) => {
-                tracing::warn!(error = %e, "accept failed");
+                let e = std::io::Error::from(e);
+                api.connections.evict_one();
+                let delay = backoff.failed(&e);
+                future::or(glommio::timer::sleep(delay), shutdown.wait()).await;
+                continue;
+            }
+        };
+        backoff.succeeded();
+        let state = match api.connections.admit(Instant::now()) {
+            Admit::Serve(s) => s,
+            Admit::Refuse => {
+                backoff.refused();
+                drop(stream);
                 continue;
             }
         };
@@ -89,8 +110,10 @@ pub async fn serve(
             // KiB) where a plain one needs ~4 KiB — memory that idle
             // watchers hold for as long as they watch.
             match transport {
-                Transport::Plain => Box::pin(serve_connection(stream, api, peer)).await,
-                Transport::Tls(acceptor) => Box::pin(serve_tls(stream, api, acceptor, peer)).await,
+                Transport::Plain => Box::pin(serve_connection(stream, api, peer, state)).await,
+                Transport::Tls(acceptor) => {
+                    Box::pin(serve_tls(stream, api, acceptor, peer, state)).await
+                }
             }
             open.set(open.get() - 1);
         })
@@ -104,17 +127,78 @@ pub async fn serve(
     Ok(())
 }
 
+/// The accept loop's back-off and its rate-limited log.
+#[derive(Default)]
+struct AcceptBackoff {
+    delay: Duration,
+    failures: u64,
+    refused: u64,
+    last_log: Option<Instant>,
+}
+
+impl AcceptBackoff {
+    const FIRST: Duration = Duration::from_millis(5);
+    const MAX: Duration = Duration::from_secs(1);
+
+    fn failed(&mut self, e: &std::io::Error) -> Duration {
+        self.failures += 1;
+        self.delay = (self.delay * 2).clamp(Self::FIRST, Self::MAX);
+        if self.may_log() {
+            tracing::warn!(error = %e, failures = self.failures, retry_in = ?self.delay, "accept failed");
+            self.failures = 0;
+        }
+        self.delay
+    }
+
+    fn refused(&mut self) {
+        self.refused += 1;
+        if self.may_log() {
+            tracing::warn!(
+                refused = self.refused,
+                "connection limit reached with no idle unauthenticated connection to close: refusing new connections"
+            );
+            self.refused = 0;
+        }
+    }
+
+    fn succeeded(&mut self) {
+        self.delay = Duration::ZERO;
+    }
+
+    fn may_log(&mut self) -> bool {
+        let now = Instant::now();
+        if self
+            .last_log
+            .is_some_and(|t| now.saturating_duration_since(t) < Duration::from_secs(1))
+        {
+            return false;
+        }
+        self.last_log = Some(now);
+        true
+    }
+}
+
 async fn serve_connection(
     stream: glommio::net::TcpStream,
     api: Rc<Api>,
     peer: Option<std::net::SocketAddr>,
+    state: Rc<ConnState>,
 ) {
-    let conn = Rc::new(ConnInfo::plain(peer));
-    if speaks_h2(&stream).await {
-        let io = HyperIo::over(Combining::new(PlainStream(stream.buffered())));
+    let conn = Rc::new(ConnInfo::plain(peer, state.clone()));
+    let h2 = future::or(speaks_h2(&stream), async {
+        state.abort.aborted().await;
+        false
+    })
+    .await;
+    if state.abort.is_aborted() {
+        return;
+    }
+    if h2 {
+        state.set_multiplexed();
+        let io = HyperIo::over(Combining::new(PlainStream(stream.buffered())), state);
         drive(io, api, conn, Protocol::Detect).await;
     } else {
-        drive(HyperIo::new(stream), api, conn, Protocol::Detect).await;
+        drive(HyperIo::new(stream, state), api, conn, Protocol::Detect).await;
     }
 }
 
@@ -123,9 +207,15 @@ async fn serve_tls(
     api: Rc<Api>,
     acceptor: futures_rustls::TlsAcceptor,
     peer: Option<std::net::SocketAddr>,
+    state: Rc<ConnState>,
 ) {
+    // The handshake ends early when the connection is evicted to make room.
     let handshake = future::or(async { Some(acceptor.accept(stream).await) }, async {
-        glommio::timer::sleep(HANDSHAKE_TIMEOUT).await;
+        future::or(
+            glommio::timer::sleep(HANDSHAKE_TIMEOUT),
+            state.abort.aborted(),
+        )
+        .await;
         None
     })
     .await;
@@ -143,13 +233,14 @@ async fn serve_tls(
         .peer_certificates()
         .map(|c| c.iter().map(|c| c.clone().into_owned()).collect())
         .unwrap_or_default();
-    let conn = Rc::new(ConnInfo::tls(peer, chain));
+    let conn = Rc::new(ConnInfo::tls(peer, chain, state.clone()));
     if h2 {
-        let io = HyperIo::over(Combining::new(TlsTransport::new(tls)));
+        state.set_multiplexed();
+        let io = HyperIo::over(Combining::new(TlsTransport::new(tls)), state);
         drive(io, api, conn, Protocol::Http2).await;
     } else {
         drive(
-            HyperIo::over(TlsTransport::new(tls)),
+            HyperIo::over(TlsTransport::new(tls), state),
             api,
             conn,
             Protocol::Http1,
@@ -175,36 +266,40 @@ async fn speaks_h2(stream: &glommio::net::TcpStream) -> bool {
 }
 
 /// Serves one connection until it ends, the server shuts down (then
-/// gracefully), or the connection is aborted.
+/// gracefully), or the connection is aborted or closed as idle.
 async fn drive<I>(io: I, api: Rc<Api>, conn: Rc<ConnInfo>, protocol: Protocol)
 where
     I: hyper::rt::Read + hyper::rt::Write + Unpin + 'static,
 {
-    let abort = ConnAbort::default();
-    let for_requests = abort.clone();
+    let abort = conn.state.abort.clone();
     let chain = api.clone();
     let service = service_fn(move |mut req: Request<Incoming>| {
         let (api, conn) = (chain.clone(), conn.clone());
-        req.extensions_mut().insert(for_requests.clone());
+        // Counted from here until its response body is done (or dropped):
+        // the connection is busy, not idle, all that time.
+        let active = conn.state.request_started();
         // Boxed: hyper keeps a stream's service future inside its stream
         // task, and glommio's spawn and every layer above move it by value;
         // unboxed, each move copied the whole handler state machine (the
         // largest memcpy per create).
         Box::pin(async move {
+            // Read on the first poll, inside the stream's task (HTTP/2).
+            req.extensions_mut()
+                .insert(Cut::for_request(&conn.state.abort));
             // A bug in one handler must not take the executor (and every
             // other connection on it) down: answer 500 instead, as Go's
             // net/http does for a panicking handler.
-            let resp = std::panic::AssertUnwindSafe(crate::filters::serve(&api, &conn, req))
+            let served = std::panic::AssertUnwindSafe(crate::filters::serve(&api, &conn, req))
                 .catch_unwind()
                 .await
                 .unwrap_or_else(|_| {
                     tracing::error!("handler panicked; answered 500");
-                    crate::handlers::response::error(
+                    crate::filters::Served::from(crate::handlers::response::error(
                         &kubeshard_core::status::ApiError::internal("the request handler failed"),
                         crate::handlers::response::Render::JSON,
-                    )
+                    ))
                 });
-            Ok::<_, Infallible>(resp)
+            Ok::<_, Infallible>(served.into_response(active))
         })
     });
     // kube-apiserver's --http2-max-streams-per-connection default: informers
@@ -258,7 +353,8 @@ graceful!(hyper::server::conn::http2::Connection<I, S, E>, E: hyper::rt::bounds:
 graceful!(hyper::server::conn::http1::Connection<I, S>,);
 
 /// Drives a connection until it ends, the server shuts down (then
-/// gracefully: in-flight requests finish) or a request aborts it.
+/// gracefully: in-flight requests finish), it is closed as idle (also
+/// gracefully, for at most [`IDLE_CLOSE_GRACE`]) or it is aborted.
 async fn run<C: Graceful>(conn: C, api: &Api, abort: ConnAbort) {
     let shutdown = api.shutdown().clone();
     let mut conn = std::pin::pin!(conn);
@@ -274,26 +370,48 @@ async fn run<C: Graceful>(conn: C, api: &Api, abort: ConnAbort) {
             },
         ),
         async {
-            abort.wait().await;
-            End::Aborted
+            match abort.wait().await {
+                Ending::Idle => End::Idle,
+                Ending::Abort => End::Aborted,
+            }
         },
     )
     .await;
-    if let End::Shutdown = ended {
-        conn.as_mut().graceful();
-        let _ = future::or(
-            async {
-                let _ = conn.await;
-            },
-            abort.wait(),
-        )
-        .await;
+    match ended {
+        End::Shutdown => {
+            conn.as_mut().graceful();
+            let _ = future::or(
+                async {
+                    let _ = conn.await;
+                },
+                abort.aborted(),
+            )
+            .await;
+        }
+        End::Idle => {
+            conn.as_mut().graceful();
+            let _ = future::or(
+                async {
+                    let _ = conn.await;
+                },
+                async {
+                    future::or(glommio::timer::sleep(IDLE_CLOSE_GRACE), abort.aborted()).await;
+                },
+            )
+            .await;
+        }
+        // Finished, or aborted: dropping the connection closes the socket.
+        End::Finished | End::Aborted => {}
     }
-    // Finished, or aborted: dropping the connection closes the socket.
 }
+
+/// How long an idle connection asked to close may take to say goodbye
+/// (HTTP/2's GOAWAY) before it is dropped.
+const IDLE_CLOSE_GRACE: Duration = Duration::from_secs(2);
 
 enum End {
     Finished,
     Shutdown,
+    Idle,
     Aborted,
 }

@@ -4,6 +4,8 @@ pub mod abort;
 pub mod body;
 pub mod combine;
 pub mod conn;
+pub mod connections;
+pub mod cut;
 pub mod frames;
 pub mod io;
 pub mod joined;

@@ -36,7 +36,15 @@ impl Server {
     pub fn start_with(shards: usize, extra: &[&str]) -> Server {
         let dir = tempfile::tempdir().expect("tempdir");
         let data = dir.path().join("data");
-        Self::launch_in(dir, shards, &data, extra)
+        Self::launch_in(dir, shards, &data, extra, None)
+            .unwrap_or_else(|log| panic!("kubeshard exited early: {log}"))
+    }
+
+    /// A server whose process may open at most `fds` file descriptors.
+    pub fn start_with_fd_limit(shards: usize, extra: &[&str], fds: u64) -> Server {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let data = dir.path().join("data");
+        Self::launch_in(dir, shards, &data, extra, Some(fds))
             .unwrap_or_else(|log| panic!("kubeshard exited early: {log}"))
     }
 
@@ -52,6 +60,7 @@ impl Server {
             shards,
             data_dir,
             extra,
+            None,
         )
     }
 
@@ -60,6 +69,7 @@ impl Server {
         shards: usize,
         data_dir: &std::path::Path,
         extra: &[&str],
+        fd_limit: Option<u64>,
     ) -> Result<Server, String> {
         let port_file = dir.path().join("port");
         let secure_port_file = dir.path().join("secure-port");
@@ -70,7 +80,22 @@ impl Server {
         } else {
             &["--insecure-port", "0"][..]
         };
-        let child = Command::new(binary())
+        let mut command = Command::new(binary());
+        if let Some(n) = fd_limit {
+            use std::os::unix::process::CommandExt;
+            // SAFETY: setrlimit is async-signal-safe and touches only the
+            // child's own limits between fork and exec.
+            unsafe {
+                command.pre_exec(move || {
+                    let lim = RLimit { cur: n, max: n };
+                    if setrlimit(RLIMIT_NOFILE, &lim) != 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                    Ok(())
+                });
+            }
+        }
+        let child = command
             .args(insecure_port)
             .args(["--shards", &shards.to_string()])
             .arg("--port-file")
@@ -300,6 +325,44 @@ impl Server {
 extern "C" {
     #[link_name = "kill"]
     fn libc_kill(pid: i32, sig: i32) -> i32;
+    fn setrlimit(resource: i32, rlim: *const RLimit) -> i32;
+}
+
+#[repr(C)]
+struct RLimit {
+    cur: u64,
+    max: u64,
+}
+
+const RLIMIT_NOFILE: i32 = 7;
+
+/// What /proc says about the server process.
+impl Server {
+    /// Resident memory, in KiB.
+    pub fn rss_kib(&self) -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid())).unwrap();
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmRSS:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            .expect("VmRSS")
+    }
+
+    /// Open file descriptors.
+    pub fn open_fds(&self) -> usize {
+        std::fs::read_dir(format!("/proc/{}/fd", self.pid()))
+            .map(|d| d.count())
+            .unwrap_or(0)
+    }
+
+    /// CPU time used so far (user + system), in clock ticks.
+    pub fn cpu_ticks(&self) -> u64 {
+        let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.pid())).unwrap();
+        // Fields after the command name (which may hold spaces).
+        let rest = &stat[stat.rfind(')').unwrap() + 2..];
+        let f: Vec<&str> = rest.split(' ').collect();
+        f[11].parse::<u64>().unwrap() + f[12].parse::<u64>().unwrap()
+    }
 }
 
 impl Drop for Server {

@@ -59,6 +59,58 @@ pub fn sign_client_cert(
     (cert.pem(), key.serialize_pem())
 }
 
+/// Like `sign_client_cert`, valid only until `not_after`.
+pub fn sign_client_cert_until(
+    ca_pem: &str,
+    ca_key_pem: &str,
+    user: &str,
+    not_after: std::time::SystemTime,
+) -> (String, String) {
+    use rcgen::{CertificateParams, DnType, ExtendedKeyUsagePurpose, Issuer, KeyPair};
+    let ca_key = KeyPair::from_pem(ca_key_pem).unwrap();
+    let issuer = Issuer::from_ca_cert_pem(ca_pem, ca_key).unwrap();
+    let key = KeyPair::generate().unwrap();
+    let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
+    params.distinguished_name.push(DnType::CommonName, user);
+    params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
+    params.not_before = (std::time::SystemTime::now() - Duration::from_secs(60)).into();
+    params.not_after = not_after.into();
+    let cert = params.signed_by(&key, &issuer).unwrap();
+    (cert.pem(), key.serialize_pem())
+}
+
+/// One HTTP/1.1 request on a raw connection, answered with a
+/// Content-Length body: (status, body).
+pub fn http1(c: &mut RawTls, method: &str, path: &str) -> (u16, String) {
+    use std::io::{BufRead, Read, Write};
+    write!(c, "{method} {path} HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+    c.flush().unwrap();
+    let mut r = std::io::BufReader::new(c);
+    let mut line = String::new();
+    r.read_line(&mut line).unwrap();
+    let code = line
+        .split(' ')
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    let mut len = 0;
+    loop {
+        line.clear();
+        r.read_line(&mut line).unwrap();
+        if line.trim().is_empty() {
+            break;
+        }
+        if let Some((k, v)) = line.split_once(':') {
+            if k.eq_ignore_ascii_case("content-length") {
+                len = v.trim().parse().unwrap();
+            }
+        }
+    }
+    let mut body = vec![0; len];
+    r.read_exact(&mut body).unwrap();
+    (code, String::from_utf8_lossy(&body).into_owned())
+}
+
 /// A self-signed CA nobody trusts, and a client certificate from it.
 pub fn stranger_cert(user: &str) -> (String, String) {
     use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, KeyPair};
@@ -356,4 +408,44 @@ pub fn kubectl(kubeconfig: &std::path::Path, args: &[&str]) -> (i32, String, Str
         String::from_utf8_lossy(&out.stdout).to_string(),
         String::from_utf8_lossy(&out.stderr).to_string(),
     )
+}
+
+/// A TLS connection to the secure port driven byte by byte (slow
+/// clients, raw requests), authenticated as `who`.
+pub type RawTls = rustls::StreamOwned<rustls::ClientConnection, std::net::TcpStream>;
+
+impl Server {
+    pub fn raw_tls(&self, who: &Who) -> RawTls {
+        self.raw_tls_with(self.credentials(who))
+    }
+
+    /// A raw TLS connection presenting this certificate (PEM, key PEM).
+    pub fn raw_tls_with(&self, credentials: Option<(String, String)>) -> RawTls {
+        use rustls_pki_types::pem::PemObject;
+        use rustls_pki_types::{CertificateDer, PrivateKeyDer, ServerName};
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let mut roots = rustls::RootCertStore::empty();
+        roots
+            .add(CertificateDer::from_pem_slice(self.ca_pem().as_bytes()).unwrap())
+            .unwrap();
+        let builder = rustls::ClientConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_root_certificates(roots);
+        let config = match credentials {
+            Some((cert, key)) => builder
+                .with_client_auth_cert(
+                    vec![CertificateDer::from_pem_slice(cert.as_bytes()).unwrap()],
+                    PrivateKeyDer::from_pem_slice(key.as_bytes()).unwrap(),
+                )
+                .unwrap(),
+            None => builder.with_no_client_auth(),
+        };
+        let name = ServerName::try_from("127.0.0.1").unwrap();
+        let conn = rustls::ClientConnection::new(Arc::new(config), name).unwrap();
+        let sock = std::net::TcpStream::connect(("127.0.0.1", self.secure_port)).unwrap();
+        sock.set_read_timeout(Some(Duration::from_secs(30)))
+            .unwrap();
+        rustls::StreamOwned::new(conn, sock)
+    }
 }

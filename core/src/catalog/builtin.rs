@@ -4,7 +4,7 @@
 
 use super::{
     GcPolicy, KindHooks, NameRule, Printer, ResourceInfo, ScaleSelector, ScaleSpec,
-    SelectableField, Strategy,
+    SelectableField, StatusMetadata, Strategy,
 };
 use std::sync::Arc;
 
@@ -50,6 +50,7 @@ fn entry(group: &str, version: &str, kind: &str, plural: &str, namespaced: bool)
                 return_deleted_object: false,
                 kind_hooks: KindHooks::None,
                 gc_policy: GcPolicy::DeleteDependents,
+                status_metadata: StatusMetadata::Written,
             },
             printer: Printer::Default,
             scale: None,
@@ -74,8 +75,21 @@ impl Entry {
     fn fields(mut self, f: &[(&'static str, &'static [&'static str])]) -> Self {
         self.info.selectable_fields = f
             .iter()
-            .map(|(label, path)| SelectableField { label, path })
+            .map(|(label, path)| SelectableField {
+                label,
+                path,
+                absent: "",
+            })
             .collect();
+        self
+    }
+    /// Boolean fields among the selectable ones: unset selects as false.
+    fn booleans(mut self, labels: &[&str]) -> Self {
+        for f in &mut self.info.selectable_fields {
+            if labels.contains(&f.label) {
+                f.absent = "false";
+            }
+        }
         self
     }
     fn name_rule(mut self, r: NameRule) -> Self {
@@ -90,12 +104,21 @@ impl Entry {
         self.info.strategy.allow_create_on_update = true;
         self
     }
+    /// An update must name the resourceVersion it replaces.
+    fn conditional_updates(mut self) -> Self {
+        self.info.strategy.allow_unconditional_update = false;
+        self
+    }
     fn keep_status_on_create(mut self) -> Self {
         self.info.strategy.keep_status_on_create = true;
         self
     }
     fn initial_status(mut self, json: &'static str) -> Self {
         self.info.strategy.initial_status = Some(json);
+        self
+    }
+    fn status_metadata(mut self, m: StatusMetadata) -> Self {
+        self.info.strategy.status_metadata = m;
         self
     }
     fn returns_deleted(mut self) -> Self {
@@ -170,7 +193,8 @@ pub fn builtin_resources() -> Vec<ResourceInfo> {
                 ("status.phase", &["status", "phase"]),
                 ("status.podIP", &["status", "podIP"]),
                 ("status.nominatedNodeName", &["status", "nominatedNodeName"]),
-            ]),
+            ])
+            .booleans(&["spec.hostNetwork"]),
         entry("", "v1", "Service", "services", true)
             .short(&["svc"])
             .categories(&["all"])
@@ -178,6 +202,7 @@ pub fn builtin_resources() -> Vec<ResourceInfo> {
             .name_rule(NameRule::Dns1123Label)
             .returns_deleted()
             .hooks(KindHooks::Service)
+            .create_on_update()
             .initial_status(r#"{"loadBalancer":{}}"#)
             .printer(Printer::Service)
             .fields(&[
@@ -193,6 +218,7 @@ pub fn builtin_resources() -> Vec<ResourceInfo> {
             .printer(Printer::Endpoints),
         entry("", "v1", "Event", "events", true)
             .short(&["ev"])
+            .create_on_update()
             .printer(Printer::Event)
             .fields(&[
                 ("involvedObject.kind", &["involvedObject", "kind"]),
@@ -218,14 +244,19 @@ pub fn builtin_resources() -> Vec<ResourceInfo> {
             .status()
             .printer(Printer::Node)
             .keep_status_on_create()
-            .fields(&[("spec.unschedulable", &["spec", "unschedulable"])]),
-        entry("coordination.k8s.io", "v1", "Lease", "leases", true).printer(Printer::Lease),
+            .fields(&[("spec.unschedulable", &["spec", "unschedulable"])])
+            .booleans(&["spec.unschedulable"]),
+        entry("coordination.k8s.io", "v1", "Lease", "leases", true)
+            .create_on_update()
+            .conditional_updates()
+            .printer(Printer::Lease),
         entry("apps", "v1", "Deployment", "deployments", true)
             .short(&["deploy"])
             .categories(&["all"])
             .status()
             .generation()
             .initial_status("{}")
+            .status_metadata(StatusMetadata::StoredLabels)
             .printer(Printer::Deployment)
             .scale(ScaleSpec {
                 spec_replicas: &["spec", "replicas"],
@@ -251,6 +282,7 @@ fn security_resources() -> Vec<Entry> {
         entry("rbac.authorization.k8s.io", "v1", kind, plural, namespaced)
             .name_rule(NameRule::PathSegment)
             .hooks(KindHooks::Rbac)
+            .create_on_update()
             .printer(printer)
     };
     let review = |group: &str, kind: &str, plural: &str, namespaced: bool| {

@@ -47,6 +47,19 @@ pub struct Strategy {
     pub kind_hooks: KindHooks,
     /// What happens to dependents when a delete names no propagation policy.
     pub gc_policy: GcPolicy,
+    /// Which metadata a write through the status subresource keeps.
+    pub status_metadata: StatusMetadata,
+}
+
+/// The metadata a status write stores. kube's status strategies mostly
+/// reset only the spec, so labels and annotations written through
+/// `/status` stay; a few kinds restore some of it from the stored object.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StatusMetadata {
+    /// The written metadata (server-owned fields aside).
+    Written,
+    /// The written metadata, but the stored labels (deployments).
+    StoredLabels,
 }
 
 /// The default propagation of a deletion to dependents (kube's
@@ -123,6 +136,9 @@ pub enum KindHooks {
 pub struct SelectableField {
     pub label: &'static str,
     pub path: &'static [&'static str],
+    /// The value an object without the field selects as: kube renders a
+    /// boolean field of its typed struct, so an unset one is "false".
+    pub absent: &'static str,
 }
 
 /// A served resource (one group/version/resource).

@@ -5,6 +5,7 @@
 
 mod apps;
 mod pod;
+mod rbac;
 mod service;
 mod util;
 
@@ -31,6 +32,7 @@ pub fn apply(group: &str, kind: &str, obj: &mut Value) {
         ("apps", "DaemonSet") => apps::daemon_set(obj),
         ("batch", "Job") => apps::job(obj.get_mut("spec")),
         ("batch", "CronJob") => apps::cron_job(obj),
+        ("rbac.authorization.k8s.io", "RoleBinding" | "ClusterRoleBinding") => rbac::binding(obj),
         _ => {}
     }
 }

@@ -65,6 +65,34 @@ pub fn decode_object(body: &[u8]) -> Result<Value, String> {
     }
 }
 
+/// Like [`decode_object`], for a body whose TypeMeta may be left empty
+/// (kube fills it from the endpoint's default, as for DeleteOptions).
+pub fn decode_object_or(body: &[u8], api_version: &str, kind: &str) -> Result<Value, String> {
+    match body.strip_prefix(MAGIC) {
+        Some(rest) if !rest.is_empty() => {
+            let (given_version, given_kind, _) = read_unknown(rest, 0)?;
+            if given_kind.is_empty() && given_version.is_empty() {
+                return decode_typed(rest, api_version, kind);
+            }
+            decode_object(body)
+        }
+        _ => decode_object(body),
+    }
+}
+
+/// Decodes the envelope's raw bytes as `api_version`/`kind`, whatever its
+/// TypeMeta says.
+fn decode_typed(data: &[u8], api_version: &str, kind: &str) -> Result<Value, String> {
+    let (_, _, raw) = read_unknown(data, 0)?;
+    let msg = schema::root(api_version, kind)
+        .ok_or_else(|| format!("no protobuf decoding for {api_version}, Kind={kind}"))?;
+    let mut out = Map::new();
+    out.insert("apiVersion".into(), Value::String(api_version.into()));
+    out.insert("kind".into(), Value::String(kind.into()));
+    decode::message_into(msg, raw, 1, &mut out)?;
+    Ok(Value::Object(out))
+}
+
 /// Decodes a `runtime.Unknown` (without the magic) at nesting `depth`;
 /// RawExtension fields come back here for embedded protobuf objects.
 fn decode_envelope(data: &[u8], depth: usize) -> Result<Value, String> {

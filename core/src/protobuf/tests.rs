@@ -320,6 +320,19 @@ fn micro_time_and_delete_options_in_any_group() {
         got,
         json!({"apiVersion": "apps/v1", "kind": "DeleteOptions", "gracePeriodSeconds": 0, "propagationPolicy": "Foreground"})
     );
+    // An envelope without TypeMeta takes the endpoint's default kind.
+    let bare = envelope("", "", &opts);
+    assert!(decode_object(&bare).is_err());
+    let got = super::decode_object_or(&bare, "v1", "DeleteOptions").unwrap();
+    assert_eq!(
+        got,
+        json!({"apiVersion": "v1", "kind": "DeleteOptions", "gracePeriodSeconds": 0, "propagationPolicy": "Foreground"})
+    );
+    let named = envelope("meta.k8s.io/v1", "DeleteOptions", &opts);
+    assert_eq!(
+        super::decode_object_or(&named, "v1", "DeleteOptions").unwrap()["apiVersion"],
+        "meta.k8s.io/v1"
+    );
 }
 
 #[test]

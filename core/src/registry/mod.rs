@@ -15,7 +15,7 @@ mod validate;
 pub use lifecycle::should_delete_during_update;
 pub use validate::{validate_object, validate_update};
 
-use crate::catalog::ResourceInfo;
+use crate::catalog::{ResourceInfo, StatusMetadata};
 use crate::meta;
 use serde_json::{json, Value};
 
@@ -71,11 +71,25 @@ pub fn prepare_for_update(info: &ResourceInfo, new: &mut Value, old: &Value) {
     bump_generation(info, new, old);
 }
 
-/// A write to the status subresource: the stored object with only its
-/// status replaced.
+/// A write to the status subresource: the stored object with its status
+/// replaced and its metadata as written (server-owned fields kept, and
+/// whatever else the kind's strategy restores); the spec and every other
+/// field stay as stored.
 pub fn prepare_for_status_update(info: &ResourceInfo, body: &Value, old: &Value) -> Value {
     let mut out = old.clone();
     set_top(&mut out, "status", body.get("status").cloned());
+    if let Some(md) = body.get("metadata").filter(|m| m.is_object()) {
+        set_top(&mut out, "metadata", Some(md.clone()));
+        copy_system_metadata(&mut out, old);
+        if info.strategy.status_metadata == StatusMetadata::StoredLabels {
+            let labels = meta::metadata(old).and_then(|m| m.get("labels")).cloned();
+            let md = meta::metadata_mut(&mut out);
+            match labels {
+                Some(l) => md.insert("labels".into(), l),
+                None => md.remove("labels"),
+            };
+        }
+    }
     crate::defaults::apply(&info.group, &info.kind, &mut out);
     out
 }

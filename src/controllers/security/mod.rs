@@ -13,7 +13,11 @@ use kubeshard_core::status::ApiError;
 use std::sync::Arc;
 
 /// The catalog entry of a built-in resource.
-fn resource(api: &Api, group: &str, plural: &str) -> Result<Arc<ResourceInfo>, ApiError> {
+pub(crate) fn resource(
+    api: &Api,
+    group: &str,
+    plural: &str,
+) -> Result<Arc<ResourceInfo>, ApiError> {
     api.catalog
         .current()
         .lookup(group, "v1", plural)

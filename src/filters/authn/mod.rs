@@ -52,9 +52,18 @@ pub async fn authenticate(
     let mut failed = false;
     // (The authenticating proxy's request-header authenticator goes here.)
     if !conn.client_chain.is_empty() {
-        match conn.x509.get_or_init(|| {
-            x509::verify(&config.client_cas, &conn.client_chain).map(with_authenticated)
-        }) {
+        let verdict = conn.x509.get_or_init(|| {
+            x509::verify(&config.client_cas, &conn.client_chain).map(|mut v| {
+                v.user = with_authenticated(v.user);
+                v
+            })
+        });
+        let now = chrono::Utc::now().timestamp();
+        match verdict
+            .as_ref()
+            .map_err(Clone::clone)
+            .and_then(|v| v.at(now))
+        {
             Ok(u) => return Ok(u.clone()),
             Err(e) => {
                 tracing::debug!(error = %e, "client certificate rejected");

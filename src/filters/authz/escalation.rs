@@ -217,10 +217,14 @@ pub async fn check_create(api: &Api, rr: &ResourceRequest, obj: &Value) -> Resul
         return Ok(());
     };
     catch_up(api).await;
-    let role_ref = kind.is_binding().then(|| role_ref_of(obj));
-    let name = kubeshard_core::meta::name(obj);
+    // Judged as it will be stored: a roleRef without an apiGroup names
+    // the RBAC group.
+    let mut obj = obj.clone();
+    kubeshard_core::defaults::apply(&rr.resource.group, &rr.resource.kind, &mut obj);
+    let role_ref = kind.is_binding().then(|| role_ref_of(&obj));
+    let name = kubeshard_core::meta::name(&obj);
     match prepare(api, &rr.user, kind, scope(rr), name, role_ref) {
-        Some(c) => c.run(&rr.user, &rr.resource.plural, obj),
+        Some(c) => c.run(&rr.user, &rr.resource.plural, &obj),
         None => Ok(()),
     }
 }
@@ -246,17 +250,17 @@ pub async fn guard_update(
             .await?;
         expected_ref = current.map(|c| role_ref_of(&c.to_value()));
     }
-    let check = match (kind.is_binding(), &expected_ref) {
-        (true, None) => None, // nothing to update: the update answers 404
-        _ => prepare(
-            api,
-            &rr.user,
-            kind,
-            scope(rr),
-            &rr.info.name,
-            expected_ref.clone(),
-        ),
-    };
+    // Without a stored binding the write can only be a create (an apply,
+    // or a PUT): the check then carries every role the new binding could
+    // reference and judges the one it does.
+    let check = prepare(
+        api,
+        &rr.user,
+        kind,
+        scope(rr),
+        &rr.info.name,
+        expected_ref.clone(),
+    );
     let (info, user) = (rr.resource.clone(), rr.user.clone());
     Ok(Box::new(move |old: Option<&Arc<StoredObject>>| {
         let new = inner(old)?;
