@@ -352,3 +352,33 @@ fn finalize_subresource_without_the_namespace_controller() {
         .clone();
     assert_eq!(fin["verbs"], json!(["update"]));
 }
+
+/// Every namespace gets a `default` ServiceAccount (kube-controller-
+/// manager's serviceaccount controller, built in), again when it is
+/// deleted; not when the controller is switched off.
+#[test]
+fn every_namespace_has_a_default_service_account() {
+    let s = Server::start(2);
+    namespace(&s, "team");
+    let path = "/api/v1/namespaces/team/serviceaccounts/default";
+    let uid = eventually(10, "the default service account", || {
+        let (code, sa) = s.get(path);
+        (code == 200).then(|| sa["metadata"]["uid"].as_str().unwrap().to_string())
+    });
+    for ns in ["default", "kube-system"] {
+        eventually(10, "system namespaces' accounts", || {
+            (s.get(&format!("/api/v1/namespaces/{ns}/serviceaccounts/default")).0 == 200).then_some(())
+        });
+    }
+    assert_eq!(s.delete(path).0, 200);
+    eventually(10, "the default service account to come back", || {
+        let (code, sa) = s.get(path);
+        (code == 200 && sa["metadata"]["uid"] != uid.as_str()).then_some(())
+    });
+    let off = Server::start_with(1, &["--controllers=*,-serviceaccount"]);
+    namespace(&off, "team");
+    // The controller would have made it by the time the namespace's own
+    // write was visible plus a round of the controller loop.
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    assert_eq!(off.get(path).0, 404);
+}

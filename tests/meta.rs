@@ -192,7 +192,15 @@ fn http2_prior_knowledge() {
 /// with stored objects and open watchers.
 #[test]
 fn metrics_report_bounded_history() {
-    let s = Server::start_with(2, &["--watch-history-max-events", "10"]);
+    // Counted exactly: no controller may add service accounts meanwhile.
+    let s = Server::start_with(
+        2,
+        &[
+            "--watch-history-max-events",
+            "10",
+            "--controllers=*,-serviceaccount",
+        ],
+    );
     let metric = |text: &str, name: &str| -> Vec<i64> {
         text.lines()
             .filter(|l| l.starts_with(&format!("kubeshard_{name}{{")))

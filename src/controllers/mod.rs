@@ -1,5 +1,6 @@
-//! Built-in controllers: the garbage collector and the namespace
-//! controller that kube-controller-manager would otherwise run, since many
+//! Built-in controllers: the garbage collector, the namespace controller
+//! and the service-account controller that kube-controller-manager would
+//! otherwise run, since many
 //! kubeshard deployments run no controller manager. They run as one task
 //! on executor 0, reading the executor's merged event stream through an
 //! in-process [`informer`] and writing through the registry, the same way
@@ -12,6 +13,7 @@ mod namespace;
 pub(crate) mod objmeta;
 mod queue;
 pub mod security;
+mod serviceaccount;
 
 use garbagecollector::GarbageCollector;
 use informer::{Batch, Informer};
@@ -19,13 +21,15 @@ use kubeshard_core::catalog::{Catalog, CatalogReader, CatalogSnapshot};
 use kubeshard_shards::ExecutorContext;
 use kubeshard_shards::ShardClient;
 use namespace::NamespaceController;
+use serviceaccount::ServiceAccountController;
 use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Duration;
 
 pub const GARBAGE_COLLECTOR: &str = "garbagecollector";
 pub const NAMESPACE: &str = "namespace";
-const KNOWN: &[&str] = &[GARBAGE_COLLECTOR, NAMESPACE];
+pub const SERVICE_ACCOUNT: &str = "serviceaccount";
+const KNOWN: &[&str] = &[GARBAGE_COLLECTOR, NAMESPACE, SERVICE_ACCOUNT];
 
 /// Work items a controller handles before it reads new events again, so a
 /// long queue never lets its cursors fall too far behind.
@@ -44,6 +48,7 @@ pub struct Env<'a> {
 pub struct Enabled {
     pub garbage_collector: bool,
     pub namespace: bool,
+    pub service_account: bool,
 }
 
 impl Enabled {
@@ -76,11 +81,12 @@ impl Enabled {
         Ok(Self {
             garbage_collector: enabled(GARBAGE_COLLECTOR),
             namespace: enabled(NAMESPACE),
+            service_account: enabled(SERVICE_ACCOUNT),
         })
     }
 
     pub fn any(&self) -> bool {
-        self.garbage_collector || self.namespace
+        self.garbage_collector || self.namespace || self.service_account
     }
 }
 
@@ -94,15 +100,17 @@ pub async fn run(
     let mut informer = Informer::new(exec.clone(), CatalogReader::new(catalog.clone()));
     let mut gc = GarbageCollector::default();
     let mut ns = NamespaceController::default();
+    let mut sa = ServiceAccountController::default();
     let shutdown = exec.shutdown.clone();
     let catalog = CatalogReader::new(catalog);
     while !shutdown.is_triggered() {
         let busy = (enabled.garbage_collector && !gc.queue_idle())
-            || (enabled.namespace && !ns.queue_idle());
+            || (enabled.namespace && !ns.queue_idle())
+            || (enabled.service_account && !sa.queue_idle());
         let wait = if busy {
             Duration::ZERO
         } else {
-            [gc.next_due(), ns.next_due()]
+            [gc.next_due(), ns.next_due(), sa.next_due()]
                 .into_iter()
                 .flatten()
                 .min()
@@ -125,11 +133,13 @@ pub async fn run(
             Some(Ok(Some(Batch::Relisted(items)))) => {
                 gc.reset(&items);
                 ns.reset(&items);
+                sa.reset(&items);
             }
             Some(Ok(Some(Batch::Changes(changes)))) => {
                 for c in &changes {
                     gc.observe(c);
                     ns.observe(c);
+                    sa.observe(c);
                 }
             }
         }
@@ -144,6 +154,9 @@ pub async fn run(
         }
         if enabled.namespace {
             ns.process(&env, BUDGET).await;
+        }
+        if enabled.service_account {
+            sa.process(&env, BUDGET).await;
         }
     }
 }
@@ -161,27 +174,31 @@ mod tests {
         let all = Enabled {
             garbage_collector: true,
             namespace: true,
+            service_account: true,
         };
         assert_eq!(parse("*").unwrap(), all);
         assert_eq!(
             parse("-garbagecollector,-namespace").unwrap(),
             Enabled {
                 garbage_collector: false,
-                namespace: false
+                namespace: false,
+                service_account: false,
             }
         );
         assert_eq!(
             parse("*,-garbagecollector").unwrap(),
             Enabled {
                 garbage_collector: false,
-                namespace: true
+                namespace: true,
+                service_account: true,
             }
         );
         assert_eq!(
             parse("namespace").unwrap(),
             Enabled {
                 garbage_collector: false,
-                namespace: true
+                namespace: true,
+                service_account: false,
             }
         );
         assert!(parse("*,-replicaset")

@@ -28,11 +28,11 @@ pub enum Body {
     Stream(Pin<Box<dyn ChunkStream>>),
 }
 
-/// What a body hands hyper: shared bytes, or several shared frames (a
-/// stream's events, a part of a list), which hyper sends with vectored
-/// writes.
+/// What a body hands hyper: shared bytes, a part of a joined list, or a
+/// stream's frames; hyper sends the last two with vectored writes.
 pub enum Chunk {
     Bytes(Bytes),
+    List(JoinedList),
     Frames(Frames),
 }
 
@@ -40,6 +40,7 @@ impl Buf for Chunk {
     fn remaining(&self) -> usize {
         match self {
             Chunk::Bytes(b) => b.remaining(),
+            Chunk::List(l) => l.remaining(),
             Chunk::Frames(f) => f.remaining(),
         }
     }
@@ -47,6 +48,7 @@ impl Buf for Chunk {
     fn chunk(&self) -> &[u8] {
         match self {
             Chunk::Bytes(b) => b.chunk(),
+            Chunk::List(l) => l.chunk(),
             Chunk::Frames(f) => f.chunk(),
         }
     }
@@ -54,6 +56,7 @@ impl Buf for Chunk {
     fn advance(&mut self, cnt: usize) {
         match self {
             Chunk::Bytes(b) => b.advance(cnt),
+            Chunk::List(l) => l.advance(cnt),
             Chunk::Frames(f) => f.advance(cnt),
         }
     }
@@ -61,6 +64,7 @@ impl Buf for Chunk {
     fn chunks_vectored<'a>(&'a self, dst: &mut [std::io::IoSlice<'a>]) -> usize {
         match self {
             Chunk::Bytes(b) => b.chunks_vectored(dst),
+            Chunk::List(l) => l.chunks_vectored(dst),
             Chunk::Frames(f) => f.chunks_vectored(dst),
         }
     }
@@ -130,7 +134,7 @@ impl hyper::body::Body for Body {
             },
             Body::List(list) => match list {
                 Some(l) if l.has_remaining() => {
-                    Poll::Ready(Some(Ok(Frame::data(Chunk::Frames(l.next_part(MAX_PART))))))
+                    Poll::Ready(Some(Ok(Frame::data(Chunk::List(l.next_part(MAX_PART))))))
                 }
                 _ => {
                     *list = None;

@@ -6,7 +6,6 @@
 //! few thousand `sendmsg` calls that hand the kernel the objects' own
 //! bytes, instead of a copy of the whole response into large blocks.
 
-use super::frames::Frames;
 use bytes::{Buf, Bytes};
 use kubeshard_cache::StoredObject;
 use std::io::IoSlice;
@@ -14,14 +13,45 @@ use std::sync::Arc;
 
 const TAIL: &[u8] = b"]}";
 
-pub struct JoinedList {
+/// What a list body is made of, shared by the parts it is sent in.
+struct Pieces {
     head: Bytes,
     items: Vec<Arc<StoredObject>>,
-    /// Current piece: 0 is the head; 1 + 2i item i; 2 + 2i the comma after
-    /// it; `last_piece()` the tail.
+}
+
+impl Pieces {
+    /// The tail's index: 0 is the head; 1 + 2i item i; 2 + 2i the comma
+    /// after it.
+    fn last(&self) -> usize {
+        if self.items.is_empty() {
+            1
+        } else {
+            2 * self.items.len()
+        }
+    }
+
+    fn bytes(&self, p: usize) -> &[u8] {
+        let last = self.last();
+        match p {
+            0 => &self.head,
+            p if p == last => TAIL,
+            p if p > last => &[],
+            p if p % 2 == 1 => self.items[p / 2].json_slice(),
+            _ => b",",
+        }
+    }
+}
+
+/// The pieces `piece..end` of a list body (the whole body, or a part of
+/// it), as one buffer of borrowed slices.
+pub struct JoinedList {
+    pieces: Arc<Pieces>,
+    /// Current piece.
     piece: usize,
     /// Bytes of the current piece already consumed.
     offset: usize,
+    /// One past the last piece of this buffer.
+    end: usize,
     remaining: usize,
 }
 
@@ -31,9 +61,10 @@ impl JoinedList {
             + items.iter().map(|o| o.json_slice().len()).sum::<usize>()
             + items.len().saturating_sub(1)
             + TAIL.len();
+        let pieces = Arc::new(Pieces { head, items });
         let mut list = Self {
-            head,
-            items,
+            end: pieces.last() + 1,
+            pieces,
             piece: 0,
             offset: 0,
             remaining,
@@ -45,61 +76,48 @@ impl JoinedList {
     /// The whole body as one buffer, from its start whatever has been
     /// sent (audit logs a list at level RequestResponse).
     pub fn to_vec(&self) -> Vec<u8> {
-        let pieces: Vec<&[u8]> = (0..=self.last_piece())
-            .map(|p| self.piece_bytes(p))
+        let pieces: Vec<&[u8]> = (0..=self.pieces.last())
+            .map(|p| self.pieces.bytes(p))
             .collect();
         pieces.concat()
     }
 
-    fn last_piece(&self) -> usize {
-        if self.items.is_empty() {
-            1
-        } else {
-            2 * self.items.len()
-        }
-    }
-
     fn piece_bytes(&self, p: usize) -> &[u8] {
-        let last = self.last_piece();
-        match p {
-            0 => &self.head,
-            p if p == last => TAIL,
-            p if p > last => &[],
-            p if p % 2 == 1 => self.items[p / 2].json_slice(),
-            _ => b",",
+        if p >= self.end {
+            return &[];
         }
+        self.pieces.bytes(p)
     }
 
-    /// The next pieces of the body, whole, as shared bytes: at least one,
-    /// and no more once `max` bytes are gathered. A list is sent this way,
-    /// part by part as the connection drains, so a client that reads
-    /// slowly holds at most a part in the server's buffers (the objects
-    /// themselves are shared with the store, never copied).
-    pub fn next_part(&mut self, max: usize) -> Frames {
-        let mut part = Frames::default();
-        while self.piece <= self.last_piece() && (part.is_empty() || part.remaining() < max) {
-            let bytes = self.piece_shared(self.piece).slice(self.offset..);
-            self.remaining -= bytes.len();
-            part.push(bytes);
-            self.piece += 1;
-            self.offset = 0;
+    /// Splits off the next part of the body: whole pieces (the current one
+    /// from where it was left), at least one and no more once `max` bytes
+    /// are gathered. A list is sent this way, part by part as the
+    /// connection drains, so a client that reads slowly holds at most a
+    /// part in the server's buffers; a part borrows the objects' bytes
+    /// like the whole list does.
+    pub fn next_part(&mut self, max: usize) -> JoinedList {
+        let (start, offset) = (self.piece, self.offset);
+        let mut len = 0;
+        let mut p = start;
+        while p < self.end && (len == 0 || len < max) {
+            len += self.piece_bytes(p).len() - if p == start { offset } else { 0 };
+            p += 1;
         }
-        part
-    }
-
-    /// Piece `p` as shared bytes.
-    fn piece_shared(&self, p: usize) -> Bytes {
-        let last = self.last_piece();
-        match p {
-            0 => self.head.clone(),
-            p if p == last => Bytes::from_static(TAIL),
-            p if p % 2 == 1 => self.items[p / 2].json(),
-            _ => Bytes::from_static(b","),
+        self.piece = p;
+        self.offset = 0;
+        self.remaining -= len;
+        self.skip_empty();
+        JoinedList {
+            pieces: self.pieces.clone(),
+            piece: start,
+            offset,
+            end: p,
+            remaining: len,
         }
     }
 
     fn skip_empty(&mut self) {
-        while self.piece <= self.last_piece() && self.offset >= self.piece_bytes(self.piece).len() {
+        while self.piece < self.end && self.offset >= self.piece_bytes(self.piece).len() {
             self.piece += 1;
             self.offset = 0;
         }
@@ -135,7 +153,7 @@ impl Buf for JoinedList {
         let mut n = 0;
         let mut p = self.piece;
         let mut offset = self.offset;
-        while n < dst.len() && p <= self.last_piece() {
+        while n < dst.len() && p < self.end {
             let bytes = &self.piece_bytes(p)[offset..];
             if !bytes.is_empty() {
                 dst[n] = IoSlice::new(bytes);
@@ -214,19 +232,18 @@ mod tests {
                 b.advance(c.len());
             }
             prop_assert_eq!(&again, &bytes);
-            // Sent part by part, each part whole pieces up to `step` bytes.
+            // Sent part by part (after a partial first read), each part
+            // whole pieces up to `step` bytes, drained vectored.
             let mut b = JoinedList::new(Bytes::from_static(b"{\"items\":["), items);
-            let mut parts = Vec::new();
+            let first = (step / 2).min(b.chunk().len());
+            let mut parts = b.chunk()[..first].to_vec();
+            b.advance(first);
             while b.has_remaining() {
                 let before = b.remaining();
-                let mut part = b.next_part(step);
-                prop_assert!(!part.is_empty());
+                let part = b.next_part(step);
+                prop_assert!(part.has_remaining());
                 prop_assert_eq!(before - b.remaining(), part.remaining());
-                while part.has_remaining() {
-                    let c = part.chunk().to_vec();
-                    parts.extend_from_slice(&c);
-                    part.advance(c.len());
-                }
+                parts.extend(drain(part, iovs, step));
             }
             prop_assert_eq!(parts, bytes);
         }

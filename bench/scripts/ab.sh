@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# A/B of two kubeshard binaries on the hot verbs, interleaved A B A B with
+# `kubeshard-bench compare` (medians of per-round ratios B/A):
+#
+#   bench/scripts/ab.sh A_BIN B_BIN [OUT_DIR]     (ROUNDS=3 SECS=8 WORKLOADS="get create create-durable update list watch")
+#
+# get, create, update: in-memory storage, 64 clients over HTTP/1.1, 1 KiB
+# ConfigMaps; create-durable: the log with --fsync=always, 256 clients;
+# list: unpaged LIST of 100k ConfigMaps; watch: 10k watchers on the
+# ConfigMaps of one namespace while 100 are updated at 200/s. Each pair of
+# servers is started fresh for its workload on loopback ports and stopped
+# at the end (also on failure).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+A=$(realpath "${1:?usage: ab.sh A_BIN B_BIN [OUT_DIR]}")
+B=$(realpath "${2:?usage: ab.sh A_BIN B_BIN [OUT_DIR]}")
+OUT=${3:-$(mktemp -d /tmp/ab-XXXX)}
+ROUNDS=${ROUNDS:-3}; SECS=${SECS:-8}
+WORKLOADS=${WORKLOADS:-get create create-durable update list watch}
+mkdir -p "$OUT"
+cargo build --release -q -p kubeshard-bench
+BENCH=$PWD/target/release/kubeshard-bench
+TMP=$(mktemp -d); pids=()
+cleanup() { kill "${pids[@]}" 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$TMP"; }
+trap cleanup EXIT
+
+port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+
+# start BIN NAME [flags...]: sets URL_NAME and PID_NAME
+start() {
+  local bin=$1 name=$2; shift 2
+  local p; p=$(port)
+  "$bin" --insecure-port "$p" --secure-port 0 --bind-address 127.0.0.1 --shards 2 \
+    --data-dir "$TMP/$name" "$@" >"$OUT/$name.log" 2>&1 &
+  local pid=$!; pids+=("$pid")
+  for _ in $(seq 300); do
+    curl -sf "http://127.0.0.1:$p/readyz" >/dev/null && break
+    kill -0 "$pid" 2>/dev/null || { echo "$name exited; see $OUT/$name.log" >&2; exit 1; }
+    sleep 0.1
+  done
+  printf -v "URL_$name" 'http://127.0.0.1:%s' "$p"
+  printf -v "PID_$name" '%s' "$pid"
+}
+
+stop_all() { kill "${pids[@]}" 2>/dev/null || true; wait 2>/dev/null || true; pids=(); }
+
+run() {
+  local w=$1; shift
+  local mode=(--storage memory)
+  case $w in create-durable) mode=(--fsync always) ;; esac
+  start "$A" a "${mode[@]}"; start "$B" b "${mode[@]}"
+  echo "== $w" | tee -a "$OUT/summary.txt"
+  "$BENCH" --duration "${SECS}s" --output "$OUT/$w.json" --quiet "$@" \
+    compare --a "$URL_a" --b "$URL_b" --a-pid "$PID_a" --b-pid "$PID_b" --rounds "$ROUNDS" "${WORKLOAD[@]}" \
+    | tee -a "$OUT/summary.txt"
+  stop_all
+}
+
+for w in $WORKLOADS; do
+  case $w in
+    get) WORKLOAD=(get --objects 100); run get --concurrency 64 ;;
+    create) WORKLOAD=(create); run create --concurrency 64 ;;
+    create-durable) WORKLOAD=(create); run create-durable --concurrency 256 --http2 ;;
+    update) WORKLOAD=(update --objects 100 --mode put); run update --concurrency 64 ;;
+    list) WORKLOAD=(list --objects 100000); run list --concurrency 4 --object-size 200 ;;
+    watch) WORKLOAD=(watch --watchers 10000 --objects 100); run watch --rate 200 --http2 --connections 16 ;;
+    *) echo "unknown workload $w" >&2; exit 2 ;;
+  esac
+done
+echo "results in $OUT"
