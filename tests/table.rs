@@ -335,3 +335,32 @@ fn watches_as_tables_and_as_metadata() {
     );
     assert_eq!(code, 406);
 }
+
+/// PodTemplates are served, with kubectl's columns.
+#[test]
+fn pod_templates_are_served_with_their_columns() {
+    let s = Server::start(1);
+    let t = serde_json::json!({"metadata": {"name": "tpl"}, "template": {
+        "metadata": {"labels": {"b": "2", "a": "1"}},
+        "spec": {"containers": [{"name": "c1", "image": "i1"}, {"name": "c2", "image": "i2"}]}}});
+    let (code, body) = s.post("/api/v1/namespaces/default/podtemplates", &t);
+    assert_eq!(code, 201, "{body}");
+    assert_eq!(body["kind"], "PodTemplate");
+    let (code, _, text) = s.get_with(
+        "/api/v1/namespaces/default/podtemplates",
+        "application/json;as=Table;v=v1;g=meta.k8s.io",
+    );
+    assert_eq!(code, 200);
+    let table: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let heads: Vec<&str> = table["columnDefinitions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(heads, ["Name", "Containers", "Images", "Pod Labels"]);
+    assert_eq!(
+        table["rows"][0]["cells"],
+        serde_json::json!(["tpl", "c1,c2", "i1,i2", "a=1,b=2"])
+    );
+}

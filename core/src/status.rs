@@ -73,6 +73,10 @@ pub struct ApiError {
     pub message: String,
     /// Boxed so `Result<_, ApiError>` stays small on the success path.
     pub details: Option<Box<StatusDetails>>,
+    /// The Status's `metadata.continue`: the token that goes on with an
+    /// expired list from the latest revision (kube's inconsistent
+    /// continue).
+    pub list_continue: Option<Box<str>>,
 }
 
 /// `schema.GroupResource.String()`: core resources print bare.
@@ -117,6 +121,7 @@ impl ApiError {
             reason: reason.to_string(),
             message: message.into(),
             details: None,
+            list_continue: None,
         }
     }
 
@@ -374,7 +379,12 @@ impl ApiError {
     /// order, omitted empties, HTML-safe escaping). No trailing newline.
     pub fn to_status_json(&self) -> Vec<u8> {
         let mut out = String::with_capacity(128 + self.message.len());
-        out.push_str(r#"{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure""#);
+        out.push_str(r#"{"kind":"Status","apiVersion":"v1","metadata":{"#);
+        if let Some(token) = &self.list_continue {
+            out.push_str(r#""continue":"#);
+            push_json_string(&mut out, token);
+        }
+        out.push_str(r#"},"status":"Failure""#);
         if !self.message.is_empty() {
             out.push_str(r#","message":"#);
             push_json_string(&mut out, &self.message);

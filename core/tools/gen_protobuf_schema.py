@@ -48,7 +48,7 @@ GO_ZERO_MANUAL = os.path.join(HERE, "protobuf_go_zero_manual.txt")
 # pulled in transitively. Every kind's XList is included when it exists.
 ROOTS = {
     "api.core.v1": ["Namespace", "ConfigMap", "Secret", "ServiceAccount", "Pod", "Service",
-                    "Endpoints", "Event", "Node", "Binding"],
+                    "Endpoints", "Event", "Node", "Binding", "PodTemplate"],
     "api.apps.v1": ["Deployment", "ReplicaSet", "StatefulSet", "DaemonSet"],
     "api.coordination.v1": ["Lease"],
     "api.batch.v1": ["Job", "CronJob"],

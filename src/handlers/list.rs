@@ -91,17 +91,22 @@ struct ContinueToken {
     name: String,
 }
 
-fn encode_continue(rv: u64, last: &StoredObject) -> String {
+/// A token that goes on after `(ns, name)` at revision `rv`; -1 means at
+/// the latest revision (what a list whose snapshot expired may continue
+/// with, inconsistently, as kube allows).
+fn encode_continue(rv: i64, ns: &str, name: &str) -> String {
     let t = ContinueToken {
         v: "meta.k8s.io/v1".into(),
-        rv: i64::try_from(rv).expect("revisions stay below i64::MAX"),
-        ns: last.namespace.to_string(),
-        name: last.name.to_string(),
+        rv,
+        ns: ns.to_string(),
+        name: name.to_string(),
     };
     base64::engine::general_purpose::URL_SAFE.encode(serde_json::to_vec(&t).expect("serializes"))
 }
 
-fn decode_continue(token: &str) -> Result<(u64, NsName), ApiError> {
+/// The revision a token continues at (None: the latest) and the key it
+/// continues after.
+fn decode_continue(token: &str) -> Result<(Option<u64>, NsName), ApiError> {
     let bad = |why: &str| {
         ApiError::bad_request(format!(
             "invalid continue token: continue key is not valid: {why}"
@@ -117,10 +122,11 @@ fn decode_continue(token: &str) -> Result<(u64, NsName), ApiError> {
             t.v
         )));
     }
-    let rv = u64::try_from(t.rv)
-        .ok()
-        .filter(|rv| *rv > 0)
-        .ok_or_else(|| bad("incorrect encoded start resourceVersion (version meta.k8s.io/v1)"))?;
+    let rv = match t.rv {
+        0 => return Err(bad("incorrect encoded start resourceVersion (version meta.k8s.io/v1)")),
+        rv if rv < 0 => None,
+        rv => Some(rv as u64),
+    };
     Ok((rv, (t.ns.into(), t.name.into())))
 }
 
@@ -139,6 +145,9 @@ async fn snapshot_revision(
             ));
         }
         let (rev, start) = decode_continue(token)?;
+        let Some(rev) = rev else {
+            return Ok((api.shards().sequencer().closed(), Some(start)));
+        };
         // A revision the server has not reached is waited for (kube: 504
         // "Too large resource version" after 3 s), never served.
         wait_not_older_than(api, rev).await?;
@@ -220,7 +229,7 @@ pub async fn list_objects(
     };
     let (revision, start_after) = snapshot_revision(api, q).await?;
     let count_remaining = limit > 0 && !filter.has_selectors();
-    let is_continue = start_after.is_some();
+    let resume_after = start_after.clone();
     let req = ListRequest {
         resource: rr.resource.storage_key.clone(),
         filter: Arc::new(filter),
@@ -229,12 +238,14 @@ pub async fn list_objects(
         limit,
         count_remaining,
     };
-    let chunks = api.shards().list_all(&req).await.map_err(|e| {
-        if is_continue && e.code == 410 {
-            ApiError::resource_expired("The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.")
-        } else {
-            e
-        }
+    let chunks = api.shards().list_all(&req).await.map_err(|e| match &resume_after {
+        // The page's snapshot is gone: the client may go on from the same
+        // key at the latest revision, with the token the Status carries.
+        Some((ns, name)) if e.code == 410 => ApiError {
+            list_continue: Some(encode_continue(-1, ns, name).into()),
+            ..ApiError::resource_expired("The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.")
+        },
+        _ => e,
     })?;
     let mut more = chunks.iter().any(|c| c.more);
     let mut remaining: usize = chunks.iter().map(|c| c.remaining).sum();
@@ -251,7 +262,10 @@ pub async fn list_objects(
         items.shrink_to_fit();
     }
     let continue_token = if more {
-        items.last().map(|last| encode_continue(revision, last))
+        items.last().map(|last| {
+            let rv = i64::try_from(revision).expect("revisions stay below i64::MAX");
+            encode_continue(rv, &last.namespace, &last.name)
+        })
     } else {
         None
     };

@@ -195,6 +195,7 @@ pub fn builtin_resources() -> Vec<ResourceInfo> {
                 ("status.nominatedNodeName", &["status", "nominatedNodeName"]),
             ])
             .booleans(&["spec.hostNetwork"]),
+        entry("", "v1", "PodTemplate", "podtemplates", true).printer(Printer::PodTemplate),
         entry("", "v1", "Service", "services", true)
             .short(&["svc"])
             .categories(&["all"])

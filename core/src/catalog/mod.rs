@@ -92,6 +92,7 @@ pub enum Printer {
     ServiceAccount,
     Endpoints,
     Deployment,
+    PodTemplate,
     /// Roles and ClusterRoles.
     Role,
     /// RoleBindings and ClusterRoleBindings.

@@ -8,33 +8,33 @@ const fn f(tag: u32, json: &'static str, ty: Ty, card: Card, omit_zero: bool) ->
     Field { tag, json, ty, card, omit_zero }
 }
 
-pub(super) static MESSAGES: [Message; 283] = [
+pub(super) static MESSAGES: [Message; 285] = [
     // 0
     Message { name: "api.core.v1.Namespace", fields: &[
-        f(1, "metadata", Msg(51), One, false),
-        f(2, "spec", Msg(52), One, false),
-        f(3, "status", Msg(53), One, false),
+        f(1, "metadata", Msg(53), One, false),
+        f(2, "spec", Msg(54), One, false),
+        f(3, "status", Msg(55), One, false),
     ] },
     // 1
     Message { name: "api.core.v1.NamespaceList", fields: &[
-        f(1, "metadata", Msg(54), One, false),
+        f(1, "metadata", Msg(56), One, false),
         f(2, "items", Msg(0), Rep, false),
     ] },
     // 2
     Message { name: "api.core.v1.ConfigMap", fields: &[
-        f(1, "metadata", Msg(51), One, false),
+        f(1, "metadata", Msg(53), One, false),
         f(2, "data", Str, Map, false),
         f(3, "binaryData", Bytes, Map, false),
         f(4, "immutable", Bool, One, false),
     ] },
     // 3
     Message { name: "api.core.v1.ConfigMapList", fields: &[
-        f(1, "metadata", Msg(54), One, false),
+        f(1, "metadata", Msg(56), One, false),
         f(2, "items", Msg(2), Rep, false),
     ] },
     // 4
     Message { name: "api.core.v1.Secret", fields: &[
-        f(1, "metadata", Msg(51), One, false),
+        f(1, "metadata", Msg(53), One, false),
         f(2, "data", Bytes, Map, false),
         f(3, "type", Str, One, true),
         f(4, "stringData", Str, Map, false),
@@ -42,273 +42,283 @@ pub(super) static MESSAGES: [Message; 283] = [
     ] },
     // 5
     Message { name: "api.core.v1.SecretList", fields: &[
-        f(1, "metadata", Msg(54), One, false),
+        f(1, "metadata", Msg(56), One, false),
         f(2, "items", Msg(4), Rep, false),
     ] },
     // 6
     Message { name: "api.core.v1.ServiceAccount", fields: &[
-        f(1, "metadata", Msg(51), One, false),
-        f(2, "secrets", Msg(55), Rep, false),
-        f(3, "imagePullSecrets", Msg(56), Rep, false),
+        f(1, "metadata", Msg(53), One, false),
+        f(2, "secrets", Msg(57), Rep, false),
+        f(3, "imagePullSecrets", Msg(58), Rep, false),
         f(4, "automountServiceAccountToken", Bool, One, false),
     ] },
     // 7
     Message { name: "api.core.v1.ServiceAccountList", fields: &[
-        f(1, "metadata", Msg(54), One, false),
+        f(1, "metadata", Msg(56), One, false),
         f(2, "items", Msg(6), Rep, false),
     ] },
     // 8
     Message { name: "api.core.v1.Pod", fields: &[
-        f(1, "metadata", Msg(51), One, false),
-        f(2, "spec", Msg(57), One, false),
-        f(3, "status", Msg(58), One, false),
+        f(1, "metadata", Msg(53), One, false),
+        f(2, "spec", Msg(59), One, false),
+        f(3, "status", Msg(60), One, false),
     ] },
     // 9
     Message { name: "api.core.v1.PodList", fields: &[
-        f(1, "metadata", Msg(54), One, false),
+        f(1, "metadata", Msg(56), One, false),
         f(2, "items", Msg(8), Rep, false),
     ] },
     // 10
     Message { name: "api.core.v1.Service", fields: &[
-        f(1, "metadata", Msg(51), One, false),
-        f(2, "spec", Msg(59), One, false),
-        f(3, "status", Msg(60), One, false),
+        f(1, "metadata", Msg(53), One, false),
+        f(2, "spec", Msg(61), One, false),
+        f(3, "status", Msg(62), One, false),
     ] },
     // 11
     Message { name: "api.core.v1.ServiceList", fields: &[
-        f(1, "metadata", Msg(54), One, false),
+        f(1, "metadata", Msg(56), One, false),
         f(2, "items", Msg(10), Rep, false),
     ] },
     // 12
     Message { name: "api.core.v1.Endpoints", fields: &[
-        f(1, "metadata", Msg(51), One, false),
-        f(2, "subsets", Msg(61), Rep, false),
+        f(1, "metadata", Msg(53), One, false),
+        f(2, "subsets", Msg(63), Rep, false),
     ] },
     // 13
     Message { name: "api.core.v1.EndpointsList", fields: &[
-        f(1, "metadata", Msg(54), One, false),
+        f(1, "metadata", Msg(56), One, false),
         f(2, "items", Msg(12), Rep, false),
     ] },
     // 14
     Message { name: "api.core.v1.Event", fields: &[
-        f(1, "metadata", Msg(51), One, false),
-        f(2, "involvedObject", Msg(55), One, false),
+        f(1, "metadata", Msg(53), One, false),
+        f(2, "involvedObject", Msg(57), One, false),
         f(3, "reason", Str, One, true),
         f(4, "message", Str, One, true),
-        f(5, "source", Msg(62), One, false),
+        f(5, "source", Msg(64), One, false),
         f(6, "firstTimestamp", Time, One, false),
         f(7, "lastTimestamp", Time, One, false),
         f(8, "count", I32, One, true),
         f(9, "type", Str, One, true),
         f(10, "eventTime", MicroTime, One, false),
-        f(11, "series", Msg(63), One, false),
+        f(11, "series", Msg(65), One, false),
         f(12, "action", Str, One, true),
-        f(13, "related", Msg(55), One, false),
+        f(13, "related", Msg(57), One, false),
         f(14, "reportingComponent", Str, One, false),
         f(15, "reportingInstance", Str, One, false),
     ] },
     // 15
     Message { name: "api.core.v1.EventList", fields: &[
-        f(1, "metadata", Msg(54), One, false),
+        f(1, "metadata", Msg(56), One, false),
         f(2, "items", Msg(14), Rep, false),
     ] },
     // 16
     Message { name: "api.core.v1.Node", fields: &[
-        f(1, "metadata", Msg(51), One, false),
-        f(2, "spec", Msg(64), One, false),
-        f(3, "status", Msg(65), One, false),
+        f(1, "metadata", Msg(53), One, false),
+        f(2, "spec", Msg(66), One, false),
+        f(3, "status", Msg(67), One, false),
     ] },
     // 17
     Message { name: "api.core.v1.NodeList", fields: &[
-        f(1, "metadata", Msg(54), One, false),
+        f(1, "metadata", Msg(56), One, false),
         f(2, "items", Msg(16), Rep, false),
     ] },
     // 18
     Message { name: "api.core.v1.Binding", fields: &[
-        f(1, "metadata", Msg(51), One, false),
-        f(2, "target", Msg(55), One, false),
+        f(1, "metadata", Msg(53), One, false),
+        f(2, "target", Msg(57), One, false),
     ] },
     // 19
-    Message { name: "api.apps.v1.Deployment", fields: &[
-        f(1, "metadata", Msg(51), One, false),
-        f(2, "spec", Msg(66), One, false),
-        f(3, "status", Msg(67), One, false),
+    Message { name: "api.core.v1.PodTemplate", fields: &[
+        f(1, "metadata", Msg(53), One, false),
+        f(2, "template", Msg(68), One, false),
     ] },
     // 20
-    Message { name: "api.apps.v1.DeploymentList", fields: &[
-        f(1, "metadata", Msg(54), One, false),
+    Message { name: "api.core.v1.PodTemplateList", fields: &[
+        f(1, "metadata", Msg(56), One, false),
         f(2, "items", Msg(19), Rep, false),
     ] },
     // 21
-    Message { name: "api.apps.v1.ReplicaSet", fields: &[
-        f(1, "metadata", Msg(51), One, false),
-        f(2, "spec", Msg(68), One, false),
-        f(3, "status", Msg(69), One, false),
+    Message { name: "api.apps.v1.Deployment", fields: &[
+        f(1, "metadata", Msg(53), One, false),
+        f(2, "spec", Msg(69), One, false),
+        f(3, "status", Msg(70), One, false),
     ] },
     // 22
-    Message { name: "api.apps.v1.ReplicaSetList", fields: &[
-        f(1, "metadata", Msg(54), One, false),
+    Message { name: "api.apps.v1.DeploymentList", fields: &[
+        f(1, "metadata", Msg(56), One, false),
         f(2, "items", Msg(21), Rep, false),
     ] },
     // 23
-    Message { name: "api.apps.v1.StatefulSet", fields: &[
-        f(1, "metadata", Msg(51), One, false),
-        f(2, "spec", Msg(70), One, false),
-        f(3, "status", Msg(71), One, false),
+    Message { name: "api.apps.v1.ReplicaSet", fields: &[
+        f(1, "metadata", Msg(53), One, false),
+        f(2, "spec", Msg(71), One, false),
+        f(3, "status", Msg(72), One, false),
     ] },
     // 24
-    Message { name: "api.apps.v1.StatefulSetList", fields: &[
-        f(1, "metadata", Msg(54), One, false),
+    Message { name: "api.apps.v1.ReplicaSetList", fields: &[
+        f(1, "metadata", Msg(56), One, false),
         f(2, "items", Msg(23), Rep, false),
     ] },
     // 25
-    Message { name: "api.apps.v1.DaemonSet", fields: &[
-        f(1, "metadata", Msg(51), One, false),
-        f(2, "spec", Msg(72), One, false),
-        f(3, "status", Msg(73), One, false),
+    Message { name: "api.apps.v1.StatefulSet", fields: &[
+        f(1, "metadata", Msg(53), One, false),
+        f(2, "spec", Msg(73), One, false),
+        f(3, "status", Msg(74), One, false),
     ] },
     // 26
-    Message { name: "api.apps.v1.DaemonSetList", fields: &[
-        f(1, "metadata", Msg(54), One, false),
+    Message { name: "api.apps.v1.StatefulSetList", fields: &[
+        f(1, "metadata", Msg(56), One, false),
         f(2, "items", Msg(25), Rep, false),
     ] },
     // 27
-    Message { name: "api.coordination.v1.Lease", fields: &[
-        f(1, "metadata", Msg(51), One, false),
-        f(2, "spec", Msg(74), One, false),
-    ] },
-    // 28
-    Message { name: "api.coordination.v1.LeaseList", fields: &[
-        f(1, "metadata", Msg(54), One, false),
-        f(2, "items", Msg(27), Rep, false),
-    ] },
-    // 29
-    Message { name: "api.batch.v1.Job", fields: &[
-        f(1, "metadata", Msg(51), One, false),
+    Message { name: "api.apps.v1.DaemonSet", fields: &[
+        f(1, "metadata", Msg(53), One, false),
         f(2, "spec", Msg(75), One, false),
         f(3, "status", Msg(76), One, false),
     ] },
+    // 28
+    Message { name: "api.apps.v1.DaemonSetList", fields: &[
+        f(1, "metadata", Msg(56), One, false),
+        f(2, "items", Msg(27), Rep, false),
+    ] },
+    // 29
+    Message { name: "api.coordination.v1.Lease", fields: &[
+        f(1, "metadata", Msg(53), One, false),
+        f(2, "spec", Msg(77), One, false),
+    ] },
     // 30
-    Message { name: "api.batch.v1.JobList", fields: &[
-        f(1, "metadata", Msg(54), One, false),
+    Message { name: "api.coordination.v1.LeaseList", fields: &[
+        f(1, "metadata", Msg(56), One, false),
         f(2, "items", Msg(29), Rep, false),
     ] },
     // 31
-    Message { name: "api.batch.v1.CronJob", fields: &[
-        f(1, "metadata", Msg(51), One, false),
-        f(2, "spec", Msg(77), One, false),
-        f(3, "status", Msg(78), One, false),
+    Message { name: "api.batch.v1.Job", fields: &[
+        f(1, "metadata", Msg(53), One, false),
+        f(2, "spec", Msg(78), One, false),
+        f(3, "status", Msg(79), One, false),
     ] },
     // 32
-    Message { name: "api.batch.v1.CronJobList", fields: &[
-        f(1, "metadata", Msg(54), One, false),
+    Message { name: "api.batch.v1.JobList", fields: &[
+        f(1, "metadata", Msg(56), One, false),
         f(2, "items", Msg(31), Rep, false),
     ] },
     // 33
-    Message { name: "api.authorization.v1.SelfSubjectAccessReview", fields: &[
-        f(1, "metadata", Msg(51), One, false),
-        f(2, "spec", Msg(79), One, false),
-        f(3, "status", Msg(80), One, false),
+    Message { name: "api.batch.v1.CronJob", fields: &[
+        f(1, "metadata", Msg(53), One, false),
+        f(2, "spec", Msg(80), One, false),
+        f(3, "status", Msg(81), One, false),
     ] },
     // 34
-    Message { name: "api.authorization.v1.SubjectAccessReview", fields: &[
-        f(1, "metadata", Msg(51), One, false),
-        f(2, "spec", Msg(81), One, false),
-        f(3, "status", Msg(80), One, false),
+    Message { name: "api.batch.v1.CronJobList", fields: &[
+        f(1, "metadata", Msg(56), One, false),
+        f(2, "items", Msg(33), Rep, false),
     ] },
     // 35
-    Message { name: "api.authorization.v1.LocalSubjectAccessReview", fields: &[
-        f(1, "metadata", Msg(51), One, false),
-        f(2, "spec", Msg(81), One, false),
-        f(3, "status", Msg(80), One, false),
-    ] },
-    // 36
-    Message { name: "api.authorization.v1.SelfSubjectRulesReview", fields: &[
-        f(1, "metadata", Msg(51), One, false),
+    Message { name: "api.authorization.v1.SelfSubjectAccessReview", fields: &[
+        f(1, "metadata", Msg(53), One, false),
         f(2, "spec", Msg(82), One, false),
         f(3, "status", Msg(83), One, false),
     ] },
-    // 37
-    Message { name: "api.authentication.v1.TokenReview", fields: &[
-        f(1, "metadata", Msg(51), One, false),
+    // 36
+    Message { name: "api.authorization.v1.SubjectAccessReview", fields: &[
+        f(1, "metadata", Msg(53), One, false),
         f(2, "spec", Msg(84), One, false),
-        f(3, "status", Msg(85), One, false),
+        f(3, "status", Msg(83), One, false),
+    ] },
+    // 37
+    Message { name: "api.authorization.v1.LocalSubjectAccessReview", fields: &[
+        f(1, "metadata", Msg(53), One, false),
+        f(2, "spec", Msg(84), One, false),
+        f(3, "status", Msg(83), One, false),
     ] },
     // 38
-    Message { name: "api.authentication.v1.TokenRequest", fields: &[
-        f(1, "metadata", Msg(51), One, false),
-        f(2, "spec", Msg(86), One, false),
-        f(3, "status", Msg(87), One, false),
+    Message { name: "api.authorization.v1.SelfSubjectRulesReview", fields: &[
+        f(1, "metadata", Msg(53), One, false),
+        f(2, "spec", Msg(85), One, false),
+        f(3, "status", Msg(86), One, false),
     ] },
     // 39
-    Message { name: "api.authentication.v1.SelfSubjectReview", fields: &[
-        f(1, "metadata", Msg(51), One, false),
-        f(2, "status", Msg(88), One, false),
+    Message { name: "api.authentication.v1.TokenReview", fields: &[
+        f(1, "metadata", Msg(53), One, false),
+        f(2, "spec", Msg(87), One, false),
+        f(3, "status", Msg(88), One, false),
     ] },
     // 40
-    Message { name: "api.rbac.v1.Role", fields: &[
-        f(1, "metadata", Msg(51), One, false),
-        f(2, "rules", Msg(89), Rep, false),
+    Message { name: "api.authentication.v1.TokenRequest", fields: &[
+        f(1, "metadata", Msg(53), One, false),
+        f(2, "spec", Msg(89), One, false),
+        f(3, "status", Msg(90), One, false),
     ] },
     // 41
-    Message { name: "api.rbac.v1.RoleList", fields: &[
-        f(1, "metadata", Msg(54), One, false),
-        f(2, "items", Msg(40), Rep, false),
+    Message { name: "api.authentication.v1.SelfSubjectReview", fields: &[
+        f(1, "metadata", Msg(53), One, false),
+        f(2, "status", Msg(91), One, false),
     ] },
     // 42
-    Message { name: "api.rbac.v1.ClusterRole", fields: &[
-        f(1, "metadata", Msg(51), One, false),
-        f(2, "rules", Msg(89), Rep, false),
-        f(3, "aggregationRule", Msg(90), One, false),
+    Message { name: "api.rbac.v1.Role", fields: &[
+        f(1, "metadata", Msg(53), One, false),
+        f(2, "rules", Msg(92), Rep, false),
     ] },
     // 43
-    Message { name: "api.rbac.v1.ClusterRoleList", fields: &[
-        f(1, "metadata", Msg(54), One, false),
+    Message { name: "api.rbac.v1.RoleList", fields: &[
+        f(1, "metadata", Msg(56), One, false),
         f(2, "items", Msg(42), Rep, false),
     ] },
     // 44
-    Message { name: "api.rbac.v1.RoleBinding", fields: &[
-        f(1, "metadata", Msg(51), One, false),
-        f(2, "subjects", Msg(91), Rep, false),
-        f(3, "roleRef", Msg(92), One, false),
+    Message { name: "api.rbac.v1.ClusterRole", fields: &[
+        f(1, "metadata", Msg(53), One, false),
+        f(2, "rules", Msg(92), Rep, false),
+        f(3, "aggregationRule", Msg(93), One, false),
     ] },
     // 45
-    Message { name: "api.rbac.v1.RoleBindingList", fields: &[
-        f(1, "metadata", Msg(54), One, false),
+    Message { name: "api.rbac.v1.ClusterRoleList", fields: &[
+        f(1, "metadata", Msg(56), One, false),
         f(2, "items", Msg(44), Rep, false),
     ] },
     // 46
-    Message { name: "api.rbac.v1.ClusterRoleBinding", fields: &[
-        f(1, "metadata", Msg(51), One, false),
-        f(2, "subjects", Msg(91), Rep, false),
-        f(3, "roleRef", Msg(92), One, false),
+    Message { name: "api.rbac.v1.RoleBinding", fields: &[
+        f(1, "metadata", Msg(53), One, false),
+        f(2, "subjects", Msg(94), Rep, false),
+        f(3, "roleRef", Msg(95), One, false),
     ] },
     // 47
-    Message { name: "api.rbac.v1.ClusterRoleBindingList", fields: &[
-        f(1, "metadata", Msg(54), One, false),
+    Message { name: "api.rbac.v1.RoleBindingList", fields: &[
+        f(1, "metadata", Msg(56), One, false),
         f(2, "items", Msg(46), Rep, false),
     ] },
     // 48
-    Message { name: "api.autoscaling.v1.Scale", fields: &[
-        f(1, "metadata", Msg(51), One, false),
-        f(2, "spec", Msg(93), One, false),
-        f(3, "status", Msg(94), One, false),
+    Message { name: "api.rbac.v1.ClusterRoleBinding", fields: &[
+        f(1, "metadata", Msg(53), One, false),
+        f(2, "subjects", Msg(94), Rep, false),
+        f(3, "roleRef", Msg(95), One, false),
     ] },
     // 49
-    Message { name: "api.policy.v1.Eviction", fields: &[
-        f(1, "metadata", Msg(51), One, false),
-        f(2, "deleteOptions", Msg(50), One, false),
+    Message { name: "api.rbac.v1.ClusterRoleBindingList", fields: &[
+        f(1, "metadata", Msg(56), One, false),
+        f(2, "items", Msg(48), Rep, false),
     ] },
     // 50
+    Message { name: "api.autoscaling.v1.Scale", fields: &[
+        f(1, "metadata", Msg(53), One, false),
+        f(2, "spec", Msg(96), One, false),
+        f(3, "status", Msg(97), One, false),
+    ] },
+    // 51
+    Message { name: "api.policy.v1.Eviction", fields: &[
+        f(1, "metadata", Msg(53), One, false),
+        f(2, "deleteOptions", Msg(52), One, false),
+    ] },
+    // 52
     Message { name: "apimachinery.pkg.apis.meta.v1.DeleteOptions", fields: &[
         f(1, "gracePeriodSeconds", I64, One, false),
-        f(2, "preconditions", Msg(95), One, false),
+        f(2, "preconditions", Msg(98), One, false),
         f(3, "orphanDependents", Bool, One, false),
         f(4, "propagationPolicy", Str, One, false),
         f(5, "dryRun", Str, Rep, false),
         f(6, "ignoreStoreReadErrorWithClusterBreakingPotential", Bool, One, false),
     ] },
-    // 51
+    // 53
     Message { name: "apimachinery.pkg.apis.meta.v1.ObjectMeta", fields: &[
         f(1, "name", Str, One, true),
         f(2, "generateName", Str, One, true),
@@ -322,27 +332,27 @@ pub(super) static MESSAGES: [Message; 283] = [
         f(10, "deletionGracePeriodSeconds", I64, One, false),
         f(11, "labels", Str, Map, false),
         f(12, "annotations", Str, Map, false),
-        f(13, "ownerReferences", Msg(96), Rep, false),
+        f(13, "ownerReferences", Msg(99), Rep, false),
         f(14, "finalizers", Str, Rep, false),
-        f(17, "managedFields", Msg(97), Rep, false),
+        f(17, "managedFields", Msg(100), Rep, false),
     ] },
-    // 52
+    // 54
     Message { name: "api.core.v1.NamespaceSpec", fields: &[
         f(1, "finalizers", Str, Rep, false),
     ] },
-    // 53
+    // 55
     Message { name: "api.core.v1.NamespaceStatus", fields: &[
         f(1, "phase", Str, One, true),
-        f(2, "conditions", Msg(98), Rep, false),
+        f(2, "conditions", Msg(101), Rep, false),
     ] },
-    // 54
+    // 56
     Message { name: "apimachinery.pkg.apis.meta.v1.ListMeta", fields: &[
         f(1, "selfLink", Str, One, false),
         f(2, "resourceVersion", Str, One, false),
         f(3, "continue", Str, One, false),
         f(4, "remainingItemCount", I64, One, false),
     ] },
-    // 55
+    // 57
     Message { name: "api.core.v1.ObjectReference", fields: &[
         f(1, "kind", Str, One, true),
         f(2, "namespace", Str, One, true),
@@ -352,14 +362,14 @@ pub(super) static MESSAGES: [Message; 283] = [
         f(6, "resourceVersion", Str, One, true),
         f(7, "fieldPath", Str, One, true),
     ] },
-    // 56
+    // 58
     Message { name: "api.core.v1.LocalObjectReference", fields: &[
         f(1, "name", Str, One, true),
     ] },
-    // 57
+    // 59
     Message { name: "api.core.v1.PodSpec", fields: &[
-        f(1, "volumes", Msg(99), Rep, false),
-        f(2, "containers", Msg(100), Rep, false),
+        f(1, "volumes", Msg(102), Rep, false),
+        f(2, "containers", Msg(103), Rep, false),
         f(3, "restartPolicy", Str, One, true),
         f(4, "terminationGracePeriodSeconds", I64, One, false),
         f(5, "activeDeadlineSeconds", I64, One, false),
@@ -371,62 +381,62 @@ pub(super) static MESSAGES: [Message; 283] = [
         f(11, "hostNetwork", Bool, One, true),
         f(12, "hostPID", Bool, One, true),
         f(13, "hostIPC", Bool, One, true),
-        f(14, "securityContext", Msg(102), One, false),
-        f(15, "imagePullSecrets", Msg(56), Rep, false),
+        f(14, "securityContext", Msg(105), One, false),
+        f(15, "imagePullSecrets", Msg(58), Rep, false),
         f(16, "hostname", Str, One, true),
         f(17, "subdomain", Str, One, true),
-        f(18, "affinity", Msg(103), One, false),
+        f(18, "affinity", Msg(106), One, false),
         f(19, "schedulerName", Str, One, true),
-        f(20, "initContainers", Msg(100), Rep, false),
+        f(20, "initContainers", Msg(103), Rep, false),
         f(21, "automountServiceAccountToken", Bool, One, false),
-        f(22, "tolerations", Msg(104), Rep, false),
-        f(23, "hostAliases", Msg(105), Rep, false),
+        f(22, "tolerations", Msg(107), Rep, false),
+        f(23, "hostAliases", Msg(108), Rep, false),
         f(24, "priorityClassName", Str, One, true),
         f(25, "priority", I32, One, false),
-        f(26, "dnsConfig", Msg(106), One, false),
+        f(26, "dnsConfig", Msg(109), One, false),
         f(27, "shareProcessNamespace", Bool, One, false),
-        f(28, "readinessGates", Msg(107), Rep, false),
+        f(28, "readinessGates", Msg(110), Rep, false),
         f(29, "runtimeClassName", Str, One, false),
         f(30, "enableServiceLinks", Bool, One, false),
         f(31, "preemptionPolicy", Str, One, false),
         f(32, "overhead", Quantity, Map, false),
-        f(33, "topologySpreadConstraints", Msg(108), Rep, false),
-        f(34, "ephemeralContainers", Msg(101), Rep, false),
+        f(33, "topologySpreadConstraints", Msg(111), Rep, false),
+        f(34, "ephemeralContainers", Msg(104), Rep, false),
         f(35, "setHostnameAsFQDN", Bool, One, false),
-        f(36, "os", Msg(109), One, false),
+        f(36, "os", Msg(112), One, false),
         f(37, "hostUsers", Bool, One, false),
-        f(38, "schedulingGates", Msg(110), Rep, false),
-        f(39, "resourceClaims", Msg(111), Rep, false),
-        f(40, "resources", Msg(112), One, false),
+        f(38, "schedulingGates", Msg(113), Rep, false),
+        f(39, "resourceClaims", Msg(114), Rep, false),
+        f(40, "resources", Msg(115), One, false),
         f(41, "hostnameOverride", Str, One, false),
-        f(42, "workloadRef", Msg(113), One, false),
+        f(42, "workloadRef", Msg(116), One, false),
     ] },
-    // 58
+    // 60
     Message { name: "api.core.v1.PodStatus", fields: &[
         f(1, "phase", Str, One, false),
-        f(2, "conditions", Msg(114), Rep, false),
+        f(2, "conditions", Msg(117), Rep, false),
         f(3, "message", Str, One, false),
         f(4, "reason", Str, One, false),
         f(5, "hostIP", Str, One, false),
         f(6, "podIP", Str, One, false),
         f(7, "startTime", Time, One, false),
-        f(8, "containerStatuses", Msg(117), Rep, false),
+        f(8, "containerStatuses", Msg(120), Rep, false),
         f(9, "qosClass", Str, One, false),
-        f(10, "initContainerStatuses", Msg(117), Rep, false),
+        f(10, "initContainerStatuses", Msg(120), Rep, false),
         f(11, "nominatedNodeName", Str, One, false),
-        f(12, "podIPs", Msg(116), Rep, false),
-        f(13, "ephemeralContainerStatuses", Msg(117), Rep, false),
+        f(12, "podIPs", Msg(119), Rep, false),
+        f(13, "ephemeralContainerStatuses", Msg(120), Rep, false),
         f(14, "resize", Str, One, false),
-        f(15, "resourceClaimStatuses", Msg(118), Rep, false),
-        f(16, "hostIPs", Msg(115), Rep, false),
+        f(15, "resourceClaimStatuses", Msg(121), Rep, false),
+        f(16, "hostIPs", Msg(118), Rep, false),
         f(17, "observedGeneration", I64, One, false),
-        f(18, "extendedResourceClaimStatus", Msg(119), One, false),
+        f(18, "extendedResourceClaimStatus", Msg(122), One, false),
         f(19, "allocatedResources", Quantity, Map, false),
-        f(20, "resources", Msg(112), One, false),
+        f(20, "resources", Msg(115), One, false),
     ] },
-    // 59
+    // 61
     Message { name: "api.core.v1.ServiceSpec", fields: &[
-        f(1, "ports", Msg(120), Rep, false),
+        f(1, "ports", Msg(123), Rep, false),
         f(2, "selector", Str, Map, false),
         f(3, "clusterIP", Str, One, true),
         f(4, "type", Str, One, true),
@@ -438,7 +448,7 @@ pub(super) static MESSAGES: [Message; 283] = [
         f(11, "externalTrafficPolicy", Str, One, true),
         f(12, "healthCheckNodePort", I32, One, true),
         f(13, "publishNotReadyAddresses", Bool, One, true),
-        f(14, "sessionAffinityConfig", Msg(121), One, false),
+        f(14, "sessionAffinityConfig", Msg(124), One, false),
         f(17, "ipFamilyPolicy", Str, One, false),
         f(18, "clusterIPs", Str, Rep, false),
         f(19, "ipFamilies", Str, Rep, false),
@@ -447,109 +457,114 @@ pub(super) static MESSAGES: [Message; 283] = [
         f(22, "internalTrafficPolicy", Str, One, false),
         f(23, "trafficDistribution", Str, One, false),
     ] },
-    // 60
-    Message { name: "api.core.v1.ServiceStatus", fields: &[
-        f(1, "loadBalancer", Msg(122), One, false),
-        f(2, "conditions", Msg(123), Rep, false),
-    ] },
-    // 61
-    Message { name: "api.core.v1.EndpointSubset", fields: &[
-        f(1, "addresses", Msg(124), Rep, false),
-        f(2, "notReadyAddresses", Msg(124), Rep, false),
-        f(3, "ports", Msg(125), Rep, false),
-    ] },
     // 62
+    Message { name: "api.core.v1.ServiceStatus", fields: &[
+        f(1, "loadBalancer", Msg(125), One, false),
+        f(2, "conditions", Msg(126), Rep, false),
+    ] },
+    // 63
+    Message { name: "api.core.v1.EndpointSubset", fields: &[
+        f(1, "addresses", Msg(127), Rep, false),
+        f(2, "notReadyAddresses", Msg(127), Rep, false),
+        f(3, "ports", Msg(128), Rep, false),
+    ] },
+    // 64
     Message { name: "api.core.v1.EventSource", fields: &[
         f(1, "component", Str, One, true),
         f(2, "host", Str, One, true),
     ] },
-    // 63
+    // 65
     Message { name: "api.core.v1.EventSeries", fields: &[
         f(1, "count", I32, One, true),
         f(2, "lastObservedTime", MicroTime, One, false),
     ] },
-    // 64
+    // 66
     Message { name: "api.core.v1.NodeSpec", fields: &[
         f(1, "podCIDR", Str, One, false),
         f(2, "externalID", Str, One, false),
         f(3, "providerID", Str, One, false),
         f(4, "unschedulable", Bool, One, false),
-        f(5, "taints", Msg(126), Rep, false),
-        f(6, "configSource", Msg(127), One, false),
+        f(5, "taints", Msg(129), Rep, false),
+        f(6, "configSource", Msg(130), One, false),
         f(7, "podCIDRs", Str, Rep, false),
     ] },
-    // 65
+    // 67
     Message { name: "api.core.v1.NodeStatus", fields: &[
         f(1, "capacity", Quantity, Map, false),
         f(2, "allocatable", Quantity, Map, false),
         f(3, "phase", Str, One, false),
-        f(4, "conditions", Msg(128), Rep, false),
-        f(5, "addresses", Msg(129), Rep, false),
-        f(6, "daemonEndpoints", Msg(130), One, false),
-        f(7, "nodeInfo", Msg(131), One, false),
-        f(8, "images", Msg(132), Rep, false),
+        f(4, "conditions", Msg(131), Rep, false),
+        f(5, "addresses", Msg(132), Rep, false),
+        f(6, "daemonEndpoints", Msg(133), One, false),
+        f(7, "nodeInfo", Msg(134), One, false),
+        f(8, "images", Msg(135), Rep, false),
         f(9, "volumesInUse", Str, Rep, false),
-        f(10, "volumesAttached", Msg(133), Rep, false),
-        f(11, "config", Msg(134), One, false),
-        f(12, "runtimeHandlers", Msg(135), Rep, false),
-        f(13, "features", Msg(136), One, false),
+        f(10, "volumesAttached", Msg(136), Rep, false),
+        f(11, "config", Msg(137), One, false),
+        f(12, "runtimeHandlers", Msg(138), Rep, false),
+        f(13, "features", Msg(139), One, false),
         f(14, "declaredFeatures", Str, Rep, false),
     ] },
-    // 66
+    // 68
+    Message { name: "api.core.v1.PodTemplateSpec", fields: &[
+        f(1, "metadata", Msg(53), One, false),
+        f(2, "spec", Msg(59), One, false),
+    ] },
+    // 69
     Message { name: "api.apps.v1.DeploymentSpec", fields: &[
         f(1, "replicas", I32, One, false),
-        f(2, "selector", Msg(137), One, false),
-        f(3, "template", Msg(138), One, false),
-        f(4, "strategy", Msg(139), One, false),
+        f(2, "selector", Msg(140), One, false),
+        f(3, "template", Msg(68), One, false),
+        f(4, "strategy", Msg(141), One, false),
         f(5, "minReadySeconds", I32, One, true),
         f(6, "revisionHistoryLimit", I32, One, false),
         f(7, "paused", Bool, One, true),
         f(9, "progressDeadlineSeconds", I32, One, false),
     ] },
-    // 67
+    // 70
     Message { name: "api.apps.v1.DeploymentStatus", fields: &[
         f(1, "observedGeneration", I64, One, true),
         f(2, "replicas", I32, One, true),
         f(3, "updatedReplicas", I32, One, true),
         f(4, "availableReplicas", I32, One, true),
         f(5, "unavailableReplicas", I32, One, true),
-        f(6, "conditions", Msg(140), Rep, false),
+        f(6, "conditions", Msg(142), Rep, false),
         f(7, "readyReplicas", I32, One, true),
         f(8, "collisionCount", I32, One, false),
         f(9, "terminatingReplicas", I32, One, false),
     ] },
-    // 68
+    // 71
     Message { name: "api.apps.v1.ReplicaSetSpec", fields: &[
         f(1, "replicas", I32, One, false),
-        f(2, "selector", Msg(137), One, false),
-        f(3, "template", Msg(138), One, false),
+        f(2, "selector", Msg(140), One, false),
+        f(3, "template", Msg(68), One, false),
         f(4, "minReadySeconds", I32, One, false),
     ] },
-    // 69
+    // 72
     Message { name: "api.apps.v1.ReplicaSetStatus", fields: &[
         f(1, "replicas", I32, One, false),
         f(2, "fullyLabeledReplicas", I32, One, false),
         f(3, "observedGeneration", I64, One, false),
         f(4, "readyReplicas", I32, One, false),
         f(5, "availableReplicas", I32, One, false),
-        f(6, "conditions", Msg(141), Rep, false),
+        f(6, "conditions", Msg(143), Rep, false),
         f(7, "terminatingReplicas", I32, One, false),
     ] },
-    // 70
+    // 73
     Message { name: "api.apps.v1.StatefulSetSpec", fields: &[
         f(1, "replicas", I32, One, false),
-        f(2, "selector", Msg(137), One, false),
-        f(3, "template", Msg(138), One, false),
-        f(4, "volumeClaimTemplates", Msg(142), Rep, false),
+        f(2, "selector", Msg(140), One, false),
+        f(3, "template", Msg(68), One, false),
+        f(4, "volumeClaimTemplates", Msg(144), Rep, false),
         f(5, "serviceName", Str, One, false),
         f(6, "podManagementPolicy", Str, One, false),
-        f(7, "updateStrategy", Msg(143), One, false),
+        f(7, "updateStrategy", Msg(145), One, false),
         f(8, "revisionHistoryLimit", I32, One, false),
         f(9, "minReadySeconds", I32, One, false),
-        f(10, "persistentVolumeClaimRetentionPolicy", Msg(144), One, false),
-        f(11, "ordinals", Msg(145), One, false),
+        f(10, "persistentVolumeClaimRetentionPolicy", Msg(146), One, false),
+        f(11, "ordinals", Msg(147), One, false),
     ] },
-    // 71
+    // 74
     Message { name: "api.apps.v1.StatefulSetStatus", fields: &[
         f(1, "observedGeneration", I64, One, false),
         f(2, "replicas", I32, One, false),
@@ -559,18 +574,18 @@ pub(super) static MESSAGES: [Message; 283] = [
         f(6, "currentRevision", Str, One, false),
         f(7, "updateRevision", Str, One, false),
         f(9, "collisionCount", I32, One, false),
-        f(10, "conditions", Msg(146), Rep, false),
+        f(10, "conditions", Msg(148), Rep, false),
         f(11, "availableReplicas", I32, One, false),
     ] },
-    // 72
+    // 75
     Message { name: "api.apps.v1.DaemonSetSpec", fields: &[
-        f(1, "selector", Msg(137), One, false),
-        f(2, "template", Msg(138), One, false),
-        f(3, "updateStrategy", Msg(147), One, false),
+        f(1, "selector", Msg(140), One, false),
+        f(2, "template", Msg(68), One, false),
+        f(3, "updateStrategy", Msg(149), One, false),
         f(4, "minReadySeconds", I32, One, false),
         f(6, "revisionHistoryLimit", I32, One, false),
     ] },
-    // 73
+    // 76
     Message { name: "api.apps.v1.DaemonSetStatus", fields: &[
         f(1, "currentNumberScheduled", I32, One, false),
         f(2, "numberMisscheduled", I32, One, false),
@@ -581,9 +596,9 @@ pub(super) static MESSAGES: [Message; 283] = [
         f(7, "numberAvailable", I32, One, false),
         f(8, "numberUnavailable", I32, One, false),
         f(9, "collisionCount", I32, One, false),
-        f(10, "conditions", Msg(148), Rep, false),
+        f(10, "conditions", Msg(150), Rep, false),
     ] },
-    // 74
+    // 77
     Message { name: "api.coordination.v1.LeaseSpec", fields: &[
         f(1, "holderIdentity", Str, One, false),
         f(2, "leaseDurationSeconds", I32, One, false),
@@ -593,116 +608,116 @@ pub(super) static MESSAGES: [Message; 283] = [
         f(6, "strategy", Str, One, false),
         f(7, "preferredHolder", Str, One, false),
     ] },
-    // 75
+    // 78
     Message { name: "api.batch.v1.JobSpec", fields: &[
         f(1, "parallelism", I32, One, false),
         f(2, "completions", I32, One, false),
         f(3, "activeDeadlineSeconds", I64, One, false),
-        f(4, "selector", Msg(137), One, false),
+        f(4, "selector", Msg(140), One, false),
         f(5, "manualSelector", Bool, One, false),
-        f(6, "template", Msg(138), One, false),
+        f(6, "template", Msg(68), One, false),
         f(7, "backoffLimit", I32, One, false),
         f(8, "ttlSecondsAfterFinished", I32, One, false),
         f(9, "completionMode", Str, One, false),
         f(10, "suspend", Bool, One, false),
-        f(11, "podFailurePolicy", Msg(149), One, false),
+        f(11, "podFailurePolicy", Msg(151), One, false),
         f(12, "backoffLimitPerIndex", I32, One, false),
         f(13, "maxFailedIndexes", I32, One, false),
         f(14, "podReplacementPolicy", Str, One, false),
         f(15, "managedBy", Str, One, false),
-        f(16, "successPolicy", Msg(150), One, false),
+        f(16, "successPolicy", Msg(152), One, false),
     ] },
-    // 76
+    // 79
     Message { name: "api.batch.v1.JobStatus", fields: &[
-        f(1, "conditions", Msg(151), Rep, false),
+        f(1, "conditions", Msg(153), Rep, false),
         f(2, "startTime", Time, One, false),
         f(3, "completionTime", Time, One, false),
         f(4, "active", I32, One, true),
         f(5, "succeeded", I32, One, true),
         f(6, "failed", I32, One, true),
         f(7, "completedIndexes", Str, One, true),
-        f(8, "uncountedTerminatedPods", Msg(152), One, false),
+        f(8, "uncountedTerminatedPods", Msg(154), One, false),
         f(9, "ready", I32, One, false),
         f(10, "failedIndexes", Str, One, false),
         f(11, "terminating", I32, One, false),
     ] },
-    // 77
+    // 80
     Message { name: "api.batch.v1.CronJobSpec", fields: &[
         f(1, "schedule", Str, One, false),
         f(2, "startingDeadlineSeconds", I64, One, false),
         f(3, "concurrencyPolicy", Str, One, true),
         f(4, "suspend", Bool, One, false),
-        f(5, "jobTemplate", Msg(153), One, false),
+        f(5, "jobTemplate", Msg(155), One, false),
         f(6, "successfulJobsHistoryLimit", I32, One, false),
         f(7, "failedJobsHistoryLimit", I32, One, false),
         f(8, "timeZone", Str, One, false),
     ] },
-    // 78
+    // 81
     Message { name: "api.batch.v1.CronJobStatus", fields: &[
-        f(1, "active", Msg(55), Rep, false),
+        f(1, "active", Msg(57), Rep, false),
         f(4, "lastScheduleTime", Time, One, false),
         f(5, "lastSuccessfulTime", Time, One, false),
     ] },
-    // 79
+    // 82
     Message { name: "api.authorization.v1.SelfSubjectAccessReviewSpec", fields: &[
-        f(1, "resourceAttributes", Msg(154), One, false),
-        f(2, "nonResourceAttributes", Msg(155), One, false),
+        f(1, "resourceAttributes", Msg(156), One, false),
+        f(2, "nonResourceAttributes", Msg(157), One, false),
     ] },
-    // 80
+    // 83
     Message { name: "api.authorization.v1.SubjectAccessReviewStatus", fields: &[
         f(1, "allowed", Bool, One, false),
         f(2, "reason", Str, One, true),
         f(3, "evaluationError", Str, One, true),
         f(4, "denied", Bool, One, true),
     ] },
-    // 81
+    // 84
     Message { name: "api.authorization.v1.SubjectAccessReviewSpec", fields: &[
-        f(1, "resourceAttributes", Msg(154), One, false),
-        f(2, "nonResourceAttributes", Msg(155), One, false),
+        f(1, "resourceAttributes", Msg(156), One, false),
+        f(2, "nonResourceAttributes", Msg(157), One, false),
         f(3, "user", Str, One, true),
         f(4, "groups", Str, Rep, false),
         f(5, "extra", StrList, Map, false),
         f(6, "uid", Str, One, true),
     ] },
-    // 82
+    // 85
     Message { name: "api.authorization.v1.SelfSubjectRulesReviewSpec", fields: &[
         f(1, "namespace", Str, One, true),
     ] },
-    // 83
+    // 86
     Message { name: "api.authorization.v1.SubjectRulesReviewStatus", fields: &[
-        f(1, "resourceRules", Msg(157), Rep, false),
-        f(2, "nonResourceRules", Msg(158), Rep, false),
+        f(1, "resourceRules", Msg(159), Rep, false),
+        f(2, "nonResourceRules", Msg(160), Rep, false),
         f(3, "incomplete", Bool, One, false),
         f(4, "evaluationError", Str, One, true),
     ] },
-    // 84
+    // 87
     Message { name: "api.authentication.v1.TokenReviewSpec", fields: &[
         f(1, "token", Str, One, false),
         f(2, "audiences", Str, Rep, false),
     ] },
-    // 85
+    // 88
     Message { name: "api.authentication.v1.TokenReviewStatus", fields: &[
         f(1, "authenticated", Bool, One, false),
-        f(2, "user", Msg(159), One, false),
+        f(2, "user", Msg(161), One, false),
         f(3, "error", Str, One, false),
         f(4, "audiences", Str, Rep, false),
     ] },
-    // 86
+    // 89
     Message { name: "api.authentication.v1.TokenRequestSpec", fields: &[
         f(1, "audiences", Str, Rep, false),
-        f(3, "boundObjectRef", Msg(160), One, false),
+        f(3, "boundObjectRef", Msg(162), One, false),
         f(4, "expirationSeconds", I64, One, false),
     ] },
-    // 87
+    // 90
     Message { name: "api.authentication.v1.TokenRequestStatus", fields: &[
         f(1, "token", Str, One, false),
         f(2, "expirationTimestamp", Time, One, false),
     ] },
-    // 88
+    // 91
     Message { name: "api.authentication.v1.SelfSubjectReviewStatus", fields: &[
-        f(1, "userInfo", Msg(159), One, false),
+        f(1, "userInfo", Msg(161), One, false),
     ] },
-    // 89
+    // 92
     Message { name: "api.rbac.v1.PolicyRule", fields: &[
         f(1, "verbs", Str, Rep, false),
         f(2, "apiGroups", Str, Rep, false),
@@ -710,38 +725,38 @@ pub(super) static MESSAGES: [Message; 283] = [
         f(4, "resourceNames", Str, Rep, false),
         f(5, "nonResourceURLs", Str, Rep, false),
     ] },
-    // 90
+    // 93
     Message { name: "api.rbac.v1.AggregationRule", fields: &[
-        f(1, "clusterRoleSelectors", Msg(137), Rep, false),
+        f(1, "clusterRoleSelectors", Msg(140), Rep, false),
     ] },
-    // 91
+    // 94
     Message { name: "api.rbac.v1.Subject", fields: &[
         f(1, "kind", Str, One, false),
         f(2, "apiGroup", Str, One, true),
         f(3, "name", Str, One, false),
         f(4, "namespace", Str, One, true),
     ] },
-    // 92
+    // 95
     Message { name: "api.rbac.v1.RoleRef", fields: &[
         f(1, "apiGroup", Str, One, false),
         f(2, "kind", Str, One, false),
         f(3, "name", Str, One, false),
     ] },
-    // 93
+    // 96
     Message { name: "api.autoscaling.v1.ScaleSpec", fields: &[
         f(1, "replicas", I32, One, false),
     ] },
-    // 94
+    // 97
     Message { name: "api.autoscaling.v1.ScaleStatus", fields: &[
         f(1, "replicas", I32, One, false),
         f(2, "selector", Str, One, false),
     ] },
-    // 95
+    // 98
     Message { name: "apimachinery.pkg.apis.meta.v1.Preconditions", fields: &[
         f(1, "uid", Str, One, false),
         f(2, "resourceVersion", Str, One, false),
     ] },
-    // 96
+    // 99
     Message { name: "apimachinery.pkg.apis.meta.v1.OwnerReference", fields: &[
         f(1, "kind", Str, One, false),
         f(3, "name", Str, One, false),
@@ -750,7 +765,7 @@ pub(super) static MESSAGES: [Message; 283] = [
         f(6, "controller", Bool, One, false),
         f(7, "blockOwnerDeletion", Bool, One, false),
     ] },
-    // 97
+    // 100
     Message { name: "apimachinery.pkg.apis.meta.v1.ManagedFieldsEntry", fields: &[
         f(1, "manager", Str, One, true),
         f(2, "operation", Str, One, true),
@@ -760,7 +775,7 @@ pub(super) static MESSAGES: [Message; 283] = [
         f(7, "fieldsV1", FieldsV1, One, false),
         f(8, "subresource", Str, One, true),
     ] },
-    // 98
+    // 101
     Message { name: "api.core.v1.NamespaceCondition", fields: &[
         f(1, "type", Str, One, false),
         f(2, "status", Str, One, false),
@@ -768,67 +783,67 @@ pub(super) static MESSAGES: [Message; 283] = [
         f(5, "reason", Str, One, true),
         f(6, "message", Str, One, true),
     ] },
-    // 99
+    // 102
     Message { name: "api.core.v1.Volume", fields: &[
         f(1, "name", Str, One, false),
-        f(2, "volumeSource", Msg(161), Inline, false),
+        f(2, "volumeSource", Msg(163), Inline, false),
     ] },
-    // 100
+    // 103
     Message { name: "api.core.v1.Container", fields: &[
         f(1, "name", Str, One, false),
         f(2, "image", Str, One, true),
         f(3, "command", Str, Rep, false),
         f(4, "args", Str, Rep, false),
         f(5, "workingDir", Str, One, true),
-        f(6, "ports", Msg(162), Rep, false),
-        f(7, "env", Msg(164), Rep, false),
-        f(8, "resources", Msg(112), One, false),
-        f(9, "volumeMounts", Msg(167), Rep, false),
-        f(10, "livenessProbe", Msg(169), One, false),
-        f(11, "readinessProbe", Msg(169), One, false),
-        f(12, "lifecycle", Msg(170), One, false),
+        f(6, "ports", Msg(164), Rep, false),
+        f(7, "env", Msg(166), Rep, false),
+        f(8, "resources", Msg(115), One, false),
+        f(9, "volumeMounts", Msg(169), Rep, false),
+        f(10, "livenessProbe", Msg(171), One, false),
+        f(11, "readinessProbe", Msg(171), One, false),
+        f(12, "lifecycle", Msg(172), One, false),
         f(13, "terminationMessagePath", Str, One, true),
         f(14, "imagePullPolicy", Str, One, true),
-        f(15, "securityContext", Msg(171), One, false),
+        f(15, "securityContext", Msg(173), One, false),
         f(16, "stdin", Bool, One, true),
         f(17, "stdinOnce", Bool, One, true),
         f(18, "tty", Bool, One, true),
-        f(19, "envFrom", Msg(163), Rep, false),
+        f(19, "envFrom", Msg(165), Rep, false),
         f(20, "terminationMessagePolicy", Str, One, true),
-        f(21, "volumeDevices", Msg(168), Rep, false),
-        f(22, "startupProbe", Msg(169), One, false),
-        f(23, "resizePolicy", Msg(165), Rep, false),
+        f(21, "volumeDevices", Msg(170), Rep, false),
+        f(22, "startupProbe", Msg(171), One, false),
+        f(23, "resizePolicy", Msg(167), Rep, false),
         f(24, "restartPolicy", Str, One, false),
-        f(25, "restartPolicyRules", Msg(166), Rep, false),
+        f(25, "restartPolicyRules", Msg(168), Rep, false),
     ] },
-    // 101
+    // 104
     Message { name: "api.core.v1.EphemeralContainer", fields: &[
-        f(1, "ephemeralContainerCommon", Msg(172), Inline, false),
+        f(1, "ephemeralContainerCommon", Msg(174), Inline, false),
         f(2, "targetContainerName", Str, One, true),
     ] },
-    // 102
+    // 105
     Message { name: "api.core.v1.PodSecurityContext", fields: &[
-        f(1, "seLinuxOptions", Msg(173), One, false),
+        f(1, "seLinuxOptions", Msg(175), One, false),
         f(2, "runAsUser", I64, One, false),
         f(3, "runAsNonRoot", Bool, One, false),
         f(4, "supplementalGroups", I64, Rep, false),
         f(5, "fsGroup", I64, One, false),
         f(6, "runAsGroup", I64, One, false),
-        f(7, "sysctls", Msg(175), Rep, false),
-        f(8, "windowsOptions", Msg(174), One, false),
+        f(7, "sysctls", Msg(177), Rep, false),
+        f(8, "windowsOptions", Msg(176), One, false),
         f(9, "fsGroupChangePolicy", Str, One, false),
-        f(10, "seccompProfile", Msg(176), One, false),
-        f(11, "appArmorProfile", Msg(177), One, false),
+        f(10, "seccompProfile", Msg(178), One, false),
+        f(11, "appArmorProfile", Msg(179), One, false),
         f(12, "supplementalGroupsPolicy", Str, One, false),
         f(13, "seLinuxChangePolicy", Str, One, false),
     ] },
-    // 103
+    // 106
     Message { name: "api.core.v1.Affinity", fields: &[
-        f(1, "nodeAffinity", Msg(178), One, false),
-        f(2, "podAffinity", Msg(179), One, false),
-        f(3, "podAntiAffinity", Msg(180), One, false),
+        f(1, "nodeAffinity", Msg(180), One, false),
+        f(2, "podAffinity", Msg(181), One, false),
+        f(3, "podAntiAffinity", Msg(182), One, false),
     ] },
-    // 104
+    // 107
     Message { name: "api.core.v1.Toleration", fields: &[
         f(1, "key", Str, One, true),
         f(2, "operator", Str, One, true),
@@ -836,59 +851,59 @@ pub(super) static MESSAGES: [Message; 283] = [
         f(4, "effect", Str, One, true),
         f(5, "tolerationSeconds", I64, One, false),
     ] },
-    // 105
+    // 108
     Message { name: "api.core.v1.HostAlias", fields: &[
         f(1, "ip", Str, One, false),
         f(2, "hostnames", Str, Rep, false),
     ] },
-    // 106
+    // 109
     Message { name: "api.core.v1.PodDnsConfig", fields: &[
         f(1, "nameservers", Str, Rep, false),
         f(2, "searches", Str, Rep, false),
-        f(3, "options", Msg(181), Rep, false),
+        f(3, "options", Msg(183), Rep, false),
     ] },
-    // 107
+    // 110
     Message { name: "api.core.v1.PodReadinessGate", fields: &[
         f(1, "conditionType", Str, One, false),
     ] },
-    // 108
+    // 111
     Message { name: "api.core.v1.TopologySpreadConstraint", fields: &[
         f(1, "maxSkew", I32, One, false),
         f(2, "topologyKey", Str, One, false),
         f(3, "whenUnsatisfiable", Str, One, false),
-        f(4, "labelSelector", Msg(137), One, false),
+        f(4, "labelSelector", Msg(140), One, false),
         f(5, "minDomains", I32, One, false),
         f(6, "nodeAffinityPolicy", Str, One, false),
         f(7, "nodeTaintsPolicy", Str, One, false),
         f(8, "matchLabelKeys", Str, Rep, false),
     ] },
-    // 109
+    // 112
     Message { name: "api.core.v1.PodOs", fields: &[
         f(1, "name", Str, One, false),
     ] },
-    // 110
+    // 113
     Message { name: "api.core.v1.PodSchedulingGate", fields: &[
         f(1, "name", Str, One, false),
     ] },
-    // 111
+    // 114
     Message { name: "api.core.v1.PodResourceClaim", fields: &[
         f(1, "name", Str, One, false),
         f(3, "resourceClaimName", Str, One, false),
         f(4, "resourceClaimTemplateName", Str, One, false),
     ] },
-    // 112
+    // 115
     Message { name: "api.core.v1.ResourceRequirements", fields: &[
         f(1, "limits", Quantity, Map, false),
         f(2, "requests", Quantity, Map, false),
-        f(3, "claims", Msg(182), Rep, false),
+        f(3, "claims", Msg(184), Rep, false),
     ] },
-    // 113
+    // 116
     Message { name: "api.core.v1.WorkloadReference", fields: &[
         f(1, "name", Str, One, false),
         f(2, "podGroup", Str, One, false),
         f(3, "podGroupReplicaKey", Str, One, false),
     ] },
-    // 114
+    // 117
     Message { name: "api.core.v1.PodCondition", fields: &[
         f(1, "type", Str, One, false),
         f(2, "status", Str, One, false),
@@ -898,19 +913,19 @@ pub(super) static MESSAGES: [Message; 283] = [
         f(6, "message", Str, One, false),
         f(7, "observedGeneration", I64, One, false),
     ] },
-    // 115
+    // 118
     Message { name: "api.core.v1.HostIp", fields: &[
         f(1, "ip", Str, One, false),
     ] },
-    // 116
+    // 119
     Message { name: "api.core.v1.PodIp", fields: &[
         f(1, "ip", Str, One, false),
     ] },
-    // 117
+    // 120
     Message { name: "api.core.v1.ContainerStatus", fields: &[
         f(1, "name", Str, One, false),
-        f(2, "state", Msg(183), One, false),
-        f(3, "lastState", Msg(183), One, false),
+        f(2, "state", Msg(185), One, false),
+        f(3, "lastState", Msg(185), One, false),
         f(4, "ready", Bool, One, false),
         f(5, "restartCount", I32, One, false),
         f(6, "image", Str, One, false),
@@ -918,23 +933,23 @@ pub(super) static MESSAGES: [Message; 283] = [
         f(8, "containerID", Str, One, false),
         f(9, "started", Bool, One, false),
         f(10, "allocatedResources", Quantity, Map, false),
-        f(11, "resources", Msg(112), One, false),
-        f(12, "volumeMounts", Msg(184), Rep, false),
-        f(13, "user", Msg(185), One, false),
-        f(14, "allocatedResourcesStatus", Msg(186), Rep, false),
+        f(11, "resources", Msg(115), One, false),
+        f(12, "volumeMounts", Msg(186), Rep, false),
+        f(13, "user", Msg(187), One, false),
+        f(14, "allocatedResourcesStatus", Msg(188), Rep, false),
         f(15, "stopSignal", Str, One, false),
     ] },
-    // 118
+    // 121
     Message { name: "api.core.v1.PodResourceClaimStatus", fields: &[
         f(1, "name", Str, One, false),
         f(2, "resourceClaimName", Str, One, false),
     ] },
-    // 119
+    // 122
     Message { name: "api.core.v1.PodExtendedResourceClaimStatus", fields: &[
-        f(1, "requestMappings", Msg(187), Rep, false),
+        f(1, "requestMappings", Msg(189), Rep, false),
         f(2, "resourceClaimName", Str, One, false),
     ] },
-    // 120
+    // 123
     Message { name: "api.core.v1.ServicePort", fields: &[
         f(1, "name", Str, One, true),
         f(2, "protocol", Str, One, true),
@@ -943,15 +958,15 @@ pub(super) static MESSAGES: [Message; 283] = [
         f(5, "nodePort", I32, One, true),
         f(6, "appProtocol", Str, One, false),
     ] },
-    // 121
+    // 124
     Message { name: "api.core.v1.SessionAffinityConfig", fields: &[
-        f(1, "clientIP", Msg(188), One, false),
+        f(1, "clientIP", Msg(190), One, false),
     ] },
-    // 122
+    // 125
     Message { name: "api.core.v1.LoadBalancerStatus", fields: &[
-        f(1, "ingress", Msg(189), Rep, false),
+        f(1, "ingress", Msg(191), Rep, false),
     ] },
-    // 123
+    // 126
     Message { name: "apimachinery.pkg.apis.meta.v1.Condition", fields: &[
         f(1, "type", Str, One, false),
         f(2, "status", Str, One, false),
@@ -960,32 +975,32 @@ pub(super) static MESSAGES: [Message; 283] = [
         f(5, "reason", Str, One, false),
         f(6, "message", Str, One, false),
     ] },
-    // 124
+    // 127
     Message { name: "api.core.v1.EndpointAddress", fields: &[
         f(1, "ip", Str, One, false),
-        f(2, "targetRef", Msg(55), One, false),
+        f(2, "targetRef", Msg(57), One, false),
         f(3, "hostname", Str, One, false),
         f(4, "nodeName", Str, One, false),
     ] },
-    // 125
+    // 128
     Message { name: "api.core.v1.EndpointPort", fields: &[
         f(1, "name", Str, One, false),
         f(2, "port", I32, One, false),
         f(3, "protocol", Str, One, false),
         f(4, "appProtocol", Str, One, false),
     ] },
-    // 126
+    // 129
     Message { name: "api.core.v1.Taint", fields: &[
         f(1, "key", Str, One, false),
         f(2, "value", Str, One, false),
         f(3, "effect", Str, One, false),
         f(4, "timeAdded", Time, One, false),
     ] },
-    // 127
+    // 130
     Message { name: "api.core.v1.NodeConfigSource", fields: &[
-        f(2, "configMap", Msg(190), One, false),
+        f(2, "configMap", Msg(192), One, false),
     ] },
-    // 128
+    // 131
     Message { name: "api.core.v1.NodeCondition", fields: &[
         f(1, "type", Str, One, false),
         f(2, "status", Str, One, false),
@@ -994,16 +1009,16 @@ pub(super) static MESSAGES: [Message; 283] = [
         f(5, "reason", Str, One, false),
         f(6, "message", Str, One, false),
     ] },
-    // 129
+    // 132
     Message { name: "api.core.v1.NodeAddress", fields: &[
         f(1, "type", Str, One, false),
         f(2, "address", Str, One, false),
     ] },
-    // 130
+    // 133
     Message { name: "api.core.v1.NodeDaemonEndpoints", fields: &[
-        f(1, "kubeletEndpoint", Msg(191), One, false),
+        f(1, "kubeletEndpoint", Msg(193), One, false),
     ] },
-    // 131
+    // 134
     Message { name: "api.core.v1.NodeSystemInfo", fields: &[
         f(1, "machineID", Str, One, false),
         f(2, "systemUUID", Str, One, false),
@@ -1015,50 +1030,45 @@ pub(super) static MESSAGES: [Message; 283] = [
         f(8, "kubeProxyVersion", Str, One, false),
         f(9, "operatingSystem", Str, One, false),
         f(10, "architecture", Str, One, false),
-        f(11, "swap", Msg(192), One, false),
+        f(11, "swap", Msg(194), One, false),
     ] },
-    // 132
+    // 135
     Message { name: "api.core.v1.ContainerImage", fields: &[
         f(1, "names", Str, Rep, false),
         f(2, "sizeBytes", I64, One, false),
     ] },
-    // 133
+    // 136
     Message { name: "api.core.v1.AttachedVolume", fields: &[
         f(1, "name", Str, One, false),
         f(2, "devicePath", Str, One, false),
     ] },
-    // 134
+    // 137
     Message { name: "api.core.v1.NodeConfigStatus", fields: &[
-        f(1, "assigned", Msg(127), One, false),
-        f(2, "active", Msg(127), One, false),
-        f(3, "lastKnownGood", Msg(127), One, false),
+        f(1, "assigned", Msg(130), One, false),
+        f(2, "active", Msg(130), One, false),
+        f(3, "lastKnownGood", Msg(130), One, false),
         f(4, "error", Str, One, false),
     ] },
-    // 135
+    // 138
     Message { name: "api.core.v1.NodeRuntimeHandler", fields: &[
         f(1, "name", Str, One, false),
-        f(2, "features", Msg(193), One, false),
+        f(2, "features", Msg(195), One, false),
     ] },
-    // 136
+    // 139
     Message { name: "api.core.v1.NodeFeatures", fields: &[
         f(1, "supplementalGroupsPolicy", Bool, One, false),
     ] },
-    // 137
+    // 140
     Message { name: "apimachinery.pkg.apis.meta.v1.LabelSelector", fields: &[
         f(1, "matchLabels", Str, Map, false),
-        f(2, "matchExpressions", Msg(194), Rep, false),
+        f(2, "matchExpressions", Msg(196), Rep, false),
     ] },
-    // 138
-    Message { name: "api.core.v1.PodTemplateSpec", fields: &[
-        f(1, "metadata", Msg(51), One, false),
-        f(2, "spec", Msg(57), One, false),
-    ] },
-    // 139
+    // 141
     Message { name: "api.apps.v1.DeploymentStrategy", fields: &[
         f(1, "type", Str, One, true),
-        f(2, "rollingUpdate", Msg(195), One, false),
+        f(2, "rollingUpdate", Msg(197), One, false),
     ] },
-    // 140
+    // 142
     Message { name: "api.apps.v1.DeploymentCondition", fields: &[
         f(1, "type", Str, One, false),
         f(2, "status", Str, One, false),
@@ -1067,7 +1077,7 @@ pub(super) static MESSAGES: [Message; 283] = [
         f(6, "lastUpdateTime", Time, One, false),
         f(7, "lastTransitionTime", Time, One, false),
     ] },
-    // 141
+    // 143
     Message { name: "api.apps.v1.ReplicaSetCondition", fields: &[
         f(1, "type", Str, One, false),
         f(2, "status", Str, One, false),
@@ -1075,27 +1085,27 @@ pub(super) static MESSAGES: [Message; 283] = [
         f(4, "reason", Str, One, false),
         f(5, "message", Str, One, false),
     ] },
-    // 142
+    // 144
     Message { name: "api.core.v1.PersistentVolumeClaim", fields: &[
-        f(1, "metadata", Msg(51), One, false),
-        f(2, "spec", Msg(196), One, false),
-        f(3, "status", Msg(197), One, false),
+        f(1, "metadata", Msg(53), One, false),
+        f(2, "spec", Msg(198), One, false),
+        f(3, "status", Msg(199), One, false),
     ] },
-    // 143
+    // 145
     Message { name: "api.apps.v1.StatefulSetUpdateStrategy", fields: &[
         f(1, "type", Str, One, false),
-        f(2, "rollingUpdate", Msg(198), One, false),
+        f(2, "rollingUpdate", Msg(200), One, false),
     ] },
-    // 144
+    // 146
     Message { name: "api.apps.v1.StatefulSetPersistentVolumeClaimRetentionPolicy", fields: &[
         f(1, "whenDeleted", Str, One, false),
         f(2, "whenScaled", Str, One, false),
     ] },
-    // 145
+    // 147
     Message { name: "api.apps.v1.StatefulSetOrdinals", fields: &[
         f(1, "start", I32, One, false),
     ] },
-    // 146
+    // 148
     Message { name: "api.apps.v1.StatefulSetCondition", fields: &[
         f(1, "type", Str, One, false),
         f(2, "status", Str, One, false),
@@ -1103,12 +1113,12 @@ pub(super) static MESSAGES: [Message; 283] = [
         f(4, "reason", Str, One, false),
         f(5, "message", Str, One, false),
     ] },
-    // 147
+    // 149
     Message { name: "api.apps.v1.DaemonSetUpdateStrategy", fields: &[
         f(1, "type", Str, One, false),
-        f(2, "rollingUpdate", Msg(199), One, false),
+        f(2, "rollingUpdate", Msg(201), One, false),
     ] },
-    // 148
+    // 150
     Message { name: "api.apps.v1.DaemonSetCondition", fields: &[
         f(1, "type", Str, One, false),
         f(2, "status", Str, One, false),
@@ -1116,15 +1126,15 @@ pub(super) static MESSAGES: [Message; 283] = [
         f(4, "reason", Str, One, false),
         f(5, "message", Str, One, false),
     ] },
-    // 149
-    Message { name: "api.batch.v1.PodFailurePolicy", fields: &[
-        f(1, "rules", Msg(200), Rep, false),
-    ] },
-    // 150
-    Message { name: "api.batch.v1.SuccessPolicy", fields: &[
-        f(1, "rules", Msg(201), Rep, false),
-    ] },
     // 151
+    Message { name: "api.batch.v1.PodFailurePolicy", fields: &[
+        f(1, "rules", Msg(202), Rep, false),
+    ] },
+    // 152
+    Message { name: "api.batch.v1.SuccessPolicy", fields: &[
+        f(1, "rules", Msg(203), Rep, false),
+    ] },
+    // 153
     Message { name: "api.batch.v1.JobCondition", fields: &[
         f(1, "type", Str, One, false),
         f(2, "status", Str, One, false),
@@ -1133,17 +1143,17 @@ pub(super) static MESSAGES: [Message; 283] = [
         f(5, "reason", Str, One, true),
         f(6, "message", Str, One, true),
     ] },
-    // 152
+    // 154
     Message { name: "api.batch.v1.UncountedTerminatedPods", fields: &[
         f(1, "succeeded", Str, Rep, false),
         f(2, "failed", Str, Rep, false),
     ] },
-    // 153
+    // 155
     Message { name: "api.batch.v1.JobTemplateSpec", fields: &[
-        f(1, "metadata", Msg(51), One, false),
-        f(2, "spec", Msg(75), One, false),
+        f(1, "metadata", Msg(53), One, false),
+        f(2, "spec", Msg(78), One, false),
     ] },
-    // 154
+    // 156
     Message { name: "api.authorization.v1.ResourceAttributes", fields: &[
         f(1, "namespace", Str, One, true),
         f(2, "verb", Str, One, true),
@@ -1152,78 +1162,78 @@ pub(super) static MESSAGES: [Message; 283] = [
         f(5, "resource", Str, One, true),
         f(6, "subresource", Str, One, true),
         f(7, "name", Str, One, true),
-        f(8, "fieldSelector", Msg(202), One, false),
-        f(9, "labelSelector", Msg(203), One, false),
+        f(8, "fieldSelector", Msg(204), One, false),
+        f(9, "labelSelector", Msg(205), One, false),
     ] },
-    // 155
+    // 157
     Message { name: "api.authorization.v1.NonResourceAttributes", fields: &[
         f(1, "path", Str, One, true),
         f(2, "verb", Str, One, true),
     ] },
-    // 156
+    // 158
     Message { name: "api.authorization.v1.ExtraValue", fields: &[
         f(1, "items", Str, Rep, false),
     ] },
-    // 157
+    // 159
     Message { name: "api.authorization.v1.ResourceRule", fields: &[
         f(1, "verbs", Str, Rep, false),
         f(2, "apiGroups", Str, Rep, false),
         f(3, "resources", Str, Rep, false),
         f(4, "resourceNames", Str, Rep, false),
     ] },
-    // 158
+    // 160
     Message { name: "api.authorization.v1.NonResourceRule", fields: &[
         f(1, "verbs", Str, Rep, false),
         f(2, "nonResourceURLs", Str, Rep, false),
     ] },
-    // 159
+    // 161
     Message { name: "api.authentication.v1.UserInfo", fields: &[
         f(1, "username", Str, One, true),
         f(2, "uid", Str, One, true),
         f(3, "groups", Str, Rep, false),
         f(4, "extra", StrList, Map, false),
     ] },
-    // 160
+    // 162
     Message { name: "api.authentication.v1.BoundObjectReference", fields: &[
         f(1, "kind", Str, One, true),
         f(2, "apiVersion", Str, One, true),
         f(3, "name", Str, One, true),
         f(4, "uid", Str, One, true),
     ] },
-    // 161
+    // 163
     Message { name: "api.core.v1.VolumeSource", fields: &[
-        f(1, "hostPath", Msg(205), One, false),
-        f(2, "emptyDir", Msg(206), One, false),
-        f(3, "gcePersistentDisk", Msg(207), One, false),
-        f(4, "awsElasticBlockStore", Msg(208), One, false),
-        f(5, "gitRepo", Msg(209), One, false),
-        f(6, "secret", Msg(210), One, false),
-        f(7, "nfs", Msg(211), One, false),
-        f(8, "iscsi", Msg(212), One, false),
-        f(9, "glusterfs", Msg(213), One, false),
-        f(10, "persistentVolumeClaim", Msg(214), One, false),
-        f(11, "rbd", Msg(215), One, false),
-        f(12, "flexVolume", Msg(216), One, false),
-        f(13, "cinder", Msg(217), One, false),
-        f(14, "cephfs", Msg(218), One, false),
-        f(15, "flocker", Msg(219), One, false),
-        f(16, "downwardAPI", Msg(220), One, false),
-        f(17, "fc", Msg(221), One, false),
-        f(18, "azureFile", Msg(222), One, false),
-        f(19, "configMap", Msg(223), One, false),
-        f(20, "vsphereVolume", Msg(224), One, false),
-        f(21, "quobyte", Msg(225), One, false),
-        f(22, "azureDisk", Msg(226), One, false),
-        f(23, "photonPersistentDisk", Msg(227), One, false),
-        f(24, "portworxVolume", Msg(229), One, false),
-        f(25, "scaleIO", Msg(230), One, false),
-        f(26, "projected", Msg(228), One, false),
-        f(27, "storageos", Msg(231), One, false),
-        f(28, "csi", Msg(232), One, false),
-        f(29, "ephemeral", Msg(233), One, false),
-        f(30, "image", Msg(234), One, false),
+        f(1, "hostPath", Msg(207), One, false),
+        f(2, "emptyDir", Msg(208), One, false),
+        f(3, "gcePersistentDisk", Msg(209), One, false),
+        f(4, "awsElasticBlockStore", Msg(210), One, false),
+        f(5, "gitRepo", Msg(211), One, false),
+        f(6, "secret", Msg(212), One, false),
+        f(7, "nfs", Msg(213), One, false),
+        f(8, "iscsi", Msg(214), One, false),
+        f(9, "glusterfs", Msg(215), One, false),
+        f(10, "persistentVolumeClaim", Msg(216), One, false),
+        f(11, "rbd", Msg(217), One, false),
+        f(12, "flexVolume", Msg(218), One, false),
+        f(13, "cinder", Msg(219), One, false),
+        f(14, "cephfs", Msg(220), One, false),
+        f(15, "flocker", Msg(221), One, false),
+        f(16, "downwardAPI", Msg(222), One, false),
+        f(17, "fc", Msg(223), One, false),
+        f(18, "azureFile", Msg(224), One, false),
+        f(19, "configMap", Msg(225), One, false),
+        f(20, "vsphereVolume", Msg(226), One, false),
+        f(21, "quobyte", Msg(227), One, false),
+        f(22, "azureDisk", Msg(228), One, false),
+        f(23, "photonPersistentDisk", Msg(229), One, false),
+        f(24, "portworxVolume", Msg(231), One, false),
+        f(25, "scaleIO", Msg(232), One, false),
+        f(26, "projected", Msg(230), One, false),
+        f(27, "storageos", Msg(233), One, false),
+        f(28, "csi", Msg(234), One, false),
+        f(29, "ephemeral", Msg(235), One, false),
+        f(30, "image", Msg(236), One, false),
     ] },
-    // 162
+    // 164
     Message { name: "api.core.v1.ContainerPort", fields: &[
         f(1, "name", Str, One, true),
         f(2, "hostPort", I32, One, true),
@@ -1231,29 +1241,29 @@ pub(super) static MESSAGES: [Message; 283] = [
         f(4, "protocol", Str, One, true),
         f(5, "hostIP", Str, One, true),
     ] },
-    // 163
+    // 165
     Message { name: "api.core.v1.EnvFromSource", fields: &[
         f(1, "prefix", Str, One, true),
-        f(2, "configMapRef", Msg(235), One, false),
-        f(3, "secretRef", Msg(236), One, false),
+        f(2, "configMapRef", Msg(237), One, false),
+        f(3, "secretRef", Msg(238), One, false),
     ] },
-    // 164
+    // 166
     Message { name: "api.core.v1.EnvVar", fields: &[
         f(1, "name", Str, One, false),
         f(2, "value", Str, One, true),
-        f(3, "valueFrom", Msg(237), One, false),
+        f(3, "valueFrom", Msg(239), One, false),
     ] },
-    // 165
+    // 167
     Message { name: "api.core.v1.ContainerResizePolicy", fields: &[
         f(1, "resourceName", Str, One, false),
         f(2, "restartPolicy", Str, One, false),
     ] },
-    // 166
+    // 168
     Message { name: "api.core.v1.ContainerRestartRule", fields: &[
         f(1, "action", Str, One, false),
-        f(2, "exitCodes", Msg(238), One, false),
+        f(2, "exitCodes", Msg(240), One, false),
     ] },
-    // 167
+    // 169
     Message { name: "api.core.v1.VolumeMount", fields: &[
         f(1, "name", Str, One, false),
         f(2, "readOnly", Bool, One, true),
@@ -1263,14 +1273,14 @@ pub(super) static MESSAGES: [Message; 283] = [
         f(6, "subPathExpr", Str, One, true),
         f(7, "recursiveReadOnly", Str, One, false),
     ] },
-    // 168
+    // 170
     Message { name: "api.core.v1.VolumeDevice", fields: &[
         f(1, "name", Str, One, false),
         f(2, "devicePath", Str, One, false),
     ] },
-    // 169
+    // 171
     Message { name: "api.core.v1.Probe", fields: &[
-        f(1, "handler", Msg(239), Inline, false),
+        f(1, "handler", Msg(241), Inline, false),
         f(2, "initialDelaySeconds", I32, One, true),
         f(3, "timeoutSeconds", I32, One, true),
         f(4, "periodSeconds", I32, One, true),
@@ -1278,149 +1288,149 @@ pub(super) static MESSAGES: [Message; 283] = [
         f(6, "failureThreshold", I32, One, true),
         f(7, "terminationGracePeriodSeconds", I64, One, false),
     ] },
-    // 170
+    // 172
     Message { name: "api.core.v1.Lifecycle", fields: &[
-        f(1, "postStart", Msg(240), One, false),
-        f(2, "preStop", Msg(240), One, false),
+        f(1, "postStart", Msg(242), One, false),
+        f(2, "preStop", Msg(242), One, false),
         f(3, "stopSignal", Str, One, false),
     ] },
-    // 171
+    // 173
     Message { name: "api.core.v1.SecurityContext", fields: &[
-        f(1, "capabilities", Msg(241), One, false),
+        f(1, "capabilities", Msg(243), One, false),
         f(2, "privileged", Bool, One, false),
-        f(3, "seLinuxOptions", Msg(173), One, false),
+        f(3, "seLinuxOptions", Msg(175), One, false),
         f(4, "runAsUser", I64, One, false),
         f(5, "runAsNonRoot", Bool, One, false),
         f(6, "readOnlyRootFilesystem", Bool, One, false),
         f(7, "allowPrivilegeEscalation", Bool, One, false),
         f(8, "runAsGroup", I64, One, false),
         f(9, "procMount", Str, One, false),
-        f(10, "windowsOptions", Msg(174), One, false),
-        f(11, "seccompProfile", Msg(176), One, false),
-        f(12, "appArmorProfile", Msg(177), One, false),
+        f(10, "windowsOptions", Msg(176), One, false),
+        f(11, "seccompProfile", Msg(178), One, false),
+        f(12, "appArmorProfile", Msg(179), One, false),
     ] },
-    // 172
+    // 174
     Message { name: "api.core.v1.EphemeralContainerCommon", fields: &[
         f(1, "name", Str, One, false),
         f(2, "image", Str, One, true),
         f(3, "command", Str, Rep, false),
         f(4, "args", Str, Rep, false),
         f(5, "workingDir", Str, One, true),
-        f(6, "ports", Msg(162), Rep, false),
-        f(7, "env", Msg(164), Rep, false),
-        f(8, "resources", Msg(112), One, false),
-        f(9, "volumeMounts", Msg(167), Rep, false),
-        f(10, "livenessProbe", Msg(169), One, false),
-        f(11, "readinessProbe", Msg(169), One, false),
-        f(12, "lifecycle", Msg(170), One, false),
+        f(6, "ports", Msg(164), Rep, false),
+        f(7, "env", Msg(166), Rep, false),
+        f(8, "resources", Msg(115), One, false),
+        f(9, "volumeMounts", Msg(169), Rep, false),
+        f(10, "livenessProbe", Msg(171), One, false),
+        f(11, "readinessProbe", Msg(171), One, false),
+        f(12, "lifecycle", Msg(172), One, false),
         f(13, "terminationMessagePath", Str, One, true),
         f(14, "imagePullPolicy", Str, One, true),
-        f(15, "securityContext", Msg(171), One, false),
+        f(15, "securityContext", Msg(173), One, false),
         f(16, "stdin", Bool, One, true),
         f(17, "stdinOnce", Bool, One, true),
         f(18, "tty", Bool, One, true),
-        f(19, "envFrom", Msg(163), Rep, false),
+        f(19, "envFrom", Msg(165), Rep, false),
         f(20, "terminationMessagePolicy", Str, One, true),
-        f(21, "volumeDevices", Msg(168), Rep, false),
-        f(22, "startupProbe", Msg(169), One, false),
-        f(23, "resizePolicy", Msg(165), Rep, false),
+        f(21, "volumeDevices", Msg(170), Rep, false),
+        f(22, "startupProbe", Msg(171), One, false),
+        f(23, "resizePolicy", Msg(167), Rep, false),
         f(24, "restartPolicy", Str, One, false),
-        f(25, "restartPolicyRules", Msg(166), Rep, false),
+        f(25, "restartPolicyRules", Msg(168), Rep, false),
     ] },
-    // 173
+    // 175
     Message { name: "api.core.v1.SeLinuxOptions", fields: &[
         f(1, "user", Str, One, true),
         f(2, "role", Str, One, true),
         f(3, "type", Str, One, true),
         f(4, "level", Str, One, true),
     ] },
-    // 174
+    // 176
     Message { name: "api.core.v1.WindowsSecurityContextOptions", fields: &[
         f(1, "gmsaCredentialSpecName", Str, One, false),
         f(2, "gmsaCredentialSpec", Str, One, false),
         f(3, "runAsUserName", Str, One, false),
         f(4, "hostProcess", Bool, One, false),
     ] },
-    // 175
+    // 177
     Message { name: "api.core.v1.Sysctl", fields: &[
         f(1, "name", Str, One, false),
         f(2, "value", Str, One, false),
     ] },
-    // 176
+    // 178
     Message { name: "api.core.v1.SeccompProfile", fields: &[
         f(1, "type", Str, One, false),
         f(2, "localhostProfile", Str, One, false),
     ] },
-    // 177
+    // 179
     Message { name: "api.core.v1.AppArmorProfile", fields: &[
         f(1, "type", Str, One, false),
         f(2, "localhostProfile", Str, One, false),
     ] },
-    // 178
-    Message { name: "api.core.v1.NodeAffinity", fields: &[
-        f(1, "requiredDuringSchedulingIgnoredDuringExecution", Msg(242), One, false),
-        f(2, "preferredDuringSchedulingIgnoredDuringExecution", Msg(243), Rep, false),
-    ] },
-    // 179
-    Message { name: "api.core.v1.PodAffinity", fields: &[
-        f(1, "requiredDuringSchedulingIgnoredDuringExecution", Msg(244), Rep, false),
-        f(2, "preferredDuringSchedulingIgnoredDuringExecution", Msg(245), Rep, false),
-    ] },
     // 180
-    Message { name: "api.core.v1.PodAntiAffinity", fields: &[
-        f(1, "requiredDuringSchedulingIgnoredDuringExecution", Msg(244), Rep, false),
+    Message { name: "api.core.v1.NodeAffinity", fields: &[
+        f(1, "requiredDuringSchedulingIgnoredDuringExecution", Msg(244), One, false),
         f(2, "preferredDuringSchedulingIgnoredDuringExecution", Msg(245), Rep, false),
     ] },
     // 181
+    Message { name: "api.core.v1.PodAffinity", fields: &[
+        f(1, "requiredDuringSchedulingIgnoredDuringExecution", Msg(246), Rep, false),
+        f(2, "preferredDuringSchedulingIgnoredDuringExecution", Msg(247), Rep, false),
+    ] },
+    // 182
+    Message { name: "api.core.v1.PodAntiAffinity", fields: &[
+        f(1, "requiredDuringSchedulingIgnoredDuringExecution", Msg(246), Rep, false),
+        f(2, "preferredDuringSchedulingIgnoredDuringExecution", Msg(247), Rep, false),
+    ] },
+    // 183
     Message { name: "api.core.v1.PodDnsConfigOption", fields: &[
         f(1, "name", Str, One, true),
         f(2, "value", Str, One, false),
     ] },
-    // 182
+    // 184
     Message { name: "api.core.v1.ResourceClaim", fields: &[
         f(1, "name", Str, One, false),
         f(2, "request", Str, One, true),
     ] },
-    // 183
+    // 185
     Message { name: "api.core.v1.ContainerState", fields: &[
-        f(1, "waiting", Msg(246), One, false),
-        f(2, "running", Msg(247), One, false),
-        f(3, "terminated", Msg(248), One, false),
+        f(1, "waiting", Msg(248), One, false),
+        f(2, "running", Msg(249), One, false),
+        f(3, "terminated", Msg(250), One, false),
     ] },
-    // 184
+    // 186
     Message { name: "api.core.v1.VolumeMountStatus", fields: &[
         f(1, "name", Str, One, false),
         f(2, "mountPath", Str, One, false),
         f(3, "readOnly", Bool, One, false),
         f(4, "recursiveReadOnly", Str, One, false),
     ] },
-    // 185
+    // 187
     Message { name: "api.core.v1.ContainerUser", fields: &[
-        f(1, "linux", Msg(249), One, false),
+        f(1, "linux", Msg(251), One, false),
     ] },
-    // 186
+    // 188
     Message { name: "api.core.v1.ResourceStatus", fields: &[
         f(1, "name", Str, One, false),
-        f(2, "resources", Msg(250), Rep, false),
+        f(2, "resources", Msg(252), Rep, false),
     ] },
-    // 187
+    // 189
     Message { name: "api.core.v1.ContainerExtendedResourceRequest", fields: &[
         f(1, "containerName", Str, One, false),
         f(2, "resourceName", Str, One, false),
         f(3, "requestName", Str, One, false),
     ] },
-    // 188
+    // 190
     Message { name: "api.core.v1.ClientIpConfig", fields: &[
         f(1, "timeoutSeconds", I32, One, false),
     ] },
-    // 189
+    // 191
     Message { name: "api.core.v1.LoadBalancerIngress", fields: &[
         f(1, "ip", Str, One, true),
         f(2, "hostname", Str, One, true),
         f(3, "ipMode", Str, One, false),
-        f(4, "ports", Msg(251), Rep, false),
+        f(4, "ports", Msg(253), Rep, false),
     ] },
-    // 190
+    // 192
     Message { name: "api.core.v1.ConfigMapNodeConfigSource", fields: &[
         f(1, "namespace", Str, One, false),
         f(2, "name", Str, One, false),
@@ -1428,132 +1438,132 @@ pub(super) static MESSAGES: [Message; 283] = [
         f(4, "resourceVersion", Str, One, false),
         f(5, "kubeletConfigKey", Str, One, false),
     ] },
-    // 191
+    // 193
     Message { name: "api.core.v1.DaemonEndpoint", fields: &[
         f(1, "Port", I32, One, false),
     ] },
-    // 192
+    // 194
     Message { name: "api.core.v1.NodeSwapStatus", fields: &[
         f(1, "capacity", I64, One, false),
     ] },
-    // 193
+    // 195
     Message { name: "api.core.v1.NodeRuntimeHandlerFeatures", fields: &[
         f(1, "recursiveReadOnlyMounts", Bool, One, false),
         f(2, "userNamespaces", Bool, One, false),
     ] },
-    // 194
+    // 196
     Message { name: "apimachinery.pkg.apis.meta.v1.LabelSelectorRequirement", fields: &[
         f(1, "key", Str, One, false),
         f(2, "operator", Str, One, false),
         f(3, "values", Str, Rep, false),
     ] },
-    // 195
+    // 197
     Message { name: "api.apps.v1.RollingUpdateDeployment", fields: &[
         f(1, "maxUnavailable", IntOrString, One, false),
         f(2, "maxSurge", IntOrString, One, false),
     ] },
-    // 196
+    // 198
     Message { name: "api.core.v1.PersistentVolumeClaimSpec", fields: &[
         f(1, "accessModes", Str, Rep, false),
-        f(2, "resources", Msg(252), One, false),
+        f(2, "resources", Msg(254), One, false),
         f(3, "volumeName", Str, One, true),
-        f(4, "selector", Msg(137), One, false),
+        f(4, "selector", Msg(140), One, false),
         f(5, "storageClassName", Str, One, false),
         f(6, "volumeMode", Str, One, false),
-        f(7, "dataSource", Msg(253), One, false),
-        f(8, "dataSourceRef", Msg(254), One, false),
+        f(7, "dataSource", Msg(255), One, false),
+        f(8, "dataSourceRef", Msg(256), One, false),
         f(9, "volumeAttributesClassName", Str, One, false),
     ] },
-    // 197
+    // 199
     Message { name: "api.core.v1.PersistentVolumeClaimStatus", fields: &[
         f(1, "phase", Str, One, false),
         f(2, "accessModes", Str, Rep, false),
         f(3, "capacity", Quantity, Map, false),
-        f(4, "conditions", Msg(255), Rep, false),
+        f(4, "conditions", Msg(257), Rep, false),
         f(5, "allocatedResources", Quantity, Map, false),
         f(7, "allocatedResourceStatuses", Str, Map, false),
         f(8, "currentVolumeAttributesClassName", Str, One, false),
-        f(9, "modifyVolumeStatus", Msg(256), One, false),
+        f(9, "modifyVolumeStatus", Msg(258), One, false),
     ] },
-    // 198
+    // 200
     Message { name: "api.apps.v1.RollingUpdateStatefulSetStrategy", fields: &[
         f(1, "partition", I32, One, false),
         f(2, "maxUnavailable", IntOrString, One, false),
     ] },
-    // 199
+    // 201
     Message { name: "api.apps.v1.RollingUpdateDaemonSet", fields: &[
         f(1, "maxUnavailable", IntOrString, One, false),
         f(2, "maxSurge", IntOrString, One, false),
     ] },
-    // 200
+    // 202
     Message { name: "api.batch.v1.PodFailurePolicyRule", fields: &[
         f(1, "action", Str, One, false),
-        f(2, "onExitCodes", Msg(257), One, false),
-        f(3, "onPodConditions", Msg(258), Rep, false),
+        f(2, "onExitCodes", Msg(259), One, false),
+        f(3, "onPodConditions", Msg(260), Rep, false),
     ] },
-    // 201
+    // 203
     Message { name: "api.batch.v1.SuccessPolicyRule", fields: &[
         f(1, "succeededIndexes", Str, One, false),
         f(2, "succeededCount", I32, One, false),
     ] },
-    // 202
+    // 204
     Message { name: "api.authorization.v1.FieldSelectorAttributes", fields: &[
         f(1, "rawSelector", Str, One, true),
-        f(2, "requirements", Msg(259), Rep, false),
+        f(2, "requirements", Msg(261), Rep, false),
     ] },
-    // 203
+    // 205
     Message { name: "api.authorization.v1.LabelSelectorAttributes", fields: &[
         f(1, "rawSelector", Str, One, true),
-        f(2, "requirements", Msg(194), Rep, false),
+        f(2, "requirements", Msg(196), Rep, false),
     ] },
-    // 204
+    // 206
     Message { name: "api.authentication.v1.ExtraValue", fields: &[
         f(1, "items", Str, Rep, false),
     ] },
-    // 205
+    // 207
     Message { name: "api.core.v1.HostPathVolumeSource", fields: &[
         f(1, "path", Str, One, false),
         f(2, "type", Str, One, false),
     ] },
-    // 206
+    // 208
     Message { name: "api.core.v1.EmptyDirVolumeSource", fields: &[
         f(1, "medium", Str, One, true),
         f(2, "sizeLimit", Quantity, One, false),
     ] },
-    // 207
+    // 209
     Message { name: "api.core.v1.GcePersistentDiskVolumeSource", fields: &[
         f(1, "pdName", Str, One, false),
         f(2, "fsType", Str, One, true),
         f(3, "partition", I32, One, true),
         f(4, "readOnly", Bool, One, true),
     ] },
-    // 208
+    // 210
     Message { name: "api.core.v1.AwsElasticBlockStoreVolumeSource", fields: &[
         f(1, "volumeID", Str, One, false),
         f(2, "fsType", Str, One, true),
         f(3, "partition", I32, One, true),
         f(4, "readOnly", Bool, One, true),
     ] },
-    // 209
+    // 211
     Message { name: "api.core.v1.GitRepoVolumeSource", fields: &[
         f(1, "repository", Str, One, false),
         f(2, "revision", Str, One, true),
         f(3, "directory", Str, One, true),
     ] },
-    // 210
+    // 212
     Message { name: "api.core.v1.SecretVolumeSource", fields: &[
         f(1, "secretName", Str, One, true),
-        f(2, "items", Msg(260), Rep, false),
+        f(2, "items", Msg(262), Rep, false),
         f(3, "defaultMode", I32, One, false),
         f(4, "optional", Bool, One, false),
     ] },
-    // 211
+    // 213
     Message { name: "api.core.v1.NfsVolumeSource", fields: &[
         f(1, "server", Str, One, false),
         f(2, "path", Str, One, false),
         f(3, "readOnly", Bool, One, true),
     ] },
-    // 212
+    // 214
     Message { name: "api.core.v1.IscsiVolumeSource", fields: &[
         f(1, "targetPortal", Str, One, false),
         f(2, "iqn", Str, One, false),
@@ -1563,22 +1573,22 @@ pub(super) static MESSAGES: [Message; 283] = [
         f(6, "readOnly", Bool, One, true),
         f(7, "portals", Str, Rep, false),
         f(8, "chapAuthDiscovery", Bool, One, true),
-        f(10, "secretRef", Msg(56), One, false),
+        f(10, "secretRef", Msg(58), One, false),
         f(11, "chapAuthSession", Bool, One, true),
         f(12, "initiatorName", Str, One, false),
     ] },
-    // 213
+    // 215
     Message { name: "api.core.v1.GlusterfsVolumeSource", fields: &[
         f(1, "endpoints", Str, One, false),
         f(2, "path", Str, One, false),
         f(3, "readOnly", Bool, One, true),
     ] },
-    // 214
+    // 216
     Message { name: "api.core.v1.PersistentVolumeClaimVolumeSource", fields: &[
         f(1, "claimName", Str, One, false),
         f(2, "readOnly", Bool, One, true),
     ] },
-    // 215
+    // 217
     Message { name: "api.core.v1.RbdVolumeSource", fields: &[
         f(1, "monitors", Str, Rep, false),
         f(2, "image", Str, One, false),
@@ -1586,44 +1596,44 @@ pub(super) static MESSAGES: [Message; 283] = [
         f(4, "pool", Str, One, true),
         f(5, "user", Str, One, true),
         f(6, "keyring", Str, One, true),
-        f(7, "secretRef", Msg(56), One, false),
+        f(7, "secretRef", Msg(58), One, false),
         f(8, "readOnly", Bool, One, true),
     ] },
-    // 216
+    // 218
     Message { name: "api.core.v1.FlexVolumeSource", fields: &[
         f(1, "driver", Str, One, false),
         f(2, "fsType", Str, One, true),
-        f(3, "secretRef", Msg(56), One, false),
+        f(3, "secretRef", Msg(58), One, false),
         f(4, "readOnly", Bool, One, true),
         f(5, "options", Str, Map, false),
     ] },
-    // 217
+    // 219
     Message { name: "api.core.v1.CinderVolumeSource", fields: &[
         f(1, "volumeID", Str, One, false),
         f(2, "fsType", Str, One, true),
         f(3, "readOnly", Bool, One, true),
-        f(4, "secretRef", Msg(56), One, false),
+        f(4, "secretRef", Msg(58), One, false),
     ] },
-    // 218
+    // 220
     Message { name: "api.core.v1.CephFsVolumeSource", fields: &[
         f(1, "monitors", Str, Rep, false),
         f(2, "path", Str, One, true),
         f(3, "user", Str, One, true),
         f(4, "secretFile", Str, One, true),
-        f(5, "secretRef", Msg(56), One, false),
+        f(5, "secretRef", Msg(58), One, false),
         f(6, "readOnly", Bool, One, true),
     ] },
-    // 219
+    // 221
     Message { name: "api.core.v1.FlockerVolumeSource", fields: &[
         f(1, "datasetName", Str, One, true),
         f(2, "datasetUUID", Str, One, true),
     ] },
-    // 220
+    // 222
     Message { name: "api.core.v1.DownwardAPIVolumeSource", fields: &[
-        f(1, "items", Msg(261), Rep, false),
+        f(1, "items", Msg(263), Rep, false),
         f(2, "defaultMode", I32, One, false),
     ] },
-    // 221
+    // 223
     Message { name: "api.core.v1.FcVolumeSource", fields: &[
         f(1, "targetWWNs", Str, Rep, false),
         f(2, "lun", I32, One, false),
@@ -1631,27 +1641,27 @@ pub(super) static MESSAGES: [Message; 283] = [
         f(4, "readOnly", Bool, One, true),
         f(5, "wwids", Str, Rep, false),
     ] },
-    // 222
+    // 224
     Message { name: "api.core.v1.AzureFileVolumeSource", fields: &[
         f(1, "secretName", Str, One, false),
         f(2, "shareName", Str, One, false),
         f(3, "readOnly", Bool, One, true),
     ] },
-    // 223
+    // 225
     Message { name: "api.core.v1.ConfigMapVolumeSource", fields: &[
-        f(1, "localObjectReference", Msg(56), Inline, false),
-        f(2, "items", Msg(260), Rep, false),
+        f(1, "localObjectReference", Msg(58), Inline, false),
+        f(2, "items", Msg(262), Rep, false),
         f(3, "defaultMode", I32, One, false),
         f(4, "optional", Bool, One, false),
     ] },
-    // 224
+    // 226
     Message { name: "api.core.v1.VsphereVirtualDiskVolumeSource", fields: &[
         f(1, "volumePath", Str, One, false),
         f(2, "fsType", Str, One, true),
         f(3, "storagePolicyName", Str, One, true),
         f(4, "storagePolicyID", Str, One, true),
     ] },
-    // 225
+    // 227
     Message { name: "api.core.v1.QuobyteVolumeSource", fields: &[
         f(1, "registry", Str, One, false),
         f(2, "volume", Str, One, false),
@@ -1660,7 +1670,7 @@ pub(super) static MESSAGES: [Message; 283] = [
         f(5, "group", Str, One, true),
         f(6, "tenant", Str, One, true),
     ] },
-    // 226
+    // 228
     Message { name: "api.core.v1.AzureDiskVolumeSource", fields: &[
         f(1, "diskName", Str, One, false),
         f(2, "diskURI", Str, One, false),
@@ -1669,27 +1679,27 @@ pub(super) static MESSAGES: [Message; 283] = [
         f(5, "readOnly", Bool, One, false),
         f(6, "kind", Str, One, false),
     ] },
-    // 227
+    // 229
     Message { name: "api.core.v1.PhotonPersistentDiskVolumeSource", fields: &[
         f(1, "pdID", Str, One, false),
         f(2, "fsType", Str, One, true),
     ] },
-    // 228
+    // 230
     Message { name: "api.core.v1.ProjectedVolumeSource", fields: &[
-        f(1, "sources", Msg(262), Rep, false),
+        f(1, "sources", Msg(264), Rep, false),
         f(2, "defaultMode", I32, One, false),
     ] },
-    // 229
+    // 231
     Message { name: "api.core.v1.PortworxVolumeSource", fields: &[
         f(1, "volumeID", Str, One, false),
         f(2, "fsType", Str, One, true),
         f(3, "readOnly", Bool, One, true),
     ] },
-    // 230
+    // 232
     Message { name: "api.core.v1.ScaleIoVolumeSource", fields: &[
         f(1, "gateway", Str, One, false),
         f(2, "system", Str, One, false),
-        f(3, "secretRef", Msg(56), One, false),
+        f(3, "secretRef", Msg(58), One, false),
         f(4, "sslEnabled", Bool, One, true),
         f(5, "protectionDomain", Str, One, true),
         f(6, "storagePool", Str, One, true),
@@ -1698,106 +1708,106 @@ pub(super) static MESSAGES: [Message; 283] = [
         f(9, "fsType", Str, One, true),
         f(10, "readOnly", Bool, One, true),
     ] },
-    // 231
+    // 233
     Message { name: "api.core.v1.StorageOsVolumeSource", fields: &[
         f(1, "volumeName", Str, One, true),
         f(2, "volumeNamespace", Str, One, true),
         f(3, "fsType", Str, One, true),
         f(4, "readOnly", Bool, One, true),
-        f(5, "secretRef", Msg(56), One, false),
+        f(5, "secretRef", Msg(58), One, false),
     ] },
-    // 232
+    // 234
     Message { name: "api.core.v1.CSIVolumeSource", fields: &[
         f(1, "driver", Str, One, false),
         f(2, "readOnly", Bool, One, false),
         f(3, "fsType", Str, One, false),
         f(4, "volumeAttributes", Str, Map, false),
-        f(5, "nodePublishSecretRef", Msg(56), One, false),
+        f(5, "nodePublishSecretRef", Msg(58), One, false),
     ] },
-    // 233
+    // 235
     Message { name: "api.core.v1.EphemeralVolumeSource", fields: &[
-        f(1, "volumeClaimTemplate", Msg(263), One, false),
+        f(1, "volumeClaimTemplate", Msg(265), One, false),
     ] },
-    // 234
+    // 236
     Message { name: "api.core.v1.ImageVolumeSource", fields: &[
         f(1, "reference", Str, One, true),
         f(2, "pullPolicy", Str, One, true),
     ] },
-    // 235
-    Message { name: "api.core.v1.ConfigMapEnvSource", fields: &[
-        f(1, "localObjectReference", Msg(56), Inline, false),
-        f(2, "optional", Bool, One, false),
-    ] },
-    // 236
-    Message { name: "api.core.v1.SecretEnvSource", fields: &[
-        f(1, "localObjectReference", Msg(56), Inline, false),
-        f(2, "optional", Bool, One, false),
-    ] },
     // 237
-    Message { name: "api.core.v1.EnvVarSource", fields: &[
-        f(1, "fieldRef", Msg(264), One, false),
-        f(2, "resourceFieldRef", Msg(265), One, false),
-        f(3, "configMapKeyRef", Msg(266), One, false),
-        f(4, "secretKeyRef", Msg(267), One, false),
-        f(5, "fileKeyRef", Msg(268), One, false),
+    Message { name: "api.core.v1.ConfigMapEnvSource", fields: &[
+        f(1, "localObjectReference", Msg(58), Inline, false),
+        f(2, "optional", Bool, One, false),
     ] },
     // 238
+    Message { name: "api.core.v1.SecretEnvSource", fields: &[
+        f(1, "localObjectReference", Msg(58), Inline, false),
+        f(2, "optional", Bool, One, false),
+    ] },
+    // 239
+    Message { name: "api.core.v1.EnvVarSource", fields: &[
+        f(1, "fieldRef", Msg(266), One, false),
+        f(2, "resourceFieldRef", Msg(267), One, false),
+        f(3, "configMapKeyRef", Msg(268), One, false),
+        f(4, "secretKeyRef", Msg(269), One, false),
+        f(5, "fileKeyRef", Msg(270), One, false),
+    ] },
+    // 240
     Message { name: "api.core.v1.ContainerRestartRuleOnExitCodes", fields: &[
         f(1, "operator", Str, One, false),
         f(2, "values", I32, Rep, false),
     ] },
-    // 239
-    Message { name: "api.core.v1.ProbeHandler", fields: &[
-        f(1, "exec", Msg(269), One, false),
-        f(2, "httpGet", Msg(270), One, false),
-        f(3, "tcpSocket", Msg(271), One, false),
-        f(4, "grpc", Msg(272), One, false),
-    ] },
-    // 240
-    Message { name: "api.core.v1.LifecycleHandler", fields: &[
-        f(1, "exec", Msg(269), One, false),
-        f(2, "httpGet", Msg(270), One, false),
-        f(3, "tcpSocket", Msg(271), One, false),
-        f(4, "sleep", Msg(273), One, false),
-    ] },
     // 241
+    Message { name: "api.core.v1.ProbeHandler", fields: &[
+        f(1, "exec", Msg(271), One, false),
+        f(2, "httpGet", Msg(272), One, false),
+        f(3, "tcpSocket", Msg(273), One, false),
+        f(4, "grpc", Msg(274), One, false),
+    ] },
+    // 242
+    Message { name: "api.core.v1.LifecycleHandler", fields: &[
+        f(1, "exec", Msg(271), One, false),
+        f(2, "httpGet", Msg(272), One, false),
+        f(3, "tcpSocket", Msg(273), One, false),
+        f(4, "sleep", Msg(275), One, false),
+    ] },
+    // 243
     Message { name: "api.core.v1.Capabilities", fields: &[
         f(1, "add", Str, Rep, false),
         f(2, "drop", Str, Rep, false),
     ] },
-    // 242
+    // 244
     Message { name: "api.core.v1.NodeSelector", fields: &[
-        f(1, "nodeSelectorTerms", Msg(274), Rep, false),
+        f(1, "nodeSelectorTerms", Msg(276), Rep, false),
     ] },
-    // 243
+    // 245
     Message { name: "api.core.v1.PreferredSchedulingTerm", fields: &[
         f(1, "weight", I32, One, false),
-        f(2, "preference", Msg(274), One, false),
+        f(2, "preference", Msg(276), One, false),
     ] },
-    // 244
+    // 246
     Message { name: "api.core.v1.PodAffinityTerm", fields: &[
-        f(1, "labelSelector", Msg(137), One, false),
+        f(1, "labelSelector", Msg(140), One, false),
         f(2, "namespaces", Str, Rep, false),
         f(3, "topologyKey", Str, One, false),
-        f(4, "namespaceSelector", Msg(137), One, false),
+        f(4, "namespaceSelector", Msg(140), One, false),
         f(5, "matchLabelKeys", Str, Rep, false),
         f(6, "mismatchLabelKeys", Str, Rep, false),
     ] },
-    // 245
+    // 247
     Message { name: "api.core.v1.WeightedPodAffinityTerm", fields: &[
         f(1, "weight", I32, One, false),
-        f(2, "podAffinityTerm", Msg(244), One, false),
+        f(2, "podAffinityTerm", Msg(246), One, false),
     ] },
-    // 246
+    // 248
     Message { name: "api.core.v1.ContainerStateWaiting", fields: &[
         f(1, "reason", Str, One, false),
         f(2, "message", Str, One, false),
     ] },
-    // 247
+    // 249
     Message { name: "api.core.v1.ContainerStateRunning", fields: &[
         f(1, "startedAt", Time, One, false),
     ] },
-    // 248
+    // 250
     Message { name: "api.core.v1.ContainerStateTerminated", fields: &[
         f(1, "exitCode", I32, One, false),
         f(2, "signal", I32, One, false),
@@ -1807,42 +1817,42 @@ pub(super) static MESSAGES: [Message; 283] = [
         f(6, "finishedAt", Time, One, false),
         f(7, "containerID", Str, One, false),
     ] },
-    // 249
+    // 251
     Message { name: "api.core.v1.LinuxContainerUser", fields: &[
         f(1, "uid", I64, One, false),
         f(2, "gid", I64, One, false),
         f(3, "supplementalGroups", I64, Rep, false),
     ] },
-    // 250
+    // 252
     Message { name: "api.core.v1.ResourceHealth", fields: &[
         f(1, "resourceID", Str, One, false),
         f(2, "health", Str, One, false),
     ] },
-    // 251
+    // 253
     Message { name: "api.core.v1.PortStatus", fields: &[
         f(1, "port", I32, One, false),
         f(2, "protocol", Str, One, false),
         f(3, "error", Str, One, false),
     ] },
-    // 252
+    // 254
     Message { name: "api.core.v1.VolumeResourceRequirements", fields: &[
         f(1, "limits", Quantity, Map, false),
         f(2, "requests", Quantity, Map, false),
     ] },
-    // 253
+    // 255
     Message { name: "api.core.v1.TypedLocalObjectReference", fields: &[
         f(1, "apiGroup", Str, One, false),
         f(2, "kind", Str, One, false),
         f(3, "name", Str, One, false),
     ] },
-    // 254
+    // 256
     Message { name: "api.core.v1.TypedObjectReference", fields: &[
         f(1, "apiGroup", Str, One, false),
         f(2, "kind", Str, One, false),
         f(3, "name", Str, One, false),
         f(4, "namespace", Str, One, false),
     ] },
-    // 255
+    // 257
     Message { name: "api.core.v1.PersistentVolumeClaimCondition", fields: &[
         f(1, "type", Str, One, false),
         f(2, "status", Str, One, false),
@@ -1851,147 +1861,147 @@ pub(super) static MESSAGES: [Message; 283] = [
         f(5, "reason", Str, One, false),
         f(6, "message", Str, One, false),
     ] },
-    // 256
+    // 258
     Message { name: "api.core.v1.ModifyVolumeStatus", fields: &[
         f(1, "targetVolumeAttributesClassName", Str, One, false),
         f(2, "status", Str, One, false),
     ] },
-    // 257
+    // 259
     Message { name: "api.batch.v1.PodFailurePolicyOnExitCodesRequirement", fields: &[
         f(1, "containerName", Str, One, false),
         f(2, "operator", Str, One, false),
         f(3, "values", I32, Rep, false),
     ] },
-    // 258
+    // 260
     Message { name: "api.batch.v1.PodFailurePolicyOnPodConditionsPattern", fields: &[
         f(1, "type", Str, One, false),
         f(2, "status", Str, One, false),
     ] },
-    // 259
+    // 261
     Message { name: "apimachinery.pkg.apis.meta.v1.FieldSelectorRequirement", fields: &[
         f(1, "key", Str, One, false),
         f(2, "operator", Str, One, false),
         f(3, "values", Str, Rep, false),
     ] },
-    // 260
+    // 262
     Message { name: "api.core.v1.KeyToPath", fields: &[
         f(1, "key", Str, One, false),
         f(2, "path", Str, One, false),
         f(3, "mode", I32, One, false),
     ] },
-    // 261
+    // 263
     Message { name: "api.core.v1.DownwardAPIVolumeFile", fields: &[
         f(1, "path", Str, One, false),
-        f(2, "fieldRef", Msg(264), One, false),
-        f(3, "resourceFieldRef", Msg(265), One, false),
+        f(2, "fieldRef", Msg(266), One, false),
+        f(3, "resourceFieldRef", Msg(267), One, false),
         f(4, "mode", I32, One, false),
     ] },
-    // 262
-    Message { name: "api.core.v1.VolumeProjection", fields: &[
-        f(1, "secret", Msg(275), One, false),
-        f(2, "downwardAPI", Msg(276), One, false),
-        f(3, "configMap", Msg(277), One, false),
-        f(4, "serviceAccountToken", Msg(278), One, false),
-        f(5, "clusterTrustBundle", Msg(279), One, false),
-        f(6, "podCertificate", Msg(280), One, false),
-    ] },
-    // 263
-    Message { name: "api.core.v1.PersistentVolumeClaimTemplate", fields: &[
-        f(1, "metadata", Msg(51), One, false),
-        f(2, "spec", Msg(196), One, false),
-    ] },
     // 264
+    Message { name: "api.core.v1.VolumeProjection", fields: &[
+        f(1, "secret", Msg(277), One, false),
+        f(2, "downwardAPI", Msg(278), One, false),
+        f(3, "configMap", Msg(279), One, false),
+        f(4, "serviceAccountToken", Msg(280), One, false),
+        f(5, "clusterTrustBundle", Msg(281), One, false),
+        f(6, "podCertificate", Msg(282), One, false),
+    ] },
+    // 265
+    Message { name: "api.core.v1.PersistentVolumeClaimTemplate", fields: &[
+        f(1, "metadata", Msg(53), One, false),
+        f(2, "spec", Msg(198), One, false),
+    ] },
+    // 266
     Message { name: "api.core.v1.ObjectFieldSelector", fields: &[
         f(1, "apiVersion", Str, One, true),
         f(2, "fieldPath", Str, One, false),
     ] },
-    // 265
+    // 267
     Message { name: "api.core.v1.ResourceFieldSelector", fields: &[
         f(1, "containerName", Str, One, true),
         f(2, "resource", Str, One, false),
         f(3, "divisor", Quantity, One, false),
     ] },
-    // 266
-    Message { name: "api.core.v1.ConfigMapKeySelector", fields: &[
-        f(1, "localObjectReference", Msg(56), Inline, false),
-        f(2, "key", Str, One, false),
-        f(3, "optional", Bool, One, false),
-    ] },
-    // 267
-    Message { name: "api.core.v1.SecretKeySelector", fields: &[
-        f(1, "localObjectReference", Msg(56), Inline, false),
-        f(2, "key", Str, One, false),
-        f(3, "optional", Bool, One, false),
-    ] },
     // 268
+    Message { name: "api.core.v1.ConfigMapKeySelector", fields: &[
+        f(1, "localObjectReference", Msg(58), Inline, false),
+        f(2, "key", Str, One, false),
+        f(3, "optional", Bool, One, false),
+    ] },
+    // 269
+    Message { name: "api.core.v1.SecretKeySelector", fields: &[
+        f(1, "localObjectReference", Msg(58), Inline, false),
+        f(2, "key", Str, One, false),
+        f(3, "optional", Bool, One, false),
+    ] },
+    // 270
     Message { name: "api.core.v1.FileKeySelector", fields: &[
         f(1, "volumeName", Str, One, false),
         f(2, "path", Str, One, false),
         f(3, "key", Str, One, false),
         f(4, "optional", Bool, One, false),
     ] },
-    // 269
+    // 271
     Message { name: "api.core.v1.ExecAction", fields: &[
         f(1, "command", Str, Rep, false),
     ] },
-    // 270
+    // 272
     Message { name: "api.core.v1.HttpGetAction", fields: &[
         f(1, "path", Str, One, true),
         f(2, "port", IntOrString, One, false),
         f(3, "host", Str, One, true),
         f(4, "scheme", Str, One, true),
-        f(5, "httpHeaders", Msg(281), Rep, false),
+        f(5, "httpHeaders", Msg(283), Rep, false),
     ] },
-    // 271
+    // 273
     Message { name: "api.core.v1.TcpSocketAction", fields: &[
         f(1, "port", IntOrString, One, false),
         f(2, "host", Str, One, true),
     ] },
-    // 272
+    // 274
     Message { name: "api.core.v1.GrpcAction", fields: &[
         f(1, "port", I32, One, false),
         f(2, "service", Str, One, false),
     ] },
-    // 273
+    // 275
     Message { name: "api.core.v1.SleepAction", fields: &[
         f(1, "seconds", I64, One, false),
     ] },
-    // 274
-    Message { name: "api.core.v1.NodeSelectorTerm", fields: &[
-        f(1, "matchExpressions", Msg(282), Rep, false),
-        f(2, "matchFields", Msg(282), Rep, false),
-    ] },
-    // 275
-    Message { name: "api.core.v1.SecretProjection", fields: &[
-        f(1, "localObjectReference", Msg(56), Inline, false),
-        f(2, "items", Msg(260), Rep, false),
-        f(4, "optional", Bool, One, false),
-    ] },
     // 276
-    Message { name: "api.core.v1.DownwardAPIProjection", fields: &[
-        f(1, "items", Msg(261), Rep, false),
+    Message { name: "api.core.v1.NodeSelectorTerm", fields: &[
+        f(1, "matchExpressions", Msg(284), Rep, false),
+        f(2, "matchFields", Msg(284), Rep, false),
     ] },
     // 277
-    Message { name: "api.core.v1.ConfigMapProjection", fields: &[
-        f(1, "localObjectReference", Msg(56), Inline, false),
-        f(2, "items", Msg(260), Rep, false),
+    Message { name: "api.core.v1.SecretProjection", fields: &[
+        f(1, "localObjectReference", Msg(58), Inline, false),
+        f(2, "items", Msg(262), Rep, false),
         f(4, "optional", Bool, One, false),
     ] },
     // 278
+    Message { name: "api.core.v1.DownwardAPIProjection", fields: &[
+        f(1, "items", Msg(263), Rep, false),
+    ] },
+    // 279
+    Message { name: "api.core.v1.ConfigMapProjection", fields: &[
+        f(1, "localObjectReference", Msg(58), Inline, false),
+        f(2, "items", Msg(262), Rep, false),
+        f(4, "optional", Bool, One, false),
+    ] },
+    // 280
     Message { name: "api.core.v1.ServiceAccountTokenProjection", fields: &[
         f(1, "audience", Str, One, true),
         f(2, "expirationSeconds", I64, One, false),
         f(3, "path", Str, One, false),
     ] },
-    // 279
+    // 281
     Message { name: "api.core.v1.ClusterTrustBundleProjection", fields: &[
         f(1, "name", Str, One, false),
         f(2, "signerName", Str, One, false),
-        f(3, "labelSelector", Msg(137), One, false),
+        f(3, "labelSelector", Msg(140), One, false),
         f(4, "path", Str, One, false),
         f(5, "optional", Bool, One, false),
     ] },
-    // 280
+    // 282
     Message { name: "api.core.v1.PodCertificateProjection", fields: &[
         f(1, "signerName", Str, One, false),
         f(2, "keyType", Str, One, false),
@@ -2001,12 +2011,12 @@ pub(super) static MESSAGES: [Message; 283] = [
         f(6, "certificateChainPath", Str, One, false),
         f(7, "userAnnotations", Str, Map, false),
     ] },
-    // 281
+    // 283
     Message { name: "api.core.v1.HttpHeader", fields: &[
         f(1, "name", Str, One, false),
         f(2, "value", Str, One, false),
     ] },
-    // 282
+    // 284
     Message { name: "api.core.v1.NodeSelectorRequirement", fields: &[
         f(1, "key", Str, One, false),
         f(2, "operator", Str, One, false),
@@ -2014,39 +2024,39 @@ pub(super) static MESSAGES: [Message; 283] = [
     ] },
 ];
 
-pub(super) static ROOTS: [Root; 51] = [
-    Root { api_version: "", kind: "DeleteOptions", msg: 50 },
-    Root { api_version: "apps/v1", kind: "DaemonSet", msg: 25 },
-    Root { api_version: "apps/v1", kind: "DaemonSetList", msg: 26 },
-    Root { api_version: "apps/v1", kind: "Deployment", msg: 19 },
-    Root { api_version: "apps/v1", kind: "DeploymentList", msg: 20 },
-    Root { api_version: "apps/v1", kind: "ReplicaSet", msg: 21 },
-    Root { api_version: "apps/v1", kind: "ReplicaSetList", msg: 22 },
-    Root { api_version: "apps/v1", kind: "StatefulSet", msg: 23 },
-    Root { api_version: "apps/v1", kind: "StatefulSetList", msg: 24 },
-    Root { api_version: "authentication.k8s.io/v1", kind: "SelfSubjectReview", msg: 39 },
-    Root { api_version: "authentication.k8s.io/v1", kind: "TokenRequest", msg: 38 },
-    Root { api_version: "authentication.k8s.io/v1", kind: "TokenReview", msg: 37 },
-    Root { api_version: "authorization.k8s.io/v1", kind: "LocalSubjectAccessReview", msg: 35 },
-    Root { api_version: "authorization.k8s.io/v1", kind: "SelfSubjectAccessReview", msg: 33 },
-    Root { api_version: "authorization.k8s.io/v1", kind: "SelfSubjectRulesReview", msg: 36 },
-    Root { api_version: "authorization.k8s.io/v1", kind: "SubjectAccessReview", msg: 34 },
-    Root { api_version: "autoscaling/v1", kind: "Scale", msg: 48 },
-    Root { api_version: "batch/v1", kind: "CronJob", msg: 31 },
-    Root { api_version: "batch/v1", kind: "CronJobList", msg: 32 },
-    Root { api_version: "batch/v1", kind: "Job", msg: 29 },
-    Root { api_version: "batch/v1", kind: "JobList", msg: 30 },
-    Root { api_version: "coordination.k8s.io/v1", kind: "Lease", msg: 27 },
-    Root { api_version: "coordination.k8s.io/v1", kind: "LeaseList", msg: 28 },
-    Root { api_version: "policy/v1", kind: "Eviction", msg: 49 },
-    Root { api_version: "rbac.authorization.k8s.io/v1", kind: "ClusterRole", msg: 42 },
-    Root { api_version: "rbac.authorization.k8s.io/v1", kind: "ClusterRoleBinding", msg: 46 },
-    Root { api_version: "rbac.authorization.k8s.io/v1", kind: "ClusterRoleBindingList", msg: 47 },
-    Root { api_version: "rbac.authorization.k8s.io/v1", kind: "ClusterRoleList", msg: 43 },
-    Root { api_version: "rbac.authorization.k8s.io/v1", kind: "Role", msg: 40 },
-    Root { api_version: "rbac.authorization.k8s.io/v1", kind: "RoleBinding", msg: 44 },
-    Root { api_version: "rbac.authorization.k8s.io/v1", kind: "RoleBindingList", msg: 45 },
-    Root { api_version: "rbac.authorization.k8s.io/v1", kind: "RoleList", msg: 41 },
+pub(super) static ROOTS: [Root; 53] = [
+    Root { api_version: "", kind: "DeleteOptions", msg: 52 },
+    Root { api_version: "apps/v1", kind: "DaemonSet", msg: 27 },
+    Root { api_version: "apps/v1", kind: "DaemonSetList", msg: 28 },
+    Root { api_version: "apps/v1", kind: "Deployment", msg: 21 },
+    Root { api_version: "apps/v1", kind: "DeploymentList", msg: 22 },
+    Root { api_version: "apps/v1", kind: "ReplicaSet", msg: 23 },
+    Root { api_version: "apps/v1", kind: "ReplicaSetList", msg: 24 },
+    Root { api_version: "apps/v1", kind: "StatefulSet", msg: 25 },
+    Root { api_version: "apps/v1", kind: "StatefulSetList", msg: 26 },
+    Root { api_version: "authentication.k8s.io/v1", kind: "SelfSubjectReview", msg: 41 },
+    Root { api_version: "authentication.k8s.io/v1", kind: "TokenRequest", msg: 40 },
+    Root { api_version: "authentication.k8s.io/v1", kind: "TokenReview", msg: 39 },
+    Root { api_version: "authorization.k8s.io/v1", kind: "LocalSubjectAccessReview", msg: 37 },
+    Root { api_version: "authorization.k8s.io/v1", kind: "SelfSubjectAccessReview", msg: 35 },
+    Root { api_version: "authorization.k8s.io/v1", kind: "SelfSubjectRulesReview", msg: 38 },
+    Root { api_version: "authorization.k8s.io/v1", kind: "SubjectAccessReview", msg: 36 },
+    Root { api_version: "autoscaling/v1", kind: "Scale", msg: 50 },
+    Root { api_version: "batch/v1", kind: "CronJob", msg: 33 },
+    Root { api_version: "batch/v1", kind: "CronJobList", msg: 34 },
+    Root { api_version: "batch/v1", kind: "Job", msg: 31 },
+    Root { api_version: "batch/v1", kind: "JobList", msg: 32 },
+    Root { api_version: "coordination.k8s.io/v1", kind: "Lease", msg: 29 },
+    Root { api_version: "coordination.k8s.io/v1", kind: "LeaseList", msg: 30 },
+    Root { api_version: "policy/v1", kind: "Eviction", msg: 51 },
+    Root { api_version: "rbac.authorization.k8s.io/v1", kind: "ClusterRole", msg: 44 },
+    Root { api_version: "rbac.authorization.k8s.io/v1", kind: "ClusterRoleBinding", msg: 48 },
+    Root { api_version: "rbac.authorization.k8s.io/v1", kind: "ClusterRoleBindingList", msg: 49 },
+    Root { api_version: "rbac.authorization.k8s.io/v1", kind: "ClusterRoleList", msg: 45 },
+    Root { api_version: "rbac.authorization.k8s.io/v1", kind: "Role", msg: 42 },
+    Root { api_version: "rbac.authorization.k8s.io/v1", kind: "RoleBinding", msg: 46 },
+    Root { api_version: "rbac.authorization.k8s.io/v1", kind: "RoleBindingList", msg: 47 },
+    Root { api_version: "rbac.authorization.k8s.io/v1", kind: "RoleList", msg: 43 },
     Root { api_version: "v1", kind: "Binding", msg: 18 },
     Root { api_version: "v1", kind: "ConfigMap", msg: 2 },
     Root { api_version: "v1", kind: "ConfigMapList", msg: 3 },
@@ -2060,6 +2070,8 @@ pub(super) static ROOTS: [Root; 51] = [
     Root { api_version: "v1", kind: "NodeList", msg: 17 },
     Root { api_version: "v1", kind: "Pod", msg: 8 },
     Root { api_version: "v1", kind: "PodList", msg: 9 },
+    Root { api_version: "v1", kind: "PodTemplate", msg: 19 },
+    Root { api_version: "v1", kind: "PodTemplateList", msg: 20 },
     Root { api_version: "v1", kind: "Secret", msg: 4 },
     Root { api_version: "v1", kind: "SecretList", msg: 5 },
     Root { api_version: "v1", kind: "Service", msg: 10 },

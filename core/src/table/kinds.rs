@@ -429,6 +429,41 @@ pub fn deployment_row(o: &Value, now: DateTime<Utc>) -> Row {
     ])
 }
 
+pub const POD_TEMPLATE: &[Column] = &[
+    Column::name(),
+    Column::new(
+        "Containers",
+        "string",
+        "The names of the template's containers.",
+        0,
+    ),
+    Column::new(
+        "Images",
+        "string",
+        "The images of the template's containers.",
+        0,
+    ),
+    Column::new("Pod Labels", "string", "The labels of the template's pods.", 0),
+];
+
+pub fn pod_template_row(o: &Value) -> Row {
+    let (names, images) = containers(array_at(o, "/template/spec/containers"));
+    let labels = o
+        .pointer("/template/metadata/labels")
+        .and_then(Value::as_object)
+        .map(|m| {
+            let mut pairs: Vec<String> = m
+                .iter()
+                .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or("")))
+                .collect();
+            pairs.sort();
+            pairs.join(",")
+        })
+        .unwrap_or_default();
+    let labels = if labels.is_empty() { "<none>".to_string() } else { labels };
+    row(vec![name(o), json!(names), json!(images), json!(labels)])
+}
+
 /// Container names and images, each joined by commas.
 fn containers(list: &[Value]) -> (String, String) {
     let names: Vec<&str> = list

@@ -90,6 +90,7 @@ pub fn columns(printer: Printer) -> &'static [Column] {
         Printer::ServiceAccount => kinds::SERVICE_ACCOUNT,
         Printer::Endpoints => kinds::ENDPOINTS,
         Printer::Deployment => kinds::DEPLOYMENT,
+        Printer::PodTemplate => kinds::POD_TEMPLATE,
         Printer::Role => rbac::ROLE,
         Printer::RoleBinding => rbac::ROLE_BINDING,
     }
@@ -110,6 +111,7 @@ pub fn row(printer: Printer, obj: &Value, now: DateTime<Utc>) -> Row {
         Printer::ServiceAccount => kinds::service_account_row(obj, now),
         Printer::Endpoints => kinds::endpoints_row(obj, now),
         Printer::Deployment => kinds::deployment_row(obj, now),
+        Printer::PodTemplate => kinds::pod_template_row(obj),
         Printer::Role => rbac::role_row(obj),
         Printer::RoleBinding => rbac::role_binding_row(obj, now),
     }
