@@ -207,6 +207,8 @@ pub struct ServerConfig {
     /// The `kubernetes` Service's cluster IP (the first address of
     /// `--service-cluster-ip-range`).
     pub service_cluster_ip: IpAddr,
+    /// `--watch-history-window`: how long list snapshots live.
+    pub history_window: std::time::Duration,
 }
 
 impl ServerConfig {

@@ -116,6 +116,7 @@ fn serve(mut flags: Flags) -> Result<(), String> {
             header: flags.request_header_timeout,
         },
         service_cluster_ip: flags.service_cluster_ip_range,
+        history_window: flags.watch_history_window,
     });
     let limits = RingLimits {
         max_events: flags.watch_history_max_events,
@@ -189,6 +190,13 @@ fn serve(mut flags: Flags) -> Result<(), String> {
             let insecure_listener = insecure.as_ref().map(|l| l.bind(ctx.id, executors));
             glommio::spawn_local(api.stalls.clone().run(ctx.shutdown.clone())).detach();
             glommio::spawn_local(api.connections.clone().run(ctx.shutdown.clone())).detach();
+            let seq = ctx.shards.sequencer().clone();
+            glommio::spawn_local(
+                api.revisions
+                    .clone()
+                    .run(move || seq.closed(), ctx.shutdown.clone()),
+            )
+            .detach();
             if ctx.id == 0 {
                 start_controllers(
                     &api,

@@ -367,7 +367,10 @@ fn every_namespace_has_a_default_service_account() {
     });
     for ns in ["default", "kube-system"] {
         eventually(10, "system namespaces' accounts", || {
-            (s.get(&format!("/api/v1/namespaces/{ns}/serviceaccounts/default")).0 == 200).then_some(())
+            (s.get(&format!("/api/v1/namespaces/{ns}/serviceaccounts/default"))
+                .0
+                == 200)
+                .then_some(())
         });
     }
     assert_eq!(s.delete(path).0, 200);

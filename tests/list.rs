@@ -260,7 +260,9 @@ fn exact_list_outside_history_is_410() {
         .contains("continue parameter is too old"));
     // The Status carries a token that goes on from the same key at the
     // latest revision (kube's inconsistent continue).
-    let again = body["metadata"]["continue"].as_str().expect("a continue token");
+    let again = body["metadata"]["continue"]
+        .as_str()
+        .expect("a continue token");
     let (code, next) = s.get(&format!(
         "/api/v1/namespaces/default/configmaps?limit=2&continue={}",
         urlencode(again)
@@ -268,7 +270,10 @@ fn exact_list_outside_history_is_410() {
     assert_eq!(code, 200, "{next}");
     assert_eq!(names(&page), ["c0", "c1"]);
     assert_eq!(names(&next), ["c10", "c11"]);
-    assert_ne!(next["metadata"]["resourceVersion"], page["metadata"]["resourceVersion"]);
+    assert_ne!(
+        next["metadata"]["resourceVersion"],
+        page["metadata"]["resourceVersion"]
+    );
     assert!(next["metadata"]["continue"].is_string());
 }
 
@@ -340,4 +345,46 @@ fn urlencode(s: &str) -> String {
             _ => format!("%{b:02X}"),
         })
         .collect()
+}
+
+/// A snapshot expires with time, as a compacted revision does in kube,
+/// even when nothing it lists has changed: a continue token older than the
+/// history window is 410, and its Status's token goes on at the latest
+/// revision.
+#[test]
+fn continue_tokens_expire_with_time() {
+    let s = Server::start_with(2, &["--watch-history-window", "2s"]);
+    for i in 0..5 {
+        let (code, _) = s.post(
+            "/api/v1/namespaces/default/configmaps",
+            &configmap(&format!("t{i}"), json!({})),
+        );
+        assert_eq!(code, 201);
+    }
+    let (_, page) = s.get("/api/v1/namespaces/default/configmaps?limit=2");
+    let token = page["metadata"]["continue"].as_str().unwrap().to_string();
+    let url = format!(
+        "/api/v1/namespaces/default/configmaps?limit=2&continue={}",
+        urlencode(&token)
+    );
+    assert_eq!(s.get(&url).0, 200, "fresh tokens work");
+    // Writes elsewhere move the revision on (a cluster always has some:
+    // leases, events), so the listed revision falls behind the window.
+    let mut i = 0;
+    let expired = eventually(10, "the snapshot to expire", || {
+        i += 1;
+        s.post(
+            "/api/v1/namespaces/kube-system/configmaps",
+            &configmap(&format!("tick{i}"), json!({})),
+        );
+        let (code, body) = s.get(&url);
+        (code == 410).then_some(body)
+    });
+    let again = expired["metadata"]["continue"].as_str().unwrap();
+    let (code, next) = s.get(&format!(
+        "/api/v1/namespaces/default/configmaps?limit=5&continue={}",
+        urlencode(again)
+    ));
+    assert_eq!(code, 200, "{next}");
+    assert_eq!(names(&next), ["t2", "t3", "t4"]);
 }

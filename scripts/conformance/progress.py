@@ -13,7 +13,7 @@ import sys
 
 out = sys.argv[1]
 for tdir in sorted(glob.glob(os.path.join(out, '*', ''))):
-    chunks = sorted((p for p in glob.glob(os.path.join(tdir, 'chunk-*')) if os.path.isdir(p)), key=lambda p: int(p.rsplit('-', 1)[1]))
+    chunks = sorted((p for p in glob.glob(os.path.join(tdir, 'chunk-*')) if os.path.isdir(p) and re.fullmatch(r'chunk-\d+', os.path.basename(p))), key=lambda p: int(p.rsplit('-', 1)[1]))
     if not chunks:
         continue
     print(os.path.basename(tdir.rstrip('/')))

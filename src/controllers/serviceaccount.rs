@@ -98,7 +98,12 @@ async fn ensure_default(env: &Env<'_>, ns: &str) -> Result<(), ApiError> {
     let Some(info) = env.catalog.by_storage_key(SERVICE_ACCOUNTS).cloned() else {
         return Ok(());
     };
-    if env.shards.get(&info.storage_key, ns, DEFAULT).await?.is_some() {
+    if env
+        .shards
+        .get(&info.storage_key, ns, DEFAULT)
+        .await?
+        .is_some()
+    {
         return Ok(());
     }
     // The informer may lag: the namespace must still be there and active.

@@ -123,7 +123,11 @@ fn decode_continue(token: &str) -> Result<(Option<u64>, NsName), ApiError> {
         )));
     }
     let rv = match t.rv {
-        0 => return Err(bad("incorrect encoded start resourceVersion (version meta.k8s.io/v1)")),
+        0 => {
+            return Err(bad(
+                "incorrect encoded start resourceVersion (version meta.k8s.io/v1)",
+            ))
+        }
         rv if rv < 0 => None,
         rv => Some(rv as u64),
     };
@@ -238,7 +242,17 @@ pub async fn list_objects(
         limit,
         count_remaining,
     };
-    let chunks = api.shards().list_all(&req).await.map_err(|e| match &resume_after {
+    // A snapshot older than the history window has expired, as a
+    // compacted revision has in kube, even if nothing it holds changed.
+    let floor = api.revisions.floor(std::time::Instant::now());
+    let listed = if revision < floor && rr.query.get("resourceVersion") != Some("0") {
+        Err(ApiError::resource_expired(format!(
+            "too old resource version: {revision} ({floor})"
+        )))
+    } else {
+        api.shards().list_all(&req).await
+    };
+    let chunks = listed.map_err(|e| match &resume_after {
         // The page's snapshot is gone: the client may go on from the same
         // key at the latest revision, with the token the Status carries.
         Some((ns, name)) if e.code == 410 => ApiError {

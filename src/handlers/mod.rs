@@ -18,6 +18,7 @@ pub mod negotiation;
 mod nonresource;
 mod patch;
 pub mod response;
+pub mod revisions;
 mod scale;
 pub mod stall;
 pub mod table;
@@ -51,6 +52,8 @@ pub struct Api {
     pub stalls: Rc<stall::StallSweeper>,
     /// This executor's open connections.
     pub connections: Rc<crate::serving::connections::Connections>,
+    /// When revisions were current (snapshots expire with time).
+    pub revisions: Rc<revisions::RevisionClock>,
     /// Authentication, authorization and audit state of this executor.
     pub security: Rc<crate::security::Security>,
     ready: Arc<AtomicBool>,
@@ -80,6 +83,7 @@ impl Api {
         security: Rc<crate::security::Security>,
     ) -> Self {
         let stall_timeout = config.watch_stall_timeout;
+        let revisions = Rc::new(revisions::RevisionClock::new(config.history_window));
         let connections = Rc::new(crate::serving::connections::Connections::new(
             config.conn_limit.clone(),
             config.conn_timeouts,
@@ -91,6 +95,7 @@ impl Api {
             admission: Admission::default(),
             stalls: Rc::new(stall::StallSweeper::new(stall_timeout)),
             connections,
+            revisions,
             security,
             ready,
         }
