@@ -443,7 +443,12 @@ pub const POD_TEMPLATE: &[Column] = &[
         "The images of the template's containers.",
         0,
     ),
-    Column::new("Pod Labels", "string", "The labels of the template's pods.", 0),
+    Column::new(
+        "Pod Labels",
+        "string",
+        "The labels of the template's pods.",
+        0,
+    ),
 ];
 
 pub fn pod_template_row(o: &Value) -> Row {
@@ -460,7 +465,11 @@ pub fn pod_template_row(o: &Value) -> Row {
             pairs.join(",")
         })
         .unwrap_or_default();
-    let labels = if labels.is_empty() { "<none>".to_string() } else { labels };
+    let labels = if labels.is_empty() {
+        "<none>".to_string()
+    } else {
+        labels
+    };
     row(vec![name(o), json!(names), json!(images), json!(labels)])
 }
 
