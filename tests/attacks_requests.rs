@@ -15,12 +15,15 @@ fn admin(s: &Server) -> Client {
     s.client(&Who::cert("root", &["system:masters"]))
 }
 
-fn admin_answers_within_a_second(s: &Server) {
+/// The administrator still gets an answer while an attack runs. The bound
+/// is generous (a TLS handshake and a GET on a loaded shared machine): the
+/// attacks it guards against held the core for minutes.
+fn admin_answers_promptly(s: &Server) {
     let t = Instant::now();
     let (code, body) = admin(s).get("/api/v1/namespaces/default");
     assert_eq!(code, 200, "{body}");
     assert!(
-        t.elapsed() < Duration::from_secs(1),
+        t.elapsed() < Duration::from_secs(5),
         "admin GET took {:?}",
         t.elapsed()
     );
@@ -282,7 +285,7 @@ fn a_copying_json_patch_cannot_multiply_an_object() {
     );
     let grown = s.rss_kib().saturating_sub(rss) / 1024;
     assert!(grown < 64, "the patch grew the server by {grown} MiB");
-    admin_answers_within_a_second(&s);
+    admin_answers_promptly(&s);
     // Too many operations: 413, as kube counts them.
     let ops: Vec<Value> = (0..10_001)
         .map(|_| json!({"op": "test", "path": "/metadata/name", "value": "bomb"}))
@@ -348,7 +351,7 @@ fn strategic_merge_of_thousands_of_containers_does_not_hold_the_core() {
             (code, t.elapsed())
         });
         std::thread::sleep(Duration::from_millis(50));
-        admin_answers_within_a_second(&s);
+        admin_answers_promptly(&s);
         let (code, took) = sent.join().unwrap();
         // Merged (200), or refused for the size of the result (413).
         assert!(code == 200 || code == 413, "{what}: {code}");
@@ -356,7 +359,7 @@ fn strategic_merge_of_thousands_of_containers_does_not_hold_the_core() {
             took < Duration::from_secs(5),
             "{what}: the patch took {took:?}"
         );
-        admin_answers_within_a_second(&s);
+        admin_answers_promptly(&s);
     }
     let (_, p) = s.get("/api/v1/namespaces/default/pods/distinct");
     assert_eq!(p["spec"]["containers"].as_array().unwrap().len(), 16_000);
