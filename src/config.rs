@@ -128,6 +128,9 @@ pub struct Flags {
     #[arg(long, value_delimiter = ',', default_value = "*")]
     pub controllers: Vec<String>,
 
+    #[command(flatten)]
+    pub admission: crate::admission::config::AdmissionFlags,
+
     /// Set the garbage collector's finalizers (`orphan`,
     /// `foregroundDeletion`) on deletes that ask for them, as
     /// kube-apiserver's flag of the same name does. Turn off only when no
@@ -209,6 +212,8 @@ pub struct ServerConfig {
     pub service_cluster_ip: IpAddr,
     /// `--watch-history-window`: how long list snapshots live.
     pub history_window: std::time::Duration,
+    /// The admission chain every executor builds.
+    pub admission: crate::admission::config::AdmissionConfig,
 }
 
 impl ServerConfig {

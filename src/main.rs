@@ -117,6 +117,7 @@ fn serve(mut flags: Flags) -> Result<(), String> {
         },
         service_cluster_ip: flags.service_cluster_ip_range,
         history_window: flags.watch_history_window,
+        admission: admission::config::AdmissionConfig::from_flags(&flags.admission)?,
     });
     let limits = RingLimits {
         max_events: flags.watch_history_max_events,
@@ -198,13 +199,7 @@ fn serve(mut flags: Flags) -> Result<(), String> {
             )
             .detach();
             if ctx.id == 0 {
-                start_controllers(
-                    &api,
-                    &ctx,
-                    &catalog,
-                    controllers,
-                    config.enable_garbage_collector,
-                );
+                start_controllers(&api, &catalog, controllers);
             }
             let tls = serving::listener::serve(
                 secure_listener,
@@ -235,14 +230,8 @@ fn serve(mut flags: Flags) -> Result<(), String> {
 
 /// Executor 0 creates what the server needs at start, then runs the
 /// built-in controllers.
-fn start_controllers(
-    api: &Rc<Api>,
-    ctx: &Rc<kubeshard_shards::ExecutorContext>,
-    catalog: &Arc<Catalog>,
-    enabled: controllers::Enabled,
-    gc: bool,
-) {
-    let (api, ctx, catalog) = (api.clone(), ctx.clone(), catalog.clone());
+fn start_controllers(api: &Rc<Api>, catalog: &Arc<Catalog>, enabled: controllers::Enabled) {
+    let (api, catalog) = (api.clone(), catalog.clone());
     glommio::spawn_local(async move {
         let boot = async {
             handlers::bootstrap(&api).await?;
@@ -253,7 +242,7 @@ fn start_controllers(
         match boot.await {
             Ok(()) => {
                 if enabled.any() {
-                    glommio::spawn_local(controllers::run(ctx, catalog, enabled, gc)).detach();
+                    glommio::spawn_local(controllers::run(api.clone(), catalog, enabled)).detach();
                 }
                 api.mark_ready();
                 tracing::info!("ready");

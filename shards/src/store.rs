@@ -431,7 +431,7 @@ impl ShardStore {
         try_update: TryUpdate,
     ) -> Result<UpdateOutcome, ApiError> {
         let old = self.current(&info.storage_key, namespace, name);
-        let new = try_update(old.as_ref())?;
+        let new = contained(|| try_update(old.as_ref()))?;
         if meta::namespace(&new) != namespace || meta::name(&new) != name {
             return Err(ApiError::bad_request(
                 "an update may not change the object's name or namespace",
@@ -481,7 +481,7 @@ impl ShardStore {
         let Some(old) = self.current(&info.storage_key, namespace, name) else {
             return Err(ApiError::not_found(&info.group, &info.plural, name));
         };
-        Ok(match plan(&old)? {
+        Ok(match contained(|| plan(&old))? {
             DeleteStep::Delete => {
                 let last = old.to_value();
                 DeleteOutcome::Deleted(self.commit(info, EventType::Deleted, last, Some(old)))
@@ -516,10 +516,28 @@ impl ShardStore {
         let Some(old) = self.current(&info.storage_key, namespace, name) else {
             return Err(ApiError::not_found(&info.group, &info.plural, name));
         };
-        check(&old)?;
+        contained(|| check(&old))?;
         let last = old.to_value();
         Ok(self.commit(info, EventType::Deleted, last, Some(old)))
     }
+}
+
+/// Runs a caller's function (an update, a patch, an apply, a deletion
+/// plan) on this shard's loop: a panic in it fails that one write with a
+/// 500 and leaves the shard serving. Nothing of the store is changed
+/// before the function returns, so there is nothing to undo.
+fn contained<T>(f: impl FnOnce() -> Result<T, ApiError>) -> Result<T, ApiError> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or_else(|panic| {
+        let what = panic
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| panic.downcast_ref::<String>().cloned())
+            .unwrap_or_default();
+        tracing::error!(panic = %what, "a write's function panicked on its shard");
+        Err(ApiError::internal(
+            "the write failed unexpectedly on the server",
+        ))
+    })
 }
 
 /// Whether `new` stores the same object as `old` (whose decoded value is

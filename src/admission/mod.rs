@@ -1,65 +1,171 @@
-//! The admission seam: mutating then validating plugins run on every write
-//! after decoding and before storage. Built-in plugins, webhooks and CEL
-//! policies arrive with the admission issue; the chain and its call sites
-//! exist now so they slot in without touching the handlers.
+//! Admission: the ordered chain of named plugins every write passes
+//! between its decoding and its storage, as kube-apiserver's admission
+//! chain. Mutating plugins run first, in kube's order, and may change the
+//! object; validating plugins run after the kind's own defaulting and
+//! validation, and may only refuse. The registry Store calls the chain on
+//! every write path; which plugins run is `--enable-admission-plugins` /
+//! `--disable-admission-plugins` over kube's defaults (see [`plugins`]),
+//! configured through `--admission-control-config-file` ([`config`]).
+//!
+//! A plugin answers at once when it can ([`Outcome::Ready`]: no
+//! allocation, the common case for plugins that read executor-local
+//! caches) or with a future when it must wait (a cache catching up, a
+//! webhook).
 
+mod always;
+pub mod config;
+mod namespace_lifecycle;
+pub mod plugins;
+
+use kubeshard_core::authn::UserInfo;
 use kubeshard_core::catalog::ResourceInfo;
 use kubeshard_core::status::ApiError;
 use serde_json::Value;
+use std::future::Future;
+use std::pin::Pin;
+use std::rc::Rc;
 
-/// One admission plugin. Default methods admit everything.
-#[allow(dead_code)] // the first plugins arrive with the admission issue
-pub trait AdmissionPlugin {
-    fn name(&self) -> &'static str;
-    fn admit_create(&self, _info: &ResourceInfo, _obj: &mut Value) -> Result<(), ApiError> {
-        Ok(())
-    }
-    fn admit_update(&self, _info: &ResourceInfo, _obj: &mut Value) -> Result<(), ApiError> {
-        Ok(())
-    }
-    fn admit_delete(
-        &self,
-        _info: &ResourceInfo,
-        _namespace: &str,
-        _name: &str,
-    ) -> Result<(), ApiError> {
-        Ok(())
+pub use always::{AlwaysAdmit, AlwaysDeny};
+pub use namespace_lifecycle::NamespaceLifecycle;
+
+/// What a write does, as admission sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Operation {
+    Create,
+    Update,
+    Delete,
+}
+
+impl Operation {
+    /// kube's spelling (`CREATE`, …), for messages and logs.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Operation::Create => "CREATE",
+            Operation::Update => "UPDATE",
+            Operation::Delete => "DELETE",
+        }
     }
 }
 
-/// The ordered chain of plugins; empty by default.
-#[derive(Default)]
+/// Everything a plugin may know about a write (kube's
+/// `admission.Attributes`). The object itself is passed beside it:
+/// mutable to mutating plugins, shared to validating ones.
+pub struct Attributes<'a> {
+    pub operation: Operation,
+    pub resource: &'a ResourceInfo,
+    pub subresource: &'a str,
+    pub namespace: &'a str,
+    pub name: &'a str,
+    /// The stored object an update or delete replaces.
+    pub old_object: Option<&'a Value>,
+    pub user: &'a UserInfo,
+    pub dry_run: bool,
+}
+
+/// A plugin's answer: now, or later.
+pub enum Outcome<'a> {
+    Ready(Result<(), ApiError>),
+    Later(Pin<Box<dyn Future<Output = Result<(), ApiError>> + 'a>>),
+}
+
+impl<'a> Outcome<'a> {
+    pub fn later(f: impl Future<Output = Result<(), ApiError>> + 'a) -> Self {
+        Outcome::Later(Box::pin(f))
+    }
+
+    async fn resolve(self) -> Result<(), ApiError> {
+        match self {
+            Outcome::Ready(r) => r,
+            Outcome::Later(f) => f.await,
+        }
+    }
+}
+
+/// A plugin that may change the object (kube's `MutationInterface`).
+pub trait Mutating {
+    fn name(&self) -> &'static str;
+    /// Whether the plugin has anything to do with this write.
+    fn handles(&self, a: &Attributes<'_>) -> bool;
+    fn admit<'a>(&'a self, a: &'a Attributes<'a>, object: Option<&'a mut Value>) -> Outcome<'a>;
+}
+
+/// A plugin that may only refuse (kube's `ValidationInterface`).
+pub trait Validating {
+    fn name(&self) -> &'static str;
+    fn handles(&self, a: &Attributes<'_>) -> bool;
+    fn validate<'a>(&'a self, a: &'a Attributes<'a>, object: Option<&'a Value>) -> Outcome<'a>;
+}
+
+/// One executor's admission chain.
+#[derive(Default, Clone)]
 pub struct Admission {
-    plugins: Vec<Box<dyn AdmissionPlugin>>,
+    mutating: Vec<Rc<dyn Mutating>>,
+    validating: Vec<Rc<dyn Validating>>,
 }
 
 impl Admission {
-    #[allow(dead_code)] // the first plugins arrive with the admission issue
-    pub fn with(mut self, plugin: Box<dyn AdmissionPlugin>) -> Self {
-        self.plugins.push(plugin);
+    pub fn with_mutating(mut self, p: Rc<dyn Mutating>) -> Self {
+        self.mutating.push(p);
         self
     }
 
-    pub fn admit_create(&self, info: &ResourceInfo, obj: &mut Value) -> Result<(), ApiError> {
-        self.plugins
-            .iter()
-            .try_for_each(|p| p.admit_create(info, obj))
+    pub fn with_validating(mut self, p: Rc<dyn Validating>) -> Self {
+        self.validating.push(p);
+        self
     }
 
-    pub fn admit_update(&self, info: &ResourceInfo, obj: &mut Value) -> Result<(), ApiError> {
-        self.plugins
-            .iter()
-            .try_for_each(|p| p.admit_update(info, obj))
+    /// Whether any plugin has anything to do with this write: when none
+    /// does, the Store may take its fastest path.
+    pub fn handles(&self, a: &Attributes<'_>) -> bool {
+        self.mutating.iter().any(|p| p.handles(a)) || self.validating.iter().any(|p| p.handles(a))
     }
 
-    pub fn admit_delete(
+    /// Runs the mutating plugins in order; the first refusal ends the write.
+    pub async fn admit(
         &self,
-        info: &ResourceInfo,
-        namespace: &str,
-        name: &str,
+        a: &Attributes<'_>,
+        mut object: Option<&mut Value>,
     ) -> Result<(), ApiError> {
-        self.plugins
-            .iter()
-            .try_for_each(|p| p.admit_delete(info, namespace, name))
+        for p in &self.mutating {
+            if p.handles(a) {
+                let answer = p.admit(a, object.as_deref_mut()).resolve().await;
+                answer.map_err(|e| refused(p.name(), a, e))?;
+            }
+        }
+        Ok(())
     }
+
+    /// Runs the validating plugins in order; the first refusal ends the
+    /// write.
+    pub async fn validate(
+        &self,
+        a: &Attributes<'_>,
+        object: Option<&Value>,
+    ) -> Result<(), ApiError> {
+        for p in &self.validating {
+            if p.handles(a) {
+                let answer = p.validate(a, object).resolve().await;
+                answer.map_err(|e| refused(p.name(), a, e))?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A plugin's refusal, logged with who asked for what (kube logs its
+/// admission denials too; the client gets the plugin's Status as is).
+fn refused(plugin: &str, a: &Attributes<'_>, e: ApiError) -> ApiError {
+    tracing::debug!(
+        plugin,
+        operation = a.operation.as_str(),
+        resource = %a.resource.plural,
+        subresource = a.subresource,
+        namespace = a.namespace,
+        name = a.name,
+        user = %a.user.name,
+        dry_run = a.dry_run,
+        code = e.code,
+        "admission refused a write"
+    );
+    e
 }

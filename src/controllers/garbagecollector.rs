@@ -367,15 +367,7 @@ async fn delete_object(
         ..Default::default()
     };
     opts.preconditions.uid = Some(id.uid.to_string());
-    let done = registry::delete(
-        env.shards,
-        info,
-        &id.namespace,
-        &id.name,
-        &opts,
-        env.gc_enabled,
-    );
-    tolerate(done.await)
+    tolerate(env.delete(info, &id.namespace, &id.name, &opts).await)
 }
 
 async fn remove_finalizer(
@@ -404,13 +396,14 @@ async fn change(
     mutation: registry::Mutation,
 ) -> Result<(), ApiError> {
     tolerate(
-        registry::update_with(
-            env.shards,
-            info,
-            &id.namespace,
-            &id.name,
-            Some(&id.uid),
-            false,
+        env.update(
+            registry::Addressed {
+                info,
+                namespace: &id.namespace,
+                name: &id.name,
+                subresource: "",
+                uid: Some(&id.uid),
+            },
             mutation,
         )
         .await,

@@ -6,7 +6,8 @@
 //! validation refuses in Endpoints, leaves them out.
 
 use super::security::resource;
-use crate::handlers::{prepare, Api};
+use crate::handlers::Api;
+use crate::registry;
 use kubeshard_core::status::ApiError;
 use serde_json::{json, Value};
 use std::net::IpAddr;
@@ -41,19 +42,18 @@ pub async fn ensure(api: &Api) -> Result<(), ApiError> {
         None => create(api, &endpoints, wanted).await,
         Some(have) if have.to_value().get("subsets") == wanted.get("subsets") => Ok(()),
         Some(_) => {
-            let info = endpoints.clone();
-            api.shards()
-                .update(
-                    &endpoints,
-                    NAMESPACE,
-                    NAME,
-                    Box::new(move |old| {
-                        let old = old.ok_or_else(|| ApiError::not_found("", "endpoints", NAME))?;
-                        let mut new = old.to_value();
-                        new["subsets"] = wanted["subsets"].clone();
-                        crate::handlers::apply_update(&info, new, &old.to_value(), false)
-                    }),
-                )
+            let at = registry::Addressed {
+                info: &endpoints,
+                namespace: NAMESPACE,
+                name: NAME,
+                subresource: "",
+                uid: None,
+            };
+            let mutation = Box::new(move |new: &mut Value| {
+                new["subsets"] = wanted["subsets"].clone();
+                Ok(true)
+            });
+            registry::update_with(api, registry::APISERVER, at, mutation)
                 .await
                 .map(|_| ())
         }
@@ -65,7 +65,7 @@ async fn create(
     info: &std::sync::Arc<kubeshard_core::catalog::ResourceInfo>,
     obj: Value,
 ) -> Result<(), ApiError> {
-    match api.shards().create(info, prepare(info, obj)?).await {
+    match registry::create_as(api, registry::APISERVER, info, obj).await {
         Ok(_) => Ok(()),
         Err(e) if e.code == 409 => Ok(()),
         Err(e) => Err(e),

@@ -15,12 +15,19 @@ mod queue;
 pub mod security;
 mod serviceaccount;
 
+use crate::handlers::Api;
+use crate::registry::{self, Store};
 use garbagecollector::GarbageCollector;
 use informer::{Batch, Informer};
+use kubeshard_cache::StoredObject;
+use kubeshard_core::catalog::ResourceInfo;
 use kubeshard_core::catalog::{Catalog, CatalogReader, CatalogSnapshot};
-use kubeshard_shards::ExecutorContext;
+use kubeshard_core::registry::deletion::DeleteOptions;
+use kubeshard_core::status::ApiError;
+use kubeshard_shards::store::DeleteOutcome;
 use kubeshard_shards::ShardClient;
 use namespace::NamespaceController;
+use serde_json::Value;
 use serviceaccount::ServiceAccountController;
 use std::rc::Rc;
 use std::sync::Arc;
@@ -35,12 +42,56 @@ const KNOWN: &[&str] = &[GARBAGE_COLLECTOR, NAMESPACE, SERVICE_ACCOUNT];
 /// long queue never lets its cursors fall too far behind.
 const BUDGET: usize = 256;
 
-/// What the controllers need from the server to do their work.
+/// What the controllers need from the server to do their work. Their
+/// writes go through the registry Store as kube-controller-manager's
+/// would: admission, strategy and field ownership included.
 pub struct Env<'a> {
+    pub api: &'a Api,
     pub shards: &'a ShardClient,
     pub catalog: &'a CatalogSnapshot,
-    /// Deletes set the collector's finalizers (`--enable-garbage-collector`).
-    pub gc_enabled: bool,
+}
+
+impl Env<'_> {
+    pub async fn create(
+        &self,
+        info: &Arc<ResourceInfo>,
+        obj: Value,
+    ) -> Result<Arc<StoredObject>, ApiError> {
+        registry::create_as(self.api, registry::CONTROLLER_MANAGER, info, obj).await
+    }
+
+    pub async fn update(
+        &self,
+        at: registry::Addressed<'_>,
+        mutate: registry::Mutation,
+    ) -> Result<registry::Written, ApiError> {
+        registry::update_with(self.api, registry::CONTROLLER_MANAGER, at, mutate).await
+    }
+
+    pub async fn update_requested(
+        &self,
+        target: registry::Target<'_>,
+        requested: registry::Requested,
+    ) -> Result<registry::Written, ApiError> {
+        registry::update_as(self.api, registry::CONTROLLER_MANAGER, target, requested).await
+    }
+
+    pub async fn delete(
+        &self,
+        info: &Arc<ResourceInfo>,
+        namespace: &str,
+        name: &str,
+        opts: &DeleteOptions,
+    ) -> Result<DeleteOutcome, ApiError> {
+        let user = registry::system_user(registry::CONTROLLER_MANAGER);
+        let writer = registry::Writer {
+            user: &user,
+            dry_run: false,
+        };
+        Store::new(self.api)
+            .delete(writer, info, namespace, name, opts)
+            .await
+    }
 }
 
 /// Which built-in controllers run.
@@ -91,12 +142,8 @@ impl Enabled {
 }
 
 /// Runs the enabled controllers until shutdown.
-pub async fn run(
-    exec: Rc<ExecutorContext>,
-    catalog: Arc<Catalog>,
-    enabled: Enabled,
-    gc_enabled: bool,
-) {
+pub async fn run(api: Rc<Api>, catalog: Arc<Catalog>, enabled: Enabled) {
+    let exec = api.exec.clone();
     let mut informer = Informer::new(exec.clone(), CatalogReader::new(catalog.clone()));
     let mut gc = GarbageCollector::default();
     let mut ns = NamespaceController::default();
@@ -145,9 +192,9 @@ pub async fn run(
         }
         let snapshot = catalog.current();
         let env = Env {
+            api: &api,
             shards: &exec.shards,
             catalog: &snapshot,
-            gc_enabled,
         };
         if enabled.garbage_collector {
             gc.process(&env, BUDGET).await;

@@ -136,26 +136,19 @@ async fn sync(env: &Env<'_>, ns: &ObjRef) -> Result<Progress, ApiError> {
         .into_iter()
         .filter(|f| f != FINALIZER_KUBERNETES)
         .collect();
-    let outcome = env
-        .shards
-        .update(
-            &ns_info,
-            "",
-            &ns.name,
-            registry::set_spec_finalizers(
-                ns.name.to_string(),
-                current.revision.to_string(),
-                json!(wanted),
-            ),
-        )
-        .await;
-    match outcome {
-        Ok(o) => {
-            env.shards
-                .wait_closed(o.object().revision, Duration::from_secs(5))
-                .await;
-            Ok(Progress::Done)
-        }
+    let target = registry::Target {
+        info: &ns_info,
+        namespace: "",
+        name: &ns.name,
+        subresource: "finalize",
+    };
+    let requested = registry::spec_finalizers(
+        ns.name.to_string(),
+        current.revision.to_string(),
+        json!(wanted),
+    );
+    match env.update_requested(target, requested).await {
+        Ok(_) => Ok(Progress::Done),
         // Changed under us: look again.
         Err(e) if e.code == 409 => Ok(Progress::Remaining),
         Err(e) if e.code == 404 => Ok(Progress::Done),
@@ -214,16 +207,7 @@ async fn empty_resource(
             ..Default::default()
         };
         opts.preconditions.uid = Some(obj.uid().to_string());
-        match registry::delete(
-            env.shards,
-            info,
-            namespace,
-            &obj.name,
-            &opts,
-            env.gc_enabled,
-        )
-        .await
-        {
+        match env.delete(info, namespace, &obj.name, &opts).await {
             Ok(_) => {}
             Err(e) if e.code == 404 || e.code == 409 => {}
             Err(e) => report.failures.push(e.message),
@@ -374,22 +358,19 @@ async fn update_status(
         };
         let status = root.entry("status").or_insert_with(|| json!({}));
         status["phase"] = json!("Terminating");
-        if let Some(c) = conditions {
-            status["conditions"] = Value::Array(c);
+        if let Some(c) = &conditions {
+            status["conditions"] = Value::Array(c.clone());
         }
         Ok(true)
     });
-    match registry::update_with(
-        env.shards,
+    let at = registry::Addressed {
         info,
-        "",
-        &ns.name,
-        Some(&ns.uid),
-        true,
-        mutation,
-    )
-    .await
-    {
+        namespace: "",
+        name: &ns.name,
+        subresource: "status",
+        uid: Some(&ns.uid),
+    };
+    match env.update(at, mutation).await {
         Ok(_) => Ok(()),
         Err(e) if e.code == 404 || e.code == 409 => Ok(()),
         Err(e) => Err(e),

@@ -2,9 +2,8 @@
 //! decoded without building the whole object (serde skips the rest).
 
 use kubeshard_cache::StoredObject;
-use memchr::memmem::Finder;
 use serde::Deserialize;
-use std::sync::{Arc, LazyLock};
+use std::sync::Arc;
 
 #[derive(Debug, Default, Deserialize)]
 struct Envelope {
@@ -48,19 +47,6 @@ impl OwnerRef {
             None => "",
         }
     }
-}
-
-/// Searcher for a `deletionTimestamp` key, built once: building one cost
-/// more than searching a 2 KB object with it.
-static DELETION_TIMESTAMP: LazyLock<Finder<'static>> =
-    LazyLock::new(|| Finder::new(b"\"deletionTimestamp\""));
-
-/// Whether the object may have `metadata.deletionTimestamp`: `false` is
-/// certain (its metadata has no such key, or its JSON none anywhere — a
-/// quoted key cannot occur inside a string value, where quotes are
-/// escaped) and `true` asks for a decode.
-pub fn mentions_deletion_timestamp(obj: &StoredObject) -> bool {
-    obj.has_lifecycle_metadata() && DELETION_TIMESTAMP.find(obj.json_slice()).is_some()
 }
 
 impl Meta {

@@ -8,7 +8,6 @@
 use super::informer::Change;
 use super::queue::WorkQueue;
 use super::Env;
-use crate::handlers::prepare;
 use kubeshard_cache::EventType;
 use kubeshard_core::registry::lifecycle::deletion_timestamp;
 use kubeshard_core::status::ApiError;
@@ -113,13 +112,8 @@ async fn ensure_default(env: &Env<'_>, ns: &str) -> Result<(), ApiError> {
     }
     let sa = json!({"apiVersion": "v1", "kind": "ServiceAccount",
         "metadata": {"name": DEFAULT, "namespace": ns}});
-    match env.shards.create(&info, prepare(&info, sa)?).await {
-        Ok(o) => {
-            env.shards
-                .wait_closed(o.revision, Duration::from_secs(5))
-                .await;
-            Ok(())
-        }
+    match env.create(&info, sa).await {
+        Ok(_) => Ok(()),
         // Created meanwhile, or the namespace went away or started
         // terminating.
         Err(e) if matches!(e.code, 404 | 409 | 403) => Ok(()),

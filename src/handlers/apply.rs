@@ -2,15 +2,14 @@
 //! configuration is merged into the live object on its shard (or creates
 //! it), with ownership and conflicts decided by `kubeshard_core::apply`.
 
-use super::create::{bind_namespace, prepare};
+use super::create::bind_namespace;
 use super::decode::{check_result_size, check_type};
 use super::fields::schema_of;
 use super::managers::Tracking;
 use super::patch::{options_invalid, precondition};
-use super::update::{apply_update, dry_run, finish_update, Creates};
 use super::warnings::Warnings;
-use super::{namespaces, Api, HandlerResult, ResourceRequest};
-use kubeshard_cache::StoredObject;
+use super::{Api, HandlerResult, ResourceRequest};
+use crate::registry::{Creates, Old, Ownership, Requested, Store};
 use kubeshard_core::apply;
 use kubeshard_core::catalog::ResourceInfo;
 use kubeshard_core::fieldvalidation::{self, Directive, Issue};
@@ -18,7 +17,6 @@ use kubeshard_core::meta;
 use kubeshard_core::status::{field_required, ApiError};
 use serde_json::Value;
 use std::rc::Rc;
-use std::sync::Arc;
 
 pub async fn apply(
     api: &Rc<Api>,
@@ -55,16 +53,6 @@ pub async fn apply(
         String::new()
     };
     bind_namespace(&info, &ns, &mut config)?;
-    if info.namespaced
-        && api
-            .shards()
-            .get(&info.storage_key, &ns, &url_name)
-            .await?
-            .is_none()
-    {
-        namespaces::require_active(api, &info, &url_name, &ns).await?;
-    }
-    let dry = dry_run(&rr.query)?;
     let status_only = rr.info.subresource == "status";
     let describe = format!(
         "{ns}/{url_name}; {}/{}, Kind={}",
@@ -85,26 +73,31 @@ pub async fn apply(
             )
         })?;
     }
-    let try_update = Box::new(move |old: Option<&Arc<StoredObject>>| {
+    let requested: Requested = Box::new(move |old: Option<Old<'_>>| {
         if old.is_none() && status_only {
             return Err(ApiError::not_found(&info.group, &info.plural, &url_name));
         }
         if let Some(old) = old {
-            precondition(&info, &config, old)?;
+            precondition(&info, &config, old.stored)?;
         }
-        let live = old.map(|o| o.to_value());
         let api_version = info.api_version();
         let writer = tracking.writer(&info, &api_version);
-        let merged = apply::apply(&writer, live.as_ref(), &config, force, &describe)?;
-        check_result_size(&merged, old.map_or(0, |o| o.json_slice().len()))?;
-        match live {
-            None => prepare(&info, merged),
-            Some(live) => apply_update(&info, merged, &live, status_only),
-        }
+        let merged = apply::apply(&writer, old.map(|o| o.value), &config, force, &describe)?;
+        check_result_size(&merged, old.map_or(0, |o| o.stored.json_slice().len()))?;
+        Ok(merged)
     });
-    finish_update(api, rr, try_update, dry, Creates::Allowed)
-        .await
-        .map(|resp| warnings.apply(resp))
+    // Only apply creates among the patches, and it is authorized as a
+    // create when it does.
+    let written = Store::new(api)
+        .update(
+            super::update::writer(rr)?,
+            super::update::target(rr),
+            requested,
+            Ownership::Applied,
+            Creates::Allowed,
+        )
+        .await?;
+    Ok(warnings.apply(super::update::written_response(rr, &written)))
 }
 
 /// The configuration (YAML, of which JSON is a subset), with duplicate

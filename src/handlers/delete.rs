@@ -4,11 +4,10 @@
 
 use super::decode::read_body;
 use super::list::{filter, list_objects};
-use super::namespaces;
 use super::negotiation::Input;
 use super::response::{self, ListMeta};
 use super::{Api, HandlerResult, ResourceRequest};
-use crate::registry;
+use crate::registry::{Store, Writer};
 use crate::serving::body::Body;
 use http::{header, HeaderValue, Request, Response, StatusCode};
 use hyper::body::Incoming;
@@ -66,6 +65,15 @@ fn decode_delete_options(input: Input, body: &[u8]) -> Result<Value, ApiError> {
     }
 }
 
+/// Who deletes; DeleteOptions carry the dry run (from the body or the
+/// query).
+fn deleter<'a>(rr: &'a ResourceRequest, opts: &DeleteOptions) -> Writer<'a> {
+    Writer {
+        user: &rr.user,
+        dry_run: opts.dry_run,
+    }
+}
+
 pub async fn delete(api: &Rc<Api>, rr: &ResourceRequest, req: Request<Incoming>) -> HandlerResult {
     let info = rr.resource.clone();
     let opts = delete_options(rr, req).await?;
@@ -74,19 +82,9 @@ pub async fn delete(api: &Rc<Api>, rr: &ResourceRequest, req: Request<Incoming>)
     } else {
         ""
     };
-    if info.storage_key.as_ref() == "/namespaces" {
-        namespaces::admit_delete(&rr.info.name)?;
-    }
-    api.admission.admit_delete(&info, ns, &rr.info.name)?;
-    let deletion = registry::delete(
-        api.shards(),
-        &info,
-        ns,
-        &rr.info.name,
-        &opts,
-        api.config.enable_garbage_collector,
-    )
-    .await?;
+    let deletion = Store::new(api)
+        .delete(deleter(rr, &opts), &info, ns, &rr.info.name, &opts)
+        .await?;
     Ok(deletion_response(&info, &deletion, &opts, rr))
 }
 
@@ -145,18 +143,11 @@ pub async fn delete_collection(
     let opts = delete_options(rr, req).await?;
     let filter = filter(&info, &rr.info.namespace, "", &rr.query)?;
     let listed = list_objects(api, rr, filter).await?;
+    let store = Store::new(api);
     for obj in &listed.items {
-        api.admission
-            .admit_delete(&info, &obj.namespace, &obj.name)?;
-        match registry::delete(
-            api.shards(),
-            &info,
-            &obj.namespace,
-            &obj.name,
-            &opts,
-            api.config.enable_garbage_collector,
-        )
-        .await
+        match store
+            .delete(deleter(rr, &opts), &info, &obj.namespace, &obj.name, &opts)
+            .await
         {
             Ok(_) => {}
             // Deleted concurrently by someone else: not an error here.

@@ -50,8 +50,18 @@ impl Tracking {
         Ok(Tracking {
             manager,
             subresource: subresource.to_string(),
-            now: super::create::now_rfc3339(),
+            now: crate::registry::strategy::now_rfc3339(),
         })
+    }
+
+    /// The server's own writers (built-in controllers, bootstrap), under
+    /// the manager name kube's component doing that job uses.
+    pub fn server(manager: &str, subresource: &str) -> Tracking {
+        Tracking {
+            manager: manager.to_string(),
+            subresource: subresource.to_string(),
+            now: crate::registry::strategy::now_rfc3339(),
+        }
     }
 
     pub fn writer<'a>(&'a self, info: &'a ResourceInfo, api_version: &'a str) -> Writer<'a> {

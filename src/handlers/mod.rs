@@ -9,11 +9,9 @@ mod delete;
 mod fields;
 mod get;
 mod list;
-mod managers;
+pub mod managers;
 mod namespaces;
-pub use create::prepare;
 pub use namespaces::bootstrap;
-pub use update::apply_update;
 pub mod negotiation;
 mod nonresource;
 mod patch;
@@ -88,11 +86,13 @@ impl Api {
             config.conn_limit.clone(),
             config.conn_timeouts,
         ));
+        let admission =
+            crate::admission::plugins::build(&config.admission, &exec, &security.informers);
         Self {
             exec,
             catalog,
             config,
-            admission: Admission::default(),
+            admission,
             stalls: Rc::new(stall::StallSweeper::new(stall_timeout)),
             connections,
             revisions,

@@ -1,82 +1,32 @@
-//! Namespace lifecycle at the API: objects may only be created in a
-//! namespace that exists and is not terminating, the system namespaces
-//! cannot be deleted, and the `finalize` subresource is how the namespace
-//! controller (built in, or kube-controller-manager's) releases a
-//! terminating namespace. Deletion itself is the registry's: DELETE marks
-//! the namespace Terminating and the namespace controller empties it.
+//! Namespaces at the API: the system namespaces created at start, and the
+//! `finalize` subresource, how the namespace controller (built in, or
+//! kube-controller-manager's) releases a terminating namespace. What may
+//! be created in a namespace, and which may be deleted, is the
+//! NamespaceLifecycle admission plugin's; deletion itself is the
+//! registry's: DELETE marks the namespace Terminating and the namespace
+//! controller empties it.
 
 use super::decode::{check_type, parse_object, read_body};
-use super::update::{dry_run, finish_update, Creates};
+use super::managers::Tracking;
+use super::update::{target, writer, written_response};
 use super::{Api, HandlerResult, ResourceRequest};
+use crate::registry::{create_as, spec_finalizers, Creates, Ownership, Store, APISERVER};
 use http::Request;
 use hyper::body::Incoming;
-use kubeshard_core::catalog::ResourceInfo;
 use kubeshard_core::meta;
-use kubeshard_core::registry::lifecycle::deletion_timestamp;
 use kubeshard_core::status::{field_invalid, ApiError, StatusCause};
 use kubeshard_core::validation::is_qualified_name;
 use serde_json::{json, Value};
 use std::rc::Rc;
-use std::sync::Arc;
 
 /// Namespaces the server creates at start; all but kube-node-lease are
-/// protected from deletion, as kube's NamespaceLifecycle admission does.
+/// protected from deletion by the NamespaceLifecycle admission plugin.
 pub const SYSTEM_NAMESPACES: &[&str] =
     &["default", "kube-system", "kube-public", "kube-node-lease"];
-const PROTECTED: &[&str] = &["default", "kube-system", "kube-public"];
 
 /// Finalizer names a namespace's `spec.finalizers` may use without a
 /// domain prefix.
 const STANDARD_FINALIZERS: &[&str] = &["kubernetes", "orphan", "foregroundDeletion"];
-
-const NAMESPACES_KEY: &str = "/namespaces";
-
-fn namespaces_key() -> Arc<str> {
-    Arc::from(NAMESPACES_KEY)
-}
-
-/// 404 when the namespace does not exist, 403 when it is terminating.
-pub async fn require_active(
-    api: &Api,
-    info: &ResourceInfo,
-    name: &str,
-    namespace: &str,
-) -> Result<(), ApiError> {
-    let ns = api.shards().get(&namespaces_key(), "", namespace).await?;
-    let Some(ns) = ns else {
-        return Err(ApiError::not_found("", "namespaces", namespace));
-    };
-    if is_terminating(&ns) {
-        return Err(ApiError::forbidden(
-            &info.group,
-            &info.plural,
-            name,
-            &format!("unable to create new content in namespace {namespace} because it is being terminated"),
-        ));
-    }
-    Ok(())
-}
-
-/// Whether a namespace is being deleted. Every create in a namespace
-/// asks; decoding the namespace to find out was 9% of a create's CPU, so
-/// only a namespace whose JSON has the key at all is decoded.
-fn is_terminating(ns: &kubeshard_cache::StoredObject) -> bool {
-    crate::controllers::objmeta::mentions_deletion_timestamp(ns)
-        && deletion_timestamp(&ns.to_value()).is_some()
-}
-
-/// The system namespaces may not be deleted.
-pub fn admit_delete(name: &str) -> Result<(), ApiError> {
-    if PROTECTED.contains(&name) {
-        return Err(ApiError::forbidden(
-            "",
-            "namespaces",
-            name,
-            "this namespace may not be deleted",
-        ));
-    }
-    Ok(())
-}
 
 /// PUT `namespaces/{name}/finalize`: replaces `spec.finalizers` and nothing
 /// else. Once both finalizer lists of a terminating namespace are empty
@@ -86,6 +36,7 @@ pub async fn finalize(
     rr: &ResourceRequest,
     req: Request<Incoming>,
 ) -> HandlerResult {
+    let tracking = Tracking::new(&rr.query, req.headers(), "finalize", "UpdateOptions")?;
     let (input, body) = read_body(req).await?;
     let mut obj = parse_object(input, &body)?;
     let info = rr.resource.clone();
@@ -100,7 +51,6 @@ pub async fn finalize(
             )))
         }
     }
-    let dry = dry_run(&rr.query)?;
     let wanted = obj
         .pointer("/spec/finalizers")
         .cloned()
@@ -111,8 +61,16 @@ pub async fn finalize(
         return Err(ApiError::invalid("", "Namespace", &name, causes));
     }
     let rv = meta::resource_version(&obj).to_string();
-    let try_update = crate::registry::set_spec_finalizers(name, rv, wanted);
-    finish_update(api, rr, try_update, dry, Creates::Never).await
+    let written = Store::new(api)
+        .update(
+            writer(rr)?,
+            target(rr),
+            spec_finalizers(name, rv, wanted),
+            Ownership::Tracked(tracking),
+            Creates::Never,
+        )
+        .await?;
+    Ok(written_response(rr, &written))
 }
 
 /// Each `spec.finalizers` entry is a qualified name, and one without a
@@ -157,8 +115,7 @@ pub async fn bootstrap(api: &Api) -> Result<(), ApiError> {
             continue;
         }
         let obj = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}});
-        let prepared = super::create::prepare(&info, obj)?;
-        match api.shards().create(&info, prepared).await {
+        match create_as(api, APISERVER, &info, obj).await {
             Ok(_) => {}
             Err(e) if e.code == 409 => {}
             Err(e) => return Err(e),

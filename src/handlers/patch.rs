@@ -7,9 +7,10 @@ use super::decode::{check_result_size, read_body};
 use super::fields;
 use super::managers::Tracking;
 use super::negotiation::Input;
-use super::update::{apply_update, dry_run, finish_update, Creates};
+use super::update::{target, writer, written_response};
 use super::warnings::Warnings;
 use super::{Api, HandlerResult, ResourceRequest};
+use crate::registry::{Creates, Old, Ownership, Requested, Store};
 use http::Request;
 use hyper::body::Incoming;
 use kubeshard_cache::StoredObject;
@@ -20,7 +21,6 @@ use kubeshard_core::patch::strategic;
 use kubeshard_core::status::{field_forbidden, ApiError};
 use serde_json::Value;
 use std::rc::Rc;
-use std::sync::Arc;
 
 pub async fn patch(api: &Rc<Api>, rr: &ResourceRequest, req: Request<Incoming>) -> HandlerResult {
     let tracking = Tracking::new(
@@ -41,26 +41,23 @@ pub async fn patch(api: &Rc<Api>, rr: &ResourceRequest, req: Request<Incoming>) 
         )]));
     }
     let (kind, issues) = decode(rr, input, &body)?;
-    let dry = dry_run(&rr.query)?;
     let info = rr.resource.clone();
-    let status_only = rr.info.subresource == "status";
     let (url_ns, url_name) = (rr.info.namespace.clone(), rr.info.name.clone());
     let warnings = Warnings::default();
     let found = warnings.clone();
-    let try_update = Box::new(move |old: Option<&Arc<StoredObject>>| {
+    let requested: Requested = Box::new(move |old: Option<Old<'_>>| {
         let Some(old) = old else {
             return Err(ApiError::not_found(&info.group, &info.plural, &url_name));
         };
-        let old_value = old.to_value();
-        let mut patched = apply(&kind, old_value.clone())?;
-        check_result_size(&patched, old.json_slice().len())?;
+        let mut patched = apply(&kind, old.value.clone())?;
+        check_result_size(&patched, old.stored.json_slice().len())?;
         if !patched.is_object() {
             return Err(ApiError::bad_request(
                 "the patched object is not a JSON object",
             ));
         }
-        fields::judge_patched(&info, &mut patched, issues, directive, &found)?;
-        precondition(&info, &patched, old)?;
+        fields::judge_patched(&info, &mut patched, issues.clone(), directive, &found)?;
+        precondition(&info, &patched, old.stored)?;
         if meta::name(&patched) != url_name
             || (info.namespaced && meta::namespace(&patched) != url_ns)
         {
@@ -68,13 +65,18 @@ pub async fn patch(api: &Rc<Api>, rr: &ResourceRequest, req: Request<Incoming>) 
                 "the patch may not change the object's name or namespace",
             ));
         }
-        let mut out = apply_update(&info, patched, &old_value, status_only)?;
-        tracking.record(&info, Some(&old_value), &mut out);
-        Ok(out)
+        Ok(patched)
     });
-    finish_update(api, rr, try_update, dry, Creates::Never)
-        .await
-        .map(|resp| warnings.apply(resp))
+    let written = Store::new(api)
+        .update(
+            writer(rr)?,
+            target(rr),
+            requested,
+            Ownership::Tracked(tracking),
+            Creates::Never,
+        )
+        .await?;
+    Ok(warnings.apply(written_response(rr, &written)))
 }
 
 /// The patch types kube accepts for every built-in kind.

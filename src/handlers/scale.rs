@@ -8,19 +8,18 @@ use super::decode::read_body;
 use super::managers::Tracking;
 use super::negotiation::{Input, Output};
 use super::response::{self, Render};
-use super::update::{apply_update, dry_run};
+use super::update::{target, writer};
 use super::{not_found_path, Api, HandlerResult, ResourceRequest};
+use crate::registry::{Creates, Old, Ownership, Requested, Store};
 use crate::serving::body::Body;
 use http::{Request, StatusCode};
 use hyper::body::Incoming;
-use kubeshard_cache::StoredObject;
 use kubeshard_core::catalog::{ScaleSelector, ScaleSpec};
 use kubeshard_core::meta;
 use kubeshard_core::selector::LabelSelector;
 use kubeshard_core::status::{field_invalid_raw, ApiError};
 use serde_json::{json, Map, Value};
 use std::rc::Rc;
-use std::sync::Arc;
 use std::time::Duration;
 
 const SCALE_API_VERSION: &str = "autoscaling/v1";
@@ -74,53 +73,44 @@ pub async fn serve(api: &Rc<Api>, rr: &ResourceRequest, req: Request<Incoming>) 
             "the name of the object ({n}) does not match the name on the URL ({name})"
         )));
     }
-    let dry = dry_run(&rr.query)?;
-    let (i, s, n) = (info.clone(), spec.clone(), name.clone());
-    let try_update = move |old: Option<&Arc<StoredObject>>| -> Result<Value, ApiError> {
+    let (i, sp, n) = (info.clone(), spec.clone(), name.clone());
+    let requested: Requested = Box::new(move |old: Option<Old<'_>>| {
         let old = old.ok_or_else(|| ApiError::not_found(&i.group, &i.plural, &n))?;
-        let old_value = old.to_value();
-        let scale = change.apply(scale_of(&s, &old_value)?)?;
+        let scale = change.apply(scale_of(&sp, old.value)?)?;
         match meta::resource_version(&scale) {
             "" => {}
-            rv if rv == old.revision.to_string() => {}
+            rv if rv == old.stored.revision.to_string() => {}
             _ => return Err(ApiError::conflict_stale(&i.group, &i.plural, &n)),
         }
         let replicas = validated_replicas(&scale, &n)?;
-        let mut new = old_value.clone();
-        set_path(&mut new, s.spec_replicas, json!(replicas));
-        let mut out = apply_update(&i, new, &old_value, false)?;
-        tracking.record(&i, Some(&old_value), &mut out);
-        Ok(out)
-    };
-    if dry {
-        let current = api.shards().get(&info.storage_key, &ns, &name).await?;
-        let mut new = try_update(current.as_ref())?;
-        if let Some(c) = &current {
-            meta::set_meta(&mut new, "resourceVersion", json!(c.revision.to_string()));
-        }
-        return respond(StatusCode::OK, &scale_of(&spec, &new)?, rr.render);
-    }
-    let outcome = api
-        .shards()
-        .update(&info, &ns, &name, Box::new(try_update))
+        let mut new = old.value.clone();
+        set_path(&mut new, sp.spec_replicas, json!(replicas));
+        Ok(new)
+    });
+    let written = Store::new(api)
+        .update(
+            writer(rr)?,
+            target(rr),
+            requested,
+            Ownership::Tracked(tracking),
+            Creates::Never,
+        )
         .await?;
-    let obj = outcome.object();
-    api.shards()
-        .wait_closed(obj.revision, Duration::from_secs(5))
-        .await;
     respond(
         StatusCode::OK,
-        &scale_of(&spec, &obj.to_value())?,
+        &scale_of(&spec, &written.object.to_value())?,
         rr.render,
     )
 }
 
 /// What a write does to the Scale view.
+#[derive(Clone)]
 enum Change {
     Replace(Value),
     Patch(Patch),
 }
 
+#[derive(Clone)]
 enum Patch {
     Json(json_patch::Patch),
     Merge(Value),
@@ -134,15 +124,15 @@ impl Change {
         }
     }
 
-    fn apply(self, mut current: Value) -> Result<Value, ApiError> {
+    fn apply(&self, mut current: Value) -> Result<Value, ApiError> {
         match self {
-            Change::Replace(v) => Ok(v),
+            Change::Replace(v) => Ok(v.clone()),
             Change::Patch(Patch::Json(p)) => {
-                kubeshard_core::patch::json::apply(&mut current, &p)?;
+                kubeshard_core::patch::json::apply(&mut current, p)?;
                 Ok(current)
             }
             Change::Patch(Patch::Merge(p)) => {
-                json_patch::merge(&mut current, &p);
+                json_patch::merge(&mut current, p);
                 Ok(current)
             }
         }
@@ -276,6 +266,7 @@ fn respond(code: StatusCode, scale: &Value, render: Render) -> HandlerResult {
 mod tests {
     use super::*;
     use kubeshard_core::catalog::ResourceInfo;
+    use std::sync::Arc;
 
     fn deployment_spec() -> (Arc<ResourceInfo>, ScaleSpec) {
         let cat = kubeshard_core::catalog::Catalog::with_builtins().snapshot();

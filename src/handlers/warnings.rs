@@ -13,8 +13,16 @@ use std::sync::Arc;
 pub struct Warnings(Arc<Mutex<Vec<String>>>);
 
 impl Warnings {
+    /// Adds warnings not given yet: an update that runs again after a
+    /// conflict finds the same things again, and kube's recorder keeps one
+    /// of each too.
     pub fn extend(&self, more: impl IntoIterator<Item = String>) {
-        self.0.lock().extend(more);
+        let mut all = self.0.lock();
+        for w in more {
+            if !all.contains(&w) {
+                all.push(w);
+            }
+        }
     }
 
     /// Adds the gathered warnings to a response.

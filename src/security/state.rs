@@ -30,7 +30,7 @@ pub struct Security {
     pub accounts: Rc<RefCell<HashMap<(String, String), AccountRecord>>>,
     /// Bootstrap-token Secrets in kube-system by token id.
     pub bootstrap_secrets: Rc<RefCell<HashMap<String, Value>>>,
-    pub informers: Informers,
+    pub informers: Rc<Informers>,
     pub timer: Rc<CoarseTimer>,
     /// Recently verified tokens (service-account JWTs cost a signature
     /// check), keyed by the token.
@@ -46,7 +46,7 @@ impl Security {
             rbac: Rc::default(),
             accounts: Rc::default(),
             bootstrap_secrets: Rc::default(),
-            informers: Informers::default(),
+            informers: Rc::default(),
             timer: Rc::new(CoarseTimer::default()),
             token_cache: RefCell::default(),
             cluster_roles_changed: Rc::new(event_listener::Event::new()),

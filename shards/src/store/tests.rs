@@ -242,3 +242,30 @@ fn equal_label_sets_are_stored_once() {
     assert!(!a.labels.shares_with(&c.labels));
     assert_eq!(c.labels.get("tier"), Some("t8"));
 }
+
+/// A panic in a write's function (an update, a deletion plan or check)
+/// fails that write with a 500; the shard keeps its data and serves on.
+#[test]
+fn a_panicking_write_function_answers_500_and_the_shard_serves_on() {
+    let (mut store, _rx, info) = new_store();
+    let stored = store.create(&info, cm(0, 1, 1)).unwrap();
+    let err = store
+        .update(&info, "ns-0", "cm-1", Box::new(|_| panic!("injected")))
+        .unwrap_err();
+    assert_eq!(err.code, 500);
+    let err = store
+        .delete(&info, "ns-0", "cm-1", Box::new(|_| panic!("injected")))
+        .unwrap_err();
+    assert_eq!(err.code, 500);
+    let err = store
+        .delete_with(&info, "ns-0", "cm-1", Box::new(|_| panic!("injected")))
+        .unwrap_err();
+    assert_eq!(err.code, 500);
+    let current = store.current(&info.storage_key, "ns-0", "cm-1").unwrap();
+    assert_eq!(current.revision, stored.revision);
+    let body = cm(0, 1, 2);
+    let updated = store
+        .update(&info, "ns-0", "cm-1", Box::new(move |_| Ok(body)))
+        .unwrap();
+    assert!(matches!(updated, UpdateOutcome::Updated(_)));
+}

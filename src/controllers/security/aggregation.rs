@@ -5,7 +5,8 @@
 //! the store, so every executor's index sees the result.
 
 use super::resource;
-use crate::handlers::{apply_update, Api};
+use crate::handlers::Api;
+use crate::registry;
 use kubeshard_core::rbac::aggregation::aggregate;
 use kubeshard_core::status::ApiError;
 use serde_json::json;
@@ -56,24 +57,18 @@ async fn reconcile(api: &Api) -> Result<usize, ApiError> {
     }
     let info = resource(api, kubeshard_core::rbac::GROUP, "clusterroles")?;
     for (name, rules) in updates {
-        let info2 = info.clone();
-        let result = api
-            .shards()
-            .update(
-                &info,
-                "",
-                &name,
-                Box::new(move |old| {
-                    let old = old
-                        .ok_or_else(|| ApiError::not_found("", "", ""))?
-                        .to_value();
-                    let mut new = old.clone();
-                    new["rules"] = rules;
-                    kubeshard_core::meta::remove_meta(&mut new, "resourceVersion");
-                    apply_update(&info2, new, &old, false)
-                }),
-            )
-            .await;
+        let at = registry::Addressed {
+            info: &info,
+            namespace: "",
+            name: &name,
+            subresource: "",
+            uid: None,
+        };
+        let mutation = Box::new(move |new: &mut serde_json::Value| {
+            new["rules"] = rules.clone();
+            Ok(true)
+        });
+        let result = registry::update_with(api, registry::CONTROLLER_MANAGER, at, mutation).await;
         match result {
             Ok(_) => tracing::debug!(%name, "aggregated clusterrole rules updated"),
             Err(e) if e.code == 404 => {}

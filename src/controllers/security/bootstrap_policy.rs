@@ -3,7 +3,8 @@
 //! kube-apiserver's RBAC post-start hook does.
 
 use super::resource;
-use crate::handlers::{apply_update, prepare, Api};
+use crate::handlers::Api;
+use crate::registry;
 use kubeshard_core::rbac::bootstrap;
 use kubeshard_core::status::ApiError;
 use serde_json::Value;
@@ -22,7 +23,7 @@ pub async fn ensure(api: &Api) -> Result<(), ApiError> {
     for (info, obj) in wanted {
         let name = kubeshard_core::meta::name(&obj).to_string();
         match api.shards().get(&info.storage_key, "", &name).await? {
-            None => match api.shards().create(&info, prepare(&info, obj)?).await {
+            None => match registry::create_as(api, registry::APISERVER, &info, obj).await {
                 Ok(_) => {}
                 Err(e) if e.code == 409 => {}
                 Err(e) => return Err(e),
@@ -32,25 +33,20 @@ pub async fn ensure(api: &Api) -> Result<(), ApiError> {
                     continue;
                 };
                 tracing::info!(%name, kind = %info.kind, "reconciling bootstrap RBAC object");
-                let info2 = info.clone();
-                api.shards()
-                    .update(
-                        &info,
-                        "",
-                        &name,
-                        Box::new(move |old| {
-                            let old = old.ok_or_else(|| ApiError::not_found("", "", ""))?;
-                            apply_update(&info2, strip_rv(fixed), &old.to_value(), false)
-                        }),
-                    )
-                    .await?;
+                let at = registry::Addressed {
+                    info: &info,
+                    namespace: "",
+                    name: &name,
+                    subresource: "",
+                    uid: None,
+                };
+                let mutation = Box::new(move |new: &mut Value| {
+                    *new = fixed.clone();
+                    Ok(true)
+                });
+                registry::update_with(api, registry::APISERVER, at, mutation).await?;
             }
         }
     }
     Ok(())
-}
-
-fn strip_rv(mut v: Value) -> Value {
-    kubeshard_core::meta::remove_meta(&mut v, "resourceVersion");
-    v
 }

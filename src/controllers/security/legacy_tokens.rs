@@ -6,8 +6,9 @@
 
 use super::resource;
 use crate::filters::authn::serviceaccount::{issue_legacy, ObjectRef};
-use crate::handlers::{apply_update, Api};
+use crate::handlers::Api;
 use crate::informer::Change;
+use crate::registry;
 use base64::Engine;
 use kubeshard_cache::Filter;
 use kubeshard_core::selector::fields::FieldSelector;
@@ -99,26 +100,22 @@ async fn fill(api: &Api, ns: &str, name: &str) -> Result<(), ApiError> {
         json!({"token": b64(&token), "namespace": b64(ns), "ca.crt": b64(&config.trust_pem)}),
         sa.uid().to_string(),
     );
-    let info = secrets.clone();
-    api.shards()
-        .update(
-            &secrets,
-            ns,
-            name,
-            Box::new(move |old| {
-                let old = old
-                    .ok_or_else(|| ApiError::not_found("", "secrets", ""))?
-                    .to_value();
-                if old.pointer("/data/token").is_some() {
-                    return Err(ApiError::conflict("", "secrets", "", "already filled"));
-                }
-                let mut new = old.clone();
-                new["data"] = data;
-                new["metadata"]["annotations"][UID_ANNOTATION] = json!(uid);
-                kubeshard_core::meta::remove_meta(&mut new, "resourceVersion");
-                apply_update(&info, new, &old, false)
-            }),
-        )
+    let at = registry::Addressed {
+        info: &secrets,
+        namespace: ns,
+        name,
+        subresource: "",
+        uid: None,
+    };
+    let mutation = Box::new(move |new: &mut serde_json::Value| {
+        if new.pointer("/data/token").is_some() {
+            return Err(ApiError::conflict("", "secrets", "", "already filled"));
+        }
+        new["data"] = data.clone();
+        new["metadata"]["annotations"][UID_ANNOTATION] = json!(uid);
+        Ok(true)
+    });
+    registry::update_with(api, registry::CONTROLLER_MANAGER, at, mutation)
         .await
         .map(|_| ())
         .or_else(|e| if e.code == 409 { Ok(()) } else { Err(e) })

@@ -12,29 +12,22 @@
 //! A binding's roleRef cannot change after creation (422).
 
 use super::{decide, rules_for};
-use crate::handlers::{Api, ResourceRequest};
+use crate::handlers::Api;
+use crate::registry::store::Target;
 use kubeshard_cache::StoredObject;
 use kubeshard_core::authn::{Attributes, UserInfo, MASTERS};
+use kubeshard_core::catalog::ResourceInfo;
 use kubeshard_core::rbac::covers::uncovered;
 use kubeshard_core::rbac::types::{role_ref_of, rules_of};
 use kubeshard_core::rbac::{rule_allows, PolicyRule, RbacKind, RoleRef, GROUP};
 use kubeshard_core::status::{field_invalid, ApiError};
-use kubeshard_shards::store::TryUpdate;
 use serde_json::Value;
 use std::sync::Arc;
 
-fn kind_of(rr: &ResourceRequest) -> Option<RbacKind> {
-    (rr.resource.group == GROUP)
-        .then(|| RbacKind::from_plural(&rr.resource.plural))
+fn kind_of(info: &ResourceInfo) -> Option<RbacKind> {
+    (info.group == GROUP)
+        .then(|| RbacKind::from_plural(&info.plural))
         .flatten()
-}
-
-fn scope(rr: &ResourceRequest) -> &str {
-    if rr.resource.namespaced {
-        &rr.info.namespace
-    } else {
-        ""
-    }
 }
 
 fn may(api: &Api, user: &UserInfo, verb: &str, resource: &str, ns: &str, name: &str) -> bool {
@@ -48,6 +41,7 @@ fn may(api: &Api, user: &UserInfo, verb: &str, resource: &str, ns: &str, name: &
 
 /// The check for one write, carrying only owned data so it can run on
 /// the shard that owns the object (another core, for an update).
+#[derive(Clone)]
 enum Check {
     /// The new role's rules must be covered by `owner`.
     Role {
@@ -212,62 +206,54 @@ impl Check {
 }
 
 /// Refuses creating an RBAC object that would escalate the writer.
-pub async fn check_create(api: &Api, rr: &ResourceRequest, obj: &Value) -> Result<(), ApiError> {
-    let Some(kind) = kind_of(rr) else {
+pub async fn check_create(
+    api: &Api,
+    user: &UserInfo,
+    info: &ResourceInfo,
+    namespace: &str,
+    obj: &Value,
+) -> Result<(), ApiError> {
+    let Some(kind) = kind_of(info) else {
         return Ok(());
     };
     catch_up(api).await;
     // Judged as it will be stored: a roleRef without an apiGroup names
     // the RBAC group.
     let mut obj = obj.clone();
-    kubeshard_core::defaults::apply(&rr.resource.group, &rr.resource.kind, &mut obj);
+    kubeshard_core::defaults::apply(&info.group, &info.kind, &mut obj);
     let role_ref = kind.is_binding().then(|| role_ref_of(&obj));
     let name = kubeshard_core::meta::name(&obj);
-    match prepare(api, &rr.user, kind, scope(rr), name, role_ref) {
-        Some(c) => c.run(&rr.user, &rr.resource.plural, &obj),
+    match prepare(api, user, kind, namespace, name, role_ref) {
+        Some(c) => c.run(user, &info.plural, &obj),
         None => Ok(()),
     }
 }
 
-/// Wraps an update of an RBAC object (PUT or PATCH) with the escalation
-/// check and, for bindings, roleRef immutability.
-pub async fn guard_update(
-    api: &Api,
-    rr: &ResourceRequest,
-    inner: TryUpdate,
-) -> Result<TryUpdate, ApiError> {
-    let Some(kind) = kind_of(rr) else {
-        return Ok(inner);
-    };
-    catch_up(api).await;
-    // A binding's roleRef cannot change, so the stored one is the one to
-    // check; the update re-checks that it still is.
-    let mut expected_ref = None;
-    if kind.is_binding() {
-        let current = api
-            .shards()
-            .get(&rr.resource.storage_key, scope(rr), &rr.info.name)
-            .await?;
-        expected_ref = current.map(|c| role_ref_of(&c.to_value()));
-    }
-    // Without a stored binding the write can only be a create (an apply,
-    // or a PUT): the check then carries every role the new binding could
-    // reference and judges the one it does.
-    let check = prepare(
-        api,
-        &rr.user,
-        kind,
-        scope(rr),
-        &rr.info.name,
-        expected_ref.clone(),
-    );
-    let (info, user) = (rr.resource.clone(), rr.user.clone());
-    Ok(Box::new(move |old: Option<&Arc<StoredObject>>| {
-        let new = inner(old)?;
-        if let (Some(old), true) = (old, kind.is_binding()) {
+/// What an update (PUT, PATCH, apply, dry run or not) of an RBAC object
+/// must satisfy on its way to storage: no escalation, and a binding's
+/// roleRef unchanged. Decided here, where the RBAC index is, and carried
+/// to the write, which may run on another shard.
+#[derive(Clone)]
+pub struct EscalationCheck {
+    binding: bool,
+    /// The roleRef of the binding as stored when the check was prepared;
+    /// None when there was none (the write can only create it).
+    expected_ref: Option<RoleRef>,
+    check: Option<Check>,
+}
+
+impl EscalationCheck {
+    pub fn run(
+        &self,
+        user: &UserInfo,
+        info: &ResourceInfo,
+        old: Option<&Arc<StoredObject>>,
+        new: &Value,
+    ) -> Result<(), ApiError> {
+        if let (Some(old), true) = (old, self.binding) {
             let before = role_ref_of(&old.to_value());
-            let name = kubeshard_core::meta::name(&new);
-            if role_ref_of(&new) != before {
+            let name = kubeshard_core::meta::name(new);
+            if role_ref_of(new) != before {
                 return Err(ApiError::invalid(
                     &info.group,
                     &info.kind,
@@ -279,14 +265,45 @@ pub async fn guard_update(
                     )],
                 ));
             }
-            if expected_ref.is_some() && expected_ref.as_ref() != Some(&before) {
+            if self.expected_ref.as_ref() != Some(&before) {
                 return Err(ApiError::conflict_stale(&info.group, &info.plural, name));
             }
         }
-        if let Some(check) = &check {
-            check.run(&user, &info.plural, &new)?;
+        match &self.check {
+            Some(check) => check.run(user, &info.plural, new),
+            None => Ok(()),
         }
-        Ok(new)
+    }
+}
+
+/// The check an update of an RBAC object needs (None for other kinds).
+pub async fn prepare_update(
+    api: &Api,
+    user: &UserInfo,
+    t: &Target<'_>,
+) -> Result<Option<EscalationCheck>, ApiError> {
+    let Some(kind) = kind_of(t.info) else {
+        return Ok(None);
+    };
+    catch_up(api).await;
+    // A binding's roleRef cannot change, so the stored one is the one to
+    // check; the write re-checks that it still is.
+    let mut expected_ref = None;
+    if kind.is_binding() {
+        let current = api
+            .shards()
+            .get(&t.info.storage_key, t.namespace, t.name)
+            .await?;
+        expected_ref = current.map(|c| role_ref_of(&c.to_value()));
+    }
+    // Without a stored binding the write can only be a create (an apply,
+    // or a PUT): the check then carries every role the new binding could
+    // reference and judges the one it does.
+    let check = prepare(api, user, kind, t.namespace, t.name, expected_ref.clone());
+    Ok(Some(EscalationCheck {
+        binding: kind.is_binding(),
+        expected_ref,
+        check,
     }))
 }
 

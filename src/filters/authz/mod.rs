@@ -6,14 +6,11 @@
 
 pub mod escalation;
 
-use crate::handlers::update::Creates;
-use crate::handlers::{Api, ResourceRequest};
-use kubeshard_cache::StoredObject;
+use crate::handlers::Api;
+use crate::registry::store::Target;
 use kubeshard_core::authn::{Attributes, UserInfo, MASTERS};
 use kubeshard_core::rbac::{Allowed, PolicyRule};
 use kubeshard_core::status::ApiError;
-use kubeshard_shards::store::TryUpdate;
-use std::sync::Arc;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mode {
@@ -173,40 +170,11 @@ pub fn rules_for(api: &Api, user: &UserInfo, namespace: &str) -> (Vec<PolicyRule
 /// that turns into a create as one, whatever verb the request came in
 /// with). The decision is taken here, where this executor's RBAC index
 /// lives, and carried into the update, which may run on another shard:
-/// the update refuses to create when it was not allowed.
-pub async fn guard_create(
-    api: &Api,
-    rr: &ResourceRequest,
-    inner: TryUpdate,
-    creates: Creates,
-) -> TryUpdate {
-    if creates == Creates::Never {
-        return inner;
-    }
-    let ns = if rr.resource.namespaced {
-        rr.info.namespace.as_str()
-    } else {
-        ""
-    };
-    let attrs = Attributes::resource(
-        "create",
-        &rr.resource.group,
-        &rr.resource.plural,
-        ns,
-        &rr.info.name,
-    )
-    .with_subresource(&rr.info.subresource);
+/// the refusal, if the writer may not create.
+pub async fn create_refusal(api: &Api, user: &UserInfo, t: &Target<'_>) -> Option<ApiError> {
+    let attrs = Attributes::resource("create", &t.info.group, &t.info.plural, t.namespace, t.name)
+        .with_subresource(t.subresource);
     let closed = api.shards().sequencer().closed();
-    let decision = decide_fresh(api, &rr.user, &attrs, closed).await;
-    if decision.allowed() {
-        return inner;
-    }
-    let refusal = forbidden(&rr.user, &attrs, &decision.reason(&rr.user));
-    Box::new(move |old: Option<&Arc<StoredObject>>| {
-        let new = inner(old)?;
-        match old {
-            None => Err(refusal),
-            Some(_) => Ok(new),
-        }
-    })
+    let decision = decide_fresh(api, user, &attrs, closed).await;
+    (!decision.allowed()).then(|| forbidden(user, &attrs, &decision.reason(user)))
 }

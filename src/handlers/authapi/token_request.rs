@@ -113,7 +113,7 @@ pub async fn issue_token(api: &Api, info: &RequestInfo, mut obj: Value) -> Resul
         .to_string();
     obj["apiVersion"] = json!("authentication.k8s.io/v1");
     obj["kind"] = json!("TokenRequest");
-    obj["metadata"] = json!({"name": name, "namespace": ns, "creationTimestamp": super::super::create::now_rfc3339()});
+    obj["metadata"] = json!({"name": name, "namespace": ns, "creationTimestamp": crate::registry::strategy::now_rfc3339()});
     obj["spec"]["audiences"] = json!(audiences);
     obj["spec"]["expirationSeconds"] = json!(seconds);
     if obj["spec"].get("boundObjectRef").is_none() {

@@ -1,0 +1,162 @@
+//! NamespaceLifecycle (kube's plugin of that name): nothing is created in
+//! a namespace that does not exist or is being terminated, and the system
+//! namespaces cannot be deleted.
+//!
+//! Every create in a namespace asks, so the answer comes from this
+//! executor's namespace cache (an informer on its watch hub), not from a
+//! read of the namespace on whichever shard owns it. A namespace the cache
+//! does not know as active — created a moment ago through another core, or
+//! terminating — is looked at again once the cache has caught up with
+//! everything acknowledged so far, and then read from the store itself.
+
+use super::{Attributes, Mutating, Operation, Outcome};
+use crate::informer::{Change, Informers};
+use kubeshard_cache::Filter;
+use kubeshard_core::registry::lifecycle::deletion_timestamp;
+use kubeshard_core::status::{ApiError, StatusCause};
+use kubeshard_shards::ExecutorContext;
+use serde_json::Value;
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::rc::Rc;
+use std::sync::Arc;
+
+const NAMESPACES: &str = "/namespaces";
+
+/// Namespaces the server keeps for itself (kube-node-lease may go).
+pub const PROTECTED: &[&str] = &["default", "kube-system", "kube-public"];
+
+/// Kinds created in a namespace without being stored there: reviews ask a
+/// question about the namespace, which need not exist.
+const NAMESPACE_FREE: &[&str] = &["localsubjectaccessreviews"];
+
+pub struct NamespaceLifecycle {
+    /// Namespace name → terminating.
+    cache: Rc<RefCell<HashMap<String, bool>>>,
+    ctx: Rc<ExecutorContext>,
+    informers: Rc<Informers>,
+}
+
+impl NamespaceLifecycle {
+    /// The plugin, with its namespace cache kept current on this executor.
+    pub fn start(ctx: &Rc<ExecutorContext>, informers: &Rc<Informers>) -> Self {
+        let cache: Rc<RefCell<HashMap<String, bool>>> = Rc::default();
+        let sink = cache.clone();
+        informers.start(
+            ctx,
+            Arc::from(NAMESPACES),
+            Filter::default(),
+            Box::new(move |change| {
+                let mut c = sink.borrow_mut();
+                match change {
+                    Change::Reset => c.clear(),
+                    Change::Upsert(o) => {
+                        c.insert(o.name.to_string(), terminating(&o.to_value()));
+                    }
+                    Change::Delete(o) => {
+                        c.remove(&*o.name);
+                    }
+                }
+            }),
+        );
+        Self {
+            cache,
+            ctx: ctx.clone(),
+            informers: informers.clone(),
+        }
+    }
+
+    fn cached(&self, namespace: &str) -> Option<bool> {
+        self.cache.borrow().get(namespace).copied()
+    }
+
+    /// The answer once the cache has caught up, or from the store.
+    async fn decide_fresh(&self, a: &Attributes<'_>) -> Result<(), ApiError> {
+        let closed = self.ctx.shards.sequencer().closed();
+        self.informers.catch_up(&self.ctx.hub, closed).await;
+        let terminating = match self.cached(a.namespace) {
+            Some(t) => Some(t),
+            None => self
+                .ctx
+                .shards
+                .get(&Arc::from(NAMESPACES), "", a.namespace)
+                .await?
+                .map(|ns| terminating(&ns.to_value())),
+        };
+        verdict(a, terminating)
+    }
+}
+
+fn terminating(ns: &Value) -> bool {
+    deletion_timestamp(ns).is_some()
+        || ns.pointer("/status/phase").and_then(Value::as_str) == Some("Terminating")
+}
+
+/// kube's answers: 404 for a namespace that does not exist, 403 (with the
+/// NamespaceTerminating cause) for one being terminated.
+fn verdict(a: &Attributes<'_>, terminating: Option<bool>) -> Result<(), ApiError> {
+    match terminating {
+        Some(false) => Ok(()),
+        None => Err(ApiError::not_found("", "namespaces", a.namespace)),
+        Some(true) => {
+            let mut e = ApiError::forbidden(
+                &a.resource.group,
+                &a.resource.plural,
+                a.name,
+                &format!(
+                    "unable to create new content in namespace {} because it is being terminated",
+                    a.namespace
+                ),
+            );
+            if let Some(d) = e.details.as_mut() {
+                d.causes.push(StatusCause {
+                    reason: "NamespaceTerminating".into(),
+                    message: format!("namespace {} is being terminated", a.namespace),
+                    field: "metadata.namespace".into(),
+                });
+            }
+            Err(e)
+        }
+    }
+}
+
+fn is_namespaces(a: &Attributes<'_>) -> bool {
+    a.resource.group.is_empty() && a.resource.plural == "namespaces"
+}
+
+impl Mutating for NamespaceLifecycle {
+    fn name(&self) -> &'static str {
+        "NamespaceLifecycle"
+    }
+
+    fn handles(&self, a: &Attributes<'_>) -> bool {
+        match a.operation {
+            Operation::Delete => is_namespaces(a) && a.subresource.is_empty(),
+            Operation::Create => {
+                a.resource.namespaced
+                    && !a.namespace.is_empty()
+                    && !(a.resource.group == "authorization.k8s.io"
+                        && NAMESPACE_FREE.contains(&a.resource.plural.as_str()))
+            }
+            _ => false,
+        }
+    }
+
+    fn admit<'a>(&'a self, a: &'a Attributes<'a>, _object: Option<&'a mut Value>) -> Outcome<'a> {
+        if a.operation == Operation::Delete {
+            if PROTECTED.contains(&a.name) {
+                return Outcome::Ready(Err(ApiError::forbidden(
+                    "",
+                    "namespaces",
+                    a.name,
+                    "this namespace may not be deleted",
+                )));
+            }
+            return Outcome::Ready(Ok(()));
+        }
+        match self.cached(a.namespace) {
+            Some(false) => Outcome::Ready(Ok(())),
+            _ => Outcome::later(self.decide_fresh(a)),
+        }
+    }
+}

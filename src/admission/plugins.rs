@@ -1,0 +1,199 @@
+//! kube-apiserver's admission plugins by name, in the fixed order the
+//! chain runs them, which of them are on by default, and which kubeshard
+//! implements. `--enable-admission-plugins` adds to the defaults,
+//! `--disable-admission-plugins` takes away; the order is always kube's,
+//! whatever order the flags name them in.
+
+use super::config::AdmissionConfig;
+use super::{Admission, AlwaysAdmit, AlwaysDeny, NamespaceLifecycle};
+use crate::informer::Informers;
+use kubeshard_shards::ExecutorContext;
+use std::rc::Rc;
+
+/// kube 1.34's plugins, in the order its chain runs them.
+pub const ORDERED: &[&str] = &[
+    "AlwaysAdmit",
+    "NamespaceAutoProvision",
+    "NamespaceLifecycle",
+    "NamespaceExists",
+    "LimitPodHardAntiAffinityTopology",
+    "LimitRanger",
+    "ServiceAccount",
+    "NodeRestriction",
+    "TaintNodesByCondition",
+    "AlwaysPullImages",
+    "ImagePolicyWebhook",
+    "PodSecurity",
+    "PodNodeSelector",
+    "Priority",
+    "DefaultTolerationSeconds",
+    "PodTolerationRestriction",
+    "EventRateLimit",
+    "ExtendedResourceToleration",
+    "DefaultStorageClass",
+    "StorageObjectInUseProtection",
+    "OwnerReferencesPermissionEnforcement",
+    "PersistentVolumeClaimResize",
+    "RuntimeClass",
+    "CertificateApproval",
+    "CertificateSigning",
+    "ClusterTrustBundleAttest",
+    "CertificateSubjectRestriction",
+    "DefaultIngressClass",
+    "DenyServiceExternalIPs",
+    "PodTopologyLabels",
+    "MutatingAdmissionPolicy",
+    "MutatingAdmissionWebhook",
+    "ValidatingAdmissionPolicy",
+    "ValidatingAdmissionWebhook",
+    "ResourceQuota",
+    "AlwaysDeny",
+];
+
+/// The plugins kube enables when no flag says otherwise.
+pub const DEFAULT_ON: &[&str] = &[
+    "NamespaceLifecycle",
+    "LimitRanger",
+    "ServiceAccount",
+    "TaintNodesByCondition",
+    "PodSecurity",
+    "Priority",
+    "DefaultTolerationSeconds",
+    "DefaultStorageClass",
+    "StorageObjectInUseProtection",
+    "PersistentVolumeClaimResize",
+    "RuntimeClass",
+    "CertificateApproval",
+    "CertificateSigning",
+    "ClusterTrustBundleAttest",
+    "CertificateSubjectRestriction",
+    "DefaultIngressClass",
+    "PodTopologyLabels",
+    "MutatingAdmissionPolicy",
+    "MutatingAdmissionWebhook",
+    "ValidatingAdmissionPolicy",
+    "ValidatingAdmissionWebhook",
+    "ResourceQuota",
+];
+
+/// The plugins kubeshard has.
+pub const IMPLEMENTED: &[&str] = &["AlwaysAdmit", "NamespaceLifecycle", "AlwaysDeny"];
+
+/// The implemented plugins that read a configuration from
+/// `--admission-control-config-file` (none yet: the ones that do —
+/// EventRateLimit, PodSecurity, ResourceQuota, the webhooks — arrive with
+/// the admission issue).
+pub const CONFIGURABLE: &[&str] = &[];
+
+/// The plugins to run, in kube's order: the defaults plus `enable` minus
+/// `disable`. A plugin named in a flag must be one of kube's; one that is
+/// on but not implemented here is an error when a flag asked for it and
+/// left out (with the others like it, see [`missing_defaults`]) when it is
+/// only a default.
+pub fn resolve(enable: &[String], disable: &[String]) -> Result<Vec<&'static str>, String> {
+    for name in enable.iter().chain(disable) {
+        if !ORDERED.contains(&name.as_str()) {
+            return Err(format!("admission plugin {name:?} is not a known plugin"));
+        }
+    }
+    if let Some(both) = enable.iter().find(|n| disable.contains(n)) {
+        return Err(format!(
+            "admission plugin {both:?} is both enabled and disabled"
+        ));
+    }
+    for name in enable {
+        if !IMPLEMENTED.contains(&name.as_str()) {
+            return Err(format!(
+                "admission plugin {name:?} is not implemented by kubeshard yet"
+            ));
+        }
+    }
+    Ok(ORDERED
+        .iter()
+        .copied()
+        .filter(|p| {
+            let on = DEFAULT_ON.contains(p) || enable.iter().any(|e| e == p);
+            on && !disable.iter().any(|d| d == p) && IMPLEMENTED.contains(p)
+        })
+        .collect())
+}
+
+/// Default-on plugins that kubeshard does not have yet (logged at start).
+pub fn missing_defaults(disable: &[String]) -> Vec<&'static str> {
+    DEFAULT_ON
+        .iter()
+        .copied()
+        .filter(|p| !IMPLEMENTED.contains(p) && !disable.iter().any(|d| d == p))
+        .collect()
+}
+
+/// One executor's chain, with each plugin's state started on it.
+pub fn build(
+    config: &AdmissionConfig,
+    ctx: &Rc<ExecutorContext>,
+    informers: &Rc<Informers>,
+) -> Admission {
+    let mut chain = Admission::default();
+    for name in &config.plugins {
+        match *name {
+            "NamespaceLifecycle" => {
+                chain = chain.with_mutating(Rc::new(NamespaceLifecycle::start(ctx, informers)));
+            }
+            "AlwaysAdmit" => chain = chain.with_mutating(Rc::new(AlwaysAdmit)),
+            "AlwaysDeny" => chain = chain.with_validating(Rc::new(AlwaysDeny)),
+            other => unreachable!("{other} was checked to be implemented"),
+        }
+    }
+    chain
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(v: &[&str]) -> Vec<String> {
+        v.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn flags_follow_kube() {
+        assert_eq!(resolve(&[], &[]).unwrap(), ["NamespaceLifecycle"]);
+        assert!(resolve(&[], &names(&["NamespaceLifecycle"]))
+            .unwrap()
+            .is_empty());
+        assert!(resolve(&names(&["Bogus"]), &[])
+            .unwrap_err()
+            .contains("not a known plugin"));
+        assert_eq!(
+            resolve(&names(&["AlwaysDeny"]), &[]).unwrap(),
+            ["NamespaceLifecycle", "AlwaysDeny"]
+        );
+        assert!(resolve(&names(&["AlwaysPullImages"]), &[])
+            .unwrap_err()
+            .contains("not implemented"));
+        assert!(resolve(
+            &names(&["NamespaceLifecycle"]),
+            &names(&["NamespaceLifecycle"])
+        )
+        .unwrap_err()
+        .contains("both"));
+        // Disabling one kube has but kubeshard lacks is fine.
+        assert_eq!(
+            resolve(&[], &names(&["ResourceQuota"])).unwrap(),
+            ["NamespaceLifecycle"]
+        );
+        assert!(!missing_defaults(&names(&["ResourceQuota"])).contains(&"ResourceQuota"));
+        assert!(missing_defaults(&[]).contains(&"LimitRanger"));
+    }
+
+    #[test]
+    fn the_order_is_kubes_and_defaults_are_kubes_plugins() {
+        for p in DEFAULT_ON.iter().chain(IMPLEMENTED) {
+            assert!(ORDERED.contains(p), "{p}");
+        }
+        let pos = |p: &str| ORDERED.iter().position(|o| *o == p).unwrap();
+        assert!(pos("NamespaceLifecycle") < pos("LimitRanger"));
+        assert!(pos("MutatingAdmissionWebhook") < pos("ValidatingAdmissionWebhook"));
+        assert!(pos("ResourceQuota") < pos("AlwaysDeny"));
+    }
+}

@@ -1,0 +1,511 @@
+//! The registry Store: the one way every write reaches storage (kube's
+//! `registry/generic/registry.Store`), whoever makes it — a request's
+//! handler, a built-in controller, the server's own bootstrap.
+//!
+//! It owns the order of a write: namespace lifecycle and the other
+//! mutating admission plugins → the kind's strategy (defaults, server
+//! fields, what the addressed part may change, validation, field
+//! ownership) → the RBAC registry's escalation check → validating
+//! admission → storage → waiting until the write is visible (the closed
+//! revision covers it) → the stored object. A dry run goes through the
+//! same steps and stops before storage.
+//!
+//! An update has two ways to storage. When no admission plugin has
+//! anything to do with it (the common case: the default chain only
+//! guards creates and namespace deletions), the whole read-modify-write
+//! runs on the shard that owns the object, in one step: no read before,
+//! no conflict possible. Otherwise the object is read, the update and
+//! the (possibly asynchronous) admission run here, against that old
+//! object, and the result is written only if the object is still the one
+//! read — and all of it again on a conflict, as kube's guaranteed update
+//! does. A fast-path update that finds it would create an object admission
+//! must see first steps back to the slow path.
+
+use super::strategy::{shape, Ownership, Part};
+use crate::admission::{Admission, Attributes, Operation};
+use crate::filters::authz::escalation::{self, EscalationCheck};
+use crate::handlers::Api;
+use kubeshard_cache::StoredObject;
+use kubeshard_core::authn::UserInfo;
+use kubeshard_core::catalog::ResourceInfo;
+use kubeshard_core::meta;
+use kubeshard_core::registry::deletion::DeleteOptions;
+use kubeshard_core::status::ApiError;
+use kubeshard_shards::store::{DeleteOutcome, UpdateOutcome};
+use parking_lot::Mutex;
+use serde_json::Value;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// How long a write waits to become visible before answering anyway.
+const VISIBLE_WAIT: Duration = Duration::from_secs(5);
+
+/// How often a conflicting update is tried again before giving up (kube
+/// retries until its context ends; a conflict here means another writer
+/// got in between this one's read and write).
+const MAX_ATTEMPTS: usize = 16;
+
+/// Who writes, and how.
+#[derive(Clone, Copy)]
+pub struct Writer<'a> {
+    pub user: &'a Arc<UserInfo>,
+    pub dry_run: bool,
+}
+
+/// What an update addresses.
+#[derive(Clone, Copy)]
+pub struct Target<'a> {
+    pub info: &'a Arc<ResourceInfo>,
+    /// Empty for cluster-scoped kinds.
+    pub namespace: &'a str,
+    pub name: &'a str,
+    pub subresource: &'a str,
+}
+
+/// The stored object, decoded, that an update starts from.
+#[derive(Clone, Copy)]
+pub struct Old<'a> {
+    pub stored: &'a Arc<StoredObject>,
+    pub value: &'a Value,
+}
+
+/// The object an update asks for, given the stored one (None: there is
+/// none). Runs again when a conflicting writer got in first.
+pub type Requested = Box<dyn FnMut(Option<Old<'_>>) -> Result<Value, ApiError> + Send>;
+
+/// Whether an update may create the object it names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Creates {
+    Never,
+    Allowed,
+}
+
+/// The result of an update.
+pub struct Written {
+    pub object: Arc<StoredObject>,
+    /// The update created the object (201).
+    pub created: bool,
+}
+
+/// The conflict that sends an update round again: another writer changed
+/// the object between this one's read and its write.
+fn changed_meanwhile() -> ApiError {
+    ApiError::new(
+        409,
+        "Conflict",
+        "the object changed while it was being updated",
+    )
+}
+
+/// The fast path's way of saying "this one creates, and admission must see
+/// it": not an answer any client gets.
+fn needs_admission() -> ApiError {
+    ApiError::new(0, "NeedsAdmission", "")
+}
+
+pub struct Store<'a> {
+    api: &'a Api,
+}
+
+impl<'a> Store<'a> {
+    pub fn new(api: &'a Api) -> Self {
+        Self { api }
+    }
+
+    fn admission(&self) -> &Admission {
+        &self.api.admission
+    }
+
+    /// POST: creates `obj` (already type-checked and bound to its
+    /// namespace), answering the stored object. With `generateName` and no
+    /// name, a few random names are tried.
+    pub async fn create(
+        &self,
+        w: Writer<'_>,
+        info: &Arc<ResourceInfo>,
+        mut obj: Value,
+        ownership: Ownership,
+    ) -> Result<Arc<StoredObject>, ApiError> {
+        let namespace = meta::namespace(&obj).to_string();
+        escalation::check_create(self.api, w.user, info, &namespace, &obj).await?;
+        let name = meta::name(&obj).to_string();
+        let attrs = Attributes {
+            operation: Operation::Create,
+            resource: info,
+            subresource: "",
+            namespace: &namespace,
+            name: &name,
+            old_object: None,
+            user: w.user,
+            dry_run: w.dry_run,
+        };
+        self.admission().admit(&attrs, Some(&mut obj)).await?;
+        let generate = meta::name(&obj).is_empty()
+            && meta::meta_str(&obj, "generateName").is_some_and(|g| !g.is_empty());
+        let attempts = if generate { GENERATE_NAME_ATTEMPTS } else { 1 };
+        let mut last_err = None;
+        for attempt in 1..=attempts {
+            // The last attempt (the only one, unless the name is generated)
+            // takes the object itself: copying it was a measurable share of
+            // a create.
+            let mut candidate = if attempt == attempts {
+                std::mem::take(&mut obj)
+            } else {
+                obj.clone()
+            };
+            if generate {
+                let prefix = meta::meta_str(&candidate, "generateName")
+                    .unwrap_or("")
+                    .to_string();
+                meta::set_meta(
+                    &mut candidate,
+                    "name",
+                    Value::String(format!(
+                        "{prefix}{}",
+                        kubeshard_core::validation::generate_name_suffix()
+                    )),
+                );
+            }
+            let prepared = shape(info, Part::Main, &ownership, candidate, None)?;
+            self.admission().validate(&attrs, Some(&prepared)).await?;
+            let shards = self.api.shards();
+            if w.dry_run {
+                // Creating over an existing object fails the same way dry.
+                let existing = shards
+                    .get(&info.storage_key, &namespace, meta::name(&prepared))
+                    .await?;
+                if existing.is_some() {
+                    if generate {
+                        continue;
+                    }
+                    return Err(ApiError::already_exists(
+                        &info.group,
+                        &info.plural,
+                        meta::name(&prepared),
+                    ));
+                }
+                return Ok(Arc::new(StoredObject::encode(info, &prepared, 0)));
+            }
+            match shards.create(info, prepared).await {
+                Ok(stored) => {
+                    self.wait_visible(stored.revision).await;
+                    return Ok(stored);
+                }
+                Err(e) if generate && e.code == 409 => last_err = Some(e),
+                Err(e) if e.code == 409 => {
+                    return Err(self.being_deleted(info, &namespace, &name, e).await)
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Err(last_err.unwrap_or_else(|| ApiError::internal("name generation failed")))
+    }
+
+    /// PUT, PATCH, apply and the subresources: the object `requested`
+    /// asks for, shaped by the strategy of the addressed part, admitted and
+    /// stored. `creates` says whether a missing object may be created
+    /// (then only by a writer allowed to create it).
+    pub async fn update(
+        &self,
+        w: Writer<'_>,
+        t: Target<'_>,
+        requested: Requested,
+        ownership: Ownership,
+        creates: Creates,
+    ) -> Result<Written, ApiError> {
+        let part = Part::of(t.subresource);
+        let create_refusal = match creates {
+            Creates::Allowed => crate::filters::authz::create_refusal(self.api, w.user, &t).await,
+            Creates::Never => None,
+        };
+        let check = escalation::prepare_update(self.api, w.user, &t).await?;
+        let requested = Arc::new(Mutex::new(requested));
+        let admission_sees = |op| {
+            self.admission().handles(&Attributes {
+                operation: op,
+                resource: t.info,
+                subresource: t.subresource,
+                namespace: t.namespace,
+                name: t.name,
+                old_object: None,
+                user: w.user,
+                dry_run: w.dry_run,
+            })
+        };
+        let admit_updates = admission_sees(Operation::Update);
+        let admit_creates = creates == Creates::Allowed && admission_sees(Operation::Create);
+        if !w.dry_run && !admit_updates {
+            let fast = self
+                .api
+                .shards()
+                .update(
+                    t.info,
+                    t.namespace,
+                    t.name,
+                    on_shard(
+                        t.info.clone(),
+                        part,
+                        ownership.clone(),
+                        requested.clone(),
+                        Guards {
+                            check: check.clone(),
+                            create_refusal: create_refusal.clone(),
+                            creates,
+                            user: w.user.clone(),
+                        },
+                        admit_creates,
+                    ),
+                )
+                .await;
+            match fast {
+                Err(e) if e.code == 0 => {} // a create admission must see
+                Err(e) => return Err(e),
+                Ok(outcome) => return Ok(self.written(outcome).await),
+            }
+        }
+        let guards = Guards {
+            check,
+            create_refusal,
+            creates,
+            user: w.user.clone(),
+        };
+        for _ in 0..MAX_ATTEMPTS {
+            match self
+                .update_after_read(w, &t, part, &ownership, &requested, &guards)
+                .await
+            {
+                Err(e) if e.reason == "Conflict" && e.message == changed_meanwhile().message => {
+                    continue
+                }
+                other => return other,
+            }
+        }
+        Err(ApiError::conflict(
+            &t.info.group,
+            &t.info.plural,
+            t.name,
+            "the object kept changing while it was being updated; please try again",
+        ))
+    }
+
+    /// One round of the slow path: read, update and admit here, write only
+    /// if the object is still the one read.
+    async fn update_after_read(
+        &self,
+        w: Writer<'_>,
+        t: &Target<'_>,
+        part: Part,
+        ownership: &Ownership,
+        requested: &Arc<Mutex<Requested>>,
+        guards: &Guards,
+    ) -> Result<Written, ApiError> {
+        let shards = self.api.shards();
+        let current = shards.get(&t.info.storage_key, t.namespace, t.name).await?;
+        let old_value = current.as_ref().map(|c| c.to_value());
+        let old = current
+            .as_ref()
+            .zip(old_value.as_ref())
+            .map(|(stored, value)| Old { stored, value });
+        if old.is_none() && guards.creates == Creates::Never {
+            // The requested function answers as the write would (404, or
+            // its own error); nothing can be created.
+            (requested.lock())(None)?;
+            return Err(ApiError::not_found(&t.info.group, &t.info.plural, t.name));
+        }
+        let mut new = (requested.lock())(old)?;
+        let attrs = Attributes {
+            operation: if old.is_some() {
+                Operation::Update
+            } else {
+                Operation::Create
+            },
+            resource: t.info,
+            subresource: t.subresource,
+            namespace: t.namespace,
+            name: t.name,
+            old_object: old_value.as_ref(),
+            user: w.user,
+            dry_run: w.dry_run,
+        };
+        self.admission().admit(&attrs, Some(&mut new)).await?;
+        let new = shape(t.info, part, ownership, new, old_value.as_ref())?;
+        guards.check(t.info, current.as_ref(), &new)?;
+        self.admission().validate(&attrs, Some(&new)).await?;
+        if w.dry_run {
+            // The answer carries the current resourceVersion: nothing new
+            // was drawn.
+            let revision = current.as_ref().map_or(0, |c| c.revision);
+            let mut new = new;
+            if revision > 0 {
+                meta::set_meta(
+                    &mut new,
+                    "resourceVersion",
+                    Value::String(revision.to_string()),
+                );
+            }
+            return Ok(Written {
+                object: Arc::new(StoredObject::encode(t.info, &new, revision)),
+                created: current.is_none(),
+            });
+        }
+        let expected = current.as_ref().map(|c| c.revision);
+        let outcome = shards
+            .update(
+                t.info,
+                t.namespace,
+                t.name,
+                Box::new(move |now: Option<&Arc<StoredObject>>| {
+                    if now.map(|c| c.revision) != expected {
+                        return Err(changed_meanwhile());
+                    }
+                    Ok(new)
+                }),
+            )
+            .await?;
+        Ok(self.written(outcome).await)
+    }
+
+    async fn written(&self, outcome: UpdateOutcome) -> Written {
+        let created = matches!(outcome, UpdateOutcome::Created(_));
+        let object = outcome.object().clone();
+        self.wait_visible(object.revision).await;
+        Written { object, created }
+    }
+
+    /// DELETE of one object, with kube's lifecycle (preconditions,
+    /// graceful deletion, finalizers, propagation), after admission.
+    pub async fn delete(
+        &self,
+        w: Writer<'_>,
+        info: &Arc<ResourceInfo>,
+        namespace: &str,
+        name: &str,
+        opts: &DeleteOptions,
+    ) -> Result<DeleteOutcome, ApiError> {
+        let mut attrs = Attributes {
+            operation: Operation::Delete,
+            resource: info,
+            subresource: "",
+            namespace,
+            name,
+            old_object: None,
+            user: w.user,
+            dry_run: w.dry_run || opts.dry_run,
+        };
+        if self.admission().handles(&attrs) {
+            let old = self
+                .api
+                .shards()
+                .get(&info.storage_key, namespace, name)
+                .await?
+                .map(|o| o.to_value());
+            attrs.old_object = old.as_ref();
+            self.admission().admit(&attrs, None).await?;
+            self.admission().validate(&attrs, old.as_ref()).await?;
+        }
+        let mut opts = opts.clone();
+        opts.dry_run |= w.dry_run;
+        super::delete(
+            self.api.shards(),
+            info,
+            namespace,
+            name,
+            &opts,
+            self.api.config.enable_garbage_collector,
+        )
+        .await
+    }
+
+    async fn wait_visible(&self, revision: u64) {
+        self.api.shards().wait_closed(revision, VISIBLE_WAIT).await;
+    }
+
+    /// kube tells a client whose name clashes with an object on its way
+    /// out that this is why.
+    async fn being_deleted(
+        &self,
+        info: &ResourceInfo,
+        namespace: &str,
+        name: &str,
+        mut err: ApiError,
+    ) -> ApiError {
+        let existing = self
+            .api
+            .shards()
+            .get(&info.storage_key, namespace, name)
+            .await;
+        if let Ok(Some(o)) = existing {
+            if meta::meta_str(&o.to_value(), "deletionTimestamp").is_some() {
+                err.message = format!("object is being deleted: {}", err.message);
+            }
+        }
+        err
+    }
+}
+
+/// Attempts at a fresh random name before giving up (kube retries too).
+const GENERATE_NAME_ATTEMPTS: usize = 8;
+
+/// What an update must satisfy beyond its kind's validation, decided on
+/// this executor (where the RBAC index is) and carried to the write.
+#[derive(Clone)]
+struct Guards {
+    /// RBAC escalation and a binding's immutable roleRef.
+    check: Option<EscalationCheck>,
+    /// Why this writer may not create the object, if it may not.
+    create_refusal: Option<ApiError>,
+    creates: Creates,
+    user: Arc<UserInfo>,
+}
+
+impl Guards {
+    fn check(
+        &self,
+        info: &ResourceInfo,
+        old: Option<&Arc<StoredObject>>,
+        new: &Value,
+    ) -> Result<(), ApiError> {
+        if old.is_none() {
+            if let Some(e) = &self.create_refusal {
+                return Err(e.clone());
+            }
+        }
+        match &self.check {
+            Some(c) => c.run(&self.user, info, old, new),
+            None => Ok(()),
+        }
+    }
+}
+
+/// The fast path: the whole update on the owning shard.
+fn on_shard(
+    info: Arc<ResourceInfo>,
+    part: Part,
+    ownership: Ownership,
+    requested: Arc<Mutex<Requested>>,
+    guards: Guards,
+    admit_creates: bool,
+) -> kubeshard_shards::store::TryUpdate {
+    Box::new(move |current: Option<&Arc<StoredObject>>| {
+        let old_value = current.map(|c| c.to_value());
+        let old = current
+            .zip(old_value.as_ref())
+            .map(|(stored, value)| Old { stored, value });
+        let new = (requested.lock())(old)?;
+        if old.is_none() {
+            if guards.creates == Creates::Never {
+                return Err(ApiError::not_found(
+                    &info.group,
+                    &info.plural,
+                    meta::name(&new),
+                ));
+            }
+            if admit_creates {
+                return Err(needs_admission());
+            }
+        }
+        let new = shape(&info, part, &ownership, new, old_value.as_ref())?;
+        guards.check(&info, current, &new)?;
+        Ok(new)
+    })
+}
