@@ -15,15 +15,16 @@ fn admin(s: &Server) -> Client {
     s.client(&Who::cert("root", &["system:masters"]))
 }
 
-/// The administrator still gets an answer while an attack runs. The bound
-/// is generous (a TLS handshake and a GET on a loaded shared machine): the
-/// attacks it guards against held the core for minutes.
+/// The administrator still gets an answer while an attack runs: within
+/// two seconds, a TLS handshake and a GET on a shared machine that may be
+/// loaded (a second failed there once at 1.3 s, with a compiler running);
+/// the attacks it guards against held the core for 13 s and more.
 fn admin_answers_promptly(s: &Server) {
     let t = Instant::now();
     let (code, body) = admin(s).get("/api/v1/namespaces/default");
     assert_eq!(code, 200, "{body}");
     assert!(
-        t.elapsed() < Duration::from_secs(5),
+        t.elapsed() < Duration::from_secs(2),
         "admin GET took {:?}",
         t.elapsed()
     );
