@@ -42,13 +42,7 @@ pub async fn ensure(api: &Api) -> Result<(), ApiError> {
         None => create(api, &endpoints, wanted).await,
         Some(have) if have.to_value().get("subsets") == wanted.get("subsets") => Ok(()),
         Some(_) => {
-            let at = registry::Addressed {
-                info: &endpoints,
-                namespace: NAMESPACE,
-                name: NAME,
-                subresource: "",
-                uid: None,
-            };
+            let at = registry::Addressed::object(&endpoints, NAMESPACE, NAME);
             let mutation = Box::new(move |new: &mut Value| {
                 new["subsets"] = wanted["subsets"].clone();
                 Ok(true)

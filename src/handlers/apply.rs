@@ -9,7 +9,7 @@ use super::managers::Tracking;
 use super::patch::{options_invalid, precondition};
 use super::warnings::Warnings;
 use super::{Api, HandlerResult, ResourceRequest};
-use crate::registry::{Creates, Old, Ownership, Requested, Store};
+use crate::registry::{Creates, Old, Ownership, Requested};
 use kubeshard_core::apply;
 use kubeshard_core::catalog::ResourceInfo;
 use kubeshard_core::fieldvalidation::{self, Directive, Issue};
@@ -88,15 +88,8 @@ pub async fn apply(
     });
     // Only apply creates among the patches, and it is authorized as a
     // create when it does.
-    let written = Store::new(api)
-        .update(
-            super::update::writer(rr)?,
-            super::update::target(rr),
-            requested,
-            Ownership::Applied,
-            Creates::Allowed,
-        )
-        .await?;
+    let written =
+        super::update::write(api, rr, requested, Ownership::Applied, Creates::Allowed).await?;
     Ok(warnings.apply(super::update::written_response(rr, &written)))
 }
 

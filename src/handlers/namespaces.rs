@@ -8,9 +8,9 @@
 
 use super::decode::{check_type, parse_object, read_body};
 use super::managers::Tracking;
-use super::update::{target, writer, written_response};
+use super::update::written_response;
 use super::{Api, HandlerResult, ResourceRequest};
-use crate::registry::{create_as, spec_finalizers, Creates, Ownership, Store, APISERVER};
+use crate::registry::{create_as, spec_finalizers, APISERVER};
 use http::Request;
 use hyper::body::Incoming;
 use kubeshard_core::meta;
@@ -61,15 +61,8 @@ pub async fn finalize(
         return Err(ApiError::invalid("", "Namespace", &name, causes));
     }
     let rv = meta::resource_version(&obj).to_string();
-    let written = Store::new(api)
-        .update(
-            writer(rr)?,
-            target(rr),
-            spec_finalizers(name, rv, wanted),
-            Ownership::Tracked(tracking),
-            Creates::Never,
-        )
-        .await?;
+    let written =
+        super::update::change(api, rr, spec_finalizers(name, rv, wanted), tracking).await?;
     Ok(written_response(rr, &written))
 }
 

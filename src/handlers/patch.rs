@@ -7,10 +7,10 @@ use super::decode::{check_result_size, read_body};
 use super::fields;
 use super::managers::Tracking;
 use super::negotiation::Input;
-use super::update::{target, writer, written_response};
+use super::update::written_response;
 use super::warnings::Warnings;
 use super::{Api, HandlerResult, ResourceRequest};
-use crate::registry::{Creates, Old, Ownership, Requested, Store};
+use crate::registry::{Old, Requested};
 use http::Request;
 use hyper::body::Incoming;
 use kubeshard_cache::StoredObject;
@@ -67,15 +67,7 @@ pub async fn patch(api: &Rc<Api>, rr: &ResourceRequest, req: Request<Incoming>) 
         }
         Ok(patched)
     });
-    let written = Store::new(api)
-        .update(
-            writer(rr)?,
-            target(rr),
-            requested,
-            Ownership::Tracked(tracking),
-            Creates::Never,
-        )
-        .await?;
+    let written = super::update::change(api, rr, requested, tracking).await?;
     Ok(warnings.apply(written_response(rr, &written)))
 }
 

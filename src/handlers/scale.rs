@@ -8,9 +8,8 @@ use super::decode::read_body;
 use super::managers::Tracking;
 use super::negotiation::{Input, Output};
 use super::response::{self, Render};
-use super::update::{target, writer};
 use super::{not_found_path, Api, HandlerResult, ResourceRequest};
-use crate::registry::{Creates, Old, Ownership, Requested, Store};
+use crate::registry::{Old, Requested};
 use crate::serving::body::Body;
 use http::{Request, StatusCode};
 use hyper::body::Incoming;
@@ -87,15 +86,7 @@ pub async fn serve(api: &Rc<Api>, rr: &ResourceRequest, req: Request<Incoming>) 
         set_path(&mut new, sp.spec_replicas, json!(replicas));
         Ok(new)
     });
-    let written = Store::new(api)
-        .update(
-            writer(rr)?,
-            target(rr),
-            requested,
-            Ownership::Tracked(tracking),
-            Creates::Never,
-        )
-        .await?;
+    let written = super::update::change(api, rr, requested, tracking).await?;
     respond(
         StatusCode::OK,
         &scale_of(&spec, &written.object.to_value())?,

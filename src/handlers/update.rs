@@ -55,16 +55,41 @@ pub async fn update(api: &Rc<Api>, rr: &ResourceRequest, req: Request<Incoming>)
     } else {
         Creates::Never
     };
-    let written = Store::new(api)
-        .update(
-            writer(rr)?,
-            target(rr),
-            replace(info, obj),
-            Ownership::Tracked(tracking),
-            creates,
-        )
-        .await?;
+    let requested = replace(info, obj);
+    let written = write(api, rr, requested, Ownership::Tracked(tracking), creates).await?;
     Ok(warnings.apply(written_response(rr, &written)))
+}
+
+/// A request's update through the Store: its writer, its target, what it
+/// asks for.
+pub async fn write(
+    api: &Api,
+    rr: &ResourceRequest,
+    requested: Requested,
+    ownership: Ownership,
+    creates: Creates,
+) -> Result<Written, ApiError> {
+    Store::new(api)
+        .update(writer(rr)?, target(rr), requested, ownership, creates)
+        .await
+}
+
+/// A request's change to an object that must exist (PATCH, `/scale`,
+/// `/finalize`), recorded for its field manager.
+pub async fn change(
+    api: &Api,
+    rr: &ResourceRequest,
+    requested: Requested,
+    tracking: Tracking,
+) -> Result<Written, ApiError> {
+    write(
+        api,
+        rr,
+        requested,
+        Ownership::Tracked(tracking),
+        Creates::Never,
+    )
+    .await
 }
 
 /// Who a handler's write acts as, and whether it is a dry run.

@@ -50,6 +50,19 @@ pub struct Addressed<'a> {
     pub uid: Option<&'a str>,
 }
 
+impl<'a> Addressed<'a> {
+    /// The object itself (no subresource), whichever uid it has.
+    pub fn object(info: &'a Arc<ResourceInfo>, namespace: &'a str, name: &'a str) -> Self {
+        Self {
+            info,
+            namespace,
+            name,
+            subresource: "",
+            uid: None,
+        }
+    }
+}
+
 /// A server-side read-modify-write (controllers, bootstrap) through the
 /// Store, as `manager`: the same strategy, admission, field ownership and
 /// conflict retries as a client's update.

@@ -57,13 +57,7 @@ async fn reconcile(api: &Api) -> Result<usize, ApiError> {
     }
     let info = resource(api, kubeshard_core::rbac::GROUP, "clusterroles")?;
     for (name, rules) in updates {
-        let at = registry::Addressed {
-            info: &info,
-            namespace: "",
-            name: &name,
-            subresource: "",
-            uid: None,
-        };
+        let at = registry::Addressed::object(&info, "", &name);
         let mutation = Box::new(move |new: &mut serde_json::Value| {
             new["rules"] = rules.clone();
             Ok(true)

@@ -33,13 +33,7 @@ pub async fn ensure(api: &Api) -> Result<(), ApiError> {
                     continue;
                 };
                 tracing::info!(%name, kind = %info.kind, "reconciling bootstrap RBAC object");
-                let at = registry::Addressed {
-                    info: &info,
-                    namespace: "",
-                    name: &name,
-                    subresource: "",
-                    uid: None,
-                };
+                let at = registry::Addressed::object(&info, "", &name);
                 let mutation = Box::new(move |new: &mut Value| {
                     *new = fixed.clone();
                     Ok(true)

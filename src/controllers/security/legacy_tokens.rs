@@ -100,13 +100,7 @@ async fn fill(api: &Api, ns: &str, name: &str) -> Result<(), ApiError> {
         json!({"token": b64(&token), "namespace": b64(ns), "ca.crt": b64(&config.trust_pem)}),
         sa.uid().to_string(),
     );
-    let at = registry::Addressed {
-        info: &secrets,
-        namespace: ns,
-        name,
-        subresource: "",
-        uid: None,
-    };
+    let at = registry::Addressed::object(&secrets, ns, name);
     let mutation = Box::new(move |new: &mut serde_json::Value| {
         if new.pointer("/data/token").is_some() {
             return Err(ApiError::conflict("", "secrets", "", "already filled"));
