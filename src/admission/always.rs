@@ -1,7 +1,9 @@
 //! AlwaysAdmit and AlwaysDeny (kube's plugins of those names, deprecated
-//! there but still accepted): the first lets everything through, the
-//! second refuses every write. AlwaysDeny is how an operator freezes a
-//! server's data while keeping it readable.
+//! there but still accepted): the first sees every write and lets it
+//! through, the second refuses every write. AlwaysDeny is how an operator
+//! freezes a server's data while keeping it readable; AlwaysAdmit, as any
+//! plugin that sees updates, sends every update through the Store's
+//! read-admit-write path.
 
 use super::{Attributes, Mutating, Outcome, Validating};
 use kubeshard_core::status::ApiError;
@@ -15,7 +17,7 @@ impl Mutating for AlwaysAdmit {
     }
 
     fn handles(&self, _a: &Attributes<'_>) -> bool {
-        false
+        true
     }
 
     fn admit<'a>(&'a self, _a: &'a Attributes<'a>, _o: Option<&'a mut Value>) -> Outcome<'a> {

@@ -42,8 +42,9 @@ const VISIBLE_WAIT: Duration = Duration::from_secs(5);
 
 /// How often a conflicting update is tried again before giving up (kube
 /// retries until its context ends; a conflict here means another writer
-/// got in between this one's read and write).
-const MAX_ATTEMPTS: usize = 16;
+/// got in between this one's read and write, so every lost round is
+/// another writer's success and the bound is only a backstop).
+const MAX_ATTEMPTS: usize = 256;
 
 /// Who writes, and how.
 #[derive(Clone, Copy)]
@@ -275,7 +276,11 @@ impl<'a> Store<'a> {
                 .await
             {
                 Err(e) if e.reason == "Conflict" && e.message == changed_meanwhile().message => {
-                    continue
+                    // The write that got in may still be on its way to
+                    // durable storage, where a read does not see it yet:
+                    // read again once everything drawn so far is visible.
+                    let drawn = self.api.shards().sequencer().current();
+                    self.wait_visible(drawn).await;
                 }
                 other => return other,
             }
