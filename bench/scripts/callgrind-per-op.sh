@@ -1,16 +1,18 @@
 #!/usr/bin/env bash
 # Instructions per operation of a kubeshard binary, counted by callgrind:
-# the server runs under valgrind (--shards 1, memory storage) while
+# the server runs under valgrind (--shards $SHARDS, default 1; memory storage) while
 # kubeshard-bench does N and then 3N operations; the difference of the two
 # runs' totals over 2N is the cost of one operation, start-up and set-up
 # cancelled out. Repeatable whatever else the machine does.
 #
-#   bench/scripts/callgrind-per-op.sh BIN N WORKLOAD [ARGS...]
+#   [SHARDS=1] bench/scripts/callgrind-per-op.sh BIN N WORKLOAD [ARGS...]
 #   e.g. bench/scripts/callgrind-per-op.sh target/release/kubeshard 10000 get --objects 100
+# (SHARDS=2: the instructions of both executors, cross-shard hops included.)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 BIN=$(realpath "${1:?usage: callgrind-per-op.sh BIN N WORKLOAD [ARGS...]}")
 N=${2:?N}; shift 2
+SHARDS=${SHARDS:-1}
 cargo build --release -q -p kubeshard-bench
 BENCH=$PWD/target/release/kubeshard-bench
 TMP=$(mktemp -d); trap 'rm -rf "$TMP"' EXIT
@@ -18,7 +20,7 @@ total() {
   local n=$1; shift
   local port; port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
   valgrind --tool=callgrind --callgrind-out-file="$TMP/cg.$n" "$BIN" --insecure-port "$port" \
-    --secure-port 0 --bind-address 127.0.0.1 --shards 1 --storage memory --data-dir "$TMP/d$n" \
+    --secure-port 0 --bind-address 127.0.0.1 --shards "$SHARDS" --storage memory --data-dir "$TMP/d$n" \
     >"$TMP/log.$n" 2>&1 &
   local vp=$!
   for _ in $(seq 600); do curl -sf "localhost:$port/readyz" >/dev/null && break; sleep 0.5; done
