@@ -15,6 +15,8 @@ use kubeshard_cache::{EventType, Filter, Hub, StoredObject};
 use kubeshard_shards::store::ListRequest;
 use kubeshard_shards::ExecutorContext;
 use std::cell::RefCell;
+use std::collections::HashMap;
+use std::hash::Hash;
 use std::rc::Rc;
 use std::sync::Arc;
 use std::task::Poll;
@@ -29,6 +31,35 @@ pub enum Change<'a> {
 }
 
 pub type Sink = Box<dyn FnMut(Change<'_>)>;
+
+/// A sink that keeps `map` a copy of the informer's objects: each under
+/// its `key` (objects without one are left out), as `value` makes it.
+pub fn mirror<K, V>(
+    map: Rc<RefCell<HashMap<K, V>>>,
+    key: impl Fn(&StoredObject) -> Option<K> + 'static,
+    value: impl Fn(&StoredObject) -> V + 'static,
+) -> Sink
+where
+    K: Hash + Eq + 'static,
+    V: 'static,
+{
+    Box::new(move |change| {
+        let mut m = map.borrow_mut();
+        match change {
+            Change::Reset => m.clear(),
+            Change::Upsert(o) => {
+                if let Some(k) = key(o) {
+                    m.insert(k, value(o));
+                }
+            }
+            Change::Delete(o) => {
+                if let Some(k) = key(o) {
+                    m.remove(&k);
+                }
+            }
+        }
+    })
+}
 
 struct Informer {
     resource: Arc<str>,

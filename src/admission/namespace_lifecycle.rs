@@ -10,7 +10,7 @@
 //! everything acknowledged so far, and then read from the store itself.
 
 use super::{Attributes, Mutating, Operation, Outcome};
-use crate::informer::{Change, Informers};
+use crate::informer::{mirror, Informers};
 use kubeshard_cache::Filter;
 use kubeshard_core::registry::lifecycle::deletion_timestamp;
 use kubeshard_core::status::{ApiError, StatusCause};
@@ -41,23 +41,15 @@ impl NamespaceLifecycle {
     /// The plugin, with its namespace cache kept current on this executor.
     pub fn start(ctx: &Rc<ExecutorContext>, informers: &Rc<Informers>) -> Self {
         let cache: Rc<RefCell<HashMap<String, bool>>> = Rc::default();
-        let sink = cache.clone();
         informers.start(
             ctx,
             Arc::from(NAMESPACES),
             Filter::default(),
-            Box::new(move |change| {
-                let mut c = sink.borrow_mut();
-                match change {
-                    Change::Reset => c.clear(),
-                    Change::Upsert(o) => {
-                        c.insert(o.name.to_string(), terminating(&o.to_value()));
-                    }
-                    Change::Delete(o) => {
-                        c.remove(&*o.name);
-                    }
-                }
-            }),
+            mirror(
+                cache.clone(),
+                |o| Some(o.name.to_string()),
+                |o| terminating(&o.to_value()),
+            ),
         );
         Self {
             cache,

@@ -88,14 +88,16 @@ pub struct Written {
     pub created: bool,
 }
 
+const CHANGED_MEANWHILE: &str = "the object changed while it was being updated";
+
 /// The conflict that sends an update round again: another writer changed
 /// the object between this one's read and its write.
 fn changed_meanwhile() -> ApiError {
-    ApiError::new(
-        409,
-        "Conflict",
-        "the object changed while it was being updated",
-    )
+    ApiError::new(409, "Conflict", CHANGED_MEANWHILE)
+}
+
+fn is_changed_meanwhile(e: &ApiError) -> bool {
+    e.code == 409 && e.message == CHANGED_MEANWHILE
 }
 
 /// The fast path's way of saying "this one creates, and admission must see
@@ -235,6 +237,12 @@ impl<'a> Store<'a> {
         };
         let admit_updates = admission_sees(Operation::Update);
         let admit_creates = creates == Creates::Allowed && admission_sees(Operation::Create);
+        let guards = Guards {
+            check,
+            create_refusal,
+            creates,
+            user: w.user.clone(),
+        };
         if !w.dry_run && !admit_updates {
             let fast = self
                 .api
@@ -248,12 +256,7 @@ impl<'a> Store<'a> {
                         part,
                         ownership.clone(),
                         requested.clone(),
-                        Guards {
-                            check: check.clone(),
-                            create_refusal: create_refusal.clone(),
-                            creates,
-                            user: w.user.clone(),
-                        },
+                        guards.clone(),
                         admit_creates,
                     ),
                 )
@@ -264,18 +267,12 @@ impl<'a> Store<'a> {
                 Ok(outcome) => return Ok(self.written(outcome).await),
             }
         }
-        let guards = Guards {
-            check,
-            create_refusal,
-            creates,
-            user: w.user.clone(),
-        };
         for _ in 0..MAX_ATTEMPTS {
             match self
                 .update_after_read(w, &t, part, &ownership, &requested, &guards)
                 .await
             {
-                Err(e) if e.reason == "Conflict" && e.message == changed_meanwhile().message => {
+                Err(e) if is_changed_meanwhile(&e) => {
                     // The write that got in may still be on its way to
                     // durable storage, where a read does not see it yet:
                     // read again once everything drawn so far is visible.

@@ -4,7 +4,7 @@
 
 use super::SecurityConfig;
 use crate::filters::timeout::CoarseTimer;
-use crate::informer::{Change, Informers};
+use crate::informer::{mirror, Change, Informers};
 use kubeshard_cache::{Filter, StoredObject};
 use kubeshard_core::authn::bootstrap_token;
 use kubeshard_core::rbac::{RbacIndex, RbacKind};
@@ -89,26 +89,13 @@ impl Security {
                 }),
             );
         }
-        let accounts = self.accounts.clone();
         self.informers.start(
             ctx,
             Arc::from("/serviceaccounts"),
             Filter::default(),
-            Box::new(move |change| {
-                let mut a = accounts.borrow_mut();
-                match change {
-                    Change::Reset => a.clear(),
-                    Change::Upsert(o) => {
-                        a.insert(key_of(o), record_of(o));
-                    }
-                    Change::Delete(o) => {
-                        a.remove(&key_of(o));
-                    }
-                }
-            }),
+            mirror(self.accounts.clone(), |o| Some(key_of(o)), record_of),
         );
         if self.config.bootstrap_tokens {
-            let secrets = self.bootstrap_secrets.clone();
             let filter = Filter {
                 namespace: Some(bootstrap_token::NAMESPACE.into()),
                 fields: FieldSelector::parse(&format!("type={}", bootstrap_token::SECRET_TYPE))
@@ -119,27 +106,15 @@ impl Security {
                 ctx,
                 Arc::from("/secrets"),
                 filter,
-                Box::new(move |change| {
-                    let mut s = secrets.borrow_mut();
-                    let id = |o: &StoredObject| {
+                mirror(
+                    self.bootstrap_secrets.clone(),
+                    |o| {
                         o.name
                             .strip_prefix(bootstrap_token::SECRET_PREFIX)
                             .map(str::to_string)
-                    };
-                    match change {
-                        Change::Reset => s.clear(),
-                        Change::Upsert(o) => {
-                            if let Some(id) = id(o) {
-                                s.insert(id, o.to_value());
-                            }
-                        }
-                        Change::Delete(o) => {
-                            if let Some(id) = id(o) {
-                                s.remove(&id);
-                            }
-                        }
-                    }
-                }),
+                    },
+                    StoredObject::to_value,
+                ),
             );
         }
     }
