@@ -10,6 +10,7 @@
 //! [`Informers::catch_up`] lets a caller wait until that covers a revision
 //! (read-your-writes for a denied request after a new binding).
 
+use crate::registry::storage::Storage;
 use kubeshard_cache::index::{Cursor, Read};
 use kubeshard_cache::{EventType, Filter, Hub, StoredObject};
 use kubeshard_shards::store::ListRequest;
@@ -169,7 +170,7 @@ async fn run(inf: Rc<RefCell<Informer>>, ctx: Rc<ExecutorContext>) {
             let i = inf.borrow();
             (i.resource.clone(), i.filter.clone())
         };
-        let revision = ctx.shards.sequencer().closed();
+        let revision = ctx.shards.progress();
         let req = ListRequest {
             resource: resource.clone(),
             filter: Arc::new(filter.clone()),
@@ -178,10 +179,10 @@ async fn run(inf: Rc<RefCell<Informer>>, ctx: Rc<ExecutorContext>) {
             limit: 0,
             count_remaining: false,
         };
-        let chunks = match ctx.shards.list_all(&req).await {
+        let chunks = match ctx.shards.list(&req).await {
             Ok(c) => c,
             Err(e) => {
-                tracing::warn!(%resource, error = %e.message, "informer list failed; retrying");
+                tracing::warn!(%resource, error = ?e, "informer list failed; retrying");
                 glommio::timer::sleep(Duration::from_millis(100)).await;
                 continue;
             }

@@ -64,7 +64,9 @@ fn python_informer_stays_in_sync_through_timeouts_bookmarks_and_410() {
         );
     }
     let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/python/informer.py");
-    let child = Command::new(&py)
+    let dir = tempfile::tempdir().unwrap();
+    let resume = dir.path().join("resume");
+    let mut child = Command::new(&py)
         .arg(&script)
         .args([
             "--host",
@@ -75,16 +77,33 @@ fn python_informer_stays_in_sync_through_timeouts_bookmarks_and_410() {
             "6",
             "--pause-after",
             "2",
+            "--resume-file",
+            resume.to_str().unwrap(),
         ])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    // Writes throughout, including a burst longer than the history window
-    // while the informer is paused, so its next watch gets a 410.
-    let started = Instant::now();
-    let mut i = 0;
-    while started.elapsed() < Duration::from_millis(4500) {
+    // The informer says when it pauses; its other stderr is kept for the
+    // failure message.
+    let (paused_tx, paused) = std::sync::mpsc::channel();
+    let stderr = child.stderr.take().unwrap();
+    let stderr = std::thread::spawn(move || {
+        let mut all = String::new();
+        for line in std::io::BufRead::lines(std::io::BufReader::new(stderr)) {
+            let line = line.unwrap_or_default();
+            if line == "paused" {
+                let _ = paused_tx.send(());
+            }
+            all.push_str(&line);
+            all.push('\n');
+        }
+        all
+    });
+    // Writes throughout; while the informer is paused, a burst three times
+    // the history window, so its next watch gets a 410. Writing stops
+    // 1.5 s after it resumes, so it can catch up before its end.
+    let write = |i: usize| {
         let name = format!("cm-{}", i % 15);
         match i % 4 {
             0 | 1 => {
@@ -105,11 +124,31 @@ fn python_informer_stays_in_sync_through_timeouts_bookmarks_and_410() {
                 s.delete(&format!("/api/v1/namespaces/{ns}/configmaps/{name}"));
             }
         }
+    };
+    let started = Instant::now();
+    let mut resumed: Option<Instant> = None;
+    let mut i = 0;
+    while resumed.is_none_or(|r| r.elapsed() < Duration::from_millis(1500)) {
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "the informer never paused"
+        );
+        if resumed.is_none() && paused.try_recv().is_ok() {
+            for b in 0..60 {
+                s.post(
+                    &format!("/api/v1/namespaces/{ns}/configmaps"),
+                    &configmap(&format!("burst-{b}"), json!({})),
+                );
+            }
+            std::fs::write(&resume, b"").unwrap();
+            resumed = Some(Instant::now());
+        }
+        write(i);
         i += 1;
         std::thread::sleep(Duration::from_millis(5));
     }
     let out = child.wait_with_output().unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stderr = stderr.join().unwrap();
     assert!(out.status.success(), "informer failed: {stderr}");
     let result: Value = serde_json::from_slice(&out.stdout)
         .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)));

@@ -1,19 +1,16 @@
 //! How an executor reaches the shards: its own directly, the others by
 //! message. Handlers use only this; they never see a store.
 
+use crate::backend::{Storage, StorageError, UpdateFn};
 use crate::closed::ClosedWaiters;
 use crate::messages::{ShardMsg, ShardStats};
 use crate::sequencer::Sequencer;
-use crate::store::{
-    DeleteCheck, DeleteOutcome, DeletePlan, ListChunk, ListRequest, ShardStore, TryUpdate,
-    UpdateOutcome,
-};
+use crate::store::{DeleteOutcome, DeletePlan, ListChunk, ListRequest, ShardStore, UpdateOutcome};
 use futures_channel::oneshot;
 use kubeshard_cache::StoredObject;
 use kubeshard_core::catalog::ResourceInfo;
 use kubeshard_core::keys::shard_for;
 use kubeshard_core::meta;
-use kubeshard_core::status::ApiError;
 use serde_json::Value;
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -28,8 +25,8 @@ pub struct ShardClient {
     closed_waiters: Rc<ClosedWaiters>,
 }
 
-fn gone() -> ApiError {
-    ApiError::service_unavailable("the shard is shutting down")
+fn gone() -> StorageError {
+    StorageError::Unavailable("the shard is shutting down".into())
 }
 
 impl ShardClient {
@@ -64,9 +61,9 @@ impl ShardClient {
     /// Runs a mutation on the local store and waits until it is durable.
     async fn local_write<T: 'static>(
         &self,
-        write: impl FnOnce(&mut ShardStore) -> Result<T, ApiError>,
+        write: impl FnOnce(&mut ShardStore) -> Result<T, StorageError>,
         revision: impl FnOnce(&T) -> u64,
-    ) -> Result<T, ApiError> {
+    ) -> Result<T, StorageError> {
         let (tx, rx) = oneshot::channel();
         {
             let mut store = self.local.borrow_mut();
@@ -87,12 +84,46 @@ impl ShardClient {
         rx.await.ok()
     }
 
-    pub async fn get(
+    /// Sends a request to every shard (but this executor's own, unless
+    /// `include_own`) and returns the pending replies: all are sent before
+    /// any is awaited, so the shards work in parallel.
+    async fn ask_each<T>(
+        &self,
+        include_own: bool,
+        make: impl Fn(oneshot::Sender<T>) -> ShardMsg,
+    ) -> Result<Vec<oneshot::Receiver<T>>, StorageError> {
+        let mut waits = Vec::with_capacity(self.inboxes.len());
+        for (shard, inbox) in self.inboxes.iter().enumerate() {
+            if shard == self.id && !include_own {
+                continue;
+            }
+            let (tx, rx) = oneshot::channel();
+            inbox.send(make(tx)).await.map_err(|_| gone())?;
+            waits.push(rx);
+        }
+        Ok(waits)
+    }
+
+    /// Every executor's figures, in shard order.
+    pub async fn stats(&self) -> Result<Vec<ShardStats>, StorageError> {
+        let mut out = Vec::with_capacity(self.inboxes.len());
+        for rx in self
+            .ask_each(true, |reply| ShardMsg::Stats { reply })
+            .await?
+        {
+            out.push(rx.await.map_err(|_| gone())?);
+        }
+        Ok(out)
+    }
+}
+
+impl Storage for ShardClient {
+    async fn get(
         &self,
         resource: &Arc<str>,
         namespace: &str,
         name: &str,
-    ) -> Result<Option<Arc<StoredObject>>, ApiError> {
+    ) -> Result<Option<Arc<StoredObject>>, StorageError> {
         let shard = self.owner(resource, namespace, name);
         if shard == self.id {
             return Ok(self.local.borrow().get(resource, namespace, name));
@@ -107,100 +138,9 @@ impl ShardClient {
         .ok_or_else(gone)
     }
 
-    pub async fn create(
-        &self,
-        info: &Arc<ResourceInfo>,
-        obj: Value,
-    ) -> Result<Arc<StoredObject>, ApiError> {
-        let shard = self.owner(&info.storage_key, meta::namespace(&obj), meta::name(&obj));
-        if shard == self.id {
-            return self
-                .local_write(|s| s.create(info, obj), |o| o.revision)
-                .await;
-        }
-        self.ask(shard, |reply| ShardMsg::Create {
-            info: info.clone(),
-            obj,
-            reply,
-        })
-        .await
-        .ok_or_else(gone)?
-    }
-
-    pub async fn update(
-        &self,
-        info: &Arc<ResourceInfo>,
-        namespace: &str,
-        name: &str,
-        try_update: TryUpdate,
-    ) -> Result<UpdateOutcome, ApiError> {
-        let shard = self.owner(&info.storage_key, namespace, name);
-        if shard == self.id {
-            return self
-                .local_write(
-                    |s| s.update(info, namespace, name, try_update),
-                    |o| o.object().revision,
-                )
-                .await;
-        }
-        self.ask(shard, |reply| ShardMsg::Update {
-            info: info.clone(),
-            namespace: namespace.to_string(),
-            name: name.to_string(),
-            try_update,
-            reply,
-        })
-        .await
-        .ok_or_else(gone)?
-    }
-
-    pub async fn delete(
-        &self,
-        info: &Arc<ResourceInfo>,
-        namespace: &str,
-        name: &str,
-        check: DeleteCheck,
-    ) -> Result<Arc<StoredObject>, ApiError> {
-        let shard = self.owner(&info.storage_key, namespace, name);
-        if shard == self.id {
-            return self
-                .local_write(|s| s.delete(info, namespace, name, check), |o| o.revision)
-                .await;
-        }
-        self.ask(shard, |reply| ShardMsg::Delete {
-            info: info.clone(),
-            namespace: namespace.to_string(),
-            name: name.to_string(),
-            check,
-            reply,
-        })
-        .await
-        .ok_or_else(gone)?
-    }
-
-    /// Sends a request to every shard (but this executor's own, unless
-    /// `include_own`) and returns the pending replies: all are sent before
-    /// any is awaited, so the shards work in parallel.
-    async fn ask_each<T>(
-        &self,
-        include_own: bool,
-        make: impl Fn(oneshot::Sender<T>) -> ShardMsg,
-    ) -> Result<Vec<oneshot::Receiver<T>>, ApiError> {
-        let mut waits = Vec::with_capacity(self.inboxes.len());
-        for (shard, inbox) in self.inboxes.iter().enumerate() {
-            if shard == self.id && !include_own {
-                continue;
-            }
-            let (tx, rx) = oneshot::channel();
-            inbox.send(make(tx)).await.map_err(|_| gone())?;
-            waits.push(rx);
-        }
-        Ok(waits)
-    }
-
-    /// Every shard's part of a list (own shard first). Remote shards are
-    /// asked first so they work while the local part is computed.
-    pub async fn list_all(&self, req: &ListRequest) -> Result<Vec<ListChunk>, ApiError> {
+    /// Every shard's part (own shard first). Remote shards are asked
+    /// first so they work while the local part is computed.
+    async fn list(&self, req: &ListRequest) -> Result<Vec<ListChunk>, StorageError> {
         let waits = self
             .ask_each(false, |reply| ShardMsg::List {
                 req: req.clone(),
@@ -231,15 +171,62 @@ impl ShardClient {
         Ok(chunks)
     }
 
-    /// A deletion following the registry's lifecycle rules, decided by
-    /// `plan` on the owning shard; answers once it is durable.
-    pub async fn delete_with(
+    async fn create(
+        &self,
+        info: &Arc<ResourceInfo>,
+        obj: Value,
+    ) -> Result<Arc<StoredObject>, StorageError> {
+        let shard = self.owner(&info.storage_key, meta::namespace(&obj), meta::name(&obj));
+        if shard == self.id {
+            return self
+                .local_write(|s| s.create(info, obj), |o| o.revision)
+                .await;
+        }
+        self.ask(shard, |reply| ShardMsg::Create {
+            info: info.clone(),
+            obj,
+            reply,
+        })
+        .await
+        .ok_or_else(gone)?
+    }
+
+    /// The whole read-modify-write runs on the owning shard, where nothing
+    /// else writes in between: `update` runs exactly once.
+    async fn guaranteed_update(
+        &self,
+        info: &Arc<ResourceInfo>,
+        namespace: &str,
+        name: &str,
+        try_update: UpdateFn,
+    ) -> Result<UpdateOutcome, StorageError> {
+        let shard = self.owner(&info.storage_key, namespace, name);
+        if shard == self.id {
+            return self
+                .local_write(
+                    |s| s.update(info, namespace, name, try_update),
+                    |o| o.object().revision,
+                )
+                .await;
+        }
+        self.ask(shard, |reply| ShardMsg::Update {
+            info: info.clone(),
+            namespace: namespace.to_string(),
+            name: name.to_string(),
+            try_update,
+            reply,
+        })
+        .await
+        .ok_or_else(gone)?
+    }
+
+    async fn delete(
         &self,
         info: &Arc<ResourceInfo>,
         namespace: &str,
         name: &str,
         plan: DeletePlan,
-    ) -> Result<DeleteOutcome, ApiError> {
+    ) -> Result<DeleteOutcome, StorageError> {
         let shard = self.owner(&info.storage_key, namespace, name);
         if shard == self.id {
             return self
@@ -260,22 +247,18 @@ impl ShardClient {
         .ok_or_else(gone)?
     }
 
-    /// Every executor's figures, in shard order.
-    pub async fn stats(&self) -> Result<Vec<ShardStats>, ApiError> {
-        let mut out = Vec::with_capacity(self.inboxes.len());
-        for rx in self
-            .ask_each(true, |reply| ShardMsg::Stats { reply })
-            .await?
-        {
-            out.push(rx.await.map_err(|_| gone())?);
-        }
-        Ok(out)
+    fn current_revision(&self) -> u64 {
+        self.seq.current()
     }
 
-    /// Waits until the closed revision reaches `revision` (woken by this
-    /// executor's hub loop, see [`crate::closed`]). Returns false at the
-    /// deadline.
-    pub async fn wait_closed(&self, revision: u64, timeout: Duration) -> bool {
+    /// The closed revision: every event up to it is durable and on its way
+    /// to every executor's hub.
+    fn progress(&self) -> u64 {
+        self.seq.closed()
+    }
+
+    /// Woken by this executor's hub loop (see [`crate::closed`]).
+    async fn wait_progress(&self, revision: u64, timeout: Duration) -> bool {
         self.closed_waiters
             .wait(&self.seq, revision, Instant::now() + timeout)
             .await
@@ -286,9 +269,9 @@ impl ShardClient {
 /// for failures, which wrote nothing, and for revision 0, no write).
 pub fn reply_when_durable<T: 'static>(
     store: &mut ShardStore,
-    result: Result<T, ApiError>,
+    result: Result<T, StorageError>,
     revision: impl FnOnce(&T) -> u64,
-    reply: impl FnOnce(Result<T, ApiError>) + 'static,
+    reply: impl FnOnce(Result<T, StorageError>) + 'static,
 ) {
     match result {
         Ok(v) => {
@@ -310,8 +293,9 @@ pub fn send_to<T: 'static>(tx: oneshot::Sender<T>) -> impl FnOnce(T) + 'static {
     }
 }
 
-fn expired(requested: u64, compacted: u64) -> ApiError {
-    ApiError::resource_expired(format!(
-        "too old resource version: {requested} ({compacted})"
-    ))
+fn expired(requested: u64, compacted: u64) -> StorageError {
+    StorageError::TooOld {
+        requested,
+        compacted,
+    }
 }

@@ -5,13 +5,13 @@
 //! every write that arrives queues behind it, and the next group takes them
 //! all with one write and one sync. Under light load a group is one write.
 
+use crate::backend::StorageError;
 use crate::runtime::Shutdown;
 use crate::storage::snapshot::{write_snapshot, SnapshotEncoder};
 use crate::storage::wal::writer::LogWriter;
 use crate::storage::WalConfig;
 use crate::store::ShardStore;
 use futures_lite::future;
-use kubeshard_core::status::ApiError;
 use std::cell::{Cell, RefCell};
 use std::path::PathBuf;
 use std::rc::Rc;
@@ -35,9 +35,9 @@ pub struct CommitterConfig {
 
 /// A write that could not be made durable: the client learns it, the
 /// server keeps serving reads, and later writes retry the disk.
-fn storage_error(e: std::io::Error) -> ApiError {
+fn storage_error(e: std::io::Error) -> StorageError {
     tracing::error!(error = %e, "write-ahead log write failed; the writes in it were refused");
-    ApiError::service_unavailable(format!(
+    StorageError::Unavailable(format!(
         "the write could not be made durable: {e}; the server stays up and retries on the next write"
     ))
 }

@@ -4,8 +4,10 @@
 //! for another shard's keys travel as messages ([`messages`]) and come back
 //! as messages, so a store is only ever touched by its own thread. The
 //! [`sequencer`] hands out global revisions and computes the closed
-//! revision; [`storage`] is the seam where durable backends plug in.
+//! revision; [`backend`] is the seam the registry stores through, and
+//! [`storage`] the engine's own durable log and snapshots.
 
+pub mod backend;
 pub mod client;
 pub mod closed;
 mod committer;

@@ -1,12 +1,10 @@
 //! Requests one executor sends to the shard that owns a key.
 
-use crate::store::{
-    DeleteCheck, DeleteOutcome, DeletePlan, ListChunk, ListRequest, TryUpdate, UpdateOutcome,
-};
+use crate::backend::StorageError;
+use crate::store::{DeleteOutcome, DeletePlan, ListChunk, ListRequest, TryUpdate, UpdateOutcome};
 use futures_channel::oneshot;
 use kubeshard_cache::StoredObject;
 use kubeshard_core::catalog::ResourceInfo;
-use kubeshard_core::status::ApiError;
 use serde_json::Value;
 use std::sync::Arc;
 
@@ -43,28 +41,21 @@ pub enum ShardMsg {
     Create {
         info: Arc<ResourceInfo>,
         obj: Value,
-        reply: Reply<Result<Arc<StoredObject>, ApiError>>,
+        reply: Reply<Result<Arc<StoredObject>, StorageError>>,
     },
     Update {
         info: Arc<ResourceInfo>,
         namespace: String,
         name: String,
         try_update: TryUpdate,
-        reply: Reply<Result<UpdateOutcome, ApiError>>,
-    },
-    Delete {
-        info: Arc<ResourceInfo>,
-        namespace: String,
-        name: String,
-        check: DeleteCheck,
-        reply: Reply<Result<Arc<StoredObject>, ApiError>>,
+        reply: Reply<Result<UpdateOutcome, StorageError>>,
     },
     DeleteWith {
         info: Arc<ResourceInfo>,
         namespace: String,
         name: String,
         plan: DeletePlan,
-        reply: Reply<Result<DeleteOutcome, ApiError>>,
+        reply: Reply<Result<DeleteOutcome, StorageError>>,
     },
     Stats {
         reply: Reply<ShardStats>,

@@ -267,16 +267,6 @@ fn handle(store: &mut ShardStore, hub: &RefCell<Hub>, msg: ShardMsg) {
             let result = store.update(&info, &namespace, &name, try_update);
             reply_when_durable(store, result, |o| o.object().revision, send_to(reply));
         }
-        ShardMsg::Delete {
-            info,
-            namespace,
-            name,
-            check,
-            reply,
-        } => {
-            let result = store.delete(&info, &namespace, &name, check);
-            reply_when_durable(store, result, |o| o.revision, send_to(reply));
-        }
         ShardMsg::DeleteWith {
             info,
             namespace,

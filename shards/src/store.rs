@@ -16,6 +16,7 @@ mod log;
 pub use list::{ListChunk, ListRequest};
 pub use log::Completion;
 
+use crate::backend::StorageError;
 use crate::sequencer::Sequencer;
 use hashbrown::HashMap;
 use kubeshard_cache::ring::RingLimits;
@@ -90,11 +91,9 @@ impl Ord for dyn KeyView + '_ {
 pub type EventBatch = Arc<[Arc<Event>]>;
 
 /// Decides the new state of an object from its stored state (None when
-/// absent). Runs on the owning shard, so read-modify-write is atomic.
-pub type TryUpdate = Box<dyn FnOnce(Option<&Arc<StoredObject>>) -> Result<Value, ApiError> + Send>;
-
-/// Decides whether a deletion may proceed, given the stored object.
-pub type DeleteCheck = Box<dyn FnOnce(&Arc<StoredObject>) -> Result<(), ApiError> + Send>;
+/// absent). Runs on the owning shard, once: read-modify-write there is
+/// atomic.
+pub type TryUpdate = crate::backend::UpdateFn;
 
 /// Decides what a deletion does to the stored object (the registry's
 /// lifecycle rules), on the owning shard so the decision is atomic.
@@ -411,13 +410,13 @@ impl ShardStore {
         &mut self,
         info: &ResourceInfo,
         obj: Value,
-    ) -> Result<Arc<StoredObject>, ApiError> {
+    ) -> Result<Arc<StoredObject>, StorageError> {
         let (ns, name) = (
             meta::namespace(&obj).to_string(),
             meta::name(&obj).to_string(),
         );
         if self.current(&info.storage_key, &ns, &name).is_some() {
-            return Err(ApiError::already_exists(&info.group, &info.plural, &name));
+            return Err(StorageError::AlreadyExists);
         }
         Ok(self.commit(info, EventType::Added, obj, None))
     }
@@ -428,14 +427,12 @@ impl ShardStore {
         info: &ResourceInfo,
         namespace: &str,
         name: &str,
-        try_update: TryUpdate,
-    ) -> Result<UpdateOutcome, ApiError> {
+        mut try_update: TryUpdate,
+    ) -> Result<UpdateOutcome, StorageError> {
         let old = self.current(&info.storage_key, namespace, name);
         let new = contained(|| try_update(old.as_ref()))?;
         if meta::namespace(&new) != namespace || meta::name(&new) != name {
-            return Err(ApiError::bad_request(
-                "an update may not change the object's name or namespace",
-            ));
+            return Err(StorageError::KeyChanged);
         }
         let Some(old) = old else {
             return Ok(UpdateOutcome::Created(self.commit(
@@ -477,9 +474,9 @@ impl ShardStore {
         namespace: &str,
         name: &str,
         plan: DeletePlan,
-    ) -> Result<DeleteOutcome, ApiError> {
+    ) -> Result<DeleteOutcome, StorageError> {
         let Some(old) = self.current(&info.storage_key, namespace, name) else {
-            return Err(ApiError::not_found(&info.group, &info.plural, name));
+            return Err(StorageError::NotFound);
         };
         Ok(match contained(|| plan(&old))? {
             DeleteStep::Delete => {
@@ -503,41 +500,25 @@ impl ShardStore {
             DeleteStep::Pending => DeleteOutcome::Pending(old),
         })
     }
-
-    /// Removes an object; returns its last state stamped with the deletion
-    /// revision (what watchers see in DELETED).
-    pub fn delete(
-        &mut self,
-        info: &ResourceInfo,
-        namespace: &str,
-        name: &str,
-        check: DeleteCheck,
-    ) -> Result<Arc<StoredObject>, ApiError> {
-        let Some(old) = self.current(&info.storage_key, namespace, name) else {
-            return Err(ApiError::not_found(&info.group, &info.plural, name));
-        };
-        contained(|| check(&old))?;
-        let last = old.to_value();
-        Ok(self.commit(info, EventType::Deleted, last, Some(old)))
-    }
 }
 
 /// Runs a caller's function (an update, a patch, an apply, a deletion
 /// plan) on this shard's loop: a panic in it fails that one write with a
 /// 500 and leaves the shard serving. Nothing of the store is changed
 /// before the function returns, so there is nothing to undo.
-fn contained<T>(f: impl FnOnce() -> Result<T, ApiError>) -> Result<T, ApiError> {
-    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or_else(|panic| {
-        let what = panic
-            .downcast_ref::<&str>()
-            .map(|s| s.to_string())
-            .or_else(|| panic.downcast_ref::<String>().cloned())
-            .unwrap_or_default();
-        tracing::error!(panic = %what, "a write's function panicked on its shard");
-        Err(ApiError::internal(
-            "the write failed unexpectedly on the server",
-        ))
-    })
+fn contained<T>(f: impl FnOnce() -> Result<T, ApiError>) -> Result<T, StorageError> {
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
+    outcome
+        .map_err(|panic| {
+            let what = panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_default();
+            tracing::error!(panic = %what, "a write's function panicked on its shard");
+            StorageError::Internal("the write failed unexpectedly on the server".into())
+        })?
+        .map_err(StorageError::Refused)
 }
 
 /// Whether `new` stores the same object as `old` (whose decoded value is

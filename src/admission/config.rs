@@ -25,18 +25,18 @@ pub struct AdmissionFlags {
     pub admission_control_config_file: Option<PathBuf>,
 }
 
-/// The chain every executor builds: which plugins, in order. The
-/// configuration file is read and checked at start; no implemented plugin
-/// takes a configuration yet, so none is kept.
+/// The chain every executor builds: which plugins, in order, and the
+/// configurations of those that take one (read and checked at start).
 #[derive(Debug, Clone, Default)]
 pub struct AdmissionConfig {
     pub plugins: Vec<&'static str>,
+    pub configurations: HashMap<String, Value>,
 }
 
 impl AdmissionConfig {
     pub fn from_flags(f: &AdmissionFlags) -> Result<Self, String> {
         let plugins = plugins::resolve(&f.enable_admission_plugins, &f.disable_admission_plugins)?;
-        let configurations = match &f.admission_control_config_file {
+        let mut configurations = match &f.admission_control_config_file {
             Some(path) => read_configuration(path)?,
             None => HashMap::new(),
         };
@@ -48,15 +48,23 @@ impl AdmissionConfig {
             );
         }
         tracing::info!(plugins = %plugins.join(","), "admission chain");
-        for name in configurations.keys() {
-            if !plugins::CONFIGURABLE.contains(&name.as_str()) {
+        configurations.retain(|name, _| {
+            let takes = plugins::CONFIGURABLE.contains(&name.as_str());
+            if !takes {
                 tracing::warn!(
                     plugin = %name,
                     "--admission-control-config-file: this plugin takes no configuration here; ignored"
                 );
             }
+            takes
+        });
+        if plugins.contains(&super::recorder::NAME) {
+            super::recorder::TestRecorder::open(configurations.get(super::recorder::NAME))?;
         }
-        Ok(Self { plugins })
+        Ok(Self {
+            plugins,
+            configurations,
+        })
     }
 }
 
@@ -92,7 +100,7 @@ fn parse_configuration(text: &str, dir: &Path) -> Result<HashMap<String, Value>,
         .flatten()
     {
         let name = p.get("name").and_then(Value::as_str).unwrap_or("");
-        if !plugins::ORDERED.contains(&name) {
+        if !plugins::is_known(name) {
             return Err(format!("unknown admission plugin {name:?}"));
         }
         let configuration = match (

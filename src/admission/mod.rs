@@ -16,6 +16,7 @@ mod always;
 pub mod config;
 mod namespace_lifecycle;
 pub mod plugins;
+mod recorder;
 
 use kubeshard_core::authn::UserInfo;
 use kubeshard_core::catalog::ResourceInfo;

@@ -11,6 +11,7 @@
 
 use super::{Attributes, Mutating, Operation, Outcome};
 use crate::informer::{mirror, Informers};
+use crate::registry::storage::{Storage, StorageResult};
 use kubeshard_cache::Filter;
 use kubeshard_core::registry::lifecycle::deletion_timestamp;
 use kubeshard_core::status::{ApiError, StatusCause};
@@ -64,7 +65,7 @@ impl NamespaceLifecycle {
 
     /// The answer once the cache has caught up, or from the store.
     async fn decide_fresh(&self, a: &Attributes<'_>) -> Result<(), ApiError> {
-        let closed = self.ctx.shards.sequencer().closed();
+        let closed = self.ctx.shards.progress();
         self.informers.catch_up(&self.ctx.hub, closed).await;
         let terminating = match self.cached(a.namespace) {
             Some(t) => Some(t),
@@ -72,7 +73,8 @@ impl NamespaceLifecycle {
                 .ctx
                 .shards
                 .get(&Arc::from(NAMESPACES), "", a.namespace)
-                .await?
+                .await
+                .or_status()?
                 .map(|ns| terminating(&ns.to_value())),
         };
         verdict(a, terminating)

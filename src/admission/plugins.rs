@@ -5,6 +5,7 @@
 //! whatever order the flags name them in.
 
 use super::config::AdmissionConfig;
+use super::recorder::{self, TestRecorder};
 use super::{Admission, AlwaysAdmit, AlwaysDeny, NamespaceLifecycle};
 use crate::informer::Informers;
 use kubeshard_shards::ExecutorContext;
@@ -79,11 +80,29 @@ pub const DEFAULT_ON: &[&str] = &[
 /// The plugins kubeshard has.
 pub const IMPLEMENTED: &[&str] = &["AlwaysAdmit", "NamespaceLifecycle", "AlwaysDeny"];
 
+/// Plugins only debug builds have, for the test suite (see
+/// [`super::recorder`]); they run after kube's.
+pub const TEST_ONLY: &[&str] = if cfg!(debug_assertions) {
+    &[super::recorder::NAME]
+} else {
+    &[]
+};
+
+/// Every plugin name the flags accept, in chain order.
+fn known() -> impl Iterator<Item = &'static str> {
+    ORDERED.iter().chain(TEST_ONLY).copied()
+}
+
+/// Whether `name` is a plugin the flags and the configuration file accept.
+pub fn is_known(name: &str) -> bool {
+    known().any(|k| k == name)
+}
+
 /// The implemented plugins that read a configuration from
 /// `--admission-control-config-file` (none yet: the ones that do —
 /// EventRateLimit, PodSecurity, ResourceQuota, the webhooks — arrive with
 /// the admission issue).
-pub const CONFIGURABLE: &[&str] = &[];
+pub const CONFIGURABLE: &[&str] = &[super::recorder::NAME];
 
 /// The plugins to run, in kube's order: the defaults plus `enable` minus
 /// `disable`. A plugin named in a flag must be one of kube's; one that is
@@ -92,7 +111,7 @@ pub const CONFIGURABLE: &[&str] = &[];
 /// only a default.
 pub fn resolve(enable: &[String], disable: &[String]) -> Result<Vec<&'static str>, String> {
     for name in enable.iter().chain(disable) {
-        if !ORDERED.contains(&name.as_str()) {
+        if !is_known(name) {
             return Err(format!("admission plugin {name:?} is not a known plugin"));
         }
     }
@@ -102,18 +121,17 @@ pub fn resolve(enable: &[String], disable: &[String]) -> Result<Vec<&'static str
         ));
     }
     for name in enable {
-        if !IMPLEMENTED.contains(&name.as_str()) {
+        if !IMPLEMENTED.contains(&name.as_str()) && !TEST_ONLY.contains(&name.as_str()) {
             return Err(format!(
                 "admission plugin {name:?} is not implemented by kubeshard yet"
             ));
         }
     }
-    Ok(ORDERED
-        .iter()
-        .copied()
+    Ok(known()
         .filter(|p| {
             let on = DEFAULT_ON.contains(p) || enable.iter().any(|e| e == p);
-            on && !disable.iter().any(|d| d == p) && IMPLEMENTED.contains(p)
+            let have = IMPLEMENTED.contains(p) || TEST_ONLY.contains(p);
+            on && !disable.iter().any(|d| d == p) && have
         })
         .collect())
 }
@@ -141,6 +159,13 @@ pub fn build(
             }
             "AlwaysAdmit" => chain = chain.with_mutating(Rc::new(AlwaysAdmit)),
             "AlwaysDeny" => chain = chain.with_validating(Rc::new(AlwaysDeny)),
+            recorder::NAME => {
+                let r = Rc::new(
+                    TestRecorder::open(config.configurations.get(recorder::NAME))
+                        .expect("opened once at start"),
+                );
+                chain = chain.with_mutating(r.clone()).with_validating(r);
+            }
             other => unreachable!("{other} was checked to be implemented"),
         }
     }

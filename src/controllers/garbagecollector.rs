@@ -16,6 +16,7 @@ use super::objmeta::{uid_key, Meta, ObjRef, OwnerRef};
 use super::queue::WorkQueue;
 use super::Env;
 use crate::registry;
+use crate::registry::storage::{Storage, StorageResult};
 use kubeshard_cache::EventType;
 use kubeshard_core::catalog::ResourceInfo;
 use kubeshard_core::registry::deletion::{DeleteOptions, Propagation};
@@ -316,9 +317,10 @@ async fn current(
         return Ok(None);
     };
     let latest = env
-        .shards
+        .storage
         .get(&id.resource, &id.namespace, &id.name)
-        .await?;
+        .await
+        .or_status()?;
     Ok(latest.filter(|l| l.uid() == &*id.uid).map(|l| (info, l)))
 }
 
@@ -343,7 +345,12 @@ async fn classify(
     } else {
         ""
     };
-    let Some(owner) = env.shards.get(&owner_info.storage_key, ns, &r.name).await? else {
+    let Some(owner) = env
+        .storage
+        .get(&owner_info.storage_key, ns, &r.name)
+        .await
+        .or_status()?
+    else {
         return Ok(Owner::Gone);
     };
     if *owner.uid() != *r.uid {

@@ -11,6 +11,7 @@
 //! rebuilds its state from the new list, as a client-go informer resyncs
 //! after a 410.
 
+use crate::registry::storage::{status, Storage, StorageError};
 use kubeshard_cache::index::{Cursor, Read};
 use kubeshard_cache::{EventType, Filter, StoredObject};
 use kubeshard_core::catalog::CatalogReader;
@@ -128,7 +129,7 @@ impl Informer {
         self.release_all();
         let resources = self.stored_keys();
         'attempt: loop {
-            let revision = self.exec.shards.sequencer().closed();
+            let revision = self.exec.shards.progress();
             let mut items = Vec::new();
             for resource in &resources {
                 let req = ListRequest {
@@ -139,17 +140,17 @@ impl Informer {
                     limit: 0,
                     count_remaining: false,
                 };
-                let chunks = match self.exec.shards.list_all(&req).await {
+                let chunks = match self.exec.shards.list(&req).await {
                     Ok(c) => c,
                     // History moved on while listing: list again, newer —
                     // after a pause. Failing fast, the retry would never
                     // give the executor back, so the writes that have to
                     // land before a list can succeed never would.
-                    Err(e) if e.code == 410 => {
+                    Err(StorageError::TooOld { .. }) => {
                         glommio::timer::sleep(RELIST_PAUSE).await;
                         continue 'attempt;
                     }
-                    Err(e) => return Err(e),
+                    Err(e) => return Err(status(e)),
                 };
                 for object in chunks.into_iter().flat_map(|c| c.items) {
                     items.push(Change {

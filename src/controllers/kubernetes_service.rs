@@ -8,6 +8,7 @@
 use super::security::resource;
 use crate::handlers::Api;
 use crate::registry;
+use crate::registry::storage::{Storage, StorageResult};
 use kubeshard_core::status::ApiError;
 use serde_json::{json, Value};
 use std::net::IpAddr;
@@ -22,9 +23,10 @@ pub async fn ensure(api: &Api) -> Result<(), ApiError> {
     let cluster_ip = api.config.service_cluster_ip.to_string();
     let services = resource(api, "", "services")?;
     if api
-        .shards()
+        .storage()
         .get(&services.storage_key, NAMESPACE, NAME)
-        .await?
+        .await
+        .or_status()?
         .is_none()
     {
         create(api, &services, service(&cluster_ip, port)).await?;
@@ -35,9 +37,10 @@ pub async fn ensure(api: &Api) -> Result<(), ApiError> {
     let endpoints = resource(api, "", "endpoints")?;
     let wanted = endpoints_of(ip, port);
     match api
-        .shards()
+        .storage()
         .get(&endpoints.storage_key, NAMESPACE, NAME)
-        .await?
+        .await
+        .or_status()?
     {
         None => create(api, &endpoints, wanted).await,
         Some(have) if have.to_value().get("subsets") == wanted.get("subsets") => Ok(()),

@@ -25,7 +25,6 @@ use kubeshard_core::catalog::{Catalog, CatalogReader, CatalogSnapshot};
 use kubeshard_core::registry::deletion::DeleteOptions;
 use kubeshard_core::status::ApiError;
 use kubeshard_shards::store::DeleteOutcome;
-use kubeshard_shards::ShardClient;
 use namespace::NamespaceController;
 use serde_json::Value;
 use serviceaccount::ServiceAccountController;
@@ -47,7 +46,7 @@ const BUDGET: usize = 256;
 /// would: admission, strategy and field ownership included.
 pub struct Env<'a> {
     pub api: &'a Api,
-    pub shards: &'a ShardClient,
+    pub storage: &'a crate::registry::storage::Backend,
     pub catalog: &'a CatalogSnapshot,
 }
 
@@ -193,7 +192,7 @@ pub async fn run(api: Rc<Api>, catalog: Arc<Catalog>, enabled: Enabled) {
         let snapshot = catalog.current();
         let env = Env {
             api: &api,
-            shards: &exec.shards,
+            storage: &exec.shards,
             catalog: &snapshot,
         };
         if enabled.garbage_collector {

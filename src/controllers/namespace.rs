@@ -15,6 +15,7 @@ use super::objmeta::{Meta, ObjRef};
 use super::queue::WorkQueue;
 use super::Env;
 use crate::registry;
+use crate::registry::storage::{Storage, StorageResult};
 use kubeshard_cache::{EventType, Filter, StoredObject};
 use kubeshard_core::catalog::ResourceInfo;
 use kubeshard_core::registry::deletion::{DeleteOptions, Propagation};
@@ -115,7 +116,12 @@ async fn sync(env: &Env<'_>, ns: &ObjRef) -> Result<Progress, ApiError> {
     let Some(ns_info) = env.catalog.by_storage_key(NAMESPACES).cloned() else {
         return Ok(Progress::Done);
     };
-    let Some(current) = env.shards.get(&ns_info.storage_key, "", &ns.name).await? else {
+    let Some(current) = env
+        .storage
+        .get(&ns_info.storage_key, "", &ns.name)
+        .await
+        .or_status()?
+    else {
         return Ok(Progress::Done);
     };
     let value = current.to_value();
@@ -177,15 +183,16 @@ async fn list_in(
             namespace: Some(namespace.to_string()),
             ..Filter::default()
         }),
-        revision: env.shards.sequencer().closed(),
+        revision: env.storage.progress(),
         start_after: None,
         limit: 0,
         count_remaining: false,
     };
     Ok(env
-        .shards
-        .list_all(&req)
-        .await?
+        .storage
+        .list(&req)
+        .await
+        .or_status()?
         .into_iter()
         .flat_map(|c| c.items)
         .collect())

@@ -8,6 +8,7 @@
 use super::informer::Change;
 use super::queue::WorkQueue;
 use super::Env;
+use crate::registry::storage::{Storage, StorageResult};
 use kubeshard_cache::EventType;
 use kubeshard_core::registry::lifecycle::deletion_timestamp;
 use kubeshard_core::status::ApiError;
@@ -98,15 +99,20 @@ async fn ensure_default(env: &Env<'_>, ns: &str) -> Result<(), ApiError> {
         return Ok(());
     };
     if env
-        .shards
+        .storage
         .get(&info.storage_key, ns, DEFAULT)
-        .await?
+        .await
+        .or_status()?
         .is_some()
     {
         return Ok(());
     }
     // The informer may lag: the namespace must still be there and active.
-    let namespace = env.shards.get(&Arc::from(NAMESPACES), "", ns).await?;
+    let namespace = env
+        .storage
+        .get(&Arc::from(NAMESPACES), "", ns)
+        .await
+        .or_status()?;
     if namespace.is_none_or(|n| deletion_timestamp(&n.to_value()).is_some()) {
         return Ok(());
     }

@@ -17,6 +17,7 @@ pub mod timeout;
 
 use crate::handlers::response::{self, Render};
 use crate::handlers::Api;
+use crate::registry::storage::Storage;
 use crate::serving::body::{Body, Held};
 use crate::serving::conn::ConnInfo;
 use crate::serving::connections::ActiveRequest;
@@ -106,7 +107,7 @@ pub async fn serve(api: &Rc<Api>, conn: &ConnInfo, mut req: Request<Incoming>) -
     }
     let started = Instant::now();
     let received = chrono::Utc::now();
-    let arrived_at = api.shards().sequencer().closed();
+    let arrived_at = api.storage().progress();
     let audit_id = req
         .headers()
         .get(AUDIT_ID)

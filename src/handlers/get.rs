@@ -3,6 +3,7 @@
 
 use super::response;
 use super::{Api, HandlerResult, ResourceRequest};
+use crate::registry::storage::{Storage, StorageResult};
 use http::StatusCode;
 use kubeshard_core::meta::parse_resource_version;
 use kubeshard_core::status::ApiError;
@@ -26,14 +27,15 @@ pub async fn get(api: &Rc<Api>, rr: &ResourceRequest) -> HandlerResult {
         super::list::wait_not_older_than(api, n).await?;
     }
     let obj = api
-        .shards()
+        .storage()
         .get(&info.storage_key, ns, &rr.info.name)
-        .await?
+        .await
+        .or_status()?
         .ok_or_else(|| ApiError::not_found(&info.group, &info.plural, &rr.info.name))?;
     // Never show a revision above the closed one (another shard may still
     // be applying a lower revision).
-    api.shards()
-        .wait_closed(obj.revision, std::time::Duration::from_secs(5))
+    api.storage()
+        .wait_progress(obj.revision, std::time::Duration::from_secs(5))
         .await;
     Ok(response::object(StatusCode::OK, info, &obj, rr.render))
 }

@@ -3,6 +3,7 @@
 
 use super::response::{self, ListMeta};
 use super::{Api, HandlerResult, ResourceRequest};
+use crate::registry::storage::{Storage, StorageResult};
 use base64::Engine;
 use kubeshard_cache::{Filter, StoredObject};
 use kubeshard_core::catalog::ResourceInfo;
@@ -71,12 +72,12 @@ pub fn filter(
 /// Waits until the closed revision reaches `n`, else kube's 504 "Too large
 /// resource version".
 pub async fn wait_not_older_than(api: &Api, n: u64) -> Result<(), ApiError> {
-    if api.shards().wait_closed(n, FUTURE_RV_WAIT).await {
+    if api.storage().wait_progress(n, FUTURE_RV_WAIT).await {
         return Ok(());
     }
     Err(ApiError::too_large_resource_version(
         n,
-        api.shards().sequencer().closed(),
+        api.storage().progress(),
         1,
     ))
 }
@@ -150,14 +151,14 @@ async fn snapshot_revision(
         }
         let (rev, start) = decode_continue(token)?;
         let Some(rev) = rev else {
-            return Ok((api.shards().sequencer().closed(), Some(start)));
+            return Ok((api.storage().progress(), Some(start)));
         };
         // A revision the server has not reached is waited for (kube: 504
         // "Too large resource version" after 3 s), never served.
         wait_not_older_than(api, rev).await?;
         return Ok((rev, Some(start)));
     }
-    let closed = || api.shards().sequencer().closed();
+    let closed = || api.storage().progress();
     match rv_match {
         "" => match rv {
             "" | "0" => Ok((closed(), None)),
@@ -250,7 +251,7 @@ pub async fn list_objects(
             "too old resource version: {revision} ({floor})"
         )))
     } else {
-        api.shards().list_all(&req).await
+        api.storage().list(&req).await.or_status()
     };
     let chunks = listed.map_err(|e| match &resume_after {
         // The page's snapshot is gone: the client may go on from the same

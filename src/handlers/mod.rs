@@ -101,7 +101,14 @@ impl Api {
         }
     }
 
+    /// The engine itself: its figures and revisions, for metrics and
+    /// health. Reads and writes go through [`Self::storage`].
     pub fn shards(&self) -> &ShardClient {
+        &self.exec.shards
+    }
+
+    /// The storage objects are read from and written to.
+    pub fn storage(&self) -> &crate::registry::storage::Backend {
         &self.exec.shards
     }
 

@@ -10,6 +10,7 @@ use super::decode::{check_type, parse_object, read_body};
 use super::managers::Tracking;
 use super::update::written_response;
 use super::{Api, HandlerResult, ResourceRequest};
+use crate::registry::storage::{Storage, StorageResult};
 use crate::registry::{create_as, spec_finalizers, APISERVER};
 use http::Request;
 use hyper::body::Incoming;
@@ -104,7 +105,13 @@ pub async fn bootstrap(api: &Api) -> Result<(), ApiError> {
         .cloned()
         .ok_or_else(|| ApiError::internal("namespaces missing from the catalog"))?;
     for ns in SYSTEM_NAMESPACES {
-        if api.shards().get(&info.storage_key, "", ns).await?.is_some() {
+        if api
+            .storage()
+            .get(&info.storage_key, "", ns)
+            .await
+            .or_status()?
+            .is_some()
+        {
             continue;
         }
         let obj = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}});

@@ -3,6 +3,7 @@
 use super::{not_found_path, Api, HandlerResult};
 use crate::discovery;
 use crate::filters::requestinfo::{Query, RequestInfo};
+use crate::registry::storage::{Storage, StorageResult};
 use crate::serving::body::Body;
 use http::{header, HeaderValue, Request, Response, StatusCode};
 use hyper::body::Incoming;
@@ -85,8 +86,8 @@ pub async fn handle(
         .map(|b| json(StatusCode::OK, b, "application/json"))
         .ok_or_else(not_found_path),
         "/metrics" => {
-            let stats = api.shards().stats().await?;
-            let mut body = crate::metrics::render(&stats, api.shards().sequencer().closed());
+            let stats = api.shards().stats().await.or_status()?;
+            let mut body = crate::metrics::render(&stats, api.storage().progress());
             // The limiters' gauges go before the OpenMetrics terminator.
             let mut gauges = crate::filters::flowcontrol::metrics(&api.security.config.inflight);
             gauges.push_str(&crate::serving::connections::metrics(

@@ -9,6 +9,7 @@ use super::managers::Tracking;
 use super::negotiation::{Input, Output};
 use super::response::{self, Render};
 use super::{not_found_path, Api, HandlerResult, ResourceRequest};
+use crate::registry::storage::{Storage, StorageResult};
 use crate::registry::{Old, Requested};
 use crate::serving::body::Body;
 use http::{Request, StatusCode};
@@ -42,12 +43,13 @@ pub async fn serve(api: &Rc<Api>, rr: &ResourceRequest, req: Request<Incoming>) 
     let change = match rr.info.verb.as_str() {
         "get" => {
             let obj = api
-                .shards()
+                .storage()
                 .get(&info.storage_key, &ns, &name)
-                .await?
+                .await
+                .or_status()?
                 .ok_or_else(|| ApiError::not_found(&info.group, &info.plural, &name))?;
-            api.shards()
-                .wait_closed(obj.revision, Duration::from_secs(5))
+            api.storage()
+                .wait_progress(obj.revision, Duration::from_secs(5))
                 .await;
             return respond(
                 StatusCode::OK,

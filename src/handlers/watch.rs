@@ -11,6 +11,7 @@ use super::list::{filter, list_objects, wait_not_older_than};
 use super::negotiation::Output;
 use super::response::Render;
 use super::{table, Api, HandlerResult, ResourceRequest};
+use crate::registry::storage::Storage;
 use crate::serving::body::{Body, ChunkStream};
 use crate::serving::frames::Frames;
 use bytes::Bytes;
@@ -133,7 +134,7 @@ pub async fn watch(api: &Rc<Api>, rr: &ResourceRequest) -> HandlerResult {
                 wait_not_older_than(api, n).await?;
                 n
             }
-            _ => api.shards().sequencer().closed(),
+            _ => api.storage().progress(),
         };
     } else {
         start_rev = parse_resource_version(rv)

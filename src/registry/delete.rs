@@ -2,13 +2,13 @@
 //! deletion, finalizers and the collector's propagation finalizers, decided
 //! atomically on the owning shard (or, for a dry run, on a snapshot read).
 
+use super::storage::{Backend, Storage, StorageResult};
 use kubeshard_cache::StoredObject;
 use kubeshard_core::catalog::ResourceInfo;
 use kubeshard_core::meta;
 use kubeshard_core::registry::deletion::{plan_delete, DeleteContext, DeleteOptions, DeleteStep};
 use kubeshard_core::status::ApiError;
 use kubeshard_shards::store::DeleteOutcome;
-use kubeshard_shards::ShardClient;
 use serde_json::Value;
 use std::sync::Arc;
 use std::time::Duration;
@@ -17,7 +17,7 @@ use std::time::Duration;
 /// runs the same decision and answers what the deletion would have
 /// returned, writing nothing.
 pub async fn delete(
-    shards: &ShardClient,
+    storage: &Backend,
     info: &Arc<ResourceInfo>,
     namespace: &str,
     name: &str,
@@ -29,9 +29,10 @@ pub async fn delete(
         gc_enabled,
     };
     if opts.dry_run {
-        let current = shards
+        let current = storage
             .get(&info.storage_key, namespace, name)
-            .await?
+            .await
+            .or_status()?
             .ok_or_else(|| ApiError::not_found(&info.group, &info.plural, name))?;
         let step = plan_delete(info, &current.to_value(), opts, &ctx)?;
         let as_stored = |v: Value| stored_at(info, v, &current);
@@ -43,16 +44,17 @@ pub async fn delete(
         });
     }
     let (plan_info, plan_opts) = (info.clone(), opts.clone());
-    let outcome = shards
-        .delete_with(
+    let outcome = storage
+        .delete(
             info,
             namespace,
             name,
             Box::new(move |obj| plan_delete(&plan_info, &obj.to_value(), &plan_opts, &ctx)),
         )
-        .await?;
-    shards
-        .wait_closed(outcome.object().revision, Duration::from_secs(5))
+        .await
+        .for_object(info, name)?;
+    storage
+        .wait_progress(outcome.object().revision, Duration::from_secs(5))
         .await;
     Ok(outcome)
 }

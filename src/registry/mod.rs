@@ -6,6 +6,7 @@
 //! write means the same thing whoever makes it.
 
 mod delete;
+pub mod storage;
 pub mod store;
 pub mod strategy;
 

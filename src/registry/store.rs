@@ -21,6 +21,7 @@
 //! does. A fast-path update that finds it would create an object admission
 //! must see first steps back to the slow path.
 
+use super::storage::{status_error, Storage, StorageError, StorageResult, UpdateFn};
 use super::strategy::{shape, Ownership, Part};
 use crate::admission::{Admission, Attributes, Operation};
 use crate::filters::authz::escalation::{self, EscalationCheck};
@@ -171,12 +172,13 @@ impl<'a> Store<'a> {
             }
             let prepared = shape(info, Part::Main, &ownership, candidate, None)?;
             self.admission().validate(&attrs, Some(&prepared)).await?;
-            let shards = self.api.shards();
+            let shards = self.api.storage();
             if w.dry_run {
                 // Creating over an existing object fails the same way dry.
                 let existing = shards
                     .get(&info.storage_key, &namespace, meta::name(&prepared))
-                    .await?;
+                    .await
+                    .or_status()?;
                 if existing.is_some() {
                     if generate {
                         continue;
@@ -189,16 +191,24 @@ impl<'a> Store<'a> {
                 }
                 return Ok(Arc::new(StoredObject::encode(info, &prepared, 0)));
             }
+            let candidate_name = meta::name(&prepared).to_string();
             match shards.create(info, prepared).await {
                 Ok(stored) => {
                     self.wait_visible(stored.revision).await;
                     return Ok(stored);
                 }
-                Err(e) if generate && e.code == 409 => last_err = Some(e),
-                Err(e) if e.code == 409 => {
-                    return Err(self.being_deleted(info, &namespace, &name, e).await)
+                Err(StorageError::AlreadyExists) if generate => {
+                    last_err = Some(status_error(
+                        StorageError::AlreadyExists,
+                        info,
+                        &candidate_name,
+                    ))
                 }
-                Err(e) => return Err(e),
+                Err(StorageError::AlreadyExists) => {
+                    let e = status_error(StorageError::AlreadyExists, info, &name);
+                    return Err(self.being_deleted(info, &namespace, &name, e).await);
+                }
+                Err(e) => return Err(status_error(e, info, &candidate_name)),
             }
         }
         Err(last_err.unwrap_or_else(|| ApiError::internal("name generation failed")))
@@ -246,8 +256,8 @@ impl<'a> Store<'a> {
         if !w.dry_run && !admit_updates {
             let fast = self
                 .api
-                .shards()
-                .update(
+                .storage()
+                .guaranteed_update(
                     t.info,
                     t.namespace,
                     t.name,
@@ -260,7 +270,8 @@ impl<'a> Store<'a> {
                         admit_creates,
                     ),
                 )
-                .await;
+                .await
+                .for_object(t.info, t.name);
             match fast {
                 Err(e) if e.code == 0 => {} // a create admission must see
                 Err(e) => return Err(e),
@@ -276,7 +287,7 @@ impl<'a> Store<'a> {
                     // The write that got in may still be on its way to
                     // durable storage, where a read does not see it yet:
                     // read again once everything drawn so far is visible.
-                    let drawn = self.api.shards().sequencer().current();
+                    let drawn = self.api.storage().current_revision();
                     self.wait_visible(drawn).await;
                 }
                 other => return other,
@@ -301,8 +312,11 @@ impl<'a> Store<'a> {
         requested: &Arc<Mutex<Requested>>,
         guards: &Guards,
     ) -> Result<Written, ApiError> {
-        let shards = self.api.shards();
-        let current = shards.get(&t.info.storage_key, t.namespace, t.name).await?;
+        let shards = self.api.storage();
+        let current = shards
+            .get(&t.info.storage_key, t.namespace, t.name)
+            .await
+            .or_status()?;
         let old_value = current.as_ref().map(|c| c.to_value());
         let old = current
             .as_ref()
@@ -351,8 +365,9 @@ impl<'a> Store<'a> {
             });
         }
         let expected = current.as_ref().map(|c| c.revision);
+        let mut new = Some(new);
         let outcome = shards
-            .update(
+            .guaranteed_update(
                 t.info,
                 t.namespace,
                 t.name,
@@ -360,10 +375,11 @@ impl<'a> Store<'a> {
                     if now.map(|c| c.revision) != expected {
                         return Err(changed_meanwhile());
                     }
-                    Ok(new)
+                    new.take().ok_or_else(changed_meanwhile)
                 }),
             )
-            .await?;
+            .await
+            .for_object(t.info, t.name)?;
         Ok(self.written(outcome).await)
     }
 
@@ -397,9 +413,10 @@ impl<'a> Store<'a> {
         if self.admission().handles(&attrs) {
             let old = self
                 .api
-                .shards()
+                .storage()
                 .get(&info.storage_key, namespace, name)
-                .await?
+                .await
+                .or_status()?
                 .map(|o| o.to_value());
             attrs.old_object = old.as_ref();
             self.admission().admit(&attrs, None).await?;
@@ -408,7 +425,7 @@ impl<'a> Store<'a> {
         let mut opts = opts.clone();
         opts.dry_run |= w.dry_run;
         super::delete(
-            self.api.shards(),
+            self.api.storage(),
             info,
             namespace,
             name,
@@ -419,7 +436,10 @@ impl<'a> Store<'a> {
     }
 
     async fn wait_visible(&self, revision: u64) {
-        self.api.shards().wait_closed(revision, VISIBLE_WAIT).await;
+        self.api
+            .storage()
+            .wait_progress(revision, VISIBLE_WAIT)
+            .await;
     }
 
     /// kube tells a client whose name clashes with an object on its way
@@ -433,7 +453,7 @@ impl<'a> Store<'a> {
     ) -> ApiError {
         let existing = self
             .api
-            .shards()
+            .storage()
             .get(&info.storage_key, namespace, name)
             .await;
         if let Ok(Some(o)) = existing {
@@ -487,7 +507,7 @@ fn on_shard(
     requested: Arc<Mutex<Requested>>,
     guards: Guards,
     admit_creates: bool,
-) -> kubeshard_shards::store::TryUpdate {
+) -> UpdateFn {
     Box::new(move |current: Option<&Arc<StoredObject>>| {
         let old_value = current.map(|c| c.to_value());
         let old = current

@@ -6,11 +6,14 @@ and a 410 makes it re-list, exactly as client-go's reflector does. After
 `--seconds` it prints its cache as JSON: {"namespace/name": resourceVersion}.
 
 Usage: informer.py --host URL --namespace NS --seconds S --pause-after N
-(`--pause-after N` sleeps 2 s after the N-th watch session, so the writer
-can push its history window past it and force a 410.)
+                   --resume-file PATH
+(`--pause-after N` stops after the N-th watch session, says "paused" on
+stderr and waits until PATH exists, so the writer can push the history
+window past it and force a 410; the pause does not count in S.)
 """
 import argparse
 import json
+import os
 import sys
 import time
 
@@ -24,6 +27,7 @@ def main():
     p.add_argument("--namespace", required=True)
     p.add_argument("--seconds", type=float, required=True)
     p.add_argument("--pause-after", type=int, default=-1)
+    p.add_argument("--resume-file", default=None)
     args = p.parse_args()
 
     cfg = client.Configuration()
@@ -77,8 +81,11 @@ def main():
             rv = relist()
         stats["sessions"] += 1
         if stats["sessions"] == args.pause_after:
+            paused_at = time.time()
             print("paused", file=sys.stderr, flush=True)
-            time.sleep(2)
+            while not os.path.exists(args.resume_file) and time.time() < paused_at + 60:
+                time.sleep(0.02)
+            deadline += time.time() - paused_at
     print(json.dumps({"cache": cache, "stats": stats}))
 
 

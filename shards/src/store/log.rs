@@ -11,16 +11,16 @@
 //! visible.
 
 use super::ShardStore;
+use crate::backend::StorageError;
 use crate::storage::record::{encode_frame, kind_code, Frame, ObjectRecord};
 use crate::storage::wal::writer::Group;
 use hashbrown::HashMap;
 use kubeshard_cache::{Event, EventType, StoredObject};
-use kubeshard_core::status::ApiError;
 use std::rc::Rc;
 use std::sync::Arc;
 
 /// Told whether a write became durable.
-pub type Completion = Box<dyn FnOnce(Result<(), ApiError>)>;
+pub type Completion = Box<dyn FnOnce(Result<(), StorageError>)>;
 
 type Key = (Arc<str>, Arc<str>, Arc<str>);
 
@@ -149,7 +149,7 @@ impl ShardStore {
 
     /// The group from [`Self::take_group`] is durable (Ok), or could not be
     /// made durable (Err: it and everything queued after it fail).
-    pub fn group_done(&mut self, result: Result<(), ApiError>) {
+    pub fn group_done(&mut self, result: Result<(), StorageError>) {
         let Some(log) = self.log.as_mut() else {
             return;
         };

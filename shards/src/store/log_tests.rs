@@ -32,9 +32,9 @@ fn op() -> impl Strategy<Value = Op> {
 }
 
 type State = BTreeMap<String, u8>;
-type Outcome = Rc<RefCell<Option<Result<(), ApiError>>>>;
+type Outcome = Rc<RefCell<Option<Result<(), StorageError>>>>;
 /// A write's result: the object it returned and the value it wrote.
-type Written = Result<(Arc<StoredObject>, Option<u8>), ApiError>;
+type Written = Result<(Arc<StoredObject>, Option<u8>), StorageError>;
 
 /// A committed write as the model sees it.
 struct Write {
@@ -99,13 +99,13 @@ proptest! {
                     let body = cm(&key, v);
                     let r = store.update(&info, "d", &key, Box::new(move |old| {
                         old.ok_or_else(|| ApiError::not_found("", "configmaps", "x"))?;
-                        Ok(body)
+                        Ok(body.clone())
                     }));
                     (key, r.map(|o| (o.object().clone(), Some(v))))
                 }
                 Op::Delete(k) => {
                     let key = format!("c{k}");
-                    (key.clone(), store.delete(&info, "d", &key, Box::new(|_| Ok(()))).map(|o| (o, None)))
+                    (key.clone(), store.delete_with(&info, "d", &key, super::tests::delete_now()).map(|o| (o.object().clone(), None)))
                 }
                 Op::Take => {
                     let group = store.take_group();
@@ -120,11 +120,11 @@ proptest! {
                     if flushing.is_empty() {
                         continue;
                     }
-                    store.group_done(if ok { Ok(()) } else { Err(ApiError::service_unavailable("disk")) });
+                    store.group_done(if ok { Ok(()) } else { Err(StorageError::Unavailable("disk".into())) });
                     store.finish_batch();
                     if ok {
                         for w in flushing.drain(..) {
-                            prop_assert_eq!(w.outcome.borrow().clone(), Some(Ok(())));
+                            prop_assert!(matches!(&*w.outcome.borrow(), Some(Ok(()))));
                             expected_events.push(w.revision);
                             match w.value {
                                 Some(v) => durable.insert(w.key, v),
@@ -133,7 +133,7 @@ proptest! {
                         }
                     } else {
                         for w in flushing.drain(..).chain(queued.drain(..)) {
-                            prop_assert!(matches!(&*w.outcome.borrow(), Some(Err(e)) if e.code == 503));
+                            prop_assert!(matches!(&*w.outcome.borrow(), Some(Err(StorageError::Unavailable(_)))));
                         }
                     }
                     while let Ok(batch) = events.try_recv() {
@@ -163,8 +163,10 @@ proptest! {
                 Err(e) => {
                     let exists = current.contains_key(&key);
                     match op {
-                        Op::Create(..) => prop_assert!(exists && e.code == 409),
-                        _ => prop_assert!(!exists && e.code == 404),
+                        Op::Create(..) => {
+                            prop_assert!(exists && matches!(e, StorageError::AlreadyExists))
+                        }
+                        _ => prop_assert!(!exists && is_missing(&e), "{e:?}"),
                     }
                 }
             }
@@ -178,5 +180,15 @@ proptest! {
                 prop_assert_eq!(seq.closed(), seq.current());
             }
         }
+    }
+}
+
+/// The error of a write to an absent key: storage's own (a delete) or the
+/// update function's 404.
+fn is_missing(e: &StorageError) -> bool {
+    match e {
+        StorageError::NotFound => true,
+        StorageError::Refused(r) => r.code == 404,
+        _ => false,
     }
 }

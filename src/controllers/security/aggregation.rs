@@ -7,6 +7,7 @@
 use super::resource;
 use crate::handlers::Api;
 use crate::registry;
+use crate::registry::storage::Storage;
 use kubeshard_core::rbac::aggregation::aggregate;
 use kubeshard_core::status::ApiError;
 use serde_json::json;
@@ -30,7 +31,7 @@ pub async fn run(api: Rc<Api>) {
 /// a few passes, each on an index that has seen the previous one).
 pub async fn settle(api: &Api) -> Result<(), ApiError> {
     for _ in 0..8 {
-        let closed = api.shards().sequencer().closed();
+        let closed = api.storage().progress();
         api.security.informers.catch_up(&api.exec.hub, closed).await;
         if reconcile(api).await? == 0 {
             return Ok(());

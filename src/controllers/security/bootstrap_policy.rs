@@ -5,6 +5,7 @@
 use super::resource;
 use crate::handlers::Api;
 use crate::registry;
+use crate::registry::storage::{Storage, StorageResult};
 use kubeshard_core::rbac::bootstrap;
 use kubeshard_core::status::ApiError;
 use serde_json::Value;
@@ -22,7 +23,12 @@ pub async fn ensure(api: &Api) -> Result<(), ApiError> {
         );
     for (info, obj) in wanted {
         let name = kubeshard_core::meta::name(&obj).to_string();
-        match api.shards().get(&info.storage_key, "", &name).await? {
+        match api
+            .storage()
+            .get(&info.storage_key, "", &name)
+            .await
+            .or_status()?
+        {
             None => match registry::create_as(api, registry::APISERVER, &info, obj).await {
                 Ok(_) => {}
                 Err(e) if e.code == 409 => {}

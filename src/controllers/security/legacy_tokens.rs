@@ -9,6 +9,7 @@ use crate::filters::authn::serviceaccount::{issue_legacy, ObjectRef};
 use crate::handlers::Api;
 use crate::informer::Change;
 use crate::registry;
+use crate::registry::storage::{Storage, StorageResult};
 use base64::Engine;
 use kubeshard_cache::Filter;
 use kubeshard_core::selector::fields::FieldSelector;
@@ -63,7 +64,12 @@ pub fn start(api: &Rc<Api>) {
 
 async fn fill(api: &Api, ns: &str, name: &str) -> Result<(), ApiError> {
     let secrets = resource(api, "", "secrets")?;
-    let Some(secret) = api.shards().get(&secrets.storage_key, ns, name).await? else {
+    let Some(secret) = api
+        .storage()
+        .get(&secrets.storage_key, ns, name)
+        .await
+        .or_status()?
+    else {
         return Ok(());
     };
     let v = secret.to_value();
@@ -78,9 +84,10 @@ async fn fill(api: &Api, ns: &str, name: &str) -> Result<(), ApiError> {
         return Ok(());
     };
     let Some(sa) = api
-        .shards()
+        .storage()
         .get(&Arc::from("/serviceaccounts"), ns, &account)
-        .await?
+        .await
+        .or_status()?
     else {
         return Ok(());
     };

@@ -9,6 +9,7 @@
 //! or the object it is bound to — is deleted or replaced (uid check).
 
 use crate::handlers::Api;
+use crate::registry::storage::{status, Storage};
 use crate::security::ServiceAccountConfig;
 use jsonwebtoken::{Algorithm, Header, Validation};
 use kubeshard_core::authn::{service_account_groups, service_account_username, UserInfo};
@@ -263,10 +264,10 @@ async fn check_still_valid(
     }
     for (resource, ns, r) in bound {
         let obj = api
-            .shards()
+            .storage()
             .get(&Arc::from(resource), ns, &r.name)
             .await
-            .map_err(|e| e.message)?;
+            .map_err(|e| status(e).message)?;
         match obj {
             Some(o) if o.uid() == r.uid => {}
             _ => {
@@ -281,10 +282,10 @@ async fn check_still_valid(
     if claims.is_legacy() {
         let secret = claims.legacy_secret.as_deref().unwrap_or_default();
         let obj = api
-            .shards()
+            .storage()
             .get(&Arc::from("/secrets"), ns, secret)
             .await
-            .map_err(|e| e.message)?
+            .map_err(|e| status(e).message)?
             .ok_or_else(|| format!("secret {ns}/{secret} of this token has been deleted"))?;
         let v = obj.to_value();
         use base64::Engine;

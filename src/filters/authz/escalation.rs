@@ -13,6 +13,7 @@
 
 use super::{decide, rules_for};
 use crate::handlers::Api;
+use crate::registry::storage::{Storage, StorageResult};
 use crate::registry::store::Target;
 use kubeshard_cache::StoredObject;
 use kubeshard_core::authn::{Attributes, UserInfo, MASTERS};
@@ -291,9 +292,10 @@ pub async fn prepare_update(
     let mut expected_ref = None;
     if kind.is_binding() {
         let current = api
-            .shards()
+            .storage()
             .get(&t.info.storage_key, t.namespace, t.name)
-            .await?;
+            .await
+            .or_status()?;
         expected_ref = current.map(|c| role_ref_of(&c.to_value()));
     }
     // Without a stored binding the write can only be a create (an apply,
@@ -310,6 +312,6 @@ pub async fn prepare_update(
 /// Decisions about escalation use an index that has seen every write
 /// acknowledged so far.
 async fn catch_up(api: &Api) {
-    let closed = api.shards().sequencer().closed();
+    let closed = api.storage().progress();
     api.security.informers.catch_up(&api.exec.hub, closed).await;
 }

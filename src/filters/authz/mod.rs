@@ -7,6 +7,7 @@
 pub mod escalation;
 
 use crate::handlers::Api;
+use crate::registry::storage::Storage;
 use crate::registry::store::Target;
 use kubeshard_core::authn::{Attributes, UserInfo, MASTERS};
 use kubeshard_core::rbac::{Allowed, PolicyRule};
@@ -174,7 +175,7 @@ pub fn rules_for(api: &Api, user: &UserInfo, namespace: &str) -> (Vec<PolicyRule
 pub async fn create_refusal(api: &Api, user: &UserInfo, t: &Target<'_>) -> Option<ApiError> {
     let attrs = Attributes::resource("create", &t.info.group, &t.info.plural, t.namespace, t.name)
         .with_subresource(t.subresource);
-    let closed = api.shards().sequencer().closed();
+    let closed = api.storage().progress();
     let decision = decide_fresh(api, user, &attrs, closed).await;
     (!decision.allowed()).then(|| forbidden(user, &attrs, &decision.reason(user)))
 }

@@ -4,6 +4,7 @@
 
 use super::{answer, Api};
 use crate::filters::authz::{self, Decision};
+use crate::registry::storage::Storage;
 use kubeshard_core::authn::{Attributes, UserInfo};
 use kubeshard_core::status::{field_invalid, field_required, ApiError};
 use serde_json::{json, Value};
@@ -121,7 +122,7 @@ pub async fn review(
         obj["metadata"]["namespace"] = json!(ns);
         obj["spec"]["resourceAttributes"]["namespace"] = json!(ns);
     }
-    let closed = api.shards().sequencer().closed();
+    let closed = api.storage().progress();
     let decision = authz::decide_fresh(api, &user, &attrs, closed).await;
     let mut status = json!({"allowed": decision.allowed()});
     let reason = decision.reason(&user);

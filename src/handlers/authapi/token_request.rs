@@ -6,6 +6,7 @@
 use super::Api;
 use crate::filters::authn::serviceaccount::{issue, ObjectRef, TokenSpec};
 use crate::filters::requestinfo::RequestInfo;
+use crate::registry::storage::{Storage, StorageResult};
 use crate::security::{DEFAULT_TOKEN_SECONDS, MIN_TOKEN_SECONDS};
 use kubeshard_core::status::{field_invalid, field_not_supported, ApiError};
 use serde_json::{json, Value};
@@ -19,9 +20,10 @@ pub async fn issue_token(api: &Api, info: &RequestInfo, mut obj: Value) -> Resul
     let (ns, name) = (info.namespace.as_str(), info.name.as_str());
     let config = &api.security.config.service_accounts;
     let account = api
-        .shards()
+        .storage()
         .get(&Arc::from("/serviceaccounts"), ns, name)
-        .await?
+        .await
+        .or_status()?
         .ok_or_else(|| ApiError::not_found("", "serviceaccounts", name))?;
     let spec = obj.get("spec").cloned().unwrap_or_else(|| json!({}));
     let audiences: Vec<String> = spec
@@ -71,9 +73,10 @@ pub async fn issue_token(api: &Api, info: &RequestInfo, mut obj: Value) -> Resul
         };
         let target = r.get("name").and_then(Value::as_str).unwrap_or("");
         let stored = api
-            .shards()
+            .storage()
             .get(&Arc::from(resource), obj_ns, target)
-            .await?
+            .await
+            .or_status()?
             .ok_or_else(|| ApiError::not_found("", &resource[1..], target))?;
         let want_uid = r.get("uid").and_then(Value::as_str).unwrap_or("");
         if !want_uid.is_empty() && want_uid != stored.uid() {

@@ -1,0 +1,356 @@
+//! The storage contract as property tests, written once against
+//! [`Storage`] and run on both backends: the plain [`Reference`] map and
+//! the sharded engine (two executors, in memory), reached through the same
+//! trait the registry uses.
+//!
+//! After any sequence of creates, updates, upserts and deletes: each write
+//! succeeds exactly when the model says it may and fails with the model's
+//! error; revisions grow; a write is visible once [`Storage::progress`]
+//! covers it; and a list at every past revision, paged at any size, with
+//! or without a namespace, equals the model at that revision.
+
+use super::reference::Reference;
+use super::{Storage, StorageError};
+use crate::runtime::{self, RuntimeConfig, StartState};
+use crate::sequencer::Sequencer;
+use crate::storage::StorageMode;
+use crate::store::{ListRequest, NsName, UpdateOutcome};
+use kubeshard_cache::ring::RingLimits;
+use kubeshard_cache::Filter;
+use kubeshard_core::catalog::{Catalog, ResourceInfo};
+use kubeshard_core::registry::deletion::DeleteStep;
+use kubeshard_core::selector::labels::LabelSelector;
+use kubeshard_core::status::ApiError;
+use proptest::prelude::*;
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+#[derive(Debug, Clone)]
+enum Op {
+    Create(u8, u8, u8),
+    /// An update that refuses to create.
+    Update(u8, u8, u8),
+    /// An update that creates when absent (PUT, apply).
+    Upsert(u8, u8, u8),
+    Delete(u8, u8),
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    let key = (0u8..2, 0u8..5);
+    prop_oneof![
+        (key.clone(), 0u8..3).prop_map(|((n, k), l)| Op::Create(n, k, l)),
+        (key.clone(), 0u8..3).prop_map(|((n, k), l)| Op::Update(n, k, l)),
+        (key.clone(), 0u8..3).prop_map(|((n, k), l)| Op::Upsert(n, k, l)),
+        key.prop_map(|(n, k)| Op::Delete(n, k)),
+    ]
+}
+
+/// Every case writes under its own label and namespaces, so cases can
+/// share one running engine.
+static CASES: AtomicU32 = AtomicU32::new(0);
+
+fn configmaps() -> Arc<ResourceInfo> {
+    Catalog::with_builtins()
+        .snapshot()
+        .lookup("", "v1", "configmaps")
+        .unwrap()
+        .clone()
+}
+
+fn namespace(case: u32, n: u8) -> String {
+    format!("c{case}-ns-{n}")
+}
+
+fn object(case: u32, n: u8, k: u8, l: u8) -> Value {
+    json!({"apiVersion": "v1", "kind": "ConfigMap",
+           "metadata": {"name": format!("cm-{k}"), "namespace": namespace(case, n),
+                        "labels": {"case": case.to_string(), "tier": format!("t{l}")}},
+           "data": {"label": l.to_string()}})
+}
+
+type Model = BTreeMap<(String, String), u8>;
+
+fn label_of(obj: &kubeshard_cache::StoredObject) -> u8 {
+    obj.to_value()["data"]["label"]
+        .as_str()
+        .and_then(|s| s.parse().ok())
+        .unwrap()
+}
+
+fn ensure(ok: bool, what: impl FnOnce() -> String) -> Result<(), String> {
+    if ok {
+        Ok(())
+    } else {
+        Err(what())
+    }
+}
+
+fn missing(e: &StorageError) -> bool {
+    match e {
+        StorageError::NotFound => true,
+        StorageError::Refused(r) => r.code == 404,
+        _ => false,
+    }
+}
+
+/// Runs `ops` against `s` and the model; Err says what differed.
+async fn check<S: Storage>(s: &S, case: u32, ops: &[Op]) -> Result<(), String> {
+    let info = configmaps();
+    let mut model = Model::new();
+    let mut snapshots: Vec<(u64, Model)> = Vec::new();
+    let mut last = s.current_revision();
+    for op in ops {
+        let (n, k) = match *op {
+            Op::Create(n, k, _) | Op::Update(n, k, _) | Op::Upsert(n, k, _) | Op::Delete(n, k) => {
+                (n, k)
+            }
+        };
+        let key = (namespace(case, n), format!("cm-{k}"));
+        let present = model.get(&key).copied();
+        let written = match *op {
+            Op::Create(_, _, l) => match s.create(&info, object(case, n, k, l)).await {
+                Ok(o) => {
+                    ensure(present.is_none(), || {
+                        format!("{op:?}: created over {present:?}")
+                    })?;
+                    model.insert(key.clone(), l);
+                    Some(o.revision)
+                }
+                Err(StorageError::AlreadyExists) if present.is_some() => None,
+                Err(e) => return Err(format!("{op:?}: {e:?} with {present:?}")),
+            },
+            Op::Update(_, _, l) | Op::Upsert(_, _, l) => {
+                let creates = matches!(op, Op::Upsert(..));
+                let body = object(case, n, k, l);
+                let name = key.1.clone();
+                let outcome = s
+                    .guaranteed_update(
+                        &info,
+                        &key.0,
+                        &key.1,
+                        Box::new(move |old| match old {
+                            None if !creates => Err(ApiError::not_found("", "configmaps", &name)),
+                            _ => Ok(body.clone()),
+                        }),
+                    )
+                    .await;
+                match (outcome, present) {
+                    (Err(e), None) if !creates && missing(&e) => None,
+                    (Ok(UpdateOutcome::Created(o)), None) if creates => {
+                        model.insert(key.clone(), l);
+                        Some(o.revision)
+                    }
+                    (Ok(UpdateOutcome::Unchanged(o)), Some(p)) if p == l => {
+                        ensure(o.revision <= last, || format!("{op:?}: unchanged drew"))?;
+                        None
+                    }
+                    (Ok(UpdateOutcome::Updated(o)), Some(p)) if p != l => {
+                        model.insert(key.clone(), l);
+                        Some(o.revision)
+                    }
+                    (other, p) => return Err(format!("{op:?}: {other:?} with {p:?}")),
+                }
+            }
+            Op::Delete(..) => {
+                let plan = Box::new(|_: &Arc<_>| Ok(DeleteStep::Delete));
+                match s.delete(&info, &key.0, &key.1, plan).await {
+                    Ok(out) => {
+                        ensure(present.is_some(), || format!("{op:?}: deleted nothing"))?;
+                        model.remove(&key);
+                        Some(out.object().revision)
+                    }
+                    Err(StorageError::NotFound) if present.is_none() => None,
+                    Err(e) => return Err(format!("{op:?}: {e:?} with {present:?}")),
+                }
+            }
+        };
+        if let Some(rev) = written {
+            ensure(rev > last, || {
+                format!("{op:?}: revision {rev} after {last}")
+            })?;
+            last = rev;
+            ensure(s.wait_progress(rev, Duration::from_secs(5)).await, || {
+                format!("{op:?}: progress never reached {rev}")
+            })?;
+            snapshots.push((rev, model.clone()));
+        }
+        let got = s
+            .get(&info.storage_key, &key.0, &key.1)
+            .await
+            .map_err(|e| format!("get: {e:?}"))?;
+        let got = got.as_deref().map(label_of);
+        ensure(got == model.get(&key).copied(), || {
+            format!("{op:?}: get answered {got:?}, model {:?}", model.get(&key))
+        })?;
+    }
+    for (rev, state) in &snapshots {
+        for ns in [None, Some(0u8), Some(1)] {
+            for limit in [0usize, 1, 3] {
+                let listed = list_pages(s, &info, case, ns, *rev, limit).await?;
+                let want: Model = state
+                    .iter()
+                    .filter(|((n, _), _)| ns.is_none_or(|ns| *n == namespace(case, ns)))
+                    .map(|(k, v)| (k.clone(), *v))
+                    .collect();
+                ensure(listed == want, || {
+                    format!("list at {rev} ns {ns:?} limit {limit}: {listed:?}, model {want:?}")
+                })?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A whole list, page by page, merged from every part as the list
+/// handler merges them.
+async fn list_pages<S: Storage>(
+    s: &S,
+    info: &ResourceInfo,
+    case: u32,
+    ns: Option<u8>,
+    revision: u64,
+    limit: usize,
+) -> Result<Model, String> {
+    let filter = Arc::new(Filter {
+        namespace: ns.map(|n| namespace(case, n)),
+        labels: LabelSelector::parse(&format!("case={case}")).unwrap(),
+        ..Filter::default()
+    });
+    let mut out = Model::new();
+    let mut start_after: Option<NsName> = None;
+    loop {
+        let req = ListRequest {
+            resource: info.storage_key.clone(),
+            filter: filter.clone(),
+            revision,
+            start_after: start_after.clone(),
+            limit,
+            count_remaining: false,
+        };
+        let chunks = s.list(&req).await.map_err(|e| format!("list: {e:?}"))?;
+        let more = chunks.iter().any(|c| c.more);
+        let mut items: Vec<_> = chunks.into_iter().flat_map(|c| c.items).collect();
+        items.sort_by(|a, b| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
+        let page_full = limit > 0 && items.len() >= limit;
+        if limit > 0 {
+            items.truncate(limit);
+        }
+        for o in &items {
+            let key = (o.namespace.to_string(), o.name.to_string());
+            if out.insert(key, label_of(o)).is_some() {
+                return Err(format!("{}/{} listed twice", o.namespace, o.name));
+            }
+        }
+        match items.last() {
+            Some(o) if more || page_full => {
+                start_after = Some((o.namespace.clone(), o.name.clone()));
+            }
+            _ => return Ok(out),
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    #[test]
+    fn the_reference_map_keeps_the_contract(ops in prop::collection::vec(op(), 1..40)) {
+        let s = Reference::default();
+        let case = CASES.fetch_add(1, Ordering::Relaxed);
+        let r = futures_lite::future::block_on(check(&s, case, &ops));
+        prop_assert!(r.is_ok(), "{}", r.unwrap_err());
+    }
+}
+
+/// One case for the engine: the ops, and where to send the verdict.
+type Job = (u32, Vec<Op>, async_channel::Sender<Result<(), String>>);
+
+/// The sharded engine, two executors in memory, running `check` for
+/// every job sent to executor 0; it stops when `shutdown` is triggered and
+/// the job sender dropped.
+fn engine(
+    shutdown: runtime::Shutdown,
+) -> (async_channel::Sender<Job>, std::thread::JoinHandle<()>) {
+    let (jobs_tx, jobs_rx) = async_channel::unbounded::<Job>();
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let cfg = RuntimeConfig {
+        shards: 2,
+        cpus: (0..cpus).collect(),
+        limits: RingLimits::default(),
+        io_memory: 512 * 1024,
+        spin_before_park: None,
+        storage: StorageMode::Memory,
+    };
+    let handle = std::thread::spawn(move || {
+        let seq = Arc::new(Sequencer::new(cfg.shards, 0));
+        let front_end = move |ctx: std::rc::Rc<runtime::ExecutorContext>| {
+            let jobs = jobs_rx.clone();
+            async move {
+                if ctx.id != 0 {
+                    return ctx.shutdown.wait().await;
+                }
+                while let Ok((case, ops, reply)) = jobs.recv().await {
+                    let _ = reply.send(check(&ctx.shards, case, &ops).await).await;
+                }
+            }
+        };
+        runtime::run(cfg, seq, shutdown, StartState::default(), front_end).unwrap();
+    });
+    (jobs_tx, handle)
+}
+
+#[test]
+fn the_sharded_engine_keeps_the_contract() {
+    let (mut stop, shutdown) = runtime::shutdown_pair();
+    let (jobs, engine) = engine(shutdown);
+    let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig::with_cases(64));
+    let result = runner.run(&prop::collection::vec(op(), 1..40), |ops| {
+        let case = CASES.fetch_add(1, Ordering::Relaxed);
+        let (tx, rx) = async_channel::bounded(1);
+        jobs.send_blocking((case, ops, tx)).unwrap();
+        let verdict = rx.recv_blocking().unwrap();
+        prop_assert!(verdict.is_ok(), "{}", verdict.unwrap_err());
+        Ok(())
+    });
+    drop(jobs);
+    stop.trigger();
+    engine.join().unwrap();
+    result.unwrap();
+}
+
+/// A compare-and-swap backend runs the update function again when another
+/// writer got in between its read and its write; the last run's answer is
+/// what lands and nothing the other writer wrote is lost from history.
+#[test]
+fn a_conflicting_writer_makes_the_update_function_run_again() {
+    let s = Reference::default();
+    let info = configmaps();
+    futures_lite::future::block_on(async {
+        s.create(&info, object(9999, 0, 0, 0)).await.unwrap();
+        s.interfere(&info, object(9999, 0, 0, 1));
+        let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let record = seen.clone();
+        let out = s
+            .guaranteed_update(
+                &info,
+                &namespace(9999, 0),
+                "cm-0",
+                Box::new(move |old| {
+                    let old = old.unwrap();
+                    record.lock().unwrap().push(label_of(old));
+                    Ok(object(9999, 0, 0, label_of(old) + 1))
+                }),
+            )
+            .await
+            .unwrap();
+        // First run saw 0; the other writer stored 1; the second run saw
+        // 1 and stored 2.
+        assert_eq!(*seen.lock().unwrap(), vec![0, 1]);
+        assert_eq!(label_of(out.object()), 2);
+        assert_eq!(s.update_calls.get(), 2);
+        assert_eq!(out.object().revision, 3);
+    });
+}
