@@ -50,7 +50,7 @@ pub async fn ensure(api: &Api) -> Result<(), ApiError> {
                 new["subsets"] = wanted["subsets"].clone();
                 Ok(true)
             });
-            registry::update_with(api, registry::APISERVER, at, mutation)
+            registry::update_with(api, &registry::APISERVER, at, mutation)
                 .await
                 .map(|_| ())
         }
@@ -62,7 +62,7 @@ async fn create(
     info: &std::sync::Arc<kubeshard_core::catalog::ResourceInfo>,
     obj: Value,
 ) -> Result<(), ApiError> {
-    match registry::create_as(api, registry::APISERVER, info, obj).await {
+    match registry::create_as(api, &registry::APISERVER, info, obj).await {
         Ok(_) => Ok(()),
         Err(e) if e.code == 409 => Ok(()),
         Err(e) => Err(e),

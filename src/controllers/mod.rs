@@ -56,7 +56,7 @@ impl Env<'_> {
         info: &Arc<ResourceInfo>,
         obj: Value,
     ) -> Result<Arc<StoredObject>, ApiError> {
-        registry::create_as(self.api, registry::CONTROLLER_MANAGER, info, obj).await
+        registry::create_as(self.api, &registry::CONTROLLER_MANAGER, info, obj).await
     }
 
     pub async fn update(
@@ -64,7 +64,7 @@ impl Env<'_> {
         at: registry::Addressed<'_>,
         mutate: registry::Mutation,
     ) -> Result<registry::Written, ApiError> {
-        registry::update_with(self.api, registry::CONTROLLER_MANAGER, at, mutate).await
+        registry::update_with(self.api, &registry::CONTROLLER_MANAGER, at, mutate).await
     }
 
     pub async fn update_requested(
@@ -72,7 +72,7 @@ impl Env<'_> {
         target: registry::Target<'_>,
         requested: registry::Requested,
     ) -> Result<registry::Written, ApiError> {
-        registry::update_as(self.api, registry::CONTROLLER_MANAGER, target, requested).await
+        registry::update_as(self.api, &registry::CONTROLLER_MANAGER, target, requested).await
     }
 
     pub async fn delete(
@@ -82,9 +82,8 @@ impl Env<'_> {
         name: &str,
         opts: &DeleteOptions,
     ) -> Result<DeleteOutcome, ApiError> {
-        let user = registry::system_user(registry::CONTROLLER_MANAGER);
         let writer = registry::Writer {
-            user: &user,
+            user: registry::CONTROLLER_MANAGER.user(),
             dry_run: false,
         };
         Store::new(self.api)

@@ -115,7 +115,7 @@ pub async fn bootstrap(api: &Api) -> Result<(), ApiError> {
             continue;
         }
         let obj = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}});
-        match create_as(api, APISERVER, &info, obj).await {
+        match create_as(api, &APISERVER, &info, obj).await {
             Ok(_) => {}
             Err(e) if e.code == 409 => {}
             Err(e) => return Err(e),

@@ -20,18 +20,37 @@ use kubeshard_core::authn::{UserInfo, AUTHENTICATED, MASTERS};
 use kubeshard_core::catalog::ResourceInfo;
 use kubeshard_core::status::ApiError;
 use serde_json::Value;
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 
-/// The field manager and user of the server's own bootstrap writes.
-pub const APISERVER: &str = "kube-apiserver";
-/// The field manager and user of the built-in controllers' writes (the
-/// ones kube-controller-manager makes in kube).
-pub const CONTROLLER_MANAGER: &str = "kube-controller-manager";
+/// One of the server's own writers: the field manager its writes are
+/// recorded under and the user admission and audit see, kube's names for
+/// both.
+pub struct Component {
+    pub manager: &'static str,
+    user: LazyLock<Arc<UserInfo>>,
+}
 
-/// The identity the server's own writers act as (the built-in
-/// controllers, the bootstrap): a member of system:masters, as the code
-/// is the server's own.
-pub fn system_user(name: &str) -> Arc<UserInfo> {
+impl Component {
+    /// A member of system:masters, as the code is the server's own (built
+    /// once: every server-side write uses it).
+    pub fn user(&self) -> &Arc<UserInfo> {
+        &self.user
+    }
+}
+
+/// The server's own bootstrap writes (kube's loopback client).
+pub static APISERVER: Component = Component {
+    manager: "kube-apiserver",
+    user: LazyLock::new(|| system_user("system:apiserver")),
+};
+
+/// The built-in controllers' writes (kube-controller-manager's in kube).
+pub static CONTROLLER_MANAGER: Component = Component {
+    manager: "kube-controller-manager",
+    user: LazyLock::new(|| system_user("system:kube-controller-manager")),
+};
+
+fn system_user(name: &str) -> Arc<UserInfo> {
     Arc::new(UserInfo::new(name, &[MASTERS, AUTHENTICATED]))
 }
 
@@ -65,11 +84,11 @@ impl<'a> Addressed<'a> {
 }
 
 /// A server-side read-modify-write (controllers, bootstrap) through the
-/// Store, as `manager`: the same strategy, admission, field ownership and
+/// Store, as `who`: the same strategy, admission, field ownership and
 /// conflict retries as a client's update.
 pub async fn update_with(
     api: &Api,
-    manager: &str,
+    who: &Component,
     at: Addressed<'_>,
     mut mutate: Mutation,
 ) -> Result<Written, ApiError> {
@@ -98,48 +117,46 @@ pub async fn update_with(
         name: at.name,
         subresource: at.subresource,
     };
-    update_as(api, manager, target, requested).await
+    update_as(api, who, target, requested).await
 }
 
-/// A server-side update of what `requested` asks for, as `manager`.
+/// A server-side update of what `requested` asks for, as `who`.
 pub async fn update_as(
     api: &Api,
-    manager: &str,
+    who: &Component,
     target: Target<'_>,
     requested: Requested,
 ) -> Result<Written, ApiError> {
-    let user = system_user(manager);
     Store::new(api)
         .update(
             Writer {
-                user: &user,
+                user: who.user(),
                 dry_run: false,
             },
             target,
             requested,
-            Ownership::Tracked(Tracking::server(manager, target.subresource)),
+            Ownership::Tracked(Tracking::server(who.manager, target.subresource)),
             Creates::Never,
         )
         .await
 }
 
-/// A server-side create through the Store, as `manager`.
+/// A server-side create through the Store, as `who`.
 pub async fn create_as(
     api: &Api,
-    manager: &str,
+    who: &Component,
     info: &Arc<ResourceInfo>,
     obj: Value,
 ) -> Result<Arc<kubeshard_cache::StoredObject>, ApiError> {
-    let user = system_user(manager);
     Store::new(api)
         .create(
             Writer {
-                user: &user,
+                user: who.user(),
                 dry_run: false,
             },
             info,
             obj,
-            Ownership::Tracked(Tracking::server(manager, "")),
+            Ownership::Tracked(Tracking::server(who.manager, "")),
         )
         .await
 }

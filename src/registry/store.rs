@@ -419,8 +419,10 @@ impl<'a> Store<'a> {
                 .or_status()?
                 .map(|o| o.to_value());
             attrs.old_object = old.as_ref();
+            // As kube's: a deletion has no new object; plugins see the
+            // one being deleted as the old object.
             self.admission().admit(&attrs, None).await?;
-            self.admission().validate(&attrs, old.as_ref()).await?;
+            self.admission().validate(&attrs, None).await?;
         }
         let mut opts = opts.clone();
         opts.dry_run |= w.dry_run;

@@ -63,7 +63,7 @@ async fn reconcile(api: &Api) -> Result<usize, ApiError> {
             new["rules"] = rules.clone();
             Ok(true)
         });
-        let result = registry::update_with(api, registry::CONTROLLER_MANAGER, at, mutation).await;
+        let result = registry::update_with(api, &registry::CONTROLLER_MANAGER, at, mutation).await;
         match result {
             Ok(_) => tracing::debug!(%name, "aggregated clusterrole rules updated"),
             Err(e) if e.code == 404 => {}

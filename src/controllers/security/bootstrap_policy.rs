@@ -29,7 +29,7 @@ pub async fn ensure(api: &Api) -> Result<(), ApiError> {
             .await
             .or_status()?
         {
-            None => match registry::create_as(api, registry::APISERVER, &info, obj).await {
+            None => match registry::create_as(api, &registry::APISERVER, &info, obj).await {
                 Ok(_) => {}
                 Err(e) if e.code == 409 => {}
                 Err(e) => return Err(e),
@@ -44,7 +44,7 @@ pub async fn ensure(api: &Api) -> Result<(), ApiError> {
                     *new = fixed.clone();
                     Ok(true)
                 });
-                registry::update_with(api, registry::APISERVER, at, mutation).await?;
+                registry::update_with(api, &registry::APISERVER, at, mutation).await?;
             }
         }
     }

@@ -116,7 +116,7 @@ async fn fill(api: &Api, ns: &str, name: &str) -> Result<(), ApiError> {
         new["metadata"]["annotations"][UID_ANNOTATION] = json!(uid);
         Ok(true)
     });
-    registry::update_with(api, registry::CONTROLLER_MANAGER, at, mutation)
+    registry::update_with(api, &registry::CONTROLLER_MANAGER, at, mutation)
         .await
         .map(|_| ())
         .or_else(|e| if e.code == 409 { Ok(()) } else { Err(e) })
