@@ -22,7 +22,7 @@ use kubeshard_cache::ring::RingLimits;
 use kubeshard_core::catalog::{Catalog, CatalogReader};
 use kubeshard_shards::storage::recovery::{recover, RecoveryOptions};
 use kubeshard_shards::storage::{FsyncPolicy, StorageMode, WalConfig};
-use kubeshard_shards::{run, shutdown_pair, RuntimeConfig, Sequencer, StartState};
+use kubeshard_shards::{run, shutdown_pair, ExecutorContext, RuntimeConfig, Sequencer, StartState};
 use std::net::SocketAddr;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -199,7 +199,7 @@ fn serve(mut flags: Flags) -> Result<(), String> {
             )
             .detach();
             if ctx.id == 0 {
-                start_controllers(&api, &catalog, controllers);
+                start_controllers(&ctx, &api, &catalog, controllers);
             }
             let tls = serving::listener::serve(
                 secure_listener,
@@ -230,9 +230,16 @@ fn serve(mut flags: Flags) -> Result<(), String> {
 
 /// Executor 0 creates what the server needs at start, then runs the
 /// built-in controllers.
-fn start_controllers(api: &Rc<Api>, catalog: &Arc<Catalog>, enabled: controllers::Enabled) {
+fn start_controllers(
+    ctx: &ExecutorContext,
+    api: &Rc<Api>,
+    catalog: &Arc<Catalog>,
+    enabled: controllers::Enabled,
+) {
     let (api, catalog) = (api.clone(), catalog.clone());
-    glommio::spawn_local(async move {
+    // The bootstrap, the controllers and everything they start run in the
+    // background queue: requests go first.
+    kubeshard_shards::runtime::spawn_background(ctx.background, async move {
         let boot = async {
             handlers::bootstrap(&api).await?;
             controllers::kubernetes_service::ensure(&api).await?;
@@ -254,8 +261,7 @@ fn start_controllers(api: &Rc<Api>, catalog: &Arc<Catalog>, enabled: controllers
         }
         controllers::security::legacy_tokens::start(&api);
         controllers::security::aggregation::run(api).await;
-    })
-    .detach();
+    });
 }
 
 /// The URL a local client (the admin kubeconfig) reaches the secure port at.

@@ -5,6 +5,8 @@
 //! which watcher sees which event. Nothing here knows about HTTP or about
 //! which thread it runs on; the shards crate wires it to executors.
 
+#![forbid(unsafe_code)]
+
 pub mod event;
 pub mod filter;
 pub mod hub;

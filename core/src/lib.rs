@@ -5,6 +5,8 @@
 //! strategies. Nothing in this crate does IO or knows about threads, so it is
 //! equally usable from a shard, a handler, a test or a fuzzer.
 
+#![forbid(unsafe_code)]
+
 pub mod apply;
 pub mod audit;
 pub mod authn;

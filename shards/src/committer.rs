@@ -31,6 +31,8 @@ pub struct CommitterConfig {
     pub wal: WalConfig,
     /// Existing snapshots, oldest first.
     pub snapshots: Vec<(u64, PathBuf)>,
+    /// Where snapshots are written: no client waits on them.
+    pub background: glommio::TaskQueueHandle,
 }
 
 /// A write that could not be made durable: the client learns it, the
@@ -114,7 +116,7 @@ pub async fn run(
             let dir = log_dir(&log);
             let encoder = SnapshotEncoder::new(cfg.shard, cfg.shards, revision, objects);
             let shard = cfg.shard;
-            glommio::spawn_local(async move {
+            crate::runtime::spawn_background(cfg.background, async move {
                 let dest = dir.join(format!("snap-{revision:020}.snap"));
                 let tmp = dir.join(format!("snap-{revision:020}.tmp"));
                 let started = Instant::now();
@@ -132,8 +134,7 @@ pub async fn run(
                 }
                 busy.set(false);
                 wake.notify(1);
-            })
-            .detach();
+            });
         }
     }
 }

@@ -12,7 +12,7 @@ use crate::storage::wal::writer::LogWriter;
 use crate::storage::StorageMode;
 use crate::store::{EventBatch, ShardStore};
 use futures_lite::future;
-use glommio::{LocalExecutorBuilder, Placement};
+use glommio::{Latency, LocalExecutorBuilder, Placement, Shares, TaskQueueHandle};
 use kubeshard_cache::ring::RingLimits;
 use kubeshard_cache::{Event, Hub};
 use std::cell::RefCell;
@@ -25,6 +25,27 @@ use std::time::{Duration, Instant};
 /// How many queued requests a shard serves before it publishes events and
 /// lets other tasks run: bounds latency while still batching under load.
 const SHARD_BATCH: usize = 64;
+
+/// Requests one shard's inbox holds before senders wait (back-pressure):
+/// enough for every connection of a busy executor to have one in flight,
+/// while a flood from the other cores parks its senders instead of
+/// growing the queue without bound. (Event feeds to the watch hubs stay
+/// unbounded: a shard must never block on publishing a write it made,
+/// and their rate is bounded by the writes these inboxes admit.)
+const INBOX_CAPACITY: usize = 4096;
+
+/// The background queue's CPU share against the default queue's 1000:
+/// controllers, bootstrap reconciliation and snapshots get a tenth of a
+/// busy core, requests the rest; idle cores give them everything.
+const BACKGROUND_SHARES: usize = 100;
+
+/// Runs `work` detached in this executor's background queue (see
+/// [`ExecutorContext::background`]); tasks it spawns stay in that queue.
+pub fn spawn_background(queue: TaskQueueHandle, work: impl Future<Output = ()> + 'static) {
+    glommio::spawn_local_into(work, queue)
+        .expect("the background queue is created with its executor")
+        .detach();
+}
 
 #[derive(Debug, Clone)]
 pub struct RuntimeConfig {
@@ -53,6 +74,9 @@ pub struct StartState {
 /// What each executor's front end gets.
 pub struct ExecutorContext {
     pub id: usize,
+    /// A task queue with a lower CPU share than the one requests run in,
+    /// for work no client waits on.
+    pub background: TaskQueueHandle,
     pub shards: ShardClient,
     pub hub: Rc<RefCell<Hub>>,
     pub shutdown: Shutdown,
@@ -135,7 +159,7 @@ where
     let mut inits: Vec<Option<RecoveredShard>> = start.shards.into_iter().map(Some).collect();
     inits.resize_with(n, || None);
     let (inbox_tx, inbox_rx): (Vec<_>, Vec<_>) = (0..n)
-        .map(|_| async_channel::unbounded::<ShardMsg>())
+        .map(|_| async_channel::bounded::<ShardMsg>(INBOX_CAPACITY))
         .unzip();
     let (hub_tx, hub_rx): (Vec<_>, Vec<_>) = (0..n)
         .map(|_| async_channel::unbounded::<EventBatch>())
@@ -156,6 +180,11 @@ where
             .io_memory(cfg.io_memory)
             .spin_before_park(cfg.spin_before_park.unwrap_or_default())
             .spawn(move || async move {
+                let background = glommio::executor().create_task_queue(
+                    Shares::Static(BACKGROUND_SHARES),
+                    Latency::NotImportant,
+                    "background",
+                );
                 let logged = matches!(storage, StorageMode::Wal(_));
                 let history_start = init.as_ref().map_or(fresh_start, |i| i.history_start);
                 let mut shard =
@@ -179,6 +208,7 @@ where
                         shards: n,
                         wal,
                         snapshots,
+                        background,
                     };
                     glommio::spawn_local(committer::run(
                         store.clone(),
@@ -200,6 +230,7 @@ where
                 .detach();
                 let ctx = Rc::new(ExecutorContext {
                     id,
+                    background,
                     shards: ShardClient::new(id, store, inbox_tx, seq, closed_waiters),
                     hub,
                     shutdown,
