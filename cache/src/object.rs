@@ -105,7 +105,7 @@ impl ObjectMeta {
                 let values: Vec<String> = info
                     .selectable_fields
                     .iter()
-                    .map(|f| match meta::field_value(obj, f.path) {
+                    .map(|f| match meta::field_value(obj, &f.path) {
                         v if v.is_empty() => f.absent.to_string(),
                         v => v,
                     })
@@ -114,7 +114,7 @@ impl ObjectMeta {
                     info.selectable_fields
                         .iter()
                         .zip(&values)
-                        .map(|(f, v)| (f.label, v.as_str())),
+                        .map(|(f, v)| (&*f.label, v.as_str())),
                 )
             },
         }

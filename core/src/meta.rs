@@ -89,10 +89,10 @@ pub fn labels(obj: &Value) -> Vec<(String, String)> {
 
 /// The value at a dotted path rendered the way kube's field selectors see
 /// it: strings as is, booleans and numbers as text, missing as "".
-pub fn field_value(obj: &Value, path: &[&str]) -> String {
+pub fn field_value<K: AsRef<str>>(obj: &Value, path: &[K]) -> String {
     let mut cur = obj;
     for p in path {
-        match cur.get(p) {
+        match cur.get(p.as_ref()) {
             Some(v) => cur = v,
             None => return String::new(),
         }

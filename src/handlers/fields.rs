@@ -7,13 +7,13 @@ use super::warnings::Warnings;
 use crate::filters::requestinfo::Query;
 use kubeshard_core::catalog::ResourceInfo;
 use kubeshard_core::fieldvalidation::{self, Directive, Issue};
-use kubeshard_core::schema::{self, Schema};
+use kubeshard_core::schema::Schema;
 use kubeshard_core::status::ApiError;
 use serde_json::Value;
 
 /// The schema of a served kind, if kubeshard knows one.
-pub fn schema_of(info: &ResourceInfo) -> Option<Schema<'static>> {
-    schema::builtin().kind(&info.group, &info.version, &info.kind)
+pub fn schema_of(info: &ResourceInfo) -> Option<Schema<'_>> {
+    info.schema()
 }
 
 /// The `fieldValidation` directive; `options` names the options kind for

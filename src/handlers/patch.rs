@@ -21,6 +21,7 @@ use kubeshard_core::patch::strategic;
 use kubeshard_core::status::{field_forbidden, ApiError};
 use serde_json::Value;
 use std::rc::Rc;
+use std::sync::Arc;
 
 pub async fn patch(api: &Rc<Api>, rr: &ResourceRequest, req: Request<Incoming>) -> HandlerResult {
     let tracking = Tracking::new(
@@ -89,7 +90,9 @@ const SCHEMALESS_PATCHES: &[&str] = &[
 enum PatchKind {
     Json(json_patch::Patch),
     Merge(Value),
-    Strategic(Value, kubeshard_core::schema::Schema<'static>),
+    /// The patch, and the kind whose schema it merges by (checked to have
+    /// one when decoded).
+    Strategic(Value, Arc<ResourceInfo>),
 }
 
 /// Decodes the patch document, with the findings it carries itself.
@@ -115,14 +118,14 @@ fn decode(
             Ok((PatchKind::Merge(doc), issues))
         }
         Input::StrategicMergePatch => {
-            let Some(schema) = fields::schema_of(&rr.resource) else {
+            if fields::schema_of(&rr.resource).is_none() {
                 return Err(ApiError::unsupported_media_type(SCHEMALESS_PATCHES));
-            };
+            }
             let (doc, issues) = fields::decode_patch(body)?;
             if !doc.is_object() {
                 return Err(ApiError::bad_request("invalid JSON document"));
             }
-            Ok((PatchKind::Strategic(doc, schema), issues))
+            Ok((PatchKind::Strategic(doc, rr.resource.clone()), issues))
         }
         Input::ApplyPatch | Input::Json | Input::Yaml | Input::Protobuf => {
             Err(ApiError::unsupported_media_type(SUPPORTED_PATCHES))
@@ -140,7 +143,10 @@ fn apply(kind: &PatchKind, mut current: Value) -> Result<Value, ApiError> {
             json_patch::merge(&mut current, p);
             Ok(current)
         }
-        PatchKind::Strategic(p, schema) => strategic::apply(current, p.clone(), *schema),
+        PatchKind::Strategic(p, info) => match info.schema() {
+            Some(schema) => strategic::apply(current, p.clone(), schema),
+            None => Err(ApiError::unsupported_media_type(SCHEMALESS_PATCHES)),
+        },
     }
 }
 

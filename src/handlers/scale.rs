@@ -85,7 +85,7 @@ pub async fn serve(api: &Rc<Api>, rr: &ResourceRequest, req: Request<Incoming>) 
         }
         let replicas = validated_replicas(&scale, &n)?;
         let mut new = old.value.clone();
-        set_path(&mut new, sp.spec_replicas, json!(replicas));
+        set_path(&mut new, &sp.spec_replicas, json!(replicas));
         Ok(new)
     });
     let written = super::update::change(api, rr, requested, tracking).await?;
@@ -195,7 +195,7 @@ pub fn scale_of(spec: &ScaleSpec, obj: &Value) -> Result<Value, ApiError> {
             md.insert(field.into(), v.clone());
         }
     }
-    let int_at = |path: &[&str]| get_path(obj, path).and_then(Value::as_i64).unwrap_or(0);
+    let int_at = |path: &[Box<str>]| get_path(obj, path).and_then(Value::as_i64).unwrap_or(0);
     let selector = match &spec.selector {
         ScaleSelector::LabelSelector(path) => {
             let raw = get_path(obj, path).cloned().unwrap_or(Value::Null);
@@ -209,13 +209,13 @@ pub fn scale_of(spec: &ScaleSpec, obj: &Value) -> Result<Value, ApiError> {
             .to_string(),
     };
     let mut scale_spec = Map::new();
-    let replicas = int_at(spec.spec_replicas);
+    let replicas = int_at(&spec.spec_replicas);
     // autoscaling/v1 omits a zero spec.replicas; status.replicas is always there.
     if replicas != 0 {
         scale_spec.insert("replicas".into(), json!(replicas));
     }
     let mut status = Map::new();
-    status.insert("replicas".into(), json!(int_at(spec.status_replicas)));
+    status.insert("replicas".into(), json!(int_at(&spec.status_replicas)));
     if !selector.is_empty() {
         status.insert("selector".into(), json!(selector));
     }
@@ -228,22 +228,23 @@ pub fn scale_of(spec: &ScaleSpec, obj: &Value) -> Result<Value, ApiError> {
     }))
 }
 
-fn get_path<'a>(obj: &'a Value, path: &[&str]) -> Option<&'a Value> {
-    path.iter().try_fold(obj, |cur, p| cur.get(p))
+fn get_path<'a, K: AsRef<str>>(obj: &'a Value, path: &[K]) -> Option<&'a Value> {
+    path.iter().try_fold(obj, |cur, p| cur.get(p.as_ref()))
 }
 
-fn set_path(obj: &mut Value, path: &[&str], value: Value) {
+fn set_path<K: AsRef<str>>(obj: &mut Value, path: &[K], value: Value) {
     let Some((last, parents)) = path.split_last() else {
         return;
     };
     let mut cur = obj;
     for p in parents {
+        let p = p.as_ref();
         if !cur.get(p).is_some_and(Value::is_object) {
-            cur[*p] = json!({});
+            cur[p] = json!({});
         }
-        cur = &mut cur[*p];
+        cur = &mut cur[p];
     }
-    cur[*last] = value;
+    cur[last.as_ref()] = value;
 }
 
 fn respond(code: StatusCode, scale: &Value, render: Render) -> HandlerResult {

@@ -3,8 +3,8 @@
 //! follow kube-apiserver v1.34.
 
 use super::{
-    GcPolicy, KindHooks, NameRule, Printer, ResourceInfo, ScaleSelector, ScaleSpec,
-    SelectableField, StatusMetadata, Strategy,
+    field_path, GcPolicy, KindHooks, NameRule, Printer, ResourceInfo, ScaleSelector, ScaleSpec,
+    SchemaSource, SelectableField, StatusMetadata, Strategy,
 };
 use std::sync::Arc;
 
@@ -55,6 +55,8 @@ fn entry(group: &str, version: &str, kind: &str, plural: &str, namespaced: bool)
             printer: Printer::Default,
             scale: None,
             storage_key: Arc::from(format!("{group}/{plural}")),
+            storage_version: version.to_string(),
+            schema_source: SchemaSource::Builtin,
         },
     }
 }
@@ -72,13 +74,13 @@ impl Entry {
         self.info.subresources.push("status".into());
         self
     }
-    fn fields(mut self, f: &[(&'static str, &'static [&'static str])]) -> Self {
+    fn fields(mut self, f: &[(&str, &[&str])]) -> Self {
         self.info.selectable_fields = f
             .iter()
             .map(|(label, path)| SelectableField {
-                label,
-                path,
-                absent: "",
+                label: (*label).into(),
+                path: field_path(path),
+                absent: "".into(),
             })
             .collect();
         self
@@ -86,8 +88,8 @@ impl Entry {
     /// Boolean fields among the selectable ones: unset selects as false.
     fn booleans(mut self, labels: &[&str]) -> Self {
         for f in &mut self.info.selectable_fields {
-            if labels.contains(&f.label) {
-                f.absent = "false";
+            if labels.contains(&&*f.label) {
+                f.absent = "false".into();
             }
         }
         self
@@ -113,8 +115,9 @@ impl Entry {
         self.info.strategy.keep_status_on_create = true;
         self
     }
-    fn initial_status(mut self, json: &'static str) -> Self {
-        self.info.strategy.initial_status = Some(json);
+    fn initial_status(mut self, json: &str) -> Self {
+        self.info.strategy.initial_status =
+            Some(serde_json::from_str(json).expect("built-in initial status is JSON"));
         self
     }
     fn status_metadata(mut self, m: StatusMetadata) -> Self {
@@ -260,9 +263,9 @@ pub fn builtin_resources() -> Vec<ResourceInfo> {
             .status_metadata(StatusMetadata::StoredLabels)
             .printer(Printer::Deployment)
             .scale(ScaleSpec {
-                spec_replicas: &["spec", "replicas"],
-                status_replicas: &["status", "replicas"],
-                selector: ScaleSelector::LabelSelector(&["spec", "selector"]),
+                spec_replicas: field_path(&["spec", "replicas"]),
+                status_replicas: field_path(&["status", "replicas"]),
+                selector: ScaleSelector::LabelSelector(field_path(&["spec", "selector"])),
             }),
     ]
     .into_iter()

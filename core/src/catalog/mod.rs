@@ -37,10 +37,9 @@ pub struct Strategy {
     /// Status written on create is kept (nodes) instead of being reset.
     pub keep_status_on_create: bool,
     /// The status a new object starts with when its status is reset on
-    /// create (JSON): kube's typed objects print their empty status
-    /// struct (`status: {}` for a deployment, `loadBalancer: {}` for a
-    /// service).
-    pub initial_status: Option<&'static str>,
+    /// create: kube's typed objects print their empty status struct
+    /// (`status: {}` for a deployment, `loadBalancer: {}` for a service).
+    pub initial_status: Option<serde_json::Value>,
     /// DELETE answers with the deleted object rather than a Success Status.
     pub return_deleted_object: bool,
     /// Extra per-kind hooks that cannot be expressed as flags.
@@ -76,11 +75,13 @@ pub enum GcPolicy {
 }
 
 /// How a kind renders as a `meta.k8s.io` Table. Built-in kinds name their
-/// printer; everything else gets the name-and-age default (CRDs will add
-/// columns read from the object by JSONPath here).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// printer; a kind built at runtime lists its columns, read from the
+/// object by JSONPath; everything else gets the name-and-age default.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Printer {
     Default,
+    /// Columns given as data (a CRD's additionalPrinterColumns).
+    Columns(Arc<crate::table::CustomColumns>),
     Pod,
     Service,
     Node,
@@ -104,9 +105,19 @@ pub enum Printer {
 /// `subresources.scale` describes them.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ScaleSpec {
-    pub spec_replicas: &'static [&'static str],
-    pub status_replicas: &'static [&'static str],
+    pub spec_replicas: FieldPath,
+    pub status_replicas: FieldPath,
     pub selector: ScaleSelector,
+}
+
+/// A path into an object, one key per level (`["spec", "replicas"]`).
+/// Owned by its catalog entry, so a kind built at runtime (a CRD) carries
+/// its own and dropping the entry frees it.
+pub type FieldPath = Box<[Box<str>]>;
+
+/// A [`FieldPath`] from its keys.
+pub fn field_path(keys: &[&str]) -> FieldPath {
+    keys.iter().map(|k| Box::from(*k)).collect()
 }
 
 /// Where the label selector shown in `Scale.status.selector` comes from.
@@ -114,9 +125,9 @@ pub struct ScaleSpec {
 pub enum ScaleSelector {
     /// A structured `metav1.LabelSelector` (built-in workloads), rendered
     /// as a selector string.
-    LabelSelector(&'static [&'static str]),
+    LabelSelector(FieldPath),
     /// A field that already holds the selector string (CRDs' labelSelectorPath).
-    String(&'static [&'static str]),
+    String(FieldPath),
 }
 
 /// Named hooks for built-in kinds whose behaviour is code, not data.
@@ -135,11 +146,11 @@ pub enum KindHooks {
 /// the object (a dotted JSON path).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SelectableField {
-    pub label: &'static str,
-    pub path: &'static [&'static str],
+    pub label: Box<str>,
+    pub path: FieldPath,
     /// The value an object without the field selects as: kube renders a
     /// boolean field of its typed struct, so an unset one is "false".
-    pub absent: &'static str,
+    pub absent: Box<str>,
 }
 
 /// A served resource (one group/version/resource).
@@ -166,6 +177,46 @@ pub struct ResourceInfo {
     /// Stable identity used for storage keys: `group/plural` (version-free,
     /// so multi-version serving later shares one store).
     pub storage_key: Arc<str>,
+    /// The version objects are stored at, which may differ from the one
+    /// served here (kube's storage version; a CRD's `storage: true`
+    /// version).
+    pub storage_version: String,
+    /// Where this kind's schema comes from: validation, pruning,
+    /// defaulting, field ownership and OpenAPI all read it through
+    /// [`ResourceInfo::schema`].
+    pub schema_source: SchemaSource,
+}
+
+/// Where a kind's schema lives.
+#[derive(Clone, Default)]
+pub enum SchemaSource {
+    /// The built-in registry (k8s-openapi's kinds with kube's merge facts).
+    #[default]
+    Builtin,
+    /// A registry of the kind's own, built when the kind was (a CRD's
+    /// structural schema); dropped with its last catalog entry.
+    Own(Arc<crate::schema::SchemaRegistry>),
+}
+
+impl PartialEq for SchemaSource {
+    fn eq(&self, other: &Self) -> bool {
+        match (self, other) {
+            (SchemaSource::Builtin, SchemaSource::Builtin) => true,
+            (SchemaSource::Own(a), SchemaSource::Own(b)) => Arc::ptr_eq(a, b),
+            _ => false,
+        }
+    }
+}
+
+impl Eq for SchemaSource {}
+
+impl std::fmt::Debug for SchemaSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SchemaSource::Builtin => f.write_str("Builtin"),
+            SchemaSource::Own(r) => write!(f, "Own(#{})", r.uid()),
+        }
+    }
 }
 
 impl ResourceInfo {
@@ -186,6 +237,15 @@ impl ResourceInfo {
         } else {
             format!("{}.{}", self.plural, self.group)
         }
+    }
+
+    /// The schema of this kind at its served version, if there is one.
+    pub fn schema(&self) -> Option<crate::schema::Schema<'_>> {
+        let registry = match &self.schema_source {
+            SchemaSource::Builtin => crate::schema::builtin(),
+            SchemaSource::Own(r) => r,
+        };
+        registry.kind(&self.group, &self.version, &self.kind)
     }
 
     pub fn has_subresource(&self, sub: &str) -> bool {
@@ -209,7 +269,7 @@ impl ResourceInfo {
         };
         base.iter()
             .copied()
-            .chain(self.selectable_fields.iter().map(|f| f.label))
+            .chain(self.selectable_fields.iter().map(|f| &*f.label))
     }
 
     pub fn supports_field(&self, label: &str) -> bool {

@@ -48,9 +48,9 @@ pub fn prepare_for_create(info: &ResourceInfo, obj: &mut Value, ctx: &CreateCont
     }
     if info.has_status() && !info.strategy.keep_status_on_create {
         if let Some(root) = obj.as_object_mut() {
-            match info.strategy.initial_status.map(serde_json::from_str) {
-                Some(Ok(status)) => root.insert("status".into(), status),
-                _ => root.remove("status"),
+            match &info.strategy.initial_status {
+                Some(status) => root.insert("status".into(), status.clone()),
+                None => root.remove("status"),
             };
         }
     }

@@ -114,6 +114,11 @@ impl SchemaRegistry {
             .find(|((g, v, _), _)| g == group && v == version)
     }
 
+    /// Unique among every registry this process builds.
+    pub fn uid(&self) -> u64 {
+        self.uid
+    }
+
     /// The schema of a kind, if registered.
     pub fn kind(&self, group: &str, version: &str, kind: &str) -> Option<Schema<'_>> {
         self.kind_entry(group, version, kind)

@@ -526,13 +526,7 @@ pub const EVENT: &[Column] = &[
         "How many times the event was observed.",
         1,
     ),
-    Column {
-        name: "Name",
-        kind: "string",
-        format: "name",
-        description: Column::NAME_DESCRIPTION,
-        priority: 1,
-    },
+    Column::name().wide(),
 ];
 
 pub fn event_row(o: &Value, now: DateTime<Utc>) -> Row {

@@ -8,23 +8,28 @@
 //! fills every column, the wide (priority 1) ones included; kubectl hides
 //! those unless asked for `-o wide`.
 
+mod custom;
 pub mod format;
 mod kinds;
 mod pod;
 mod rbac;
 
+pub use custom::{ColumnSpec, CustomColumns};
+
 use crate::catalog::{Printer, ResourceInfo};
 use chrono::{DateTime, Utc};
 use serde_json::{json, Map, Value};
+use std::borrow::Cow;
 
-/// One column of a Table.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// One column of a Table (built-in kinds' are constants; a kind built at
+/// runtime owns its own).
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Column {
-    pub name: &'static str,
+    pub name: Cow<'static, str>,
     /// An OpenAPI type: string, integer, number, boolean, date.
-    pub kind: &'static str,
-    pub format: &'static str,
-    pub description: &'static str,
+    pub kind: Cow<'static, str>,
+    pub format: Cow<'static, str>,
+    pub description: Cow<'static, str>,
     /// 0: always shown; 1: shown by `kubectl get -o wide`.
     pub priority: u8,
 }
@@ -40,29 +45,35 @@ impl Column {
         priority: u8,
     ) -> Self {
         Self {
-            name,
-            kind,
-            format: "",
-            description,
+            name: Cow::Borrowed(name),
+            kind: Cow::Borrowed(kind),
+            format: Cow::Borrowed(""),
+            description: Cow::Borrowed(description),
             priority,
         }
     }
 
     pub const fn name() -> Self {
         Self {
-            name: "Name",
-            kind: "string",
-            format: "name",
-            description: Self::NAME_DESCRIPTION,
+            name: Cow::Borrowed("Name"),
+            kind: Cow::Borrowed("string"),
+            format: Cow::Borrowed("name"),
+            description: Cow::Borrowed(Self::NAME_DESCRIPTION),
             priority: 0,
         }
+    }
+
+    /// The same column, shown only by `kubectl get -o wide`.
+    pub const fn wide(mut self) -> Self {
+        self.priority = 1;
+        self
     }
 
     pub const fn age() -> Self {
         Self::new("Age", "string", "How long ago the object was created.", 0)
     }
 
-    fn to_json(self) -> Value {
+    fn to_json(&self) -> Value {
         json!({"name": self.name, "type": self.kind, "format": self.format, "description": self.description, "priority": self.priority})
     }
 }
@@ -76,8 +87,9 @@ pub struct Row {
 }
 
 /// The columns a printer fills.
-pub fn columns(printer: Printer) -> &'static [Column] {
+pub fn columns(printer: &Printer) -> &[Column] {
     match printer {
+        Printer::Columns(custom) => &custom.columns,
         Printer::Default => kinds::DEFAULT,
         Printer::Pod => pod::COLUMNS,
         Printer::Service => kinds::SERVICE,
@@ -97,8 +109,9 @@ pub fn columns(printer: Printer) -> &'static [Column] {
 }
 
 /// One object's row.
-pub fn row(printer: Printer, obj: &Value, now: DateTime<Utc>) -> Row {
+pub fn row(printer: &Printer, obj: &Value, now: DateTime<Utc>) -> Row {
     match printer {
+        Printer::Columns(custom) => custom.row(obj),
         Printer::Default => kinds::default_row(obj, now),
         Printer::Pod => pod::row(obj, now),
         Printer::Service => kinds::service_row(obj, now),
@@ -191,7 +204,7 @@ pub fn table(
     let rows: Vec<Value> = objects
         .iter()
         .map(|o| {
-            let r = row(info.printer, o, now);
+            let r = row(&info.printer, o, now);
             let mut out = Map::new();
             out.insert("cells".into(), Value::Array(r.cells));
             if let Some(c) = r.conditions {
@@ -207,7 +220,7 @@ pub fn table(
         })
         .collect();
     let columns = if opts.headers {
-        Value::Array(columns(info.printer).iter().map(|c| c.to_json()).collect())
+        Value::Array(columns(&info.printer).iter().map(Column::to_json).collect())
     } else {
         Value::Null
     };

@@ -9,8 +9,12 @@ fn now() -> DateTime<Utc> {
 const CREATED: &str = "2026-01-01T00:00:00Z";
 
 fn cells(printer: Printer, obj: Value) -> Vec<Value> {
-    let r = row(printer, &obj, now());
-    assert_eq!(r.cells.len(), columns(printer).len(), "one cell per column");
+    let r = row(&printer, &obj, now());
+    assert_eq!(
+        r.cells.len(),
+        columns(&printer).len(),
+        "one cell per column"
+    );
     r.cells
 }
 
@@ -25,7 +29,8 @@ fn strs(v: &[Value]) -> Vec<String> {
 
 #[test]
 fn every_builtin_names_columns_kubectl_knows() {
-    let heads = |p: Printer| -> Vec<&str> { columns(p).iter().map(|c| c.name).collect() };
+    let heads =
+        |p: Printer| -> Vec<String> { columns(&p).iter().map(|c| c.name.to_string()).collect() };
     assert_eq!(
         heads(Printer::Pod),
         [
@@ -81,10 +86,10 @@ fn every_builtin_names_columns_kubectl_knows() {
         ]
     );
     assert_eq!(heads(Printer::Default), ["Name", "Age"]);
-    let wide: Vec<&str> = columns(Printer::Node)
+    let wide: Vec<&str> = columns(&Printer::Node)
         .iter()
         .filter(|c| c.priority == 1)
-        .map(|c| c.name)
+        .map(|c| c.name.as_ref())
         .collect();
     assert_eq!(
         wide,
