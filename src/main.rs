@@ -2,6 +2,7 @@
 
 mod admission;
 mod config;
+mod context;
 mod controllers;
 mod discovery;
 mod filters;

@@ -6,7 +6,7 @@
 //! validation refuses in Endpoints, leaves them out.
 
 use super::security::resource;
-use crate::handlers::Api;
+use crate::context::Api;
 use crate::registry;
 use crate::registry::storage::{Storage, StorageResult};
 use kubeshard_core::status::ApiError;

@@ -15,7 +15,7 @@ mod queue;
 pub mod security;
 mod serviceaccount;
 
-use crate::handlers::Api;
+use crate::context::Api;
 use crate::registry::{self, Store};
 use garbagecollector::GarbageCollector;
 use informer::{Batch, Informer};

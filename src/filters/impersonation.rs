@@ -5,7 +5,7 @@
 //! and user extras (`userextras/<key>`, named by the value).
 
 use super::authz;
-use crate::handlers::Api;
+use crate::context::Api;
 use http::HeaderMap;
 use kubeshard_core::authn::{
     service_account_groups, split_service_account_username, Attributes, UserInfo, ANONYMOUS,

@@ -15,8 +15,8 @@ pub mod impersonation;
 pub mod requestinfo;
 pub mod timeout;
 
+use crate::context::Api;
 use crate::handlers::response::{self, Render};
-use crate::handlers::Api;
 use crate::registry::storage::Storage;
 use crate::serving::body::{Body, Held};
 use crate::serving::conn::ConnInfo;
@@ -65,14 +65,14 @@ pub struct Served {
     permit: Option<flowcontrol::Permit>,
     /// Where the sweeper cuts the response off if it is still being sent
     /// when the request's deadline passes.
-    deadline: Option<Rc<crate::handlers::stall::Deadline>>,
+    deadline: Option<Rc<crate::context::stall::Deadline>>,
 }
 
 /// What a response body holds until hyper drops it.
 pub type Holds = (
     ActiveRequest,
     Option<flowcontrol::Permit>,
-    Option<Rc<crate::handlers::stall::Deadline>>,
+    Option<Rc<crate::context::stall::Deadline>>,
 );
 
 impl From<Response<Body>> for Served {

@@ -4,7 +4,6 @@
 
 use super::create::bind_namespace;
 use super::decode::{check_result_size, check_type};
-use super::fields::schema_of;
 use super::managers::Tracking;
 use super::patch::{options_invalid, precondition};
 use super::warnings::Warnings;
@@ -58,7 +57,7 @@ pub async fn apply(
         "{ns}/{url_name}; {}/{}, Kind={}",
         info.group, info.version, info.kind
     );
-    if let Some(schema) = schema_of(&info) {
+    if let Some(schema) = info.schema() {
         // kube's typed conversion of the configuration refuses values of
         // the wrong type before anything merges (a 500 with kube's plain
         // error, no reason, as kube answers).

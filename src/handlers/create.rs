@@ -2,7 +2,7 @@
 
 use super::decode::{check_type, read_body};
 use super::fields;
-use super::managers::Tracking;
+use super::managers::{self, Tracking};
 use super::response;
 use super::update::writer;
 use super::warnings::Warnings;
@@ -24,7 +24,7 @@ pub async fn create(api: &Rc<Api>, rr: &ResourceRequest, req: Request<Incoming>)
             "create",
         ));
     }
-    let tracking = Tracking::new(&rr.query, req.headers(), "", "CreateOptions")?;
+    let tracking = managers::tracking(&rr.query, req.headers(), "", "CreateOptions")?;
     let (input, body) = read_body(req).await?;
     let info = &rr.resource;
     let warnings = Warnings::default();

@@ -7,14 +7,8 @@ use super::warnings::Warnings;
 use crate::filters::requestinfo::Query;
 use kubeshard_core::catalog::ResourceInfo;
 use kubeshard_core::fieldvalidation::{self, Directive, Issue};
-use kubeshard_core::schema::Schema;
 use kubeshard_core::status::ApiError;
 use serde_json::Value;
-
-/// The schema of a served kind, if kubeshard knows one.
-pub fn schema_of(info: &ResourceInfo) -> Option<Schema<'_>> {
-    info.schema()
-}
 
 /// The `fieldValidation` directive; `options` names the options kind for
 /// the error (CreateOptions, UpdateOptions, PatchOptions).
@@ -31,7 +25,7 @@ pub fn decode_object(
     directive: Directive,
     warnings: &Warnings,
 ) -> Result<Value, ApiError> {
-    let schema = schema_of(info);
+    let schema = info.schema();
     let (value, issues) = match input {
         // A whole object comes as JSON, YAML or protobuf; a patch type on a
         // create or an update is a 415, never read as JSON.
@@ -107,7 +101,7 @@ pub fn judge_patched(
     directive: Directive,
     warnings: &Warnings,
 ) -> Result<(), ApiError> {
-    if let Some(s) = schema_of(info) {
+    if let Some(s) = info.schema() {
         // kube decodes the patched object into its Go type: what does not
         // fit is a 422 on the patch, whatever the directive.
         if let Err(m) = fieldvalidation::check_types(patched, s) {
@@ -115,7 +109,7 @@ pub fn judge_patched(
         }
     }
     let before = (directive == Directive::Strict).then(|| patched.to_string());
-    if let Some(s) = schema_of(info) {
+    if let Some(s) = info.schema() {
         issues.extend(fieldvalidation::prune(patched, s));
     }
     match directive {

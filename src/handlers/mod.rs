@@ -16,46 +16,23 @@ pub mod negotiation;
 mod nonresource;
 mod patch;
 pub mod response;
-pub mod revisions;
 mod scale;
-pub mod stall;
 pub mod table;
 pub(crate) mod update;
 mod warnings;
 mod watch;
 
-use crate::admission::Admission;
-use crate::config::ServerConfig;
+pub use crate::context::Api;
 use crate::filters::requestinfo::{Query, RequestInfo};
 use crate::serving::body::Body;
 use http::{header, Request, Response};
 use hyper::body::Incoming;
-use kubeshard_core::catalog::{CatalogReader, ResourceInfo};
+use kubeshard_core::catalog::ResourceInfo;
 use kubeshard_core::status::ApiError;
 use kubeshard_core::table::IncludeObject;
-use kubeshard_shards::{ExecutorContext, ShardClient, Shutdown};
 use response::Render;
 use std::rc::Rc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-
-/// Everything a handler needs, one per executor.
-pub struct Api {
-    pub exec: Rc<ExecutorContext>,
-    pub catalog: CatalogReader,
-    pub config: Arc<ServerConfig>,
-    pub admission: Admission,
-    /// This executor's watchers and large responses, for cutting off the
-    /// ones that stall or overrun.
-    pub stalls: Rc<stall::StallSweeper>,
-    /// This executor's open connections.
-    pub connections: Rc<crate::serving::connections::Connections>,
-    /// When revisions were current (snapshots expire with time).
-    pub revisions: Rc<revisions::RevisionClock>,
-    /// Authentication, authorization and audit state of this executor.
-    pub security: Rc<crate::security::Security>,
-    ready: Arc<AtomicBool>,
-}
 
 /// A resource request after routing: the catalog entry and the request.
 pub struct ResourceRequest {
@@ -73,61 +50,6 @@ pub struct ResourceRequest {
 pub type HandlerResult = Result<Response<Body>, ApiError>;
 
 impl Api {
-    pub fn new(
-        exec: Rc<ExecutorContext>,
-        catalog: CatalogReader,
-        config: Arc<ServerConfig>,
-        ready: Arc<AtomicBool>,
-        security: Rc<crate::security::Security>,
-    ) -> Self {
-        let stall_timeout = config.watch_stall_timeout;
-        let revisions = Rc::new(revisions::RevisionClock::new(config.history_window));
-        let connections = Rc::new(crate::serving::connections::Connections::new(
-            config.conn_limit.clone(),
-            config.conn_timeouts,
-        ));
-        let admission =
-            crate::admission::plugins::build(&config.admission, &exec, &security.informers);
-        Self {
-            exec,
-            catalog,
-            config,
-            admission,
-            stalls: Rc::new(stall::StallSweeper::new(stall_timeout)),
-            connections,
-            revisions,
-            security,
-            ready,
-        }
-    }
-
-    /// The engine itself: its figures and revisions, for metrics and
-    /// health. Reads and writes go through [`Self::storage`].
-    pub fn shards(&self) -> &ShardClient {
-        &self.exec.shards
-    }
-
-    /// The storage objects are read from and written to.
-    pub fn storage(&self) -> &crate::registry::storage::Backend {
-        &self.exec.shards
-    }
-
-    pub fn shutdown(&self) -> &Shutdown {
-        &self.exec.shutdown
-    }
-
-    pub fn mark_ready(&self) {
-        self.ready.store(true, Ordering::Release);
-    }
-
-    /// Bootstrap done, this executor's authorization caches loaded, and
-    /// not shutting down.
-    pub fn is_ready(&self) -> bool {
-        self.ready.load(Ordering::Acquire)
-            && self.security.informers.synced()
-            && !self.shutdown().is_triggered()
-    }
-
     /// Serves one request that passed the filter chain (which parsed its
     /// info and query); never fails (errors become Status responses).
     pub async fn handle(

@@ -7,7 +7,7 @@
 //! controller empties it.
 
 use super::decode::{check_type, parse_object, read_body};
-use super::managers::Tracking;
+use super::managers;
 use super::update::written_response;
 use super::{Api, HandlerResult, ResourceRequest};
 use crate::registry::storage::{Storage, StorageResult};
@@ -37,7 +37,7 @@ pub async fn finalize(
     rr: &ResourceRequest,
     req: Request<Incoming>,
 ) -> HandlerResult {
-    let tracking = Tracking::new(&rr.query, req.headers(), "finalize", "UpdateOptions")?;
+    let tracking = managers::tracking(&rr.query, req.headers(), "finalize", "UpdateOptions")?;
     let (input, body) = read_body(req).await?;
     let mut obj = parse_object(input, &body)?;
     let info = rr.resource.clone();

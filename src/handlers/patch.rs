@@ -5,7 +5,7 @@
 
 use super::decode::{check_result_size, read_body};
 use super::fields;
-use super::managers::Tracking;
+use super::managers;
 use super::negotiation::Input;
 use super::update::written_response;
 use super::warnings::Warnings;
@@ -24,7 +24,7 @@ use std::rc::Rc;
 use std::sync::Arc;
 
 pub async fn patch(api: &Rc<Api>, rr: &ResourceRequest, req: Request<Incoming>) -> HandlerResult {
-    let tracking = Tracking::new(
+    let tracking = managers::tracking(
         &rr.query,
         req.headers(),
         &rr.info.subresource,
@@ -118,7 +118,7 @@ fn decode(
             Ok((PatchKind::Merge(doc), issues))
         }
         Input::StrategicMergePatch => {
-            if fields::schema_of(&rr.resource).is_none() {
+            if rr.resource.schema().is_none() {
                 return Err(ApiError::unsupported_media_type(SCHEMALESS_PATCHES));
             }
             let (doc, issues) = fields::decode_patch(body)?;

@@ -5,7 +5,7 @@
 //! the owning shard, with the parent's update rules.
 
 use super::decode::read_body;
-use super::managers::Tracking;
+use super::managers;
 use super::negotiation::{Input, Output};
 use super::response::{self, Render};
 use super::{not_found_path, Api, HandlerResult, ResourceRequest};
@@ -39,7 +39,7 @@ pub async fn serve(api: &Rc<Api>, rr: &ResourceRequest, req: Request<Incoming>) 
     };
     // A write through the Scale records its manager on the parent, as an
     // Update of the `scale` subresource owning the replica count.
-    let tracking = Tracking::new(&rr.query, req.headers(), "scale", options)?;
+    let tracking = managers::tracking(&rr.query, req.headers(), "scale", options)?;
     let change = match rr.info.verb.as_str() {
         "get" => {
             let obj = api

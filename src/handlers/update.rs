@@ -3,7 +3,7 @@
 use super::create::bind_namespace;
 use super::decode::{check_type, read_body};
 use super::fields;
-use super::managers::Tracking;
+use super::managers::{self, Tracking};
 use super::response;
 use super::warnings::Warnings;
 use super::{Api, HandlerResult, ResourceRequest};
@@ -21,7 +21,7 @@ use std::rc::Rc;
 use std::sync::Arc;
 
 pub async fn update(api: &Rc<Api>, rr: &ResourceRequest, req: Request<Incoming>) -> HandlerResult {
-    let tracking = Tracking::new(
+    let tracking = managers::tracking(
         &rr.query,
         req.headers(),
         &rr.info.subresource,

@@ -294,7 +294,7 @@ struct Watcher {
     timers_armed_for: Option<std::task::Waker>,
     shutdown: Shutdown,
     done: bool,
-    stall: Rc<super::stall::WatchState>,
+    stall: Rc<crate::context::stall::WatchState>,
 }
 
 /// The frame a watcher gets for an event, if any, applying selector

@@ -6,6 +6,7 @@
 //! write means the same thing whoever makes it.
 
 mod delete;
+pub mod ownership;
 pub mod storage;
 pub mod store;
 pub mod strategy;
@@ -14,11 +15,11 @@ pub use delete::delete;
 pub use store::{Creates, Old, Requested, Store, Target, Writer, Written};
 pub use strategy::{spec_finalizers, Ownership};
 
-use crate::handlers::managers::Tracking;
-use crate::handlers::Api;
+use crate::context::Api;
 use kubeshard_core::authn::{UserInfo, AUTHENTICATED, MASTERS};
 use kubeshard_core::catalog::ResourceInfo;
 use kubeshard_core::status::ApiError;
+use ownership::Tracking;
 use serde_json::Value;
 use std::sync::{Arc, LazyLock};
 

@@ -6,10 +6,7 @@ use kubeshard_core::catalog::ResourceInfo;
 use kubeshard_core::status::ApiError;
 pub use kubeshard_shards::backend::{Storage, StorageError, UpdateFn};
 
-/// The backend this server stores in: the sharded engine (in memory or on
-/// its write-ahead log). Code above the registry names only this and the
-/// [`Storage`] trait, so another backend plugs in here.
-pub type Backend = kubeshard_shards::ShardClient;
+pub use crate::context::Backend;
 
 /// The Status error a storage error answers for object `name` of `info`.
 pub fn status_error(e: StorageError, info: &ResourceInfo, name: &str) -> ApiError {

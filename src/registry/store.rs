@@ -24,8 +24,8 @@
 use super::storage::{status_error, Storage, StorageError, StorageResult, UpdateFn};
 use super::strategy::{shape, Ownership, Part};
 use crate::admission::{Admission, Attributes, Operation};
+use crate::context::Api;
 use crate::filters::authz::escalation::{self, EscalationCheck};
-use crate::handlers::Api;
 use kubeshard_cache::StoredObject;
 use kubeshard_core::authn::UserInfo;
 use kubeshard_core::catalog::ResourceInfo;

@@ -9,8 +9,8 @@
 //! Pure and `Send`: on the fast path it runs on the shard that owns the
 //! object, inside the update.
 
+use super::ownership::Tracking;
 use super::store::{Old, Requested};
-use crate::handlers::managers::Tracking;
 use kubeshard_core::catalog::ResourceInfo;
 use kubeshard_core::meta;
 use kubeshard_core::registry::{self, lifecycle, CreateContext};

@@ -11,7 +11,7 @@ use super::conn::ConnInfo;
 use super::connections::{Admit, ConnState};
 use super::cut::Cut;
 use super::io::{HyperIo, LocalExec, PlainStream, TlsTransport};
-use crate::handlers::Api;
+use crate::context::Api;
 use futures_lite::future;
 use futures_lite::FutureExt;
 use glommio::net::TcpListener;

@@ -5,7 +5,7 @@
 //! the store, so every executor's index sees the result.
 
 use super::resource;
-use crate::handlers::Api;
+use crate::context::Api;
 use crate::registry;
 use crate::registry::storage::Storage;
 use kubeshard_core::rbac::aggregation::aggregate;

@@ -3,7 +3,7 @@
 //! kube-apiserver's RBAC post-start hook does.
 
 use super::resource;
-use crate::handlers::Api;
+use crate::context::Api;
 use crate::registry;
 use crate::registry::storage::{Storage, StorageResult};
 use kubeshard_core::rbac::bootstrap;

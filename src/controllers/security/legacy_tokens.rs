@@ -5,8 +5,8 @@
 //! account is deleted.
 
 use super::resource;
+use crate::context::Api;
 use crate::filters::authn::serviceaccount::{issue_legacy, ObjectRef};
-use crate::handlers::Api;
 use crate::informer::Change;
 use crate::registry;
 use crate::registry::storage::{Storage, StorageResult};

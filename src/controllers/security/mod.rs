@@ -7,7 +7,7 @@ pub mod aggregation;
 pub mod bootstrap_policy;
 pub mod legacy_tokens;
 
-use crate::handlers::Api;
+use crate::context::Api;
 use kubeshard_core::catalog::ResourceInfo;
 use kubeshard_core::status::ApiError;
 use std::sync::Arc;

@@ -17,7 +17,7 @@ pub mod x509;
 
 pub use cache::TokenCache;
 
-use crate::handlers::Api;
+use crate::context::Api;
 use crate::serving::conn::ConnInfo;
 use http::HeaderMap;
 use kubeshard_core::authn::{UserInfo, ANONYMOUS, AUTHENTICATED, MASTERS, UNAUTHENTICATED};

@@ -8,7 +8,7 @@
 //! the Secret and never expire. Either stops working once its account —
 //! or the object it is bound to — is deleted or replaced (uid check).
 
-use crate::handlers::Api;
+use crate::context::Api;
 use crate::registry::storage::{status, Storage};
 use crate::security::ServiceAccountConfig;
 use jsonwebtoken::{Algorithm, Header, Validation};

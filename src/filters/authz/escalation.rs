@@ -12,7 +12,7 @@
 //! A binding's roleRef cannot change after creation (422).
 
 use super::{decide, rules_for};
-use crate::handlers::Api;
+use crate::context::Api;
 use crate::registry::storage::{Storage, StorageResult};
 use crate::registry::store::Target;
 use kubeshard_cache::StoredObject;

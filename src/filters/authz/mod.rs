@@ -6,7 +6,7 @@
 
 pub mod escalation;
 
-use crate::handlers::Api;
+use crate::context::Api;
 use crate::registry::storage::Storage;
 use crate::registry::store::Target;
 use kubeshard_core::authn::{Attributes, UserInfo, MASTERS};
