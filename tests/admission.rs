@@ -308,3 +308,33 @@ fn concurrent_updates_through_admission_lose_nothing() {
     let keys = stored["data"].as_object().unwrap().len();
     assert_eq!(keys, writers * each, "{stored}");
 }
+
+/// An update that removes the last finalizer of an object being deleted
+/// deletes it (kube's delete-during-update), on the read-admit-write path
+/// too: the registry decides it, storage carries it out.
+#[test]
+fn removing_the_last_finalizer_through_admission_deletes_the_object() {
+    let s = Server::start_with(1, &["--enable-admission-plugins=AlwaysAdmit"]);
+    let path = "/api/v1/namespaces/default/configmaps/held";
+    let (code, body) = s.post(
+        "/api/v1/namespaces/default/configmaps",
+        &json!({"metadata": {"name": "held", "finalizers": ["example.com/hold"]}}),
+    );
+    assert_eq!(code, 201, "{body}");
+    let (code, body) = s.delete(path);
+    assert_eq!(code, 200, "{body}");
+    let (code, marked) = s.get(path);
+    assert_eq!(code, 200, "{marked}");
+    assert!(
+        marked["metadata"]["deletionTimestamp"].is_string(),
+        "{marked}"
+    );
+    let (code, body) = s.patch(
+        path,
+        "application/merge-patch+json",
+        &json!({"metadata": {"finalizers": null}}),
+    );
+    assert_eq!(code, 200, "{body}");
+    let (code, body) = s.get(path);
+    assert_eq!(code, 404, "{body}");
+}

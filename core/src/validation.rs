@@ -287,9 +287,9 @@ pub fn validate_generate_name(prefix: &str, rule: NameRule) -> Vec<StatusCause> 
         .collect()
 }
 
-/// Five random characters from kube's suffix alphabet.
-pub fn generate_name_suffix() -> String {
-    let mut rng = rand::thread_rng();
+/// Five random characters from kube's suffix alphabet, drawn from `rng`
+/// (the caller's: this crate reads no randomness of its own).
+pub fn generate_name_suffix(rng: &mut impl Rng) -> String {
     (0..GENERATED_SUFFIX_LENGTH)
         .map(|_| {
             let i = rng.gen_range(0..GENERATED_SUFFIX_ALPHABET.len());
@@ -300,14 +300,14 @@ pub fn generate_name_suffix() -> String {
 
 /// The name kube generates from `generateName`: prefix cut to 58 bytes
 /// (here at a char boundary, so the result stays valid UTF-8) plus suffix.
-pub fn generate_name(prefix: &str) -> String {
+pub fn generate_name(prefix: &str, rng: &mut impl Rng) -> String {
     let mut end = prefix.len().min(MAX_GENERATED_NAME_LENGTH);
     while !prefix.is_char_boundary(end) {
         end -= 1;
     }
     let mut s = String::with_capacity(end + GENERATED_SUFFIX_LENGTH);
     s.push_str(&prefix[..end]);
-    s.push_str(&generate_name_suffix());
+    s.push_str(&generate_name_suffix(rng));
     s
 }
 

@@ -55,11 +55,23 @@ impl From<ApiError> for StorageError {
     }
 }
 
+/// What an update function decided the write does.
+#[derive(Debug)]
+pub enum UpdateStep {
+    /// Store this state.
+    Write(Value),
+    /// Delete the object instead; the value is what the writer is
+    /// answered with (the registry's delete-during-update: an update that
+    /// removed the last finalizer of an object whose deletion was due).
+    Delete(Value),
+}
+
 /// Decides the new state of an object from its stored state (None when
 /// absent). A backend may call it more than once: a compare-and-swap
 /// backend calls it again with the newer state when another writer got
 /// in first, so it must be free of side effects beyond its answer.
-pub type UpdateFn = Box<dyn FnMut(Option<&Arc<StoredObject>>) -> Result<Value, ApiError> + Send>;
+pub type UpdateFn =
+    Box<dyn FnMut(Option<&Arc<StoredObject>>) -> Result<UpdateStep, ApiError> + Send>;
 
 /// A backend the registry stores objects in. One instance per executor;
 /// futures are not `Send` (thread-per-core).

@@ -16,7 +16,7 @@ mod log;
 pub use list::{ListChunk, ListRequest};
 pub use log::Completion;
 
-use crate::backend::StorageError;
+use crate::backend::{StorageError, UpdateStep};
 use crate::sequencer::Sequencer;
 use hashbrown::HashMap;
 use kubeshard_cache::ring::RingLimits;
@@ -24,7 +24,6 @@ use kubeshard_cache::{Event, EventRing, EventType, StoredObject};
 use kubeshard_core::catalog::ResourceInfo;
 use kubeshard_core::meta;
 use kubeshard_core::registry::deletion::DeleteStep;
-use kubeshard_core::registry::should_delete_during_update;
 use kubeshard_core::status::ApiError;
 use log::LogState;
 use serde_json::Value;
@@ -430,11 +429,17 @@ impl ShardStore {
         mut try_update: TryUpdate,
     ) -> Result<UpdateOutcome, StorageError> {
         let old = self.current(&info.storage_key, namespace, name);
-        let new = contained(|| try_update(old.as_ref()))?;
+        let (new, delete) = match contained(|| try_update(old.as_ref()))? {
+            UpdateStep::Write(v) => (v, false),
+            UpdateStep::Delete(v) => (v, true),
+        };
         if meta::namespace(&new) != namespace || meta::name(&new) != name {
             return Err(StorageError::KeyChanged);
         }
         let Some(old) = old else {
+            if delete {
+                return Err(StorageError::NotFound);
+            }
             return Ok(UpdateOutcome::Created(self.commit(
                 info,
                 EventType::Added,
@@ -443,7 +448,7 @@ impl ShardStore {
             )));
         };
         let old_value = old.to_value();
-        if should_delete_during_update(info, &new, &old_value) {
+        if delete {
             let deleted = self.commit(info, EventType::Deleted, old_value, Some(old.clone()));
             let mut response = new;
             meta::set_meta(

@@ -4,7 +4,7 @@
 
 use kubeshard_core::catalog::ResourceInfo;
 use kubeshard_core::status::ApiError;
-pub use kubeshard_shards::backend::{Storage, StorageError, UpdateFn};
+pub use kubeshard_shards::backend::{Storage, StorageError, UpdateFn, UpdateStep};
 
 pub use crate::context::Backend;
 

@@ -21,7 +21,7 @@
 //! does. A fast-path update that finds it would create an object admission
 //! must see first steps back to the slow path.
 
-use super::storage::{status_error, Storage, StorageError, StorageResult, UpdateFn};
+use super::storage::{status_error, Storage, StorageError, StorageResult, UpdateFn, UpdateStep};
 use super::strategy::{shape, Ownership, Part};
 use crate::admission::{Admission, Attributes, Operation};
 use crate::context::Api;
@@ -31,6 +31,7 @@ use kubeshard_core::authn::UserInfo;
 use kubeshard_core::catalog::ResourceInfo;
 use kubeshard_core::meta;
 use kubeshard_core::registry::deletion::DeleteOptions;
+use kubeshard_core::registry::should_delete_during_update;
 use kubeshard_core::status::ApiError;
 use kubeshard_shards::store::{DeleteOutcome, UpdateOutcome};
 use parking_lot::Mutex;
@@ -166,7 +167,7 @@ impl<'a> Store<'a> {
                     "name",
                     Value::String(format!(
                         "{prefix}{}",
-                        kubeshard_core::validation::generate_name_suffix()
+                        kubeshard_core::validation::generate_name_suffix(&mut rand::thread_rng())
                     )),
                 );
             }
@@ -365,7 +366,7 @@ impl<'a> Store<'a> {
             });
         }
         let expected = current.as_ref().map(|c| c.revision);
-        let mut new = Some(new);
+        let mut new = Some(step(t.info, new, old_value.as_ref()));
         let outcome = shards
             .guaranteed_update(
                 t.info,
@@ -530,6 +531,17 @@ fn on_shard(
         }
         let new = shape(&info, part, &ownership, new, old_value.as_ref())?;
         guards.check(&info, current, &new)?;
-        Ok(new)
+        Ok(step(&info, new, old_value.as_ref()))
     })
+}
+
+/// What storage does with an update's result: store it, or — kube's
+/// delete-during-update, decided here and not by storage — delete the
+/// object when the update removed the last finalizer of an object whose
+/// deletion was due.
+fn step(info: &ResourceInfo, new: Value, old: Option<&Value>) -> UpdateStep {
+    match old {
+        Some(old) if should_delete_during_update(info, &new, old) => UpdateStep::Delete(new),
+        _ => UpdateStep::Write(new),
+    }
 }

@@ -224,19 +224,19 @@ fn generate_name_prefix_rules() {
 #[test]
 fn generated_names() {
     for _ in 0..50 {
-        let s = generate_name_suffix();
+        let s = generate_name_suffix(&mut rand::thread_rng());
         assert_eq!(s.len(), 5);
         assert!(
             s.bytes().all(|b| GENERATED_SUFFIX_ALPHABET.contains(&b)),
             "{s}"
         );
     }
-    let n = generate_name("web-");
+    let n = generate_name("web-", &mut rand::thread_rng());
     assert!(n.starts_with("web-") && n.len() == 9, "{n}");
-    let n = generate_name(&"x".repeat(100));
+    let n = generate_name(&"x".repeat(100), &mut rand::thread_rng());
     assert_eq!(n.len(), 63);
     assert!(is_dns1123_label(&n).is_empty());
-    let n = generate_name(&format!("{}é", "x".repeat(57)));
+    let n = generate_name(&format!("{}é", "x".repeat(57)), &mut rand::thread_rng());
     assert_eq!(n.len(), 62);
     assert!(n.starts_with(&"x".repeat(57)));
 }

@@ -9,13 +9,12 @@
 //! not changed since; otherwise it runs again. [`Reference::interfere`]
 //! makes another writer get in between, so the retry is exercised.
 
-use super::{Storage, StorageError, UpdateFn};
+use super::{Storage, StorageError, UpdateFn, UpdateStep};
 use crate::store::{DeleteOutcome, DeletePlan, ListChunk, ListRequest, NsName, UpdateOutcome};
 use kubeshard_cache::{EventType, StoredObject};
 use kubeshard_core::catalog::ResourceInfo;
 use kubeshard_core::meta;
 use kubeshard_core::registry::deletion::DeleteStep;
-use kubeshard_core::registry::should_delete_during_update;
 use serde_json::Value;
 use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
@@ -201,7 +200,10 @@ impl Storage for Reference {
         loop {
             let read = self.current(&k);
             self.update_calls.set(self.update_calls.get() + 1);
-            let new = caught(|| update(read.as_ref()))?;
+            let (new, delete) = match caught(|| update(read.as_ref()))? {
+                UpdateStep::Write(v) => (v, false),
+                UpdateStep::Delete(v) => (v, true),
+            };
             self.run_interference();
             let now = self.current(&k);
             if now.as_ref().map(|o| o.revision) != read.as_ref().map(|o| o.revision) {
@@ -211,6 +213,9 @@ impl Storage for Reference {
                 return Err(StorageError::KeyChanged);
             }
             let Some(old) = read else {
+                if delete {
+                    return Err(StorageError::NotFound);
+                }
                 return Ok(UpdateOutcome::Created(self.write(
                     info,
                     EventType::Added,
@@ -219,7 +224,7 @@ impl Storage for Reference {
                 )));
             };
             let old_value = old.to_value();
-            if should_delete_during_update(info, &new, &old_value) {
+            if delete {
                 let deleted = self.write(info, EventType::Deleted, old_value, Some(old.clone()));
                 let mut response = new;
                 meta::set_meta(

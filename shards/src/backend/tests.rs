@@ -10,7 +10,7 @@
 //! or without a namespace, equals the model at that revision.
 
 use super::reference::Reference;
-use super::{Storage, StorageError};
+use super::{Storage, StorageError, UpdateStep};
 use crate::runtime::{self, RuntimeConfig, StartState};
 use crate::sequencer::Sequencer;
 use crate::storage::StorageMode;
@@ -133,7 +133,7 @@ async fn check<S: Storage>(s: &S, case: u32, ops: &[Op]) -> Result<(), String> {
                         &key.1,
                         Box::new(move |old| match old {
                             None if !creates => Err(ApiError::not_found("", "configmaps", &name)),
-                            _ => Ok(body.clone()),
+                            _ => Ok(UpdateStep::Write(body.clone())),
                         }),
                     )
                     .await;
@@ -341,7 +341,7 @@ fn a_conflicting_writer_makes_the_update_function_run_again() {
                 Box::new(move |old| {
                     let old = old.unwrap();
                     record.lock().unwrap().push(label_of(old));
-                    Ok(object(9999, 0, 0, label_of(old) + 1))
+                    Ok(UpdateStep::Write(object(9999, 0, 0, label_of(old) + 1)))
                 }),
             )
             .await

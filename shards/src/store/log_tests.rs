@@ -99,7 +99,7 @@ proptest! {
                     let body = cm(&key, v);
                     let r = store.update(&info, "d", &key, Box::new(move |old| {
                         old.ok_or_else(|| ApiError::not_found("", "configmaps", "x"))?;
-                        Ok(body.clone())
+                        Ok(UpdateStep::Write(body.clone()))
                     }));
                     (key, r.map(|o| (o.object().clone(), Some(v))))
                 }

@@ -74,7 +74,7 @@ fn apply(store: &mut ShardStore, info: &ResourceInfo, model: &mut State, op: &Op
                 &key.1,
                 Box::new(move |old| {
                     old.ok_or_else(|| ApiError::not_found("", "configmaps", "x"))?;
-                    Ok(body.clone())
+                    Ok(UpdateStep::Write(body.clone()))
                 }),
             );
             match (res, model.get(&key).copied()) {
@@ -269,7 +269,12 @@ fn a_panicking_write_function_answers_500_and_the_shard_serves_on() {
     assert_eq!(current.revision, stored.revision);
     let body = cm(0, 1, 2);
     let updated = store
-        .update(&info, "ns-0", "cm-1", Box::new(move |_| Ok(body.clone())))
+        .update(
+            &info,
+            "ns-0",
+            "cm-1",
+            Box::new(move |_| Ok(UpdateStep::Write(body.clone()))),
+        )
         .unwrap();
     assert!(matches!(updated, UpdateOutcome::Updated(_)));
 }
