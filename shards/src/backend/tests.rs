@@ -266,7 +266,13 @@ proptest! {
 }
 
 /// One case for the engine: the ops, and where to send the verdict.
-type Job = (u32, Vec<Op>, async_channel::Sender<Result<(), String>>);
+type Job = (u32, Work, async_channel::Sender<Result<(), String>>);
+
+/// What executor 0 runs for a job.
+enum Work {
+    Ops(Vec<Op>),
+    PanicOnRemoteShard,
+}
 
 /// The sharded engine, two executors in memory, running `check` for
 /// every job sent to executor 0; it stops when `shutdown` is triggered and
@@ -292,8 +298,12 @@ fn engine(
                 if ctx.id != 0 {
                     return ctx.shutdown.wait().await;
                 }
-                while let Ok((case, ops, reply)) = jobs.recv().await {
-                    let _ = reply.send(check(&ctx.shards, case, &ops).await).await;
+                while let Ok((case, work, reply)) = jobs.recv().await {
+                    let verdict = match work {
+                        Work::Ops(ops) => check(&ctx.shards, case, &ops).await,
+                        Work::PanicOnRemoteShard => panic_on_remote_shard(&ctx.shards, case).await,
+                    };
+                    let _ = reply.send(verdict).await;
                 }
             }
         };
@@ -310,7 +320,7 @@ fn the_sharded_engine_keeps_the_contract() {
     let result = runner.run(&prop::collection::vec(op(), 1..40), |ops| {
         let case = CASES.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = async_channel::bounded(1);
-        jobs.send_blocking((case, ops, tx)).unwrap();
+        jobs.send_blocking((case, Work::Ops(ops), tx)).unwrap();
         let verdict = rx.recv_blocking().unwrap();
         prop_assert!(verdict.is_ok(), "{}", verdict.unwrap_err());
         Ok(())
@@ -319,6 +329,75 @@ fn the_sharded_engine_keeps_the_contract() {
     stop.trigger();
     engine.join().unwrap();
     result.unwrap();
+}
+
+/// A panic in an update function on the shard that owns the key — not
+/// the asking executor's — fails that write as Internal; the object is
+/// untouched and both shards go on serving reads and writes.
+async fn panic_on_remote_shard<S: Storage>(s: &S, case: u32) -> Result<(), String> {
+    let info = configmaps();
+    let remote = (0..64u8)
+        .find(|k| {
+            let ns = namespace(case, 0);
+            kubeshard_core::keys::shard_for(&info.storage_key, &ns, &format!("cm-{k}"), 2) == 1
+        })
+        .ok_or("no key on shard 1")?;
+    let local = (0..64u8)
+        .find(|k| {
+            let ns = namespace(case, 0);
+            kubeshard_core::keys::shard_for(&info.storage_key, &ns, &format!("cm-{k}"), 2) == 0
+        })
+        .ok_or("no key on shard 0")?;
+    let created = s
+        .create(&info, object(case, 0, remote, 1))
+        .await
+        .map_err(|e| format!("create: {e:?}"))?;
+    let name = format!("cm-{remote}");
+    let ns = namespace(case, 0);
+    let panicked = s
+        .guaranteed_update(&info, &ns, &name, Box::new(|_| panic!("injected")))
+        .await;
+    ensure(matches!(panicked, Err(StorageError::Internal(_))), || {
+        format!("a panicking update answered {panicked:?}")
+    })?;
+    let now = s
+        .get(&info.storage_key, &ns, &name)
+        .await
+        .map_err(|e| format!("{e:?}"))?;
+    ensure(now.map(|o| o.revision) == Some(created.revision), || {
+        "the object changed".into()
+    })?;
+    let body = object(case, 0, remote, 2);
+    let updated = s
+        .guaranteed_update(
+            &info,
+            &ns,
+            &name,
+            Box::new(move |_| Ok(UpdateStep::Write(body.clone()))),
+        )
+        .await;
+    ensure(matches!(updated, Ok(UpdateOutcome::Updated(_))), || {
+        format!("the next update answered {updated:?}")
+    })?;
+    s.create(&info, object(case, 0, local, 1))
+        .await
+        .map_err(|e| format!("the local shard: {e:?}"))?;
+    Ok(())
+}
+
+#[test]
+fn a_panic_on_a_remote_shard_fails_one_write_and_both_shards_serve_on() {
+    let (mut stop, shutdown) = runtime::shutdown_pair();
+    let (jobs, engine) = engine(shutdown);
+    let (tx, rx) = async_channel::bounded(1);
+    let case = CASES.fetch_add(1, Ordering::Relaxed);
+    jobs.send_blocking((case, Work::PanicOnRemoteShard, tx))
+        .unwrap();
+    let verdict = rx.recv_blocking().unwrap();
+    drop(jobs);
+    stop.trigger();
+    engine.join().unwrap();
+    verdict.unwrap();
 }
 
 /// A compare-and-swap backend runs the update function again when another
