@@ -2,7 +2,8 @@
 //! plugin (TestRecorder, in debug builds only) writes every call of the
 //! chain to a file, and each write path must reach both phases (mutating
 //! and validating) with kube's attributes — operation, resource,
-//! subresource, namespace, name, old object, user and dry run. The
+//! subresource, namespace, name, old object, user, dry run and the
+//! operation's options (Create/Update/DeleteOptions). The
 //! server's own writers (bootstrap, built-in controllers) are in the
 //! table too, under their own users. (That a refusing plugin stops every
 //! one of these paths is pinned in tests/admission.rs with AlwaysDeny.)
@@ -104,6 +105,15 @@ fn start(dir: &Path, shards: usize) -> (Server, Records) {
     (s, Records(records))
 }
 
+/// The options one recorded write was admitted with (its mutating call).
+fn options(records: &[Value], resource: &str, name: &str) -> Value {
+    records
+        .iter()
+        .find(|r| r["phase"] == "admit" && r["resource"] == resource && r["name"] == name)
+        .unwrap_or_else(|| panic!("no {resource}/{name} in {records:#?}"))["options"]
+        .clone()
+}
+
 /// Runs `write`, then checks what admission recorded while it ran.
 fn after(records: &Records, write: impl FnOnce() -> (u16, Value), want: u16) -> Vec<Value> {
     let before = records.all().len();
@@ -134,12 +144,21 @@ fn every_write_path_tells_admission_what_it_does() {
     // before the name is generated, as in kube: it sees none).
     let r = after(&records, || s.post(&cms, &cm("a")), 201);
     exp("CREATE", "configmaps", "", "a", None, false).check("POST", &r);
+    let o = options(&r, "configmaps", "a");
+    assert_eq!(o["kind"], "CreateOptions", "{o}");
+    assert_eq!(o["apiVersion"], "meta.k8s.io/v1", "{o}");
+    assert!(
+        o["fieldManager"].as_str().is_some_and(|m| !m.is_empty()),
+        "{o}"
+    );
+    assert!(o.get("dryRun").is_none(), "{o}");
     let r = after(
         &records,
         || s.post(&format!("{cms}?dryRun=All"), &cm("dry")),
         201,
     );
     exp("CREATE", "configmaps", "", "dry", None, true).check("dry-run POST", &r);
+    assert_eq!(options(&r, "configmaps", "dry")["dryRun"], json!(["All"]));
     let generated = json!({"metadata": {"generateName": "gen-"}});
     let r = after(&records, || s.post(&cms, &generated), 201);
     exp("CREATE", "configmaps", "", "", None, false).check("generateName POST", &r);
@@ -191,8 +210,20 @@ fn every_write_path_tells_admission_what_it_does() {
     let (_, a) = s.get(&format!("{cms}/a"));
     let r = after(&records, || apply("a", ""), 200);
     exp("UPDATE", "configmaps", "", "a", Some(rv(&a)), false).check("apply", &r);
+    let o = options(&r, "configmaps", "a");
+    assert_eq!(
+        (o["kind"].as_str(), o["fieldManager"].as_str()),
+        (Some("UpdateOptions"), Some("t")),
+        "{o}"
+    );
     let r = after(&records, || apply("applied", ""), 201);
     exp("CREATE", "configmaps", "", "applied", None, false).check("apply that creates", &r);
+    let o = options(&r, "configmaps", "applied");
+    assert_eq!(
+        (o["kind"].as_str(), o["fieldManager"].as_str()),
+        (Some("CreateOptions"), Some("t")),
+        "{o}"
+    );
     let r = after(&records, || apply("dry-applied", "&dryRun=All"), 201);
     exp("CREATE", "configmaps", "", "dry-applied", None, true).check("dry-run apply", &r);
 
@@ -250,6 +281,7 @@ fn every_write_path_tells_admission_what_it_does() {
     exp("DELETE", "configmaps", "", "a", Some(rv(&a)), true).check("dry-run DELETE", &r);
     let r = after(&records, || s.delete(&format!("{cms}/a")), 200);
     exp("DELETE", "configmaps", "", "a", Some(rv(&a)), false).check("DELETE", &r);
+    assert_eq!(options(&r, "configmaps", "a")["kind"], "DeleteOptions");
     let (_, list) = s.get(&cms);
     let r = after(&records, || s.delete(&cms), 200);
     for item in list["items"].as_array().unwrap() {

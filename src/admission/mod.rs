@@ -20,8 +20,9 @@ mod recorder;
 
 use kubeshard_core::authn::UserInfo;
 use kubeshard_core::catalog::ResourceInfo;
+use kubeshard_core::registry::deletion::DeleteOptions;
 use kubeshard_core::status::ApiError;
-use serde_json::Value;
+use serde_json::{json, Value};
 use std::future::Future;
 use std::pin::Pin;
 use std::rc::Rc;
@@ -61,6 +62,49 @@ pub struct Attributes<'a> {
     pub old_object: Option<&'a Value>,
     pub user: &'a UserInfo,
     pub dry_run: bool,
+    /// The options the write was made with.
+    pub options: Options<'a>,
+}
+
+/// The options of a write (kube's `GetOperationOptions`). Patches and
+/// applies are admitted with UpdateOptions, or CreateOptions when they
+/// create, as kube converts them.
+#[derive(Clone, Copy)]
+pub enum Options<'a> {
+    Create { field_manager: &'a str },
+    Update { field_manager: &'a str },
+    Delete(&'a DeleteOptions),
+}
+
+impl Options<'_> {
+    /// The options object as kube hands it to webhooks and policies.
+    pub fn to_value(self, dry_run: bool) -> Value {
+        let dry: Vec<&str> = if dry_run { vec!["All"] } else { Vec::new() };
+        let (kind, mut v) = match self {
+            Options::Create { field_manager } => {
+                ("CreateOptions", json!({"fieldManager": field_manager}))
+            }
+            Options::Update { field_manager } => {
+                ("UpdateOptions", json!({"fieldManager": field_manager}))
+            }
+            Options::Delete(o) => {
+                let mut v = json!({});
+                if let Some(g) = o.grace_period_seconds {
+                    v["gracePeriodSeconds"] = json!(g);
+                }
+                if let Some(p) = o.propagation {
+                    v["propagationPolicy"] = json!(p.as_str());
+                }
+                ("DeleteOptions", v)
+            }
+        };
+        v["kind"] = json!(kind);
+        v["apiVersion"] = json!("meta.k8s.io/v1");
+        if !dry.is_empty() {
+            v["dryRun"] = json!(dry);
+        }
+        v
+    }
 }
 
 /// A plugin's answer: now, or later.

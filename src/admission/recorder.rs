@@ -45,6 +45,7 @@ impl TestRecorder {
             "oldResourceVersion": a.old_object.and_then(|o| meta::meta_str(o, "resourceVersion")),
             "user": a.user.name,
             "dryRun": a.dry_run,
+            "options": a.options.to_value(a.dry_run),
         });
         // One write of a whole line: appends from every executor stay
         // whole lines.

@@ -72,6 +72,7 @@ pub async fn apply(
             )
         })?;
     }
+    let manager = tracking.manager.clone();
     let requested: Requested = Box::new(move |old: Option<Old<'_>>| {
         if old.is_none() && status_only {
             return Err(ApiError::not_found(&info.group, &info.plural, &url_name));
@@ -87,8 +88,14 @@ pub async fn apply(
     });
     // Only apply creates among the patches, and it is authorized as a
     // create when it does.
-    let written =
-        super::update::write(api, rr, requested, Ownership::Applied, Creates::Allowed).await?;
+    let written = super::update::write(
+        api,
+        rr,
+        requested,
+        Ownership::Applied(manager),
+        Creates::Allowed,
+    )
+    .await?;
     Ok(warnings.apply(super::update::written_response(rr, &written)))
 }
 

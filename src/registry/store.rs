@@ -23,7 +23,7 @@
 
 use super::storage::{status_error, Storage, StorageError, StorageResult, UpdateFn, UpdateStep};
 use super::strategy::{shape, Ownership, Part};
-use crate::admission::{Admission, Attributes, Operation};
+use crate::admission::{Admission, Attributes, Operation, Options};
 use crate::context::Api;
 use crate::filters::authz::escalation::{self, EscalationCheck};
 use kubeshard_cache::StoredObject;
@@ -143,6 +143,9 @@ impl<'a> Store<'a> {
             old_object: None,
             user: w.user,
             dry_run: w.dry_run,
+            options: Options::Create {
+                field_manager: ownership.manager(),
+            },
         };
         self.admission().admit(&attrs, Some(&mut obj)).await?;
         let generate = meta::name(&obj).is_empty()
@@ -244,6 +247,9 @@ impl<'a> Store<'a> {
                 old_object: None,
                 user: w.user,
                 dry_run: w.dry_run,
+                options: Options::Update {
+                    field_manager: ownership.manager(),
+                },
             })
         };
         let admit_updates = admission_sees(Operation::Update);
@@ -343,6 +349,15 @@ impl<'a> Store<'a> {
             old_object: old_value.as_ref(),
             user: w.user,
             dry_run: w.dry_run,
+            options: if old.is_some() {
+                Options::Update {
+                    field_manager: ownership.manager(),
+                }
+            } else {
+                Options::Create {
+                    field_manager: ownership.manager(),
+                }
+            },
         };
         self.admission().admit(&attrs, Some(&mut new)).await?;
         let new = shape(t.info, part, ownership, new, old_value.as_ref())?;
@@ -410,6 +425,7 @@ impl<'a> Store<'a> {
             old_object: None,
             user: w.user,
             dry_run: w.dry_run || opts.dry_run,
+            options: Options::Delete(opts),
         };
         if self.admission().handles(&attrs) {
             let old = self

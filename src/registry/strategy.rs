@@ -44,8 +44,18 @@ impl Part {
 pub enum Ownership {
     /// By this manager, from the difference the write makes.
     Tracked(Tracking),
-    /// Server-side apply: the merge recorded it already.
-    Applied,
+    /// Server-side apply by this manager: the merge recorded it already.
+    Applied(String),
+}
+
+impl Ownership {
+    /// The field manager of the write.
+    pub fn manager(&self) -> &str {
+        match self {
+            Ownership::Tracked(t) => &t.manager,
+            Ownership::Applied(m) => m,
+        }
+    }
 }
 
 /// The object to store for the `requested` one, given what is stored now
