@@ -38,11 +38,6 @@ const KNOWN_UPWARD: &[(&str, &str, &str)] = &[
     ("serving", "handlers", "the listener hands requests over"),
     (
         "security",
-        "config",
-        "parse_duration, a flag helper, lives in config",
-    ),
-    (
-        "security",
         "filters",
         "the authenticators' caches (in filters/authn) are part of each executor's security state",
     ),

@@ -23,4 +23,5 @@ pub mod schema;
 pub mod selector;
 pub mod status;
 pub mod table;
+pub mod units;
 pub mod validation;

@@ -125,7 +125,7 @@ impl CoarseTimer {
 /// The budget of one request: the server's limit, or less when the
 /// client asked for less with `?timeout=` (Go duration syntax).
 pub fn budget(server: Duration, query: Option<&str>) -> Duration {
-    match query.and_then(|q| crate::config::parse_duration(q).ok()) {
+    match query.and_then(|q| kubeshard_core::units::parse_duration(q).ok()) {
         Some(d) if !d.is_zero() && d < server => d,
         _ => server,
     }

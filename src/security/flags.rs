@@ -1,7 +1,7 @@
 //! The security flags, named as kube-apiserver names them.
 
-use crate::config::parse_duration;
 use clap::{ArgAction, Args};
+use kubeshard_core::units::parse_duration;
 use std::net::IpAddr;
 use std::path::PathBuf;
 use std::time::Duration;
