@@ -54,7 +54,7 @@ const KNOWN_UPWARD: &[(&str, &str, &str)] = &[
     (
         "registry",
         "filters",
-        "the RBAC escalation check and the authorizer live in filters/authz",
+        "the authorizer the registry consults (escalation, create-on-update) lives in filters/authz",
     ),
     (
         "filters",

@@ -21,11 +21,11 @@
 //! does. A fast-path update that finds it would create an object admission
 //! must see first steps back to the slow path.
 
+use super::rbac_escalation::{self as escalation, EscalationCheck};
 use super::storage::{status_error, Storage, StorageError, StorageResult, UpdateFn, UpdateStep};
 use super::strategy::{shape, Ownership, Part};
 use crate::admission::{Admission, Attributes, Operation, Options};
 use crate::context::Api;
-use crate::filters::authz::escalation::{self, EscalationCheck};
 use kubeshard_cache::StoredObject;
 use kubeshard_core::authn::UserInfo;
 use kubeshard_core::catalog::ResourceInfo;

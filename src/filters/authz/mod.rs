@@ -4,8 +4,6 @@
 //! means forbidden. Places for the Node and Webhook authorizers are in
 //! [`Mode`].
 
-pub mod escalation;
-
 use crate::context::Api;
 use crate::registry::storage::Storage;
 use crate::registry::store::Target;

@@ -11,10 +11,10 @@
 //!
 //! A binding's roleRef cannot change after creation (422).
 
-use super::{decide, rules_for};
+use super::storage::{Storage, StorageResult};
+use super::store::Target;
 use crate::context::Api;
-use crate::registry::storage::{Storage, StorageResult};
-use crate::registry::store::Target;
+use crate::filters::authz::{decide, rules_for};
 use kubeshard_cache::StoredObject;
 use kubeshard_core::authn::{Attributes, UserInfo, MASTERS};
 use kubeshard_core::catalog::ResourceInfo;
