@@ -12,11 +12,12 @@
 
 mod list;
 mod log;
+pub(crate) mod outcome;
 
 pub use list::{ListChunk, ListRequest};
 pub use log::Completion;
 
-use crate::backend::{StorageError, UpdateStep};
+use crate::backend::StorageError;
 use crate::sequencer::Sequencer;
 use hashbrown::HashMap;
 use kubeshard_cache::ring::RingLimits;
@@ -26,6 +27,7 @@ use kubeshard_core::meta;
 use kubeshard_core::registry::deletion::DeleteStep;
 use kubeshard_core::status::ApiError;
 use log::LogState;
+use outcome::contained;
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -429,45 +431,10 @@ impl ShardStore {
         mut try_update: TryUpdate,
     ) -> Result<UpdateOutcome, StorageError> {
         let old = self.current(&info.storage_key, namespace, name);
-        let (new, delete) = match contained(|| try_update(old.as_ref()))? {
-            UpdateStep::Write(v) => (v, false),
-            UpdateStep::Delete(v) => (v, true),
-        };
-        if meta::namespace(&new) != namespace || meta::name(&new) != name {
-            return Err(StorageError::KeyChanged);
-        }
-        let Some(old) = old else {
-            if delete {
-                return Err(StorageError::NotFound);
-            }
-            return Ok(UpdateOutcome::Created(self.commit(
-                info,
-                EventType::Added,
-                new,
-                None,
-            )));
-        };
-        let old_value = old.to_value();
-        if delete {
-            let deleted = self.commit(info, EventType::Deleted, old_value, Some(old.clone()));
-            let mut response = new;
-            meta::set_meta(
-                &mut response,
-                "resourceVersion",
-                Value::String(old.revision.to_string()),
-            );
-            let response = Arc::new(StoredObject::encode(info, &response, deleted.revision));
-            return Ok(UpdateOutcome::Deleted { deleted, response });
-        }
-        if same_content(&old, old_value, &new) {
-            return Ok(UpdateOutcome::Unchanged(old));
-        }
-        Ok(UpdateOutcome::Updated(self.commit(
-            info,
-            EventType::Modified,
-            new,
-            Some(old),
-        )))
+        let step = contained(|| try_update(old.as_ref()))?;
+        outcome::update(info, namespace, name, old, step, |kind, obj, prev| {
+            self.commit(info, kind, obj, prev)
+        })
     }
 
     /// A deletion following the registry's lifecycle rules: `plan` sees
@@ -483,57 +450,11 @@ impl ShardStore {
         let Some(old) = self.current(&info.storage_key, namespace, name) else {
             return Err(StorageError::NotFound);
         };
-        Ok(match contained(|| plan(&old))? {
-            DeleteStep::Delete => {
-                let last = old.to_value();
-                DeleteOutcome::Deleted(self.commit(info, EventType::Deleted, last, Some(old)))
-            }
-            DeleteStep::MarkThenDelete(mut marked) => {
-                meta::remove_meta(&mut marked, "resourceVersion");
-                let marked = self.commit(info, EventType::Modified, marked, Some(old));
-                let last = marked.to_value();
-                DeleteOutcome::Deleted(self.commit(info, EventType::Deleted, last, Some(marked)))
-            }
-            DeleteStep::Mark(mut marked) => {
-                meta::remove_meta(&mut marked, "resourceVersion");
-                if same_content(&old, old.to_value(), &marked) {
-                    DeleteOutcome::Unchanged(old)
-                } else {
-                    DeleteOutcome::Marked(self.commit(info, EventType::Modified, marked, Some(old)))
-                }
-            }
-            DeleteStep::Pending => DeleteOutcome::Pending(old),
-        })
+        let step = contained(|| plan(&old))?;
+        Ok(outcome::delete(old, step, |kind, obj, prev| {
+            self.commit(info, kind, obj, prev)
+        }))
     }
-}
-
-/// Runs a caller's function (an update, a patch, an apply, a deletion
-/// plan) on this shard's loop: a panic in it fails that one write with a
-/// 500 and leaves the shard serving. Nothing of the store is changed
-/// before the function returns, so there is nothing to undo.
-fn contained<T>(f: impl FnOnce() -> Result<T, ApiError>) -> Result<T, StorageError> {
-    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
-    outcome
-        .map_err(|panic| {
-            let what = panic
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| panic.downcast_ref::<String>().cloned())
-                .unwrap_or_default();
-            tracing::error!(panic = %what, "a write's function panicked on its shard");
-            StorageError::Internal("the write failed unexpectedly on the server".into())
-        })?
-        .map_err(StorageError::Refused)
-}
-
-/// Whether `new` stores the same object as `old` (whose decoded value is
-/// `old_value`): compared with both at the stored revision.
-fn same_content(old: &StoredObject, mut old_value: Value, new: &Value) -> bool {
-    let mut candidate = new.clone();
-    let rv = Value::String(old.revision.to_string());
-    meta::set_meta(&mut candidate, "resourceVersion", rv.clone());
-    meta::set_meta(&mut old_value, "resourceVersion", rv);
-    candidate == old_value
 }
 
 #[cfg(test)]

@@ -9,12 +9,12 @@
 //! not changed since; otherwise it runs again. [`Reference::interfere`]
 //! makes another writer get in between, so the retry is exercised.
 
-use super::{Storage, StorageError, UpdateFn, UpdateStep};
+use super::{Storage, StorageError, UpdateFn};
+use crate::store::outcome::{self, contained};
 use crate::store::{DeleteOutcome, DeletePlan, ListChunk, ListRequest, NsName, UpdateOutcome};
 use kubeshard_cache::{EventType, StoredObject};
 use kubeshard_core::catalog::ResourceInfo;
 use kubeshard_core::meta;
-use kubeshard_core::registry::deletion::DeleteStep;
 use serde_json::Value;
 use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
@@ -124,24 +124,6 @@ impl Reference {
     }
 }
 
-fn same_content(old: &StoredObject, new: &Value) -> bool {
-    let mut new = new.clone();
-    meta::set_meta(
-        &mut new,
-        "resourceVersion",
-        Value::String(old.revision.to_string()),
-    );
-    old.to_value() == new
-}
-
-fn caught<T>(
-    f: impl FnOnce() -> Result<T, kubeshard_core::status::ApiError>,
-) -> Result<T, StorageError> {
-    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f))
-        .map_err(|_| StorageError::Internal("a function panicked".into()))?
-        .map_err(StorageError::Refused)
-}
-
 impl Storage for Reference {
     async fn get(
         &self,
@@ -200,50 +182,15 @@ impl Storage for Reference {
         loop {
             let read = self.current(&k);
             self.update_calls.set(self.update_calls.get() + 1);
-            let (new, delete) = match caught(|| update(read.as_ref()))? {
-                UpdateStep::Write(v) => (v, false),
-                UpdateStep::Delete(v) => (v, true),
-            };
+            let step = contained(|| update(read.as_ref()))?;
             self.run_interference();
             let now = self.current(&k);
             if now.as_ref().map(|o| o.revision) != read.as_ref().map(|o| o.revision) {
                 continue; // another writer got in: run the function again
             }
-            if meta::namespace(&new) != namespace || meta::name(&new) != name {
-                return Err(StorageError::KeyChanged);
-            }
-            let Some(old) = read else {
-                if delete {
-                    return Err(StorageError::NotFound);
-                }
-                return Ok(UpdateOutcome::Created(self.write(
-                    info,
-                    EventType::Added,
-                    new,
-                    None,
-                )));
-            };
-            let old_value = old.to_value();
-            if delete {
-                let deleted = self.write(info, EventType::Deleted, old_value, Some(old.clone()));
-                let mut response = new;
-                meta::set_meta(
-                    &mut response,
-                    "resourceVersion",
-                    Value::String(old.revision.to_string()),
-                );
-                let response = Arc::new(StoredObject::encode(info, &response, deleted.revision));
-                return Ok(UpdateOutcome::Deleted { deleted, response });
-            }
-            if same_content(&old, &new) {
-                return Ok(UpdateOutcome::Unchanged(old));
-            }
-            return Ok(UpdateOutcome::Updated(self.write(
-                info,
-                EventType::Modified,
-                new,
-                Some(old),
-            )));
+            return outcome::update(info, namespace, name, read, step, |kind, obj, prev| {
+                self.write(info, kind, obj, prev)
+            });
         }
     }
 
@@ -256,24 +203,10 @@ impl Storage for Reference {
     ) -> Result<DeleteOutcome, StorageError> {
         let k = key(&info.storage_key, namespace, name);
         let old = self.current(&k).ok_or(StorageError::NotFound)?;
-        let gone = |this: &Self, last: Arc<StoredObject>| {
-            let value = last.to_value();
-            this.write(info, EventType::Deleted, value, Some(last))
-        };
-        Ok(match caught(|| plan(&old))? {
-            DeleteStep::Delete => DeleteOutcome::Deleted(gone(self, old)),
-            DeleteStep::MarkThenDelete(marked) => {
-                let marked = self.write(info, EventType::Modified, marked, Some(old));
-                DeleteOutcome::Deleted(gone(self, marked))
-            }
-            DeleteStep::Mark(marked) if same_content(&old, &marked) => {
-                DeleteOutcome::Unchanged(old)
-            }
-            DeleteStep::Mark(marked) => {
-                DeleteOutcome::Marked(self.write(info, EventType::Modified, marked, Some(old)))
-            }
-            DeleteStep::Pending => DeleteOutcome::Pending(old),
-        })
+        let step = contained(|| plan(&old))?;
+        Ok(outcome::delete(old, step, |kind, obj, prev| {
+            self.write(info, kind, obj, prev)
+        }))
     }
 
     fn current_revision(&self) -> u64 {

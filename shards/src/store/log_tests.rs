@@ -3,6 +3,7 @@
 //! order, and a failed group fails with everything queued behind it.
 
 use super::*;
+use crate::backend::UpdateStep;
 use kubeshard_core::catalog::Catalog;
 use proptest::prelude::*;
 use serde_json::json;

@@ -4,6 +4,7 @@
 //! that revision; events come out in revision order, once each.
 
 use super::*;
+use crate::backend::UpdateStep;
 use kubeshard_cache::Filter;
 use kubeshard_core::catalog::Catalog;
 use kubeshard_core::selector::labels::LabelSelector;
