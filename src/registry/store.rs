@@ -195,7 +195,10 @@ impl<'a> Store<'a> {
                 }
                 return Ok(Arc::new(StoredObject::encode(info, &prepared, 0)));
             }
-            let candidate_name = meta::name(&prepared).to_string();
+            // Named in errors; only a generated name needs keeping (a
+            // copy per create otherwise, for the error path alone).
+            let generated = generate.then(|| meta::name(&prepared).to_string());
+            let candidate_name = generated.as_deref().unwrap_or(&name);
             match shards.create(info, prepared).await {
                 Ok(stored) => {
                     self.wait_visible(stored.revision).await;
@@ -205,14 +208,14 @@ impl<'a> Store<'a> {
                     last_err = Some(status_error(
                         StorageError::AlreadyExists,
                         info,
-                        &candidate_name,
+                        candidate_name,
                     ))
                 }
                 Err(StorageError::AlreadyExists) => {
                     let e = status_error(StorageError::AlreadyExists, info, &name);
                     return Err(self.being_deleted(info, &namespace, &name, e).await);
                 }
-                Err(e) => return Err(status_error(e, info, &candidate_name)),
+                Err(e) => return Err(status_error(e, info, candidate_name)),
             }
         }
         Err(last_err.unwrap_or_else(|| ApiError::internal("name generation failed")))
