@@ -10,7 +10,7 @@
 //! [`Informers::catch_up`] lets a caller wait until that covers a revision
 //! (read-your-writes for a denied request after a new binding).
 
-use crate::registry::storage::Storage;
+use crate::storage::Storage;
 use kubeshard_cache::index::{Cursor, Read};
 use kubeshard_cache::{EventType, Filter, Hub, StoredObject};
 use kubeshard_shards::store::ListRequest;

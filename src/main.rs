@@ -13,8 +13,12 @@ mod openapi;
 mod openapi_pb;
 mod pki;
 mod registry;
+mod render;
+mod request;
 mod security;
+mod server;
 mod serving;
+mod storage;
 
 use clap::Parser;
 use config::{Flags, ServerConfig};
@@ -202,18 +206,14 @@ fn serve(mut flags: Flags) -> Result<(), String> {
             if ctx.id == 0 {
                 start_controllers(&ctx, &api, &catalog, controllers);
             }
-            let tls = serving::listener::serve(
+            let tls = server::serve(
                 secure_listener,
                 api.clone(),
-                serving::listener::Transport::tls(security.tls.clone()),
+                server::Transport::tls(security.tls.clone()),
             );
             let result = match insecure_listener {
                 Some(l) => {
-                    let plain = serving::listener::serve(
-                        l,
-                        api.clone(),
-                        serving::listener::Transport::Plain,
-                    );
+                    let plain = server::serve(l, api.clone(), server::Transport::Plain);
                     let (a, b) = futures_lite::future::zip(tls, plain).await;
                     a.and(b)
                 }

@@ -11,7 +11,7 @@
 
 use super::{Attributes, Mutating, Operation, Outcome};
 use crate::informer::{mirror, Informers};
-use crate::registry::storage::{Storage, StorageResult};
+use crate::storage::{Storage, StorageResult};
 use kubeshard_cache::Filter;
 use kubeshard_core::registry::lifecycle::deletion_timestamp;
 use kubeshard_core::status::{ApiError, StatusCause};

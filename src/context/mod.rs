@@ -9,17 +9,12 @@ pub mod stall;
 
 use crate::admission::Admission;
 use crate::config::ServerConfig;
+use crate::storage::Backend;
 use kubeshard_core::catalog::CatalogReader;
 use kubeshard_shards::{ExecutorContext, ShardClient, Shutdown};
 use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-
-/// The backend this server stores in: the sharded engine (in memory or on
-/// its write-ahead log). Code above names only this and the
-/// `kubeshard_shards::backend::Storage` trait, so another backend plugs in
-/// here.
-pub type Backend = kubeshard_shards::ShardClient;
 
 /// Everything a handler needs, one per executor.
 pub struct Api {

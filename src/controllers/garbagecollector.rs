@@ -16,7 +16,7 @@ use super::objmeta::{uid_key, Meta, ObjRef, OwnerRef};
 use super::queue::WorkQueue;
 use super::Env;
 use crate::registry;
-use crate::registry::storage::{Storage, StorageResult};
+use crate::storage::{Storage, StorageResult};
 use kubeshard_cache::EventType;
 use kubeshard_core::catalog::ResourceInfo;
 use kubeshard_core::registry::deletion::{DeleteOptions, Propagation};

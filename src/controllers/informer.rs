@@ -11,7 +11,7 @@
 //! rebuilds its state from the new list, as a client-go informer resyncs
 //! after a 410.
 
-use crate::registry::storage::{status, Storage, StorageError};
+use crate::storage::{status, Storage, StorageError};
 use kubeshard_cache::index::{Cursor, Read};
 use kubeshard_cache::{EventType, Filter, StoredObject};
 use kubeshard_core::catalog::CatalogReader;

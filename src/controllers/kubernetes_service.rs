@@ -8,7 +8,7 @@
 use super::security::resource;
 use crate::context::Api;
 use crate::registry;
-use crate::registry::storage::{Storage, StorageResult};
+use crate::storage::{Storage, StorageResult};
 use kubeshard_core::status::ApiError;
 use serde_json::{json, Value};
 use std::net::IpAddr;

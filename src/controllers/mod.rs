@@ -46,7 +46,7 @@ const BUDGET: usize = 256;
 /// would: admission, strategy and field ownership included.
 pub struct Env<'a> {
     pub api: &'a Api,
-    pub storage: &'a crate::registry::storage::Backend,
+    pub storage: &'a crate::storage::Backend,
     pub catalog: &'a CatalogSnapshot,
 }
 

@@ -15,7 +15,7 @@ use super::objmeta::{Meta, ObjRef};
 use super::queue::WorkQueue;
 use super::Env;
 use crate::registry;
-use crate::registry::storage::{Storage, StorageResult};
+use crate::storage::{Storage, StorageResult};
 use kubeshard_cache::{EventType, Filter, StoredObject};
 use kubeshard_core::catalog::ResourceInfo;
 use kubeshard_core::registry::deletion::{DeleteOptions, Propagation};

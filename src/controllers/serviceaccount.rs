@@ -8,7 +8,7 @@
 use super::informer::Change;
 use super::queue::WorkQueue;
 use super::Env;
-use crate::registry::storage::{Storage, StorageResult};
+use crate::storage::{Storage, StorageResult};
 use kubeshard_cache::EventType;
 use kubeshard_core::registry::lifecycle::deletion_timestamp;
 use kubeshard_core::status::ApiError;

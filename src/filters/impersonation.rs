@@ -120,7 +120,8 @@ pub async fn apply(
         return Ok(None);
     };
     for attrs in &req.checks {
-        let d = authz::decide_fresh(api, requester, attrs, arrived_at).await;
+        let d =
+            authz::decide_fresh(&api.security, &api.exec.hub, requester, attrs, arrived_at).await;
         if !d.allowed() {
             return Err(authz::forbidden(requester, attrs, &d.reason(requester)));
         }

@@ -7,26 +7,22 @@
 //! `flowcontrol` in its place; webhook authentication and authorization,
 //! OIDC and the authenticating proxy slot into `authn`/`authz`.
 
-pub mod audit;
-pub mod authn;
-pub mod authz;
-pub mod flowcontrol;
 pub mod impersonation;
-pub mod requestinfo;
 pub mod timeout;
 
 use crate::context::Api;
-use crate::handlers::response::{self, Render};
-use crate::registry::storage::Storage;
+use crate::render::response::{self, Render};
+use crate::request::{Query, RequestInfo};
+use crate::security::{audit, authn, authz, flowcontrol};
 use crate::serving::body::{Body, Held};
 use crate::serving::conn::ConnInfo;
 use crate::serving::connections::ActiveRequest;
 use crate::serving::cut::Cut;
+use crate::storage::Storage;
 use http::{HeaderValue, Request, Response};
 use hyper::body::{Body as _, Incoming};
 use kubeshard_core::authn::{Attributes, UserInfo, ANONYMOUS};
 use kubeshard_core::status::ApiError;
-use requestinfo::{Query, RequestInfo};
 use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Instant;
@@ -130,7 +126,7 @@ pub async fn serve(api: &Rc<Api>, conn: &ConnInfo, mut req: Request<Incoming>) -
         source_ips: source_ips(&req, conn),
     };
 
-    let user = match authn::authenticate(api, conn, req.headers()).await {
+    let user = match authn::authenticate(&api.security, api.storage(), conn, req.headers()).await {
         Ok(u) => u,
         Err(e) => {
             let record = audit::Record::begin(
@@ -229,7 +225,7 @@ async fn admitted(
         None => user.clone(),
     };
     let permit = flowcontrol::admit(&api.security.config.inflight, &acting, info)?;
-    let decision = authz::authorize(api, &acting, attrs, arrived_at).await;
+    let decision = authz::authorize(&api.security, &api.exec.hub, &acting, attrs, arrived_at).await;
     if let Some(r) = record.as_mut() {
         match &decision {
             Ok(d) => {

@@ -3,11 +3,11 @@
 use super::decode::{check_type, read_body};
 use super::fields;
 use super::managers::{self, Tracking};
-use super::response;
 use super::update::writer;
-use super::warnings::Warnings;
 use super::{Api, HandlerResult, ResourceRequest};
 use crate::registry::{Ownership, Store};
+use crate::render::response;
+use crate::render::warnings::Warnings;
 use http::{Request, StatusCode};
 use hyper::body::Incoming;
 use kubeshard_core::catalog::ResourceInfo;

@@ -1,6 +1,6 @@
 //! Reading and decoding request bodies, with kube's limits and messages.
 
-use super::negotiation::{self, Input};
+use crate::render::negotiation::{self, Input};
 use http::{header, Request};
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
@@ -22,7 +22,7 @@ pub async fn read_body(req: Request<Incoming>) -> Result<(Input, Vec<u8>), ApiEr
     let input = negotiation::input(ct.as_deref())?;
     let audit = req
         .extensions()
-        .get::<crate::filters::audit::RequestBodySink>()
+        .get::<crate::security::audit::RequestBodySink>()
         .cloned();
     let declared = req
         .headers()

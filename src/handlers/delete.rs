@@ -4,10 +4,10 @@
 
 use super::decode::read_body;
 use super::list::{filter, list_objects};
-use super::negotiation::Input;
-use super::response::{self, ListMeta};
 use super::{Api, HandlerResult, ResourceRequest};
 use crate::registry::{Store, Writer};
+use crate::render::negotiation::Input;
+use crate::render::response::{self, ListMeta};
 use crate::serving::body::Body;
 use http::{header, HeaderValue, Request, Response, StatusCode};
 use hyper::body::Incoming;
@@ -53,7 +53,7 @@ fn decode_delete_options(input: Input, body: &[u8]) -> Result<Value, ApiError> {
         })?,
         _ => {
             return Err(ApiError::unsupported_media_type(
-                super::negotiation::ACCEPTED_INPUT,
+                crate::render::negotiation::ACCEPTED_INPUT,
             ))
         }
     };

@@ -2,9 +2,9 @@
 //! fields dropped against the kind's schema, duplicate fields noticed, and
 //! both reported per `?fieldValidation=`.
 
-use super::negotiation::Input;
-use super::warnings::Warnings;
-use crate::filters::requestinfo::Query;
+use crate::render::negotiation::Input;
+use crate::render::warnings::Warnings;
+use crate::request::Query;
 use kubeshard_core::catalog::ResourceInfo;
 use kubeshard_core::fieldvalidation::{self, Directive, Issue};
 use kubeshard_core::status::ApiError;
@@ -31,7 +31,7 @@ pub fn decode_object(
         // create or an update is a 415, never read as JSON.
         Input::JsonPatch | Input::MergePatch | Input::StrategicMergePatch | Input::ApplyPatch => {
             return Err(ApiError::unsupported_media_type(
-                super::negotiation::ACCEPTED_INPUT,
+                crate::render::negotiation::ACCEPTED_INPUT,
             ))
         }
         Input::Yaml => {

@@ -1,9 +1,9 @@
 //! GET of one object (and of its status subresource, which is the same
 //! object).
 
-use super::response;
 use super::{Api, HandlerResult, ResourceRequest};
-use crate::registry::storage::{Storage, StorageResult};
+use crate::render::response;
+use crate::storage::{Storage, StorageResult};
 use http::StatusCode;
 use kubeshard_core::meta::parse_resource_version;
 use kubeshard_core::status::ApiError;

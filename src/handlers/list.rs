@@ -1,9 +1,9 @@
 //! LIST: a consistent snapshot across all shards at one revision, sorted by
 //! key, with selectors and limit/continue paging.
 
-use super::response::{self, ListMeta};
 use super::{Api, HandlerResult, ResourceRequest};
-use crate::registry::storage::{Storage, StorageResult};
+use crate::render::response::{self, ListMeta};
+use crate::storage::{Storage, StorageResult};
 use base64::Engine;
 use kubeshard_cache::{Filter, StoredObject};
 use kubeshard_core::catalog::ResourceInfo;
@@ -32,7 +32,7 @@ pub fn filter(
     info: &ResourceInfo,
     namespace: &str,
     name: &str,
-    q: &crate::filters::requestinfo::Query,
+    q: &crate::request::Query,
 ) -> Result<Filter, ApiError> {
     let labels = match q.get("labelSelector") {
         Some(s) => LabelSelector::parse(s).map_err(ApiError::bad_request)?,
@@ -139,7 +139,7 @@ fn decode_continue(token: &str) -> Result<(Option<u64>, NsName), ApiError> {
 /// and continue, following kube's rules and messages.
 async fn snapshot_revision(
     api: &Api,
-    q: &crate::filters::requestinfo::Query,
+    q: &crate::request::Query,
 ) -> Result<(u64, Option<NsName>), ApiError> {
     let rv = q.get("resourceVersion").unwrap_or("");
     let rv_match = q.get("resourceVersionMatch").unwrap_or("");

@@ -2,8 +2,8 @@
 //! User-Agent's product, as kube derives it. The ownership record itself
 //! is the registry's ([`crate::registry::ownership`]).
 
-use crate::filters::requestinfo::Query;
 pub use crate::registry::ownership::Tracking;
+use crate::request::Query;
 use http::{header, HeaderMap};
 use kubeshard_core::apply;
 use kubeshard_core::status::{field_too_long, ApiError};

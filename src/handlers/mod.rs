@@ -12,25 +12,22 @@ mod list;
 pub mod managers;
 mod namespaces;
 pub use namespaces::bootstrap;
-pub mod negotiation;
 mod nonresource;
 mod patch;
-pub mod response;
 mod scale;
-pub mod table;
 pub(crate) mod update;
-mod warnings;
 mod watch;
 
 pub use crate::context::Api;
-use crate::filters::requestinfo::{Query, RequestInfo};
+use crate::render::negotiation;
+use crate::render::response::{self, Render};
+use crate::request::{Query, RequestInfo};
 use crate::serving::body::Body;
 use http::{header, Request, Response};
 use hyper::body::Incoming;
 use kubeshard_core::catalog::ResourceInfo;
 use kubeshard_core::status::ApiError;
 use kubeshard_core::table::IncludeObject;
-use response::Render;
 use std::rc::Rc;
 use std::sync::Arc;
 

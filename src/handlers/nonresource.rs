@@ -2,9 +2,9 @@
 
 use super::{not_found_path, Api, HandlerResult};
 use crate::discovery;
-use crate::filters::requestinfo::{Query, RequestInfo};
-use crate::registry::storage::{Storage, StorageResult};
+use crate::request::{Query, RequestInfo};
 use crate::serving::body::Body;
+use crate::storage::{Storage, StorageResult};
 use http::{header, HeaderValue, Request, Response, StatusCode};
 use hyper::body::Incoming;
 use kubeshard_core::status::ApiError;
@@ -89,7 +89,7 @@ pub async fn handle(
             let stats = api.shards().stats().await.or_status()?;
             let mut body = crate::metrics::render(&stats, api.storage().progress());
             // The limiters' gauges go before the OpenMetrics terminator.
-            let mut gauges = crate::filters::flowcontrol::metrics(&api.security.config.inflight);
+            let mut gauges = crate::security::flowcontrol::metrics(&api.security.config.inflight);
             gauges.push_str(&crate::serving::connections::metrics(
                 &api.config.conn_limit,
             ));

@@ -6,11 +6,11 @@
 use super::decode::{check_result_size, read_body};
 use super::fields;
 use super::managers;
-use super::negotiation::Input;
 use super::update::written_response;
-use super::warnings::Warnings;
 use super::{Api, HandlerResult, ResourceRequest};
 use crate::registry::{Old, Requested};
+use crate::render::negotiation::Input;
+use crate::render::warnings::Warnings;
 use http::Request;
 use hyper::body::Incoming;
 use kubeshard_cache::StoredObject;

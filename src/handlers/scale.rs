@@ -6,12 +6,12 @@
 
 use super::decode::read_body;
 use super::managers;
-use super::negotiation::{Input, Output};
-use super::response::{self, Render};
 use super::{not_found_path, Api, HandlerResult, ResourceRequest};
-use crate::registry::storage::{Storage, StorageResult};
 use crate::registry::{Old, Requested};
+use crate::render::negotiation::{Input, Output};
+use crate::render::response::{self, Render};
 use crate::serving::body::Body;
+use crate::storage::{Storage, StorageResult};
 use http::{Request, StatusCode};
 use hyper::body::Incoming;
 use kubeshard_core::catalog::{ScaleSelector, ScaleSpec};

@@ -8,12 +8,13 @@
 //! client re-watches from the last revision it saw.
 
 use super::list::{filter, list_objects, wait_not_older_than};
-use super::negotiation::Output;
-use super::response::Render;
-use super::{table, Api, HandlerResult, ResourceRequest};
-use crate::registry::storage::Storage;
+use super::{Api, HandlerResult, ResourceRequest};
+use crate::render::negotiation::Output;
+use crate::render::response::Render;
+use crate::render::table;
 use crate::serving::body::{Body, ChunkStream};
 use crate::serving::frames::Frames;
+use crate::storage::Storage;
 use bytes::Bytes;
 use glommio::timer::Timer;
 use http::{header, HeaderValue, Response, StatusCode};

@@ -4,6 +4,7 @@
 //! token key pair, and the admin kubeconfig.
 
 mod certs;
+pub mod client_cert;
 pub mod kubeconfig;
 mod sa_keys;
 

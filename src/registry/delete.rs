@@ -2,7 +2,7 @@
 //! deletion, finalizers and the collector's propagation finalizers, decided
 //! atomically on the owning shard (or, for a dry run, on a snapshot read).
 
-use super::storage::{Backend, Storage, StorageResult};
+use crate::storage::{Backend, Storage, StorageResult};
 use kubeshard_cache::StoredObject;
 use kubeshard_core::catalog::ResourceInfo;
 use kubeshard_core::meta;

@@ -8,7 +8,6 @@
 mod delete;
 pub mod ownership;
 mod rbac_escalation;
-pub mod storage;
 pub mod store;
 pub mod strategy;
 

@@ -11,10 +11,10 @@
 //!
 //! A binding's roleRef cannot change after creation (422).
 
-use super::storage::{Storage, StorageResult};
 use super::store::Target;
 use crate::context::Api;
-use crate::filters::authz::{decide, rules_for};
+use crate::security::authz::{decide, rules_for};
+use crate::storage::{Storage, StorageResult};
 use kubeshard_cache::StoredObject;
 use kubeshard_core::authn::{Attributes, UserInfo, MASTERS};
 use kubeshard_core::catalog::ResourceInfo;
@@ -33,7 +33,7 @@ fn kind_of(info: &ResourceInfo) -> Option<RbacKind> {
 
 fn may(api: &Api, user: &UserInfo, verb: &str, resource: &str, ns: &str, name: &str) -> bool {
     decide(
-        api,
+        &api.security,
         user,
         &Attributes::resource(verb, GROUP, resource, ns, name),
     )
@@ -85,7 +85,7 @@ fn prepare(
     if user.in_group(MASTERS) {
         return None;
     }
-    let (owner, errors) = rules_for(api, user, ns);
+    let (owner, errors) = rules_for(&api.security, user, ns);
     if !kind.is_binding() {
         if may(api, user, "escalate", kind.plural(), ns, name) {
             return None;

@@ -22,10 +22,11 @@
 //! must see first steps back to the slow path.
 
 use super::rbac_escalation::{self as escalation, EscalationCheck};
-use super::storage::{status_error, Storage, StorageError, StorageResult, UpdateFn, UpdateStep};
 use super::strategy::{shape, Ownership, Part};
 use crate::admission::{Admission, Attributes, Operation, Options};
 use crate::context::Api;
+use crate::security::authz;
+use crate::storage::{status_error, Storage, StorageError, StorageResult, UpdateFn, UpdateStep};
 use kubeshard_cache::StoredObject;
 use kubeshard_core::authn::UserInfo;
 use kubeshard_core::catalog::ResourceInfo;
@@ -235,7 +236,7 @@ impl<'a> Store<'a> {
     ) -> Result<Written, ApiError> {
         let part = Part::of(t.subresource);
         let create_refusal = match creates {
-            Creates::Allowed => crate::filters::authz::create_refusal(self.api, w.user, &t).await,
+            Creates::Allowed => create_refusal(self.api, w.user, &t).await,
             Creates::Never => None,
         };
         let check = escalation::prepare_update(self.api, w.user, &t).await?;
@@ -563,4 +564,24 @@ fn step(info: &ResourceInfo, new: Value, old: Option<&Value>) -> UpdateStep {
         Some(old) if should_delete_during_update(info, &new, old) => UpdateStep::Delete(new),
         _ => UpdateStep::Write(new),
     }
+}
+
+/// A write through the update path that finds no object creates it, and
+/// a create needs `create` (kube's handlers authorize a PUT or an apply
+/// that turns into a create as one, whatever verb the request came in
+/// with). The decision is taken here, where this executor's RBAC index
+/// lives, and carried into the update, which may run on another shard:
+/// the refusal, if the writer may not create.
+async fn create_refusal(api: &Api, user: &UserInfo, t: &Target<'_>) -> Option<ApiError> {
+    let attrs = kubeshard_core::authn::Attributes::resource(
+        "create",
+        &t.info.group,
+        &t.info.plural,
+        t.namespace,
+        t.name,
+    )
+    .with_subresource(t.subresource);
+    let closed = api.storage().progress();
+    let decision = authz::decide_fresh(&api.security, &api.exec.hub, user, &attrs, closed).await;
+    (!decision.allowed()).then(|| authz::forbidden(user, &attrs, &decision.reason(user)))
 }

@@ -7,16 +7,20 @@
 //! by informers from that executor's watch hub, so request-time decisions
 //! take no lock.
 
+pub mod audit;
+pub mod authn;
+pub mod authz;
 mod flags;
+pub mod flowcontrol;
 mod state;
 
 pub use flags::SecurityFlags;
 pub use state::Security;
 
-use crate::filters::audit::Auditor;
-use crate::filters::authz::Mode;
-use crate::filters::flowcontrol::Inflight;
 use crate::pki::{self, ClientIssuer, ServiceAccountKeys, ServingCerts};
+use crate::security::audit::Auditor;
+use crate::security::authz::Mode;
+use crate::security::flowcontrol::Inflight;
 use kubeshard_core::authn::UserInfo;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};

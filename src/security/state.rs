@@ -3,8 +3,8 @@
 //! executor's hub.
 
 use super::SecurityConfig;
-use crate::filters::timeout::CoarseTimer;
 use crate::informer::{mirror, Change, Informers};
+use crate::serving::timer::CoarseTimer;
 use kubeshard_cache::{Filter, StoredObject};
 use kubeshard_core::authn::bootstrap_token;
 use kubeshard_core::rbac::{RbacIndex, RbacKind};
@@ -34,7 +34,7 @@ pub struct Security {
     pub timer: Rc<CoarseTimer>,
     /// Recently verified tokens (service-account JWTs cost a signature
     /// check), keyed by the token.
-    pub token_cache: RefCell<crate::filters::authn::TokenCache>,
+    pub token_cache: RefCell<crate::security::authn::TokenCache>,
     /// Woken when a ClusterRole changes (the aggregation controller).
     pub cluster_roles_changed: Rc<event_listener::Event>,
 }

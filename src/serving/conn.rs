@@ -1,7 +1,7 @@
 //! What the filter chain knows about the connection a request came on.
 
 use super::connections::ConnState;
-use crate::filters::authn::x509::Verified;
+use crate::pki::client_cert::Verified;
 use rustls_pki_types::CertificateDer;
 use std::cell::OnceCell;
 use std::net::SocketAddr;

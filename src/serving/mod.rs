@@ -9,5 +9,5 @@ pub mod cut;
 pub mod frames;
 pub mod io;
 pub mod joined;
-pub mod listener;
+pub mod timer;
 pub mod tls;

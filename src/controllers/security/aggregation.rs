@@ -7,7 +7,7 @@
 use super::resource;
 use crate::context::Api;
 use crate::registry;
-use crate::registry::storage::Storage;
+use crate::storage::Storage;
 use kubeshard_core::rbac::aggregation::aggregate;
 use kubeshard_core::status::ApiError;
 use serde_json::json;

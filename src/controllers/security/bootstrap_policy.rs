@@ -5,7 +5,7 @@
 use super::resource;
 use crate::context::Api;
 use crate::registry;
-use crate::registry::storage::{Storage, StorageResult};
+use crate::storage::{Storage, StorageResult};
 use kubeshard_core::rbac::bootstrap;
 use kubeshard_core::status::ApiError;
 use serde_json::Value;

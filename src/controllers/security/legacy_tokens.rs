@@ -6,10 +6,10 @@
 
 use super::resource;
 use crate::context::Api;
-use crate::filters::authn::serviceaccount::{issue_legacy, ObjectRef};
 use crate::informer::Change;
 use crate::registry;
-use crate::registry::storage::{Storage, StorageResult};
+use crate::security::authn::serviceaccount::{issue_legacy, ObjectRef};
+use crate::storage::{Storage, StorageResult};
 use base64::Engine;
 use kubeshard_cache::Filter;
 use kubeshard_core::selector::fields::FieldSelector;

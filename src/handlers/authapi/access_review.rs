@@ -3,8 +3,8 @@
 //! answer for a user and a request described in the spec.
 
 use super::{answer, Api};
-use crate::filters::authz::{self, Decision};
-use crate::registry::storage::Storage;
+use crate::security::authz::{self, Decision};
+use crate::storage::Storage;
 use kubeshard_core::authn::{Attributes, UserInfo};
 use kubeshard_core::status::{field_invalid, field_required, ApiError};
 use serde_json::{json, Value};
@@ -123,7 +123,7 @@ pub async fn review(
         obj["spec"]["resourceAttributes"]["namespace"] = json!(ns);
     }
     let closed = api.storage().progress();
-    let decision = authz::decide_fresh(api, &user, &attrs, closed).await;
+    let decision = authz::decide_fresh(&api.security, &api.exec.hub, &user, &attrs, closed).await;
     let mut status = json!({"allowed": decision.allowed()});
     let reason = decision.reason(&user);
     if matches!(decision, Decision::Deny(_)) {

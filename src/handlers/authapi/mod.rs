@@ -12,10 +12,10 @@ mod token_request;
 mod token_review;
 
 use super::decode::{check_type, parse_object, read_body};
-use super::response::{json_bytes, Render};
 use super::{Api, HandlerResult};
-use crate::filters::requestinfo::RequestInfo;
 use crate::filters::RequestUser;
+use crate::render::response::{json_bytes, Render};
+use crate::request::RequestInfo;
 use crate::serving::body::Body;
 use http::{Request, StatusCode};
 use hyper::body::Incoming;

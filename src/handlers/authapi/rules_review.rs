@@ -2,7 +2,7 @@
 //! requester holds in a namespace.
 
 use super::{answer, Api};
-use crate::filters::authz;
+use crate::security::authz;
 use kubeshard_core::authn::UserInfo;
 use kubeshard_core::status::ApiError;
 use serde_json::{json, Value};
@@ -13,7 +13,7 @@ pub fn review(api: &Api, user: &UserInfo, obj: Value) -> Result<Value, ApiError>
         .and_then(Value::as_str)
         .unwrap_or("")
         .to_string();
-    let (rules, errors) = authz::rules_for(api, user, &ns);
+    let (rules, errors) = authz::rules_for(&api.security, user, &ns);
     let mut resource_rules = Vec::new();
     let mut non_resource_rules = Vec::new();
     for r in rules {

@@ -4,10 +4,10 @@
 //! must exist (and keep existing for the token to work).
 
 use super::Api;
-use crate::filters::authn::serviceaccount::{issue, ObjectRef, TokenSpec};
-use crate::filters::requestinfo::RequestInfo;
-use crate::registry::storage::{Storage, StorageResult};
+use crate::request::RequestInfo;
+use crate::security::authn::serviceaccount::{issue, ObjectRef, TokenSpec};
 use crate::security::{DEFAULT_TOKEN_SECONDS, MIN_TOKEN_SECONDS};
+use crate::storage::{Storage, StorageResult};
 use kubeshard_core::status::{field_invalid, field_not_supported, ApiError};
 use serde_json::{json, Value};
 use std::sync::Arc;

@@ -1,7 +1,7 @@
 //! TokenReview: would this bearer token authenticate, and as whom?
 
 use super::{answer, Api};
-use crate::filters::authn;
+use crate::security::authn;
 use kubeshard_core::status::{field_required, ApiError};
 use serde_json::{json, Value};
 
@@ -28,7 +28,14 @@ pub async fn review(api: &Api, obj: Value) -> Result<Value, ApiError> {
                 .filter_map(|x| x.as_str().map(str::to_string))
                 .collect()
         });
-    let status = match authn::authenticate_token(api, &token, audiences.as_deref()).await {
+    let status = match authn::authenticate_token(
+        &api.security,
+        api.storage(),
+        &token,
+        audiences.as_deref(),
+    )
+    .await
+    {
         Ok(Some(t)) => {
             json!({"authenticated": true, "user": t.user.to_json(), "audiences": t.audiences})
         }

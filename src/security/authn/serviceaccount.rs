@@ -8,9 +8,10 @@
 //! the Secret and never expire. Either stops working once its account —
 //! or the object it is bound to — is deleted or replaced (uid check).
 
-use crate::context::Api;
-use crate::registry::storage::{status, Storage};
+use crate::security::Security;
 use crate::security::ServiceAccountConfig;
+use crate::storage::Backend;
+use crate::storage::{status, Storage};
 use jsonwebtoken::{Algorithm, Header, Validation};
 use kubeshard_core::authn::{service_account_groups, service_account_username, UserInfo};
 use serde::{Deserialize, Serialize};
@@ -159,23 +160,24 @@ fn verify(config: &ServiceAccountConfig, token: &str) -> Result<Claims, String> 
 /// Authenticates a service-account token for `audiences`. Ok(None) when
 /// the token is not one of ours (not a JWT, or another issuer).
 pub async fn authenticate(
-    api: &Api,
+    sec: &Security,
+    storage: &Backend,
     token: &str,
     audiences: &[String],
 ) -> Result<Option<(Arc<UserInfo>, Vec<String>)>, String> {
-    let config = &api.security.config.service_accounts;
+    let config = &sec.config.service_accounts;
     let Some(peeked) = peek(token) else {
         return Ok(None);
     };
     if peeked.iss != config.issuer && peeked.iss != LEGACY_ISSUER {
         return Ok(None);
     }
-    let cached = api.security.token_cache.borrow_mut().get(token);
+    let cached = sec.token_cache.borrow_mut().get(token);
     let claims = match cached {
         Some(c) => c,
         None => {
             let c = Arc::new(verify(config, token)?);
-            api.security.token_cache.borrow_mut().put(token, c.clone());
+            sec.token_cache.borrow_mut().put(token, c.clone());
             c
         }
     };
@@ -198,7 +200,7 @@ pub async fn authenticate(
     }
     let (ns, name, uid) = claims.account().ok_or("token names no service account")?;
     if config.lookup {
-        check_still_valid(api, &claims, token, ns, name, uid).await?;
+        check_still_valid(sec, storage, &claims, token, ns, name, uid).await?;
     }
     let mut user = UserInfo {
         name: service_account_username(ns, name),
@@ -233,7 +235,8 @@ pub async fn authenticate(
 /// way out); a bound object likewise; a legacy token must still be the
 /// one in its Secret.
 async fn check_still_valid(
-    api: &Api,
+    sec: &Security,
+    storage: &Backend,
     claims: &Claims,
     token: &str,
     ns: &str,
@@ -241,7 +244,7 @@ async fn check_still_valid(
     uid: &str,
 ) -> Result<(), String> {
     {
-        let accounts = api.security.accounts.borrow();
+        let accounts = sec.accounts.borrow();
         match accounts.get(&(ns.to_string(), name.to_string())) {
             Some(a) if a.uid == uid && !a.terminating => {}
             Some(a) if a.uid == uid => {
@@ -263,8 +266,7 @@ async fn check_still_valid(
         }
     }
     for (resource, ns, r) in bound {
-        let obj = api
-            .storage()
+        let obj = storage
             .get(&Arc::from(resource), ns, &r.name)
             .await
             .map_err(|e| status(e).message)?;
@@ -281,8 +283,7 @@ async fn check_still_valid(
     }
     if claims.is_legacy() {
         let secret = claims.legacy_secret.as_deref().unwrap_or_default();
-        let obj = api
-            .storage()
+        let obj = storage
             .get(&Arc::from("/secrets"), ns, secret)
             .await
             .map_err(|e| status(e).message)?

@@ -9,7 +9,7 @@
 //! two atomics, touched once on the way in and once on the way out.
 //! API Priority and Fairness takes this place in the chain later.
 
-use crate::filters::requestinfo::RequestInfo;
+use crate::request::RequestInfo;
 use kubeshard_core::authn::{UserInfo, MASTERS};
 use kubeshard_core::status::ApiError;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -131,7 +131,7 @@ pub fn admit(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::filters::requestinfo::Query;
+    use crate::request::Query;
 
     fn info(method: http::Method, path: &str) -> RequestInfo {
         RequestInfo::parse(&method, path, &Query::parse(None))

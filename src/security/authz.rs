@@ -4,12 +4,12 @@
 //! means forbidden. Places for the Node and Webhook authorizers are in
 //! [`Mode`].
 
-use crate::context::Api;
-use crate::registry::storage::Storage;
-use crate::registry::store::Target;
+use super::Security;
+use kubeshard_cache::Hub;
 use kubeshard_core::authn::{Attributes, UserInfo, MASTERS};
 use kubeshard_core::rbac::{Allowed, PolicyRule};
 use kubeshard_core::status::ApiError;
+use std::cell::RefCell;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mode {
@@ -65,16 +65,16 @@ impl Decision {
 }
 
 /// One decision from this executor's state as it is now.
-pub fn decide(api: &Api, user: &UserInfo, attrs: &Attributes) -> Decision {
+pub fn decide(sec: &Security, user: &UserInfo, attrs: &Attributes) -> Decision {
     if user.in_group(MASTERS) {
         return Decision::Allow(Reason::Masters);
     }
-    for mode in &api.security.config.modes {
+    for mode in &sec.config.modes {
         match mode {
             Mode::AlwaysAllow => return Decision::Allow(Reason::AlwaysAllow),
             Mode::AlwaysDeny => return Decision::Deny("Everything is forbidden."),
             Mode::Rbac => {
-                if let Some(a) = api.security.rbac.borrow().authorize(user, attrs) {
+                if let Some(a) = sec.rbac.borrow().authorize(user, attrs) {
                     return Decision::Allow(Reason::Rbac(a));
                 }
             }
@@ -88,33 +88,32 @@ pub fn decide(api: &Api, user: &UserInfo, attrs: &Attributes) -> Decision {
 /// with every write acknowledged before the request arrived (a binding
 /// created a moment ago on another core counts).
 pub async fn decide_fresh(
-    api: &Api,
+    sec: &Security,
+    hub: &RefCell<Hub>,
     user: &UserInfo,
     attrs: &Attributes,
     arrived_at: u64,
 ) -> Decision {
-    let first = decide(api, user, attrs);
-    if first.allowed() || !api.security.config.modes.contains(&Mode::Rbac) {
+    let first = decide(sec, user, attrs);
+    if first.allowed() || !sec.config.modes.contains(&Mode::Rbac) {
         return first;
     }
-    if api.security.rbac.borrow().revision() >= arrived_at {
+    if sec.rbac.borrow().revision() >= arrived_at {
         return first;
     }
-    api.security
-        .informers
-        .catch_up(&api.exec.hub, arrived_at)
-        .await;
-    decide(api, user, attrs)
+    sec.informers.catch_up(hub, arrived_at).await;
+    decide(sec, user, attrs)
 }
 
 /// The authorization filter: Ok with the decision, or 403.
 pub async fn authorize(
-    api: &Api,
+    sec: &Security,
+    hub: &RefCell<Hub>,
     user: &UserInfo,
     attrs: &Attributes,
     arrived_at: u64,
 ) -> Result<Decision, ApiError> {
-    let d = decide_fresh(api, user, attrs, arrived_at).await;
+    let d = decide_fresh(sec, hub, user, attrs, arrived_at).await;
     if d.allowed() {
         return Ok(d);
     }
@@ -136,7 +135,11 @@ pub fn forbidden(user: &UserInfo, attrs: &Attributes, reason: &str) -> ApiError 
 
 /// Everything `user` may do in `namespace`, for SelfSubjectRulesReview
 /// and escalation checks: (rules, evaluation errors).
-pub fn rules_for(api: &Api, user: &UserInfo, namespace: &str) -> (Vec<PolicyRule>, Vec<String>) {
+pub fn rules_for(
+    sec: &Security,
+    user: &UserInfo,
+    namespace: &str,
+) -> (Vec<PolicyRule>, Vec<String>) {
     let everything = || {
         vec![
             PolicyRule::resources(&["*"], &["*"], &["*"]),
@@ -148,32 +151,18 @@ pub fn rules_for(api: &Api, user: &UserInfo, namespace: &str) -> (Vec<PolicyRule
     }
     let mut rules = Vec::new();
     let mut errors = Vec::new();
-    for mode in &api.security.config.modes {
+    for mode in &sec.config.modes {
         match mode {
             Mode::AlwaysAllow => rules.extend(everything()),
             // The union stops at a denying authorizer: nothing after it
             // can grant anything.
             Mode::AlwaysDeny => break,
             Mode::Rbac => {
-                let (r, e) = api.security.rbac.borrow().rules_for(user, namespace);
+                let (r, e) = sec.rbac.borrow().rules_for(user, namespace);
                 rules.extend(r);
                 errors.extend(e);
             }
         }
     }
     (rules, errors)
-}
-
-/// A write through the update path that finds no object creates it, and
-/// a create needs `create` (kube's handlers authorize a PUT or an apply
-/// that turns into a create as one, whatever verb the request came in
-/// with). The decision is taken here, where this executor's RBAC index
-/// lives, and carried into the update, which may run on another shard:
-/// the refusal, if the writer may not create.
-pub async fn create_refusal(api: &Api, user: &UserInfo, t: &Target<'_>) -> Option<ApiError> {
-    let attrs = Attributes::resource("create", &t.info.group, &t.info.plural, t.namespace, t.name)
-        .with_subresource(t.subresource);
-    let closed = api.storage().progress();
-    let decision = decide_fresh(api, user, &attrs, closed).await;
-    (!decision.allowed()).then(|| forbidden(user, &attrs, &decision.reason(user)))
 }

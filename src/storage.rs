@@ -1,12 +1,16 @@
 //! The storage the registry writes through, and what its errors mean to a
-//! client. Storage answers about keys ([`StorageError`]); here they become
-//! the Status errors kube answers, naming the resource and object.
+//! client: the layer under everything that reads or writes objects.
+//! Storage answers about keys ([`StorageError`]); here they become the
+//! Status errors kube answers, naming the resource and object.
 
 use kubeshard_core::catalog::ResourceInfo;
 use kubeshard_core::status::ApiError;
 pub use kubeshard_shards::backend::{Storage, StorageError, UpdateFn, UpdateStep};
 
-pub use crate::context::Backend;
+/// The backend this server stores in: the sharded engine (in memory or on
+/// its write-ahead log). Code above names only this and the [`Storage`]
+/// trait, so another backend plugs in here.
+pub type Backend = kubeshard_shards::ShardClient;
 
 /// The Status error a storage error answers for object `name` of `info`.
 pub fn status_error(e: StorageError, info: &ResourceInfo, name: &str) -> ApiError {

@@ -5,13 +5,13 @@
 //! shut down gracefully: stop accepting, let in-flight requests finish,
 //! end watches.
 
-use super::abort::{ConnAbort, Ending};
-use super::combine::Combining;
-use super::conn::ConnInfo;
-use super::connections::{Admit, ConnState};
-use super::cut::Cut;
-use super::io::{HyperIo, LocalExec, PlainStream, TlsTransport};
 use crate::context::Api;
+use crate::serving::abort::{ConnAbort, Ending};
+use crate::serving::combine::Combining;
+use crate::serving::conn::ConnInfo;
+use crate::serving::connections::{Admit, ConnState};
+use crate::serving::cut::Cut;
+use crate::serving::io::{HyperIo, LocalExec, PlainStream, TlsTransport};
 use futures_lite::future;
 use futures_lite::FutureExt;
 use glommio::net::TcpListener;
@@ -294,9 +294,9 @@ where
                 .await
                 .unwrap_or_else(|_| {
                     tracing::error!("handler panicked; answered 500");
-                    crate::filters::Served::from(crate::handlers::response::error(
+                    crate::filters::Served::from(crate::render::response::error(
                         &kubeshard_core::status::ApiError::internal("the request handler failed"),
-                        crate::handlers::response::Render::JSON,
+                        crate::render::response::Render::JSON,
                     ))
                 });
             Ok::<_, Infallible>(served.into_response(active))

@@ -13,12 +13,12 @@ mod bootstrap;
 mod cache;
 pub mod serviceaccount;
 mod static_token;
-pub mod x509;
 
 pub use cache::TokenCache;
 
-use crate::context::Api;
+use super::Security;
 use crate::serving::conn::ConnInfo;
+use crate::storage::Backend;
 use http::HeaderMap;
 use kubeshard_core::authn::{UserInfo, ANONYMOUS, AUTHENTICATED, MASTERS, UNAUTHENTICATED};
 use kubeshard_core::status::ApiError;
@@ -41,19 +41,20 @@ pub struct TokenUser {
 
 /// The request's user, or 401.
 pub async fn authenticate(
-    api: &Api,
+    sec: &Security,
+    storage: &Backend,
     conn: &ConnInfo,
     headers: &HeaderMap,
 ) -> Result<Arc<UserInfo>, ApiError> {
     if conn.privileged {
         return Ok(privileged_user());
     }
-    let config = &api.security.config;
+    let config = &sec.config;
     let mut failed = false;
     // (The authenticating proxy's request-header authenticator goes here.)
     if !conn.client_chain.is_empty() {
         let verdict = conn.x509.get_or_init(|| {
-            x509::verify(&config.client_cas, &conn.client_chain).map(|mut v| {
+            crate::pki::client_cert::verify(&config.client_cas, &conn.client_chain).map(|mut v| {
                 v.user = with_authenticated(v.user);
                 v
             })
@@ -72,7 +73,7 @@ pub async fn authenticate(
         }
     }
     if let Some(token) = bearer(headers) {
-        return match authenticate_token(api, token, None).await {
+        return match authenticate_token(sec, storage, token, None).await {
             Ok(Some(t)) => Ok(t.user),
             Ok(None) | Err(_) => Err(unauthorized()),
         };
@@ -99,11 +100,12 @@ fn bearer(headers: &HeaderMap) -> Option<&str> {
 /// authenticator recognises the token; Err when one recognised it and it
 /// is invalid.
 pub async fn authenticate_token(
-    api: &Api,
+    sec: &Security,
+    storage: &Backend,
     token: &str,
     audiences: Option<&[String]>,
 ) -> Result<Option<TokenUser>, String> {
-    let config = &api.security.config;
+    let config = &sec.config;
     let api_audiences = &config.service_accounts.audiences;
     // Static and bootstrap tokens are good for the API server's own
     // audiences only.
@@ -124,7 +126,9 @@ pub async fn authenticate_token(
     if let Some(u) = static_token::authenticate(config, token) {
         return Ok(agnostic(u));
     }
-    match serviceaccount::authenticate(api, token, audiences.unwrap_or(api_audiences)).await {
+    match serviceaccount::authenticate(sec, storage, token, audiences.unwrap_or(api_audiences))
+        .await
+    {
         Ok(Some((user, auds))) => {
             return Ok(Some(TokenUser {
                 user: with_authenticated(user),
@@ -135,7 +139,7 @@ pub async fn authenticate_token(
         Err(e) => return Err(e),
     }
     if config.bootstrap_tokens {
-        match bootstrap::authenticate(&api.security, token) {
+        match bootstrap::authenticate(sec, token) {
             Ok(Some(u)) => return Ok(agnostic(u)),
             Ok(None) => {}
             Err(e) => return Err(e),

@@ -8,7 +8,7 @@
 
 mod writer;
 
-use crate::filters::requestinfo::RequestInfo;
+use crate::request::RequestInfo;
 use crate::serving::body::{Body, ChunkStream};
 use crate::serving::frames::Frames;
 use bytes::Bytes;
