@@ -13,12 +13,17 @@
 //! object stamped with the revision the backend assigned, and
 //! [`Storage::progress`] tells up to which revision every write is visible
 //! to reads and on its way to the watch feed (the engine's closed
-//! revision; etcd's would be its progress notifications).
+//! revision; etcd's would be its progress notifications). Each executor's
+//! watch hub is fed by the backend's [`WatchFeed`], released up to that
+//! same progress.
 
+pub mod feed;
 #[cfg(test)]
 mod reference;
 #[cfg(test)]
 mod tests;
+
+pub use feed::WatchFeed;
 
 use crate::store::{DeleteOutcome, DeletePlan, ListChunk, ListRequest, UpdateOutcome};
 use kubeshard_cache::StoredObject;
@@ -77,6 +82,9 @@ pub type UpdateFn =
 /// futures are not `Send` (thread-per-core).
 #[allow(async_fn_in_trait)]
 pub trait Storage {
+    /// The feed of every write, as events, for this executor's watch hub.
+    type Feed: WatchFeed;
+
     /// The visible state of one object (`resource` is its kind's storage
     /// key).
     async fn get(
@@ -132,4 +140,9 @@ pub trait Storage {
     /// Waits until [`Self::progress`] reaches `revision`; false at the
     /// timeout.
     async fn wait_progress(&self, revision: u64, timeout: Duration) -> bool;
+
+    /// This executor's watch feed. The first call takes it (one hub per
+    /// executor is fed from it, see [`feed::drive_hub`]); later calls
+    /// answer None.
+    fn watch_feed(&self) -> Option<Self::Feed>;
 }

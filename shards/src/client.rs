@@ -1,11 +1,15 @@
 //! How an executor reaches the shards: its own directly, the others by
 //! message. Handlers use only this; they never see a store.
 
+use crate::backend::feed::{HubDriver, WatchFeed};
 use crate::backend::{Storage, StorageError, UpdateFn};
 use crate::closed::ClosedWaiters;
 use crate::messages::{ShardMsg, ShardStats};
+use crate::runtime::Shutdown;
 use crate::sequencer::Sequencer;
-use crate::store::{DeleteOutcome, DeletePlan, ListChunk, ListRequest, ShardStore, UpdateOutcome};
+use crate::store::{
+    DeleteOutcome, DeletePlan, EventBatch, ListChunk, ListRequest, ShardStore, UpdateOutcome,
+};
 use futures_channel::oneshot;
 use kubeshard_cache::StoredObject;
 use kubeshard_core::catalog::ResourceInfo;
@@ -23,6 +27,7 @@ pub struct ShardClient {
     inboxes: Vec<async_channel::Sender<ShardMsg>>,
     seq: Arc<Sequencer>,
     closed_waiters: Rc<ClosedWaiters>,
+    feed: RefCell<Option<EngineFeed>>,
 }
 
 fn gone() -> StorageError {
@@ -36,13 +41,28 @@ impl ShardClient {
         inboxes: Vec<async_channel::Sender<ShardMsg>>,
         seq: Arc<Sequencer>,
         closed_waiters: Rc<ClosedWaiters>,
+        batches: async_channel::Receiver<EventBatch>,
     ) -> Self {
+        let feed = EngineFeed {
+            batches,
+            seq: seq.clone(),
+        };
         Self {
             id,
             local,
             inboxes,
             seq,
             closed_waiters,
+            feed: RefCell::new(Some(feed)),
+        }
+    }
+
+    /// What the hub loop of this executor reports to: the writers waiting
+    /// for the closed revision.
+    pub fn hub_driver(&self, shutdown: Shutdown) -> EngineHubDriver {
+        EngineHubDriver {
+            waiters: self.closed_waiters.clone(),
+            shutdown,
         }
     }
 
@@ -117,7 +137,52 @@ impl ShardClient {
     }
 }
 
+/// The engine's watch feed to one executor: the event batches every
+/// shard publishes to it, with the closed revision as progress (every
+/// shard publishes a write before it releases the write's revision slot).
+pub struct EngineFeed {
+    batches: async_channel::Receiver<EventBatch>,
+    seq: Arc<Sequencer>,
+}
+
+impl WatchFeed for EngineFeed {
+    async fn recv(&mut self) -> Option<EventBatch> {
+        self.batches.recv().await.ok()
+    }
+
+    fn try_recv(&mut self) -> Option<EventBatch> {
+        self.batches.try_recv().ok()
+    }
+
+    fn progress(&self) -> u64 {
+        self.seq.closed()
+    }
+}
+
+/// Wakes the writers waiting for the closed revision as the hub passes
+/// it (see [`crate::closed`]).
+pub struct EngineHubDriver {
+    waiters: Rc<ClosedWaiters>,
+    shutdown: Shutdown,
+}
+
+impl HubDriver for EngineHubDriver {
+    fn advanced(&self, current: u64, now: Instant) {
+        self.waiters.advance(current, now);
+    }
+
+    fn ended(&self) {
+        self.waiters.end();
+    }
+
+    fn shutting_down(&self) -> bool {
+        self.shutdown.is_triggered()
+    }
+}
+
 impl Storage for ShardClient {
+    type Feed = EngineFeed;
+
     async fn get(
         &self,
         resource: &Arc<str>,
@@ -262,6 +327,10 @@ impl Storage for ShardClient {
         self.closed_waiters
             .wait(&self.seq, revision, Instant::now() + timeout)
             .await
+    }
+
+    fn watch_feed(&self) -> Option<EngineFeed> {
+        self.feed.borrow_mut().take()
     }
 }
 

@@ -2,6 +2,8 @@
 //! its shard's store, running that shard's request loop and its own watch
 //! hub, and serving clients through a front end supplied by the server.
 
+use crate::backend::feed::drive_hub;
+use crate::backend::Storage;
 use crate::client::{reply_when_durable, send_to, ShardClient};
 use crate::closed::ClosedWaiters;
 use crate::committer::{self, CommitterConfig};
@@ -11,7 +13,6 @@ use crate::storage::recovery::RecoveredShard;
 use crate::storage::wal::writer::LogWriter;
 use crate::storage::StorageMode;
 use crate::store::{EventBatch, ShardStore};
-use futures_lite::future;
 use glommio::{Latency, LocalExecutorBuilder, Placement, Shares, TaskQueueHandle};
 use kubeshard_cache::ring::RingLimits;
 use kubeshard_cache::{Event, Hub};
@@ -20,7 +21,7 @@ use std::future::Future;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 /// How many queued requests a shard serves before it publishes events and
 /// lets other tasks run: bounds latency while still batching under load.
@@ -220,18 +221,15 @@ where
                 }
                 glommio::spawn_local(shard_loop(store.clone(), hub.clone(), inbox)).detach();
                 let closed_waiters = Rc::new(ClosedWaiters::default());
-                glommio::spawn_local(hub_loop(
-                    hub.clone(),
-                    hub_feed,
-                    seq.clone(),
-                    closed_waiters.clone(),
-                    shutdown.clone(),
-                ))
-                .detach();
+                let shards = ShardClient::new(id, store, inbox_tx, seq, closed_waiters, hub_feed);
+                let feed = shards.watch_feed().expect("a new client has its feed");
+                let driver = shards.hub_driver(shutdown.clone());
+                let fed = hub.clone();
+                glommio::spawn_local(async move { drive_hub(&fed, feed, driver).await }).detach();
                 let ctx = Rc::new(ExecutorContext {
                     id,
                     background,
-                    shards: ShardClient::new(id, store, inbox_tx, seq, closed_waiters),
+                    shards,
                     hub,
                     shutdown,
                 });
@@ -318,64 +316,6 @@ fn handle(store: &mut ShardStore, hub: &RefCell<Hub>, msg: ShardMsg) {
                 watch_index_entries: hub.index_entries(),
                 watchers: hub.watchers(),
             });
-        }
-    }
-}
-
-/// Feeds this executor's hub from every shard and releases events as the
-/// closed revision passes them.
-async fn hub_loop(
-    hub: Rc<RefCell<Hub>>,
-    feed: async_channel::Receiver<EventBatch>,
-    seq: Arc<Sequencer>,
-    closed_waiters: Rc<ClosedWaiters>,
-    shutdown: Shutdown,
-) {
-    let mut last_trim = Instant::now();
-    loop {
-        let pending = hub.borrow().has_pending();
-        // While events wait for a slower shard, re-check soon; otherwise
-        // sleep until a batch arrives (or trim old history once a second).
-        let recheck = if pending {
-            Duration::from_micros(200)
-        } else {
-            Duration::from_secs(1)
-        };
-        let got = future::or(async { Some(feed.recv().await) }, async {
-            glommio::timer::sleep(recheck).await;
-            None
-        })
-        .await;
-        if shutdown.is_triggered() {
-            hub.borrow_mut().wake_all();
-        }
-        // Read the closed revision *before* draining the feed: every event
-        // at or below it was sent before the shard released its slot, so
-        // it is in the feed by now and the drain below takes it. Read after
-        // the drain, closed could cover an event sent in between, and
-        // releasing past it would put it behind later revisions.
-        let closed = seq.closed();
-        let mut h = hub.borrow_mut();
-        match got {
-            Some(Ok(batch)) => h.absorb(&batch),
-            Some(Err(_)) => {
-                h.wake_all();
-                closed_waiters.end();
-                return;
-            }
-            None => {}
-        }
-        while let Ok(batch) = feed.try_recv() {
-            h.absorb(&batch);
-        }
-        let now = Instant::now();
-        h.release(closed, now);
-        // Writers waiting to answer read the closed revision afresh: it
-        // only grows, and may have grown since the read above.
-        closed_waiters.advance(seq.closed(), now);
-        if now.duration_since(last_trim) > Duration::from_secs(1) {
-            h.trim(now);
-            last_trim = now;
         }
     }
 }

@@ -9,15 +9,18 @@
 //! not changed since; otherwise it runs again. [`Reference::interfere`]
 //! makes another writer get in between, so the retry is exercised.
 
-use super::{Storage, StorageError, UpdateFn};
+use super::{Storage, StorageError, UpdateFn, WatchFeed};
 use crate::store::outcome::{self, contained};
-use crate::store::{DeleteOutcome, DeletePlan, ListChunk, ListRequest, NsName, UpdateOutcome};
-use kubeshard_cache::{EventType, StoredObject};
+use crate::store::{
+    DeleteOutcome, DeletePlan, EventBatch, ListChunk, ListRequest, NsName, UpdateOutcome,
+};
+use kubeshard_cache::{Event, EventType, StoredObject};
 use kubeshard_core::catalog::ResourceInfo;
 use kubeshard_core::meta;
 use serde_json::Value;
 use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
+use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -30,16 +33,59 @@ struct Change {
     prev: Option<Arc<StoredObject>>,
 }
 
-#[derive(Default)]
 pub struct Reference {
     objects: RefCell<BTreeMap<Key, Arc<StoredObject>>>,
     changes: RefCell<Vec<Change>>,
-    revision: Cell<u64>,
+    revision: Rc<Cell<u64>>,
+    /// Each write's event, as it is made.
+    events: async_channel::Sender<EventBatch>,
+    feed: RefCell<Option<ReferenceFeed>>,
     /// Writes to make, as another writer, right after the next update
     /// function runs: (key, object).
     interference: RefCell<Vec<(Arc<ResourceInfo>, Value)>>,
     /// How many times update functions ran.
     pub update_calls: Cell<usize>,
+}
+
+impl Default for Reference {
+    fn default() -> Self {
+        let (events, batches) = async_channel::unbounded();
+        let revision = Rc::new(Cell::new(0));
+        let feed = ReferenceFeed {
+            batches,
+            revision: revision.clone(),
+        };
+        Self {
+            objects: RefCell::default(),
+            changes: RefCell::default(),
+            revision,
+            events,
+            feed: RefCell::new(Some(feed)),
+            interference: RefCell::default(),
+            update_calls: Cell::default(),
+        }
+    }
+}
+
+/// One event per write, in order; progress is the last revision (every
+/// write is visible as it is made).
+pub struct ReferenceFeed {
+    batches: async_channel::Receiver<EventBatch>,
+    revision: Rc<Cell<u64>>,
+}
+
+impl WatchFeed for ReferenceFeed {
+    async fn recv(&mut self) -> Option<EventBatch> {
+        self.batches.recv().await.ok()
+    }
+
+    fn try_recv(&mut self) -> Option<EventBatch> {
+        self.batches.try_recv().ok()
+    }
+
+    fn progress(&self) -> u64 {
+        self.revision.get()
+    }
 }
 
 fn key(resource: &Arc<str>, namespace: &str, name: &str) -> Key {
@@ -77,6 +123,8 @@ impl Reference {
             EventType::Deleted => self.objects.borrow_mut().remove(&k),
             _ => self.objects.borrow_mut().insert(k.clone(), stored.clone()),
         };
+        let event = Event::new(revision, kind, k.0.clone(), stored.clone(), prev.clone());
+        let _ = self.events.try_send(Arc::from([Arc::new(event)]));
         self.changes.borrow_mut().push(Change {
             revision,
             key: k,
@@ -125,6 +173,8 @@ impl Reference {
 }
 
 impl Storage for Reference {
+    type Feed = ReferenceFeed;
+
     async fn get(
         &self,
         resource: &Arc<str>,
@@ -220,5 +270,9 @@ impl Storage for Reference {
 
     async fn wait_progress(&self, revision: u64, _timeout: Duration) -> bool {
         revision <= self.progress()
+    }
+
+    fn watch_feed(&self) -> Option<ReferenceFeed> {
+        self.feed.borrow_mut().take()
     }
 }

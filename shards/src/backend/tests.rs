@@ -7,22 +7,26 @@
 //! succeeds exactly when the model says it may and fails with the model's
 //! error; revisions grow; a write is visible once [`Storage::progress`]
 //! covers it; and a list at every past revision, paged at any size, with
-//! or without a namespace, equals the model at that revision.
+//! or without a namespace, equals the model at that revision; and the
+//! watch hub fed by the backend's [`WatchFeed`] holds exactly one event
+//! per write, in revision order, with the model's before and after.
 
+use super::feed::pump;
 use super::reference::Reference;
-use super::{Storage, StorageError, UpdateStep};
+use super::{Storage, StorageError, UpdateStep, WatchFeed};
 use crate::runtime::{self, RuntimeConfig, StartState};
 use crate::sequencer::Sequencer;
 use crate::storage::StorageMode;
 use crate::store::{ListRequest, NsName, UpdateOutcome};
 use kubeshard_cache::ring::RingLimits;
-use kubeshard_cache::Filter;
+use kubeshard_cache::{EventType, Filter, Hub};
 use kubeshard_core::catalog::{Catalog, ResourceInfo};
 use kubeshard_core::registry::deletion::DeleteStep;
 use kubeshard_core::selector::labels::LabelSelector;
 use kubeshard_core::status::ApiError;
 use proptest::prelude::*;
 use serde_json::{json, Value};
+use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
@@ -96,12 +100,26 @@ fn missing(e: &StorageError) -> bool {
     }
 }
 
-/// Runs `ops` against `s` and the model; Err says what differed.
-async fn check<S: Storage>(s: &S, case: u32, ops: &[Op]) -> Result<(), String> {
+/// One watch event as the model expects it: revision, type, namespace,
+/// name, the label after and the label before.
+type Seen = (u64, EventType, String, String, u8, Option<u8>);
+
+/// Runs `ops` against `s` and the model; Err says what differed. `hub`
+/// is fed from `s`'s watch feed: by the backend's own loop (`feed` None),
+/// or here after every write.
+async fn check<S: Storage>(
+    s: &S,
+    hub: &RefCell<Hub>,
+    mut feed: Option<&mut S::Feed>,
+    case: u32,
+    ops: &[Op],
+) -> Result<(), String> {
     let info = configmaps();
     let mut model = Model::new();
     let mut snapshots: Vec<(u64, Model)> = Vec::new();
-    let mut last = s.current_revision();
+    let mut expected: Vec<Seen> = Vec::new();
+    let start = s.current_revision();
+    let mut last = start;
     for op in ops {
         let (n, k) = match *op {
             Op::Create(n, k, _) | Op::Update(n, k, _) | Op::Upsert(n, k, _) | Op::Delete(n, k) => {
@@ -117,7 +135,7 @@ async fn check<S: Storage>(s: &S, case: u32, ops: &[Op]) -> Result<(), String> {
                         format!("{op:?}: created over {present:?}")
                     })?;
                     model.insert(key.clone(), l);
-                    Some(o.revision)
+                    Some((o.revision, EventType::Added, l))
                 }
                 Err(StorageError::AlreadyExists) if present.is_some() => None,
                 Err(e) => return Err(format!("{op:?}: {e:?} with {present:?}")),
@@ -141,7 +159,7 @@ async fn check<S: Storage>(s: &S, case: u32, ops: &[Op]) -> Result<(), String> {
                     (Err(e), None) if !creates && missing(&e) => None,
                     (Ok(UpdateOutcome::Created(o)), None) if creates => {
                         model.insert(key.clone(), l);
-                        Some(o.revision)
+                        Some((o.revision, EventType::Added, l))
                     }
                     (Ok(UpdateOutcome::Unchanged(o)), Some(p)) if p == l => {
                         ensure(o.revision <= last, || format!("{op:?}: unchanged drew"))?;
@@ -149,7 +167,7 @@ async fn check<S: Storage>(s: &S, case: u32, ops: &[Op]) -> Result<(), String> {
                     }
                     (Ok(UpdateOutcome::Updated(o)), Some(p)) if p != l => {
                         model.insert(key.clone(), l);
-                        Some(o.revision)
+                        Some((o.revision, EventType::Modified, l))
                     }
                     (other, p) => return Err(format!("{op:?}: {other:?} with {p:?}")),
                 }
@@ -158,16 +176,18 @@ async fn check<S: Storage>(s: &S, case: u32, ops: &[Op]) -> Result<(), String> {
                 let plan = Box::new(|_: &Arc<_>| Ok(DeleteStep::Delete));
                 match s.delete(&info, &key.0, &key.1, plan).await {
                     Ok(out) => {
-                        ensure(present.is_some(), || format!("{op:?}: deleted nothing"))?;
+                        let Some(p) = present else {
+                            return Err(format!("{op:?}: deleted nothing"));
+                        };
                         model.remove(&key);
-                        Some(out.object().revision)
+                        Some((out.object().revision, EventType::Deleted, p))
                     }
                     Err(StorageError::NotFound) if present.is_none() => None,
                     Err(e) => return Err(format!("{op:?}: {e:?} with {present:?}")),
                 }
             }
         };
-        if let Some(rev) = written {
+        if let Some((rev, kind, l)) = written {
             ensure(rev > last, || {
                 format!("{op:?}: revision {rev} after {last}")
             })?;
@@ -176,6 +196,15 @@ async fn check<S: Storage>(s: &S, case: u32, ops: &[Op]) -> Result<(), String> {
                 format!("{op:?}: progress never reached {rev}")
             })?;
             snapshots.push((rev, model.clone()));
+            let before = if kind == EventType::Added {
+                None
+            } else {
+                present
+            };
+            expected.push((rev, kind, key.0.clone(), key.1.clone(), l, before));
+            if let Some(f) = feed.as_deref_mut() {
+                pump(hub, f, None, std::time::Instant::now());
+            }
         }
         let got = s
             .get(&info.storage_key, &key.0, &key.1)
@@ -186,6 +215,43 @@ async fn check<S: Storage>(s: &S, case: u32, ops: &[Op]) -> Result<(), String> {
             format!("{op:?}: get answered {got:?}, model {:?}", model.get(&key))
         })?;
     }
+    // Progress covering a write makes it visible to reads at once; the
+    // hub takes it on its next turn.
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while hub.borrow().released() < last {
+        ensure(std::time::Instant::now() < deadline, || {
+            format!("the hub never released {last}")
+        })?;
+        futures_lite::future::yield_now().await;
+    }
+    let seen: Vec<Seen> = {
+        let mut h = hub.borrow_mut();
+        let ring = h.ring(&info.storage_key);
+        let events = ring
+            .ring()
+            .events_after(start)
+            .map_err(|c| format!("the hub's history was trimmed through {c}"))?;
+        let ours = format!("c{case}-");
+        events
+            .filter(|e| e.object.namespace.starts_with(&ours))
+            .map(|e| {
+                let o = &e.object;
+                let before = e.prev.as_deref().map(label_of);
+                let after = label_of(o);
+                (
+                    e.revision,
+                    e.kind,
+                    o.namespace.to_string(),
+                    o.name.to_string(),
+                    after,
+                    before,
+                )
+            })
+            .collect()
+    };
+    ensure(seen == expected, || {
+        format!("watch events {seen:?}, model {expected:?}")
+    })?;
     for (rev, state) in &snapshots {
         for ns in [None, Some(0u8), Some(1)] {
             for limit in [0usize, 1, 3] {
@@ -260,7 +326,10 @@ proptest! {
     fn the_reference_map_keeps_the_contract(ops in prop::collection::vec(op(), 1..40)) {
         let s = Reference::default();
         let case = CASES.fetch_add(1, Ordering::Relaxed);
-        let r = futures_lite::future::block_on(check(&s, case, &ops));
+        let hub = RefCell::new(Hub::new(0, RingLimits::default()));
+        let mut feed = s.watch_feed().unwrap();
+        prop_assert!(s.watch_feed().is_none(), "the feed is taken once");
+        let r = futures_lite::future::block_on(check(&s, &hub, Some(&mut feed), case, &ops));
         prop_assert!(r.is_ok(), "{}", r.unwrap_err());
     }
 }
@@ -300,7 +369,7 @@ fn engine(
                 }
                 while let Ok((case, work, reply)) = jobs.recv().await {
                     let verdict = match work {
-                        Work::Ops(ops) => check(&ctx.shards, case, &ops).await,
+                        Work::Ops(ops) => check(&ctx.shards, &ctx.hub, None, case, &ops).await,
                         Work::PanicOnRemoteShard => panic_on_remote_shard(&ctx.shards, case).await,
                     };
                     let _ = reply.send(verdict).await;
