@@ -1,6 +1,7 @@
 //! Command-line flags, named as kube-apiserver names them where one exists.
 
 use clap::Parser;
+use kubeshard_core::keys::KeyLayout;
 pub use kubeshard_core::units::{parse_duration, parse_size};
 use std::net::IpAddr;
 use std::time::Duration;
@@ -66,6 +67,12 @@ pub struct Flags {
     /// snapshots, and the generated certificates and admin kubeconfig.
     #[arg(long, default_value = "kubeshard-data")]
     pub data_dir: std::path::PathBuf,
+
+    /// The prefix of every storage key (kube's etcd layout:
+    /// `<prefix>/<resource>/<namespace>/<name>`). Objects written under
+    /// one prefix are not seen under another.
+    #[arg(long, default_value = kubeshard_core::keys::DEFAULT_PREFIX, value_parser = KeyLayout::new)]
+    pub etcd_prefix: KeyLayout,
 
     /// How long watch history is kept (resume and list snapshots).
     #[arg(long, default_value = "5m", value_parser = parse_duration)]
@@ -178,6 +185,8 @@ pub struct ServerConfig {
     pub history_window: std::time::Duration,
     /// The admission chain every executor builds.
     pub admission: crate::admission::config::AdmissionConfig,
+    /// Where each kind is stored (`--etcd-prefix`).
+    pub keys: KeyLayout,
 }
 
 impl ServerConfig {

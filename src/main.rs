@@ -123,13 +123,14 @@ fn serve(mut flags: Flags) -> Result<(), String> {
         service_cluster_ip: flags.service_cluster_ip_range,
         history_window: flags.watch_history_window,
         admission: admission::config::AdmissionConfig::from_flags(&flags.admission)?,
+        keys: flags.etcd_prefix.clone(),
     });
     let limits = RingLimits {
         max_events: flags.watch_history_max_events,
         window: flags.watch_history_window,
     };
     let controllers = controllers::Enabled::from_flags(&flags.controllers)?;
-    let catalog = Catalog::with_builtins();
+    let catalog = Catalog::with_builtins_in(&config.keys);
     let seq = Arc::new(Sequencer::new(shards, start_revision));
     let (mut trigger, shutdown) = shutdown_pair();
     let ready = Arc::new(AtomicBool::new(false));
@@ -182,7 +183,10 @@ fn serve(mut flags: Flags) -> Result<(), String> {
             insecure.clone(),
         );
         async move {
-            let sec = Rc::new(security::Security::new(security.clone()));
+            let sec = Rc::new(security::Security::new(
+                security.clone(),
+                config.keys.clone(),
+            ));
             sec.start(&ctx);
             let api = Rc::new(Api::new(
                 ctx.clone(),

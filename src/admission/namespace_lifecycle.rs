@@ -9,6 +9,7 @@
 //! terminating — is looked at again once the cache has caught up with
 //! everything acknowledged so far, and then read from the store itself.
 
+use super::plugins::PluginInit;
 use super::{Attributes, Mutating, Operation, Outcome};
 use crate::informer::{mirror, Informers};
 use crate::storage::{Storage, StorageResult};
@@ -22,8 +23,6 @@ use std::collections::HashMap;
 use std::rc::Rc;
 use std::sync::Arc;
 
-const NAMESPACES: &str = "/namespaces";
-
 /// Namespaces the server keeps for itself (kube-node-lease may go).
 pub const PROTECTED: &[&str] = &["default", "kube-system", "kube-public"];
 
@@ -32,6 +31,8 @@ pub const PROTECTED: &[&str] = &["default", "kube-system", "kube-public"];
 const NAMESPACE_FREE: &[&str] = &["localsubjectaccessreviews"];
 
 pub struct NamespaceLifecycle {
+    /// Where namespaces are stored.
+    namespaces: Arc<str>,
     /// Namespace name → terminating.
     cache: Rc<RefCell<HashMap<String, bool>>>,
     ctx: Rc<ExecutorContext>,
@@ -40,11 +41,12 @@ pub struct NamespaceLifecycle {
 
 impl NamespaceLifecycle {
     /// The plugin, with its namespace cache kept current on this executor.
-    pub fn start(ctx: &Rc<ExecutorContext>, informers: &Rc<Informers>) -> Self {
+    pub fn start(init: &PluginInit<'_>) -> Self {
         let cache: Rc<RefCell<HashMap<String, bool>>> = Rc::default();
-        informers.start(
-            ctx,
-            Arc::from(NAMESPACES),
+        let namespaces = init.keys.builtin("", "namespaces");
+        init.informers.start(
+            init.ctx,
+            namespaces.clone(),
             Filter::default(),
             mirror(
                 cache.clone(),
@@ -53,9 +55,10 @@ impl NamespaceLifecycle {
             ),
         );
         Self {
+            namespaces,
             cache,
-            ctx: ctx.clone(),
-            informers: informers.clone(),
+            ctx: init.ctx.clone(),
+            informers: init.informers.clone(),
         }
     }
 
@@ -72,7 +75,7 @@ impl NamespaceLifecycle {
             None => self
                 .ctx
                 .shards
-                .get(&Arc::from(NAMESPACES), "", a.namespace)
+                .get(&self.namespaces, "", a.namespace)
                 .await
                 .or_status()?
                 .map(|ns| terminating(&ns.to_value())),

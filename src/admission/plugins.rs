@@ -8,6 +8,7 @@ use super::config::AdmissionConfig;
 use super::recorder::{self, TestRecorder};
 use super::{Admission, AlwaysAdmit, AlwaysDeny, NamespaceLifecycle};
 use crate::informer::Informers;
+use kubeshard_core::keys::KeyLayout;
 use kubeshard_shards::ExecutorContext;
 use std::rc::Rc;
 
@@ -146,16 +147,21 @@ pub fn missing_defaults(disable: &[String]) -> Vec<&'static str> {
 }
 
 /// One executor's chain, with each plugin's state started on it.
-pub fn build(
-    config: &AdmissionConfig,
-    ctx: &Rc<ExecutorContext>,
-    informers: &Rc<Informers>,
-) -> Admission {
+/// What plugins are built from on each executor.
+pub struct PluginInit<'a> {
+    pub ctx: &'a Rc<ExecutorContext>,
+    /// This executor's informers (plugins keep caches of what they read).
+    pub informers: &'a Rc<Informers>,
+    /// Where the kinds plugins read are stored.
+    pub keys: &'a KeyLayout,
+}
+
+pub fn build(config: &AdmissionConfig, init: &PluginInit<'_>) -> Admission {
     let mut chain = Admission::default();
     for name in &config.plugins {
         match *name {
             "NamespaceLifecycle" => {
-                chain = chain.with_mutating(Rc::new(NamespaceLifecycle::start(ctx, informers)));
+                chain = chain.with_mutating(Rc::new(NamespaceLifecycle::start(init)));
             }
             "AlwaysAdmit" => chain = chain.with_mutating(Rc::new(AlwaysAdmit)),
             "AlwaysDeny" => chain = chain.with_validating(Rc::new(AlwaysDeny)),

@@ -48,8 +48,14 @@ impl Api {
             config.conn_limit.clone(),
             config.conn_timeouts,
         ));
-        let admission =
-            crate::admission::plugins::build(&config.admission, &exec, &security.informers);
+        let admission = crate::admission::plugins::build(
+            &config.admission,
+            &crate::admission::plugins::PluginInit {
+                ctx: &exec,
+                informers: &security.informers,
+                keys: &config.keys,
+            },
+        );
         Self {
             exec,
             catalog,

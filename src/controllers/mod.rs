@@ -144,8 +144,8 @@ pub async fn run(api: Rc<Api>, catalog: Arc<Catalog>, enabled: Enabled) {
     let exec = api.exec.clone();
     let mut informer = Informer::new(exec.clone(), CatalogReader::new(catalog.clone()));
     let mut gc = GarbageCollector::default();
-    let mut ns = NamespaceController::default();
-    let mut sa = ServiceAccountController::default();
+    let mut ns = NamespaceController::new(&api.config.keys);
+    let mut sa = ServiceAccountController::new(&api.config.keys);
     let shutdown = exec.shutdown.clone();
     let catalog = CatalogReader::new(catalog);
     while !shutdown.is_triggered() {

@@ -18,6 +18,7 @@ use crate::registry;
 use crate::storage::{Storage, StorageResult};
 use kubeshard_cache::{EventType, Filter, StoredObject};
 use kubeshard_core::catalog::ResourceInfo;
+use kubeshard_core::keys::KeyLayout;
 use kubeshard_core::registry::deletion::{DeleteOptions, Propagation};
 use kubeshard_core::registry::lifecycle::{
     deletion_timestamp, format_time, spec_finalizers, FINALIZER_KUBERNETES,
@@ -29,14 +30,14 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
-const NAMESPACES: &str = "/namespaces";
-
 /// How often a namespace that still holds content is looked at again
 /// when nothing inside it changes (a backstop; changes wake it sooner).
 const RECHECK: Duration = Duration::from_secs(5);
 
-#[derive(Default)]
 pub struct NamespaceController {
+    /// Where namespaces are stored (telling their changes from their
+    /// content's).
+    namespaces: Arc<str>,
     /// Terminating namespaces still holding the `kubernetes` finalizer.
     terminating: HashMap<Arc<str>, ObjRef>,
     queue: WorkQueue<Arc<str>>,
@@ -49,6 +50,14 @@ enum Progress {
 }
 
 impl NamespaceController {
+    pub fn new(keys: &KeyLayout) -> Self {
+        Self {
+            namespaces: keys.builtin("", "namespaces"),
+            terminating: HashMap::new(),
+            queue: WorkQueue::default(),
+        }
+    }
+
     pub fn queue_idle(&self) -> bool {
         self.queue.is_idle()
     }
@@ -60,13 +69,14 @@ impl NamespaceController {
     pub fn reset(&mut self, items: &[Change]) {
         self.terminating.clear();
         self.queue.clear();
-        for c in items.iter().filter(|c| &*c.resource == NAMESPACES) {
+        let namespaces = self.namespaces.clone();
+        for c in items.iter().filter(|c| c.resource == namespaces) {
             self.observe(c);
         }
     }
 
     pub fn observe(&mut self, c: &Change) {
-        if &*c.resource != NAMESPACES {
+        if c.resource != self.namespaces {
             if self.terminating.contains_key(&*c.object.namespace) {
                 self.queue.add(c.object.namespace.clone());
             }
@@ -113,7 +123,7 @@ fn wants_emptying(ns: &Value) -> bool {
 }
 
 async fn sync(env: &Env<'_>, ns: &ObjRef) -> Result<Progress, ApiError> {
-    let Some(ns_info) = env.catalog.by_storage_key(NAMESPACES).cloned() else {
+    let Some(ns_info) = env.catalog.lookup("", "v1", "namespaces").cloned() else {
         return Ok(Progress::Done);
     };
     let Some(current) = env

@@ -10,6 +10,7 @@ use super::queue::WorkQueue;
 use super::Env;
 use crate::storage::{Storage, StorageResult};
 use kubeshard_cache::EventType;
+use kubeshard_core::keys::KeyLayout;
 use kubeshard_core::registry::lifecycle::deletion_timestamp;
 use kubeshard_core::status::ApiError;
 use serde_json::json;
@@ -17,18 +18,27 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
 
-const NAMESPACES: &str = "/namespaces";
-const SERVICE_ACCOUNTS: &str = "/serviceaccounts";
 const DEFAULT: &str = "default";
 
-#[derive(Default)]
 pub struct ServiceAccountController {
+    /// Where namespaces and service accounts are stored.
+    namespaces: Arc<str>,
+    accounts: Arc<str>,
     /// Namespaces that exist and are not terminating.
     active: HashSet<Arc<str>>,
     queue: WorkQueue<Arc<str>>,
 }
 
 impl ServiceAccountController {
+    pub fn new(keys: &KeyLayout) -> Self {
+        Self {
+            namespaces: keys.builtin("", "namespaces"),
+            accounts: keys.builtin("", "serviceaccounts"),
+            active: HashSet::new(),
+            queue: WorkQueue::default(),
+        }
+    }
+
     pub fn queue_idle(&self) -> bool {
         self.queue.is_idle()
     }
@@ -51,25 +61,21 @@ impl ServiceAccountController {
     }
 
     pub fn observe(&mut self, c: &Change) {
-        match &*c.resource {
-            NAMESPACES => {
-                let name = c.object.name.clone();
-                let active = c.kind != EventType::Deleted
-                    && deletion_timestamp(&c.object.to_value()).is_none();
-                if !active {
-                    self.active.remove(&name);
-                } else if self.active.insert(name.clone()) {
-                    self.queue.add(name);
-                }
+        if c.resource == self.namespaces {
+            let name = c.object.name.clone();
+            let active =
+                c.kind != EventType::Deleted && deletion_timestamp(&c.object.to_value()).is_none();
+            if !active {
+                self.active.remove(&name);
+            } else if self.active.insert(name.clone()) {
+                self.queue.add(name);
             }
-            SERVICE_ACCOUNTS
-                if c.kind == EventType::Deleted
-                    && &*c.object.name == DEFAULT
-                    && self.active.contains(&*c.object.namespace) =>
-            {
-                self.queue.add(c.object.namespace.clone());
-            }
-            _ => {}
+        } else if c.resource == self.accounts
+            && c.kind == EventType::Deleted
+            && &*c.object.name == DEFAULT
+            && self.active.contains(&*c.object.namespace)
+        {
+            self.queue.add(c.object.namespace.clone());
         }
     }
 
@@ -95,7 +101,10 @@ impl ServiceAccountController {
 /// Creates `default` in `ns` unless it is there. A namespace that is gone
 /// or terminating by now is left alone.
 async fn ensure_default(env: &Env<'_>, ns: &str) -> Result<(), ApiError> {
-    let Some(info) = env.catalog.by_storage_key(SERVICE_ACCOUNTS).cloned() else {
+    let (Some(info), Some(namespaces)) = (
+        env.catalog.lookup("", "v1", "serviceaccounts").cloned(),
+        env.catalog.lookup("", "v1", "namespaces"),
+    ) else {
         return Ok(());
     };
     if env
@@ -110,7 +119,7 @@ async fn ensure_default(env: &Env<'_>, ns: &str) -> Result<(), ApiError> {
     // The informer may lag: the namespace must still be there and active.
     let namespace = env
         .storage
-        .get(&Arc::from(NAMESPACES), "", ns)
+        .get(&namespaces.storage_key, "", ns)
         .await
         .or_status()?;
     if namespace.is_none_or(|n| deletion_timestamp(&n.to_value()).is_some()) {

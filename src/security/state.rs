@@ -7,6 +7,7 @@ use crate::informer::{mirror, Change, Informers};
 use crate::serving::timer::CoarseTimer;
 use kubeshard_cache::{Filter, StoredObject};
 use kubeshard_core::authn::bootstrap_token;
+use kubeshard_core::keys::KeyLayout;
 use kubeshard_core::rbac::{RbacIndex, RbacKind};
 use kubeshard_core::selector::fields::FieldSelector;
 use kubeshard_shards::ExecutorContext;
@@ -25,6 +26,8 @@ pub struct AccountRecord {
 
 pub struct Security {
     pub config: Arc<SecurityConfig>,
+    /// Where the kinds the authenticators and authorizers read are stored.
+    pub keys: KeyLayout,
     pub rbac: Rc<RefCell<RbacIndex>>,
     /// (namespace, name) → the account's uid.
     pub accounts: Rc<RefCell<HashMap<(String, String), AccountRecord>>>,
@@ -40,9 +43,10 @@ pub struct Security {
 }
 
 impl Security {
-    pub fn new(config: Arc<SecurityConfig>) -> Self {
+    pub fn new(config: Arc<SecurityConfig>, keys: KeyLayout) -> Self {
         Self {
             config,
+            keys,
             rbac: Rc::default(),
             accounts: Rc::default(),
             bootstrap_secrets: Rc::default(),
@@ -64,8 +68,9 @@ impl Security {
             RbacKind::ClusterRoleBinding,
         ] {
             let (index, changed) = (self.rbac.clone(), self.cluster_roles_changed.clone());
-            let key: Arc<str> =
-                Arc::from(format!("{}/{}", kubeshard_core::rbac::GROUP, kind.plural()));
+            let key = self
+                .keys
+                .builtin(kubeshard_core::rbac::GROUP, kind.plural());
             self.informers.start(
                 ctx,
                 key,
@@ -91,7 +96,7 @@ impl Security {
         }
         self.informers.start(
             ctx,
-            Arc::from("/serviceaccounts"),
+            self.keys.builtin("", "serviceaccounts"),
             Filter::default(),
             mirror(self.accounts.clone(), |o| Some(key_of(o)), record_of),
         );
@@ -104,7 +109,7 @@ impl Security {
             };
             self.informers.start(
                 ctx,
-                Arc::from("/secrets"),
+                self.keys.builtin("", "secrets"),
                 filter,
                 mirror(
                     self.bootstrap_secrets.clone(),

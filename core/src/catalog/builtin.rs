@@ -6,7 +6,6 @@ use super::{
     field_path, GcPolicy, KindHooks, NameRule, Printer, ResourceInfo, ScaleSelector, ScaleSpec,
     SchemaSource, SelectableField, StatusMetadata, Strategy,
 };
-use std::sync::Arc;
 
 /// Every verb a fully served resource supports.
 pub const ALL_VERBS: &[&str] = &[
@@ -54,7 +53,7 @@ fn entry(group: &str, version: &str, kind: &str, plural: &str, namespaced: bool)
             },
             printer: Printer::Default,
             scale: None,
-            storage_key: Arc::from(format!("{group}/{plural}")),
+            storage_key: crate::keys::KeyLayout::default().builtin(group, plural),
             storage_version: version.to_string(),
             schema_source: SchemaSource::Builtin,
         },

@@ -174,8 +174,8 @@ pub struct ResourceInfo {
     pub printer: Printer,
     /// Present when the kind serves the `scale` subresource.
     pub scale: Option<ScaleSpec>,
-    /// Stable identity used for storage keys: `group/plural` (version-free,
-    /// so multi-version serving later shares one store).
+    /// Where this kind's objects are stored (see [`crate::keys::KeyLayout`]):
+    /// version-free, so every served version shares one store.
     pub storage_key: Arc<str>,
     /// The version objects are stored at, which may differ from the one
     /// served here (kube's storage version; a CRD's `storage: true`
@@ -392,10 +392,16 @@ impl CatalogSnapshot {
 }
 
 impl Catalog {
-    /// A catalog holding the built-in kinds.
+    /// A catalog holding the built-in kinds, at kube's default key layout.
     pub fn with_builtins() -> Arc<Self> {
+        Self::with_builtins_in(&crate::keys::KeyLayout::default())
+    }
+
+    /// A catalog holding the built-in kinds, stored under `layout`.
+    pub fn with_builtins_in(layout: &crate::keys::KeyLayout) -> Arc<Self> {
         let catalog = Arc::new(Self::default());
-        for r in builtin_resources() {
+        for mut r in builtin_resources() {
+            r.storage_key = layout.builtin(&r.group, &r.plural);
             catalog.register(r);
         }
         catalog

@@ -17,7 +17,6 @@ use kubeshard_core::status::ApiError;
 use serde_json::{json, Value};
 use std::cell::RefCell;
 use std::rc::Rc;
-use std::sync::Arc;
 
 const TYPE: &str = "kubernetes.io/service-account-token";
 const NAME_ANNOTATION: &str = "kubernetes.io/service-account.name";
@@ -33,7 +32,7 @@ pub fn start(api: &Rc<Api>) {
     };
     api.security.informers.start(
         &api.exec,
-        Arc::from("/secrets"),
+        api.config.keys.builtin("", "secrets"),
         filter,
         Box::new(move |change| {
             if let Change::Upsert(o) = change {
@@ -85,7 +84,11 @@ async fn fill(api: &Api, ns: &str, name: &str) -> Result<(), ApiError> {
     };
     let Some(sa) = api
         .storage()
-        .get(&Arc::from("/serviceaccounts"), ns, &account)
+        .get(
+            &api.config.keys.builtin("", "serviceaccounts"),
+            ns,
+            &account,
+        )
         .await
         .or_status()?
     else {

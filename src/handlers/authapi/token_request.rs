@@ -10,7 +10,6 @@ use crate::security::{DEFAULT_TOKEN_SECONDS, MIN_TOKEN_SECONDS};
 use crate::storage::{Storage, StorageResult};
 use kubeshard_core::status::{field_invalid, field_not_supported, ApiError};
 use serde_json::{json, Value};
-use std::sync::Arc;
 
 fn invalid(name: &str, cause: kubeshard_core::status::StatusCause) -> ApiError {
     ApiError::invalid("authentication.k8s.io", "TokenRequest", name, vec![cause])
@@ -21,7 +20,7 @@ pub async fn issue_token(api: &Api, info: &RequestInfo, mut obj: Value) -> Resul
     let config = &api.security.config.service_accounts;
     let account = api
         .storage()
-        .get(&Arc::from("/serviceaccounts"), ns, name)
+        .get(&api.config.keys.builtin("", "serviceaccounts"), ns, name)
         .await
         .or_status()?
         .ok_or_else(|| ApiError::not_found("", "serviceaccounts", name))?;
@@ -57,9 +56,9 @@ pub async fn issue_token(api: &Api, info: &RequestInfo, mut obj: Value) -> Resul
     if let Some(r) = spec.get("boundObjectRef").filter(|r| r.is_object()) {
         let kind = r.get("kind").and_then(Value::as_str).unwrap_or("");
         let (resource, obj_ns) = match kind {
-            "Pod" => ("/pods", ns),
-            "Secret" => ("/secrets", ns),
-            "Node" => ("/nodes", ""),
+            "Pod" => ("pods", ns),
+            "Secret" => ("secrets", ns),
+            "Node" => ("nodes", ""),
             other => {
                 return Err(invalid(
                     name,
@@ -74,15 +73,15 @@ pub async fn issue_token(api: &Api, info: &RequestInfo, mut obj: Value) -> Resul
         let target = r.get("name").and_then(Value::as_str).unwrap_or("");
         let stored = api
             .storage()
-            .get(&Arc::from(resource), obj_ns, target)
+            .get(&api.config.keys.builtin("", resource), obj_ns, target)
             .await
             .or_status()?
-            .ok_or_else(|| ApiError::not_found("", &resource[1..], target))?;
+            .ok_or_else(|| ApiError::not_found("", resource, target))?;
         let want_uid = r.get("uid").and_then(Value::as_str).unwrap_or("");
         if !want_uid.is_empty() && want_uid != stored.uid() {
             return Err(ApiError::conflict(
                 "",
-                &resource[1..],
+                resource,
                 target,
                 &format!("the UID in the bound object reference ({want_uid}) does not match the UID in record. The object might have been deleted and then recreated"),
             ));

@@ -256,18 +256,18 @@ async fn check_still_valid(
     let mut bound: Vec<(&str, &str, &ObjectRef)> = Vec::new();
     if let Some(k) = &claims.kube {
         if let Some(p) = &k.pod {
-            bound.push(("/pods", ns, p));
+            bound.push(("pods", ns, p));
         }
         if let Some(s) = &k.secret {
-            bound.push(("/secrets", ns, s));
+            bound.push(("secrets", ns, s));
         }
         if let Some(n) = &k.node {
-            bound.push(("/nodes", "", n));
+            bound.push(("nodes", "", n));
         }
     }
     for (resource, ns, r) in bound {
         let obj = storage
-            .get(&Arc::from(resource), ns, &r.name)
+            .get(&sec.keys.builtin("", resource), ns, &r.name)
             .await
             .map_err(|e| status(e).message)?;
         match obj {
@@ -275,8 +275,7 @@ async fn check_still_valid(
             _ => {
                 return Err(format!(
                     "{} {:?} bound to this token has been deleted",
-                    &resource[1..],
-                    r.name
+                    resource, r.name
                 ))
             }
         }
@@ -284,7 +283,7 @@ async fn check_still_valid(
     if claims.is_legacy() {
         let secret = claims.legacy_secret.as_deref().unwrap_or_default();
         let obj = storage
-            .get(&Arc::from("/secrets"), ns, secret)
+            .get(&sec.keys.builtin("", "secrets"), ns, secret)
             .await
             .map_err(|e| status(e).message)?
             .ok_or_else(|| format!("secret {ns}/{secret} of this token has been deleted"))?;
