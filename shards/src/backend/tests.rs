@@ -13,7 +13,7 @@
 
 use super::feed::pump;
 use super::reference::Reference;
-use super::{Storage, StorageError, UpdateStep, WatchFeed};
+use super::{Storage, StorageError, UpdateStep};
 use crate::runtime::{self, RuntimeConfig, StartState};
 use crate::sequencer::Sequencer;
 use crate::storage::StorageMode;
