@@ -542,7 +542,7 @@ mod tests {
         gc.observe(&change(EventType::Modified, fg.clone(), None));
         let work = drain(&mut gc);
         assert!(work.contains(&Work::DeletingDependents(ObjRef {
-            resource: Arc::from("/configmaps"),
+            resource: Arc::from("/registry/configmaps"),
             namespace: "n".into(),
             name: "o".into(),
             uid: "O".into()
