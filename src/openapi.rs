@@ -60,6 +60,7 @@ fn served(r: &ResourceInfo) -> ServedKind<'_> {
         version: &r.version,
         kind: &r.kind,
         list_kind: &r.list_kind,
+        registry: r.schema_registry(),
     }
 }
 
@@ -252,7 +253,7 @@ fn operation(
         "x-kubernetes-action": action,
         "x-kubernetes-group-version-kind": gvk(r)
     });
-    let kind_ref = f.reference(&render::definition_name(schema::builtin(), &served(r)));
+    let kind_ref = f.reference(&render::definition_name(&served(r)));
     match f {
         Flavor::V3 => {
             op["responses"] = json!({"200": {"description": "OK", "content": {"application/json": {"schema": reference}}}});
@@ -289,9 +290,8 @@ const PATCH_TYPES: &[&str] = &[
 ];
 
 fn add_resource(paths: &mut Map<String, Value>, r: &ResourceInfo, f: Flavor) {
-    let reg = schema::builtin();
-    let kind_def = render::definition_name(reg, &served(r));
-    let list_def = render::list_definition_name(reg, &served(r));
+    let kind_def = render::definition_name(&served(r));
+    let list_def = render::list_definition_name(&served(r));
     let prefix = if r.group.is_empty() {
         format!("/api/{}", r.version)
     } else {
@@ -509,6 +509,79 @@ mod tests {
         assert!(
             doc["paths"]["/apis/apps/v1/namespaces/{namespace}/deployments/{name}"]["patch"]
                 .is_object()
+        );
+    }
+}
+
+#[cfg(test)]
+mod runtime_kind_tests {
+    use super::*;
+    use kubeshard_core::catalog::{Catalog, SchemaSource};
+    use kubeshard_core::schema::SchemaRegistry;
+    use std::collections::HashMap;
+
+    /// A kind built at runtime is documented from its own schema: its
+    /// definition and what that references within its registry, with
+    /// metadata from the built-in one.
+    #[test]
+    fn a_runtime_kind_is_documented_from_its_own_schema() {
+        let catalog = Catalog::with_builtins();
+        let mut widget = catalog
+            .snapshot()
+            .lookup("", "v1", "configmaps")
+            .unwrap()
+            .as_ref()
+            .clone();
+        (
+            widget.group,
+            widget.version,
+            widget.kind,
+            widget.list_kind,
+            widget.plural,
+        ) = (
+            "example.com".into(),
+            "v1".into(),
+            "Widget".into(),
+            "WidgetList".into(),
+            "widgets".into(),
+        );
+        let defs = BTreeMap::from([
+            (
+                "com.example.v1.Widget".to_string(),
+                json!({"type": "object", "properties": {
+                    "metadata": {"$ref": format!("{REF_PREFIX}io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta")},
+                    "spec": {"$ref": format!("{REF_PREFIX}com.example.v1.WidgetSpec")}}}),
+            ),
+            (
+                "com.example.v1.WidgetSpec".to_string(),
+                json!({"type": "object", "properties": {"color": {"type": "string"}}}),
+            ),
+        ]);
+        let kinds = HashMap::from([(
+            ("example.com".into(), "v1".into(), "Widget".into()),
+            "com.example.v1.Widget".to_string(),
+        )]);
+        widget.schema_source = SchemaSource::Own(Arc::new(SchemaRegistry::new(defs, kinds)));
+        catalog.register(widget);
+        let docs = documents(&catalog.snapshot());
+        let doc: Value =
+            serde_json::from_slice(&v3_document_for(&docs, "apis/example.com/v1").unwrap())
+                .unwrap();
+        let schemas = &doc["components"]["schemas"];
+        assert_eq!(
+            schemas["com.example.v1.Widget"]["x-kubernetes-group-version-kind"][0]["kind"],
+            "Widget"
+        );
+        assert_eq!(
+            schemas["com.example.v1.WidgetSpec"]["properties"]["color"]["type"],
+            "string"
+        );
+        assert!(schemas["io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"].is_object());
+        assert!(schemas["com.example.v1.WidgetList"].is_object());
+        let v2: Value = serde_json::from_slice(&docs.v2).unwrap();
+        assert_eq!(
+            v2["definitions"]["com.example.v1.WidgetSpec"]["properties"]["color"]["type"],
+            "string"
         );
     }
 }

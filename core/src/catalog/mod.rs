@@ -239,13 +239,18 @@ impl ResourceInfo {
         }
     }
 
-    /// The schema of this kind at its served version, if there is one.
-    pub fn schema(&self) -> Option<crate::schema::Schema<'_>> {
-        let registry = match &self.schema_source {
+    /// The registry this kind's schema lives in.
+    pub fn schema_registry(&self) -> &crate::schema::SchemaRegistry {
+        match &self.schema_source {
             SchemaSource::Builtin => crate::schema::builtin(),
             SchemaSource::Own(r) => r,
-        };
-        registry.kind(&self.group, &self.version, &self.kind)
+        }
+    }
+
+    /// The schema of this kind at its served version, if there is one.
+    pub fn schema(&self) -> Option<crate::schema::Schema<'_>> {
+        self.schema_registry()
+            .kind(&self.group, &self.version, &self.kind)
     }
 
     pub fn has_subresource(&self, sub: &str) -> bool {

@@ -1,7 +1,9 @@
 //! The registry's definitions rendered as OpenAPI: v3 component schemas
 //! (per group version documents) and v2 definitions (the one swagger
 //! document), each with the `x-kubernetes-group-version-kind` of the kinds
-//! it serves, list kinds included.
+//! it serves, list kinds included. Each kind's definition comes from its
+//! own registry (a runtime kind's schema), what it references from there
+//! or else from the built-in one (metadata, envelopes).
 
 use super::{SchemaRegistry, REF_PREFIX};
 use serde_json::{json, Map, Value};
@@ -13,14 +15,17 @@ pub struct ServedKind<'a> {
     pub version: &'a str,
     pub kind: &'a str,
     pub list_kind: &'a str,
+    /// Where the kind's schema lives.
+    pub registry: &'a SchemaRegistry,
 }
 
 const META: &str = "io.k8s.apimachinery.pkg.apis.meta.v1";
 
 /// The name kube gives a kind's definition; kinds the registry does not
 /// know get one in the same style.
-pub fn definition_name(reg: &SchemaRegistry, k: &ServedKind<'_>) -> String {
-    reg.kind_definition(k.group, k.version, k.kind)
+pub fn definition_name(k: &ServedKind<'_>) -> String {
+    k.registry
+        .kind_definition(k.group, k.version, k.kind)
         .map(str::to_string)
         .unwrap_or_else(|| {
             let group = if k.group.is_empty() { "core" } else { k.group };
@@ -29,8 +34,8 @@ pub fn definition_name(reg: &SchemaRegistry, k: &ServedKind<'_>) -> String {
 }
 
 /// The list kind's definition name (`io.k8s.api.core.v1.PodList`).
-pub fn list_definition_name(reg: &SchemaRegistry, k: &ServedKind<'_>) -> String {
-    let item = definition_name(reg, k);
+pub fn list_definition_name(k: &ServedKind<'_>) -> String {
+    let item = definition_name(k);
     match item.rsplit_once('.') {
         Some((prefix, _)) => format!("{prefix}.{}", k.list_kind),
         None => k.list_kind.to_string(),
@@ -42,10 +47,12 @@ fn gvk(group: &str, version: &str, kind: &str) -> Value {
 }
 
 /// Component schemas (v3) for `kinds`: their definitions, everything those
-/// reference, list kinds and the envelopes every group version serves.
-pub fn v3_schemas(reg: &SchemaRegistry, kinds: &[ServedKind<'_>]) -> Map<String, Value> {
+/// reference, list kinds and the envelopes every group version serves
+/// (from `base`, the built-in registry).
+pub fn v3_schemas(base: &SchemaRegistry, kinds: &[ServedKind<'_>]) -> Map<String, Value> {
     let mut out: BTreeMap<String, Value> = BTreeMap::new();
-    let mut roots: Vec<String> = [
+    // (definition, the registry its references resolve in first)
+    let mut roots: Vec<(String, &SchemaRegistry)> = [
         "Status",
         "DeleteOptions",
         "ListMeta",
@@ -54,39 +61,47 @@ pub fn v3_schemas(reg: &SchemaRegistry, kinds: &[ServedKind<'_>]) -> Map<String,
         "WatchEvent",
     ]
     .iter()
-    .map(|n| format!("{META}.{n}"))
+    .map(|n| (format!("{META}.{n}"), base))
     .collect();
     for k in kinds {
-        let name = definition_name(reg, k);
-        let mut def = reg.definitions().get(&name).cloned().unwrap_or_else(|| {
-            json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true,
+        let name = definition_name(k);
+        let mut def = k
+            .registry
+            .definitions()
+            .get(&name)
+            .cloned()
+            .unwrap_or_else(|| {
+                json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true,
                    "properties": {"apiVersion": {"type": "string"}, "kind": {"type": "string"},
                                   "metadata": {"$ref": format!("{REF_PREFIX}{META}.ObjectMeta")}}})
-        });
+            });
         add_gvk(&mut def, gvk(k.group, k.version, k.kind));
-        roots.push(name.clone());
+        roots.push((name.clone(), k.registry));
         out.insert(name.clone(), def);
-        out.insert(list_definition_name(reg, k), list_schema(&name, k));
+        out.insert(list_definition_name(k), list_schema(&name, k));
     }
     out.insert(format!("{META}.WatchEvent"), watch_event());
     // Everything the roots reference, transitively.
-    let mut pending: Vec<String> = roots;
+    let mut pending = roots;
     let mut seen: BTreeSet<String> = BTreeSet::new();
-    while let Some(name) = pending.pop() {
+    while let Some((name, reg)) = pending.pop() {
         if !seen.insert(name.clone()) {
             continue;
         }
-        let def = match out.get(&name) {
-            Some(d) => d.clone(),
+        let (def, reg) = match out.get(&name) {
+            Some(d) => (d.clone(), reg),
             None => match reg.definitions().get(&name) {
-                Some(d) => {
-                    out.insert(name.clone(), d.clone());
-                    d.clone()
-                }
-                None => continue,
+                Some(d) => (d.clone(), reg),
+                None => match base.definitions().get(&name) {
+                    Some(d) => (d.clone(), base),
+                    None => continue,
+                },
             },
         };
-        collect_refs(&def, &mut pending);
+        out.entry(name).or_insert_with(|| def.clone());
+        let mut refs = Vec::new();
+        collect_refs(&def, &mut refs);
+        pending.extend(refs.into_iter().map(|r| (r, reg)));
     }
     for def in out.values_mut() {
         int_or_string_as_kube_renders_it(def, false);
@@ -96,8 +111,8 @@ pub fn v3_schemas(reg: &SchemaRegistry, kinds: &[ServedKind<'_>]) -> Map<String,
 
 /// The same schemas as swagger 2.0 definitions: `#/definitions/` refs and
 /// `$ref` with siblings instead of the v3 `allOf` wrapper.
-pub fn v2_definitions(reg: &SchemaRegistry, kinds: &[ServedKind<'_>]) -> Map<String, Value> {
-    v3_schemas(reg, kinds)
+pub fn v2_definitions(base: &SchemaRegistry, kinds: &[ServedKind<'_>]) -> Map<String, Value> {
+    v3_schemas(base, kinds)
         .into_iter()
         .map(|(k, mut v)| {
             to_v2(&mut v);
