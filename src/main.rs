@@ -172,6 +172,7 @@ fn serve(mut flags: Flags) -> Result<(), String> {
         io_memory: flags.io_memory_kib * 1024,
         spin_before_park: (!flags.spin_before_park.is_zero()).then_some(flags.spin_before_park),
         storage,
+        inbox_capacity: kubeshard_shards::runtime::INBOX_CAPACITY,
     };
     run(rt, seq, shutdown, start, move |ctx| {
         let (catalog, config, ready, security, secure, insecure) = (

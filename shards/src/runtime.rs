@@ -33,7 +33,7 @@ const SHARD_BATCH: usize = 64;
 /// growing the queue without bound. (Event feeds to the watch hubs stay
 /// unbounded: a shard must never block on publishing a write it made,
 /// and their rate is bounded by the writes these inboxes admit.)
-const INBOX_CAPACITY: usize = 4096;
+pub const INBOX_CAPACITY: usize = 4096;
 
 /// The background queue's CPU share against the default queue's 1000:
 /// controllers, bootstrap reconciliation and snapshots get a tenth of a
@@ -61,6 +61,9 @@ pub struct RuntimeConfig {
     /// (RUNTIME-NOTES: 42 µs round trip parked, 14 µs spinning).
     pub spin_before_park: Option<std::time::Duration>,
     pub storage: StorageMode,
+    /// Requests each shard's inbox holds ([`INBOX_CAPACITY`]; tests use
+    /// tiny ones).
+    pub inbox_capacity: usize,
 }
 
 /// What the shards start from: empty, or what recovery found.
@@ -160,7 +163,7 @@ where
     let mut inits: Vec<Option<RecoveredShard>> = start.shards.into_iter().map(Some).collect();
     inits.resize_with(n, || None);
     let (inbox_tx, inbox_rx): (Vec<_>, Vec<_>) = (0..n)
-        .map(|_| async_channel::bounded::<ShardMsg>(INBOX_CAPACITY))
+        .map(|_| async_channel::bounded::<ShardMsg>(cfg.inbox_capacity.max(1)))
         .unzip();
     let (hub_tx, hub_rx): (Vec<_>, Vec<_>) = (0..n)
         .map(|_| async_channel::unbounded::<EventBatch>())

@@ -28,6 +28,7 @@ use proptest::prelude::*;
 use serde_json::{json, Value};
 use std::cell::RefCell;
 use std::collections::BTreeMap;
+use std::rc::Rc;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -341,6 +342,8 @@ type Job = (u32, Work, async_channel::Sender<Result<(), String>>);
 enum Work {
     Ops(Vec<Op>),
     PanicOnRemoteShard,
+    FloodRemoteShard,
+    Background,
 }
 
 /// The sharded engine, two executors in memory, running `check` for
@@ -348,6 +351,7 @@ enum Work {
 /// the job sender dropped.
 fn engine(
     shutdown: runtime::Shutdown,
+    inbox_capacity: usize,
 ) -> (async_channel::Sender<Job>, std::thread::JoinHandle<()>) {
     let (jobs_tx, jobs_rx) = async_channel::unbounded::<Job>();
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
@@ -358,6 +362,7 @@ fn engine(
         io_memory: 512 * 1024,
         spin_before_park: None,
         storage: StorageMode::Memory,
+        inbox_capacity,
     };
     let handle = std::thread::spawn(move || {
         let seq = Arc::new(Sequencer::new(cfg.shards, 0));
@@ -371,6 +376,8 @@ fn engine(
                     let verdict = match work {
                         Work::Ops(ops) => check(&ctx.shards, &ctx.hub, None, case, &ops).await,
                         Work::PanicOnRemoteShard => panic_on_remote_shard(&ctx.shards, case).await,
+                        Work::FloodRemoteShard => flood_remote_shard(&ctx, case).await,
+                        Work::Background => background_stays_in_its_queue(&ctx).await,
                     };
                     let _ = reply.send(verdict).await;
                 }
@@ -384,7 +391,7 @@ fn engine(
 #[test]
 fn the_sharded_engine_keeps_the_contract() {
     let (mut stop, shutdown) = runtime::shutdown_pair();
-    let (jobs, engine) = engine(shutdown);
+    let (jobs, engine) = engine(shutdown, runtime::INBOX_CAPACITY);
     let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig::with_cases(64));
     let result = runner.run(&prop::collection::vec(op(), 1..40), |ops| {
         let case = CASES.fetch_add(1, Ordering::Relaxed);
@@ -456,17 +463,89 @@ async fn panic_on_remote_shard<S: Storage>(s: &S, case: u32) -> Result<(), Strin
 
 #[test]
 fn a_panic_on_a_remote_shard_fails_one_write_and_both_shards_serve_on() {
+    run_one(Work::PanicOnRemoteShard, runtime::INBOX_CAPACITY).unwrap();
+}
+
+/// Concurrent writes to keys another shard owns, many more than its inbox
+/// holds, all land: senders wait for room (back-pressure) rather than
+/// fail or queue without bound.
+async fn flood_remote_shard(ctx: &Rc<runtime::ExecutorContext>, case: u32) -> Result<(), String> {
+    let info = configmaps();
+    let ns = namespace(case, 0);
+    let remote: Vec<u8> = (0..=u8::MAX)
+        .filter(|k| {
+            kubeshard_core::keys::shard_for(&info.storage_key, &ns, &format!("cm-{k}"), 2) == 1
+        })
+        .collect();
+    let writes: Vec<_> = remote
+        .iter()
+        .map(|&k| {
+            let (ctx, info) = (ctx.clone(), info.clone());
+            glommio::spawn_local(
+                async move { ctx.shards.create(&info, object(case, 0, k, 1)).await },
+            )
+        })
+        .collect();
+    for w in writes {
+        w.await
+            .map_err(|e| format!("a write failed under back-pressure: {e:?}"))?;
+    }
+    let listed = list_pages(
+        &ctx.shards,
+        &info,
+        case,
+        Some(0),
+        ctx.shards.current_revision(),
+        0,
+    )
+    .await?;
+    ensure(listed.len() == remote.len(), || {
+        format!("{} of {} writes stored", listed.len(), remote.len())
+    })
+}
+
+/// Runs one job on a fresh engine whose inboxes hold `inbox_capacity`.
+fn run_one(work: Work, inbox_capacity: usize) -> Result<(), String> {
     let (mut stop, shutdown) = runtime::shutdown_pair();
-    let (jobs, engine) = engine(shutdown);
+    let (jobs, engine) = engine(shutdown, inbox_capacity);
     let (tx, rx) = async_channel::bounded(1);
     let case = CASES.fetch_add(1, Ordering::Relaxed);
-    jobs.send_blocking((case, Work::PanicOnRemoteShard, tx))
-        .unwrap();
+    jobs.send_blocking((case, work, tx)).unwrap();
     let verdict = rx.recv_blocking().unwrap();
     drop(jobs);
     stop.trigger();
     engine.join().unwrap();
-    verdict.unwrap();
+    verdict
+}
+
+#[test]
+fn a_flood_into_a_full_inbox_waits_and_loses_nothing() {
+    run_one(Work::FloodRemoteShard, 1).unwrap();
+}
+
+/// Background work (controllers, snapshots, bootstrap) runs in the
+/// executor's lower-share queue, and so does every task it spawns.
+async fn background_stays_in_its_queue(ctx: &Rc<runtime::ExecutorContext>) -> Result<(), String> {
+    let (tx, rx) = async_channel::bounded(1);
+    runtime::spawn_background(ctx.background, async move {
+        let here = glommio::executor().current_task_queue();
+        let spawned =
+            glommio::spawn_local(async { glommio::executor().current_task_queue() }).await;
+        let _ = tx.send((here, spawned)).await;
+    });
+    let (here, spawned) = rx.recv().await.map_err(|e| e.to_string())?;
+    let requests = glommio::executor().current_task_queue();
+    ensure(here == ctx.background && spawned == ctx.background, || {
+        format!("ran in {here:?} and {spawned:?}, not {:?}", ctx.background)
+    })?;
+    ensure(requests != ctx.background, || {
+        "requests run in the background queue".into()
+    })
+}
+
+#[test]
+fn background_work_runs_in_the_background_queue() {
+    run_one(Work::Background, runtime::INBOX_CAPACITY).unwrap();
 }
 
 /// A compare-and-swap backend runs the update function again when another
