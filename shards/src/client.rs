@@ -1,7 +1,7 @@
 //! How an executor reaches the shards: its own directly, the others by
 //! message. Handlers use only this; they never see a store.
 
-use crate::backend::feed::{HubDriver, WatchFeed};
+use crate::backend::feed::{ChannelFeed, HubDriver, Progress};
 use crate::backend::{Storage, StorageError, UpdateFn};
 use crate::closed::ClosedWaiters;
 use crate::messages::{ShardMsg, ShardStats};
@@ -43,10 +43,7 @@ impl ShardClient {
         closed_waiters: Rc<ClosedWaiters>,
         batches: async_channel::Receiver<EventBatch>,
     ) -> Self {
-        let feed = EngineFeed {
-            batches,
-            seq: seq.clone(),
-        };
+        let feed = ChannelFeed::new(batches, seq.clone());
         Self {
             id,
             local,
@@ -140,22 +137,11 @@ impl ShardClient {
 /// The engine's watch feed to one executor: the event batches every
 /// shard publishes to it, with the closed revision as progress (every
 /// shard publishes a write before it releases the write's revision slot).
-pub struct EngineFeed {
-    batches: async_channel::Receiver<EventBatch>,
-    seq: Arc<Sequencer>,
-}
+pub type EngineFeed = ChannelFeed<Arc<Sequencer>>;
 
-impl WatchFeed for EngineFeed {
-    async fn recv(&mut self) -> Option<EventBatch> {
-        self.batches.recv().await.ok()
-    }
-
-    fn try_recv(&mut self) -> Option<EventBatch> {
-        self.batches.try_recv().ok()
-    }
-
+impl Progress for Arc<Sequencer> {
     fn progress(&self) -> u64 {
-        self.seq.closed()
+        self.closed()
     }
 }
 

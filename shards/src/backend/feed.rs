@@ -26,6 +26,39 @@ pub trait WatchFeed {
     fn progress(&self) -> u64;
 }
 
+/// Where a feed reads its progress from.
+pub trait Progress {
+    fn progress(&self) -> u64;
+}
+
+/// A feed whose batches come over a channel (one per executor) and whose
+/// progress is read from `P`: the engine's (shards publish into it, the
+/// closed revision is progress) and the reference map's.
+pub struct ChannelFeed<P> {
+    batches: async_channel::Receiver<EventBatch>,
+    progress: P,
+}
+
+impl<P> ChannelFeed<P> {
+    pub fn new(batches: async_channel::Receiver<EventBatch>, progress: P) -> Self {
+        Self { batches, progress }
+    }
+}
+
+impl<P: Progress> WatchFeed for ChannelFeed<P> {
+    async fn recv(&mut self) -> Option<EventBatch> {
+        self.batches.recv().await.ok()
+    }
+
+    fn try_recv(&mut self) -> Option<EventBatch> {
+        self.batches.try_recv().ok()
+    }
+
+    fn progress(&self) -> u64 {
+        self.progress.progress()
+    }
+}
+
 /// Takes everything the feed holds into `hub` and releases it up to the
 /// feed's progress; answers the progress it released to.
 ///

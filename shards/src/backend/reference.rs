@@ -9,7 +9,8 @@
 //! not changed since; otherwise it runs again. [`Reference::interfere`]
 //! makes another writer get in between, so the retry is exercised.
 
-use super::{Storage, StorageError, UpdateFn, WatchFeed};
+use super::feed::{ChannelFeed, Progress};
+use super::{Storage, StorageError, UpdateFn};
 use crate::store::outcome::{self, contained};
 use crate::store::{
     DeleteOutcome, DeletePlan, EventBatch, ListChunk, ListRequest, NsName, UpdateOutcome,
@@ -51,10 +52,7 @@ impl Default for Reference {
     fn default() -> Self {
         let (events, batches) = async_channel::unbounded();
         let revision = Rc::new(Cell::new(0));
-        let feed = ReferenceFeed {
-            batches,
-            revision: revision.clone(),
-        };
+        let feed = ChannelFeed::new(batches, revision.clone());
         Self {
             objects: RefCell::default(),
             changes: RefCell::default(),
@@ -69,22 +67,11 @@ impl Default for Reference {
 
 /// One event per write, in order; progress is the last revision (every
 /// write is visible as it is made).
-pub struct ReferenceFeed {
-    batches: async_channel::Receiver<EventBatch>,
-    revision: Rc<Cell<u64>>,
-}
+pub type ReferenceFeed = ChannelFeed<Rc<Cell<u64>>>;
 
-impl WatchFeed for ReferenceFeed {
-    async fn recv(&mut self) -> Option<EventBatch> {
-        self.batches.recv().await.ok()
-    }
-
-    fn try_recv(&mut self) -> Option<EventBatch> {
-        self.batches.try_recv().ok()
-    }
-
+impl Progress for Rc<Cell<u64>> {
     fn progress(&self) -> u64 {
-        self.revision.get()
+        self.get()
     }
 }
 
