@@ -127,7 +127,8 @@ mod tests {
 
     #[test]
     fn admission_configuration_files() {
-        let dir = tempfile_dir();
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().to_path_buf();
         std::fs::write(dir.join("erl.yaml"), "kind: Configuration\nlimits: []\n").unwrap();
         let text = "apiVersion: apiserver.config.k8s.io/v1\nkind: AdmissionConfiguration\nplugins:\n- name: EventRateLimit\n  path: erl.yaml\n- name: PodSecurity\n  configuration:\n    defaults:\n      enforce: restricted\n- name: LimitRanger\n";
         let got = parse_configuration(text, &dir).unwrap();
@@ -141,11 +142,5 @@ mod tests {
         assert!(parse_configuration(bad, &dir)
             .unwrap_err()
             .contains("unknown admission plugin"));
-    }
-
-    fn tempfile_dir() -> PathBuf {
-        let d = std::env::temp_dir().join(format!("ks-admission-{}", std::process::id()));
-        std::fs::create_dir_all(&d).unwrap();
-        d
     }
 }
