@@ -439,6 +439,7 @@ mod tests {
                 "apps",
                 "authentication.k8s.io",
                 "authorization.k8s.io",
+                "batch",
                 "rbac.authorization.k8s.io",
                 "coordination.k8s.io"
             ]
@@ -450,7 +451,7 @@ mod tests {
             group,
             format!(r#"{{"kind":"APIGroup","apiVersion":"v1",{apps}"#)
         );
-        assert!(api_group(&cat, "").is_none() && api_group(&cat, "batch").is_none());
+        assert!(api_group(&cat, "").is_none() && api_group(&cat, "nope.example").is_none());
     }
 
     #[test]
@@ -494,12 +495,25 @@ mod tests {
         );
         assert_eq!(
             names(&apps["resources"], "/name"),
-            ["deployments", "deployments/scale", "deployments/status"]
+            [
+                "controllerrevisions",
+                "daemonsets",
+                "daemonsets/status",
+                "deployments",
+                "deployments/scale",
+                "deployments/status",
+                "replicasets",
+                "replicasets/scale",
+                "replicasets/status",
+                "statefulsets",
+                "statefulsets/scale",
+                "statefulsets/status"
+            ]
         );
-        assert_eq!(apps["resources"][0]["shortNames"], json!(["deploy"]));
-        assert_eq!(apps["resources"][1]["kind"], "Scale");
-        assert_eq!(apps["resources"][2]["kind"], "Deployment");
-        assert!(api_resource_list(&cat, "batch", "v1").is_none());
+        assert_eq!(apps["resources"][3]["shortNames"], json!(["deploy"]));
+        assert_eq!(apps["resources"][4]["kind"], "Scale");
+        assert_eq!(apps["resources"][5]["kind"], "Deployment");
+        assert!(api_resource_list(&cat, "batch", "v2").is_none());
     }
 
     #[test]
@@ -528,6 +542,7 @@ mod tests {
                 "apps",
                 "authentication.k8s.io",
                 "authorization.k8s.io",
+                "batch",
                 "rbac.authorization.k8s.io",
                 "coordination.k8s.io"
             ]
@@ -547,7 +562,13 @@ mod tests {
         );
         assert_eq!(find(&doc["resources"], "name", "deployments/scale"), want);
         let agg = parse(&aggregated_discovery(&snap, false));
-        let subs = &agg["items"][0]["versions"][0]["resources"][0]["subresources"];
+        let apps = &agg["items"][0]["versions"][0]["resources"];
+        let deployments = apps.as_array().unwrap().iter();
+        let deployments = deployments
+            .clone()
+            .find(|r| r["resource"] == "deployments")
+            .unwrap();
+        let subs = &deployments["subresources"];
         assert_eq!(names(subs, "/subresource"), ["scale", "status"]);
         let kind = json!({"group": "autoscaling", "version": "v1", "kind": "Scale"});
         assert_eq!(subs[0]["responseKind"], kind);

@@ -103,6 +103,7 @@ fn kubectl_day_to_day() {
             "apps/v1",
             "authentication.k8s.io/v1",
             "authorization.k8s.io/v1",
+            "batch/v1",
             "coordination.k8s.io/v1",
             "rbac.authorization.k8s.io/v1",
             "v1"

@@ -45,7 +45,21 @@ fn discovery_documents() {
     assert_eq!(apps["preferredVersion"]["groupVersion"], "apps/v1");
     let (code, appsv1) = s.get("/apis/apps/v1");
     assert_eq!(code, 200);
-    assert_eq!(appsv1["resources"][0]["name"], "deployments");
+    let apps_resources: Vec<&str> = appsv1["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["name"].as_str().unwrap())
+        .collect();
+    for r in [
+        "deployments",
+        "replicasets/scale",
+        "statefulsets/status",
+        "daemonsets",
+        "controllerrevisions",
+    ] {
+        assert!(apps_resources.contains(&r), "{r} in {apps_resources:?}");
+    }
     assert_eq!(s.get("/apis/nope").0, 404);
     assert_eq!(s.get("/apis/apps/v9").0, 404);
     // Aggregated discovery, as kubectl asks for it.

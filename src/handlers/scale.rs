@@ -203,6 +203,9 @@ pub fn scale_of(spec: &ScaleSpec, obj: &Value) -> Result<Value, ApiError> {
                 .map_err(|e| ApiError::internal(&format!("invalid label selector: {e}")))?
                 .to_string()
         }
+        ScaleSelector::LabelMap(path) => {
+            kubeshard_core::table::format::label_map(get_path(obj, path)).replace("<none>", "")
+        }
         ScaleSelector::String(path) => get_path(obj, path)
             .and_then(Value::as_str)
             .unwrap_or("")

@@ -93,6 +93,13 @@ pub enum Printer {
     ServiceAccount,
     Endpoints,
     Deployment,
+    /// ReplicaSets and ReplicationControllers.
+    ReplicaSet,
+    StatefulSet,
+    DaemonSet,
+    Job,
+    CronJob,
+    ControllerRevision,
     PodTemplate,
     /// Roles and ClusterRoles.
     Role,
@@ -128,6 +135,8 @@ pub enum ScaleSelector {
     LabelSelector(FieldPath),
     /// A field that already holds the selector string (CRDs' labelSelectorPath).
     String(FieldPath),
+    /// A plain `map[string]string` of labels (ReplicationControllers).
+    LabelMap(FieldPath),
 }
 
 /// Named hooks for built-in kinds whose behaviour is code, not data.
@@ -140,6 +149,8 @@ pub enum KindHooks {
     Secret,
     /// Roles, ClusterRoles and their bindings (validated by `rbac`).
     Rbac,
+    /// Jobs: the server picks their selector and pod labels.
+    Job,
 }
 
 /// One selectable field: its label as clients write it and where it lives in

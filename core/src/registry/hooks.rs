@@ -36,7 +36,50 @@ pub(super) fn on_create(info: &ResourceInfo, obj: &mut Value) {
             root.entry("type").or_insert_with(|| json!("Opaque"));
             fold_string_data(root);
         }
+        KindHooks::Job => job_selector(root),
         KindHooks::Service | KindHooks::Rbac | KindHooks::None => {}
+    }
+}
+
+/// Unless the client asked to pick it (`spec.manualSelector`), a new Job's
+/// pods are labelled with its name and uid (kube's and the legacy label
+/// names) and its selector is its uid label: unique, so a Job never adopts
+/// another one's pods.
+fn job_selector(root: &mut serde_json::Map<String, Value>) {
+    let md = root.get("metadata");
+    let (name, uid) = (
+        md.and_then(|m| m.get("name")).cloned().unwrap_or_default(),
+        md.and_then(|m| m.get("uid")).cloned().unwrap_or_default(),
+    );
+    let Some(spec) = root.get_mut("spec").and_then(Value::as_object_mut) else {
+        return;
+    };
+    if spec.get("manualSelector") == Some(&json!(true)) {
+        return;
+    }
+    let template = spec.entry("template").or_insert_with(|| json!({}));
+    if let Some(t) = template.as_object_mut() {
+        let md = t.entry("metadata").or_insert_with(|| json!({}));
+        if let Some(md) = md.as_object_mut() {
+            let labels = md.entry("labels").or_insert_with(|| json!({}));
+            if let Some(labels) = labels.as_object_mut() {
+                for (key, value) in [
+                    ("batch.kubernetes.io/controller-uid", &uid),
+                    ("batch.kubernetes.io/job-name", &name),
+                    ("controller-uid", &uid),
+                    ("job-name", &name),
+                ] {
+                    labels.entry(key).or_insert_with(|| value.clone());
+                }
+            }
+        }
+    }
+    let selector = spec.entry("selector").or_insert_with(|| json!({}));
+    if let Some(sel) = selector.as_object_mut() {
+        let match_labels = sel.entry("matchLabels").or_insert_with(|| json!({}));
+        if let Some(m) = match_labels.as_object_mut() {
+            m.entry("batch.kubernetes.io/controller-uid").or_insert(uid);
+        }
     }
 }
 

@@ -63,6 +63,7 @@ pub fn definitions() -> (BTreeMap<String, Value>, Vec<BuiltinKind>) {
     add::<api::apps::v1::ReplicaSet>(g, k, "apps", "v1", "ReplicaSet");
     add::<api::apps::v1::StatefulSet>(g, k, "apps", "v1", "StatefulSet");
     add::<api::apps::v1::DaemonSet>(g, k, "apps", "v1", "DaemonSet");
+    add::<api::apps::v1::ControllerRevision>(g, k, "apps", "v1", "ControllerRevision");
     add::<api::batch::v1::Job>(g, k, "batch", "v1", "Job");
     add::<api::batch::v1::CronJob>(g, k, "batch", "v1", "CronJob");
     add::<api::autoscaling::v1::Scale>(g, k, "autoscaling", "v1", "Scale");

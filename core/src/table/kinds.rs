@@ -474,7 +474,7 @@ pub fn pod_template_row(o: &Value) -> Row {
 }
 
 /// Container names and images, each joined by commas.
-fn containers(list: &[Value]) -> (String, String) {
+pub(super) fn containers(list: &[Value]) -> (String, String) {
     let names: Vec<&str> = list
         .iter()
         .map(|c| c["name"].as_str().unwrap_or(""))

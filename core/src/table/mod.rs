@@ -13,6 +13,7 @@ pub mod format;
 mod kinds;
 mod pod;
 mod rbac;
+mod workloads;
 
 pub use custom::{ColumnSpec, CustomColumns};
 
@@ -102,6 +103,12 @@ pub fn columns(printer: &Printer) -> &[Column] {
         Printer::ServiceAccount => kinds::SERVICE_ACCOUNT,
         Printer::Endpoints => kinds::ENDPOINTS,
         Printer::Deployment => kinds::DEPLOYMENT,
+        Printer::ReplicaSet => workloads::REPLICA_SET,
+        Printer::StatefulSet => workloads::STATEFUL_SET,
+        Printer::DaemonSet => workloads::DAEMON_SET,
+        Printer::Job => workloads::JOB,
+        Printer::CronJob => workloads::CRON_JOB,
+        Printer::ControllerRevision => workloads::CONTROLLER_REVISION,
         Printer::PodTemplate => kinds::POD_TEMPLATE,
         Printer::Role => rbac::ROLE,
         Printer::RoleBinding => rbac::ROLE_BINDING,
@@ -124,6 +131,12 @@ pub fn row(printer: &Printer, obj: &Value, now: DateTime<Utc>) -> Row {
         Printer::ServiceAccount => kinds::service_account_row(obj, now),
         Printer::Endpoints => kinds::endpoints_row(obj, now),
         Printer::Deployment => kinds::deployment_row(obj, now),
+        Printer::ReplicaSet => workloads::replica_set_row(obj, now),
+        Printer::StatefulSet => workloads::stateful_set_row(obj, now),
+        Printer::DaemonSet => workloads::daemon_set_row(obj, now),
+        Printer::Job => workloads::job_row(obj, now),
+        Printer::CronJob => workloads::cron_job_row(obj, now),
+        Printer::ControllerRevision => workloads::controller_revision_row(obj, now),
         Printer::PodTemplate => kinds::pod_template_row(obj),
         Printer::Role => rbac::role_row(obj),
         Printer::RoleBinding => rbac::role_binding_row(obj, now),
