@@ -440,8 +440,14 @@ mod tests {
                 "authentication.k8s.io",
                 "authorization.k8s.io",
                 "batch",
+                "networking.k8s.io",
+                "policy",
                 "rbac.authorization.k8s.io",
-                "coordination.k8s.io"
+                "storage.k8s.io",
+                "scheduling.k8s.io",
+                "coordination.k8s.io",
+                "node.k8s.io",
+                "discovery.k8s.io"
             ]
         );
         let apps = r#""name":"apps","versions":[{"groupVersion":"apps/v1","version":"v1"}],"preferredVersion":{"groupVersion":"apps/v1","version":"v1"}}"#;
@@ -543,8 +549,14 @@ mod tests {
                 "authentication.k8s.io",
                 "authorization.k8s.io",
                 "batch",
+                "networking.k8s.io",
+                "policy",
                 "rbac.authorization.k8s.io",
-                "coordination.k8s.io"
+                "storage.k8s.io",
+                "scheduling.k8s.io",
+                "coordination.k8s.io",
+                "node.k8s.io",
+                "discovery.k8s.io"
             ]
         );
         let apps = &named["items"][0]["versions"][0]["resources"];

@@ -105,7 +105,13 @@ fn kubectl_day_to_day() {
             "authorization.k8s.io/v1",
             "batch/v1",
             "coordination.k8s.io/v1",
+            "discovery.k8s.io/v1",
+            "networking.k8s.io/v1",
+            "node.k8s.io/v1",
+            "policy/v1",
             "rbac.authorization.k8s.io/v1",
+            "scheduling.k8s.io/v1",
+            "storage.k8s.io/v1",
             "v1"
         ]
     );

@@ -48,8 +48,16 @@ GO_ZERO_MANUAL = os.path.join(HERE, "protobuf_go_zero_manual.txt")
 # pulled in transitively. Every kind's XList is included when it exists.
 ROOTS = {
     "api.core.v1": ["Namespace", "ConfigMap", "Secret", "ServiceAccount", "Pod", "Service",
-                    "Endpoints", "Event", "Node", "Binding", "PodTemplate"],
-    "api.apps.v1": ["Deployment", "ReplicaSet", "StatefulSet", "DaemonSet"],
+                    "Endpoints", "Event", "Node", "Binding", "PodTemplate",
+                    "ReplicationController", "PersistentVolumeClaim", "PersistentVolume",
+                    "LimitRange", "ResourceQuota"],
+    "api.apps.v1": ["Deployment", "ReplicaSet", "StatefulSet", "DaemonSet", "ControllerRevision"],
+    "api.discovery.v1": ["EndpointSlice"],
+    "api.networking.v1": ["Ingress", "IngressClass", "NetworkPolicy"],
+    "api.storage.v1": ["StorageClass", "CSIDriver", "CSINode", "CSIStorageCapacity",
+                       "VolumeAttachment", "VolumeAttributesClass"],
+    "api.scheduling.v1": ["PriorityClass"],
+    "api.node.v1": ["RuntimeClass"],
     "api.coordination.v1": ["Lease"],
     "api.batch.v1": ["Job", "CronJob"],
     "api.authorization.v1": ["SelfSubjectAccessReview", "SubjectAccessReview",
@@ -57,7 +65,7 @@ ROOTS = {
     "api.authentication.v1": ["TokenReview", "TokenRequest", "SelfSubjectReview"],
     "api.rbac.v1": ["Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding"],
     "api.autoscaling.v1": ["Scale"],
-    "api.policy.v1": ["Eviction"],
+    "api.policy.v1": ["Eviction", "PodDisruptionBudget"],
     "apimachinery.pkg.apis.meta.v1": ["DeleteOptions"],
 }
 # Kinds that every group version registers (metav1.AddToGroupVersion), so a

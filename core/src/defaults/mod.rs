@@ -4,6 +4,7 @@
 //! stored and returned matches what kube would store and return.
 
 mod apps;
+mod cluster;
 mod pod;
 mod rbac;
 mod service;
@@ -33,6 +34,13 @@ pub fn apply(group: &str, kind: &str, obj: &mut Value) {
         ("batch", "Job") => apps::job(obj.get_mut("spec")),
         ("batch", "CronJob") => apps::cron_job(obj),
         ("rbac.authorization.k8s.io", "RoleBinding" | "ClusterRoleBinding") => rbac::binding(obj),
+        ("", "PersistentVolumeClaim") => cluster::persistent_volume_claim(obj),
+        ("", "PersistentVolume") => cluster::persistent_volume(obj),
+        ("storage.k8s.io", "StorageClass") => cluster::storage_class(obj),
+        ("storage.k8s.io", "CSIDriver") => cluster::csi_driver(obj),
+        ("scheduling.k8s.io", "PriorityClass") => cluster::priority_class(obj),
+        ("networking.k8s.io", "NetworkPolicy") => cluster::network_policy(obj),
+        ("discovery.k8s.io", "EndpointSlice") => cluster::endpoint_slice(obj),
         _ => {}
     }
 }

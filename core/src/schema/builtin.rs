@@ -82,6 +82,20 @@ pub fn definitions() -> (BTreeMap<String, Value>, Vec<BuiltinKind>) {
     add::<api::policy::v1::PodDisruptionBudget>(g, k, "policy", "v1", "PodDisruptionBudget");
     add::<api::discovery::v1::EndpointSlice>(g, k, "discovery.k8s.io", "v1", "EndpointSlice");
     add::<api::storage::v1::StorageClass>(g, k, "storage.k8s.io", "v1", "StorageClass");
+    add::<api::storage::v1::CSIDriver>(g, k, "storage.k8s.io", "v1", "CSIDriver");
+    add::<api::storage::v1::CSINode>(g, k, "storage.k8s.io", "v1", "CSINode");
+    add::<api::storage::v1::CSIStorageCapacity>(g, k, "storage.k8s.io", "v1", "CSIStorageCapacity");
+    add::<api::storage::v1::VolumeAttachment>(g, k, "storage.k8s.io", "v1", "VolumeAttachment");
+    add::<api::storage::v1::VolumeAttributesClass>(
+        g,
+        k,
+        "storage.k8s.io",
+        "v1",
+        "VolumeAttributesClass",
+    );
+    add::<api::networking::v1::IngressClass>(g, k, "networking.k8s.io", "v1", "IngressClass");
+    add::<api::scheduling::v1::PriorityClass>(g, k, "scheduling.k8s.io", "v1", "PriorityClass");
+    add::<api::node::v1::RuntimeClass>(g, k, "node.k8s.io", "v1", "RuntimeClass");
     // Kinds every group version serves (request and response envelopes).
     gen.subschema_for::<metav1::Status>();
     gen.subschema_for::<metav1::DeleteOptions>();

@@ -2,6 +2,11 @@
 //! will use. Facts (short names, categories, field labels, per-kind rules)
 //! follow kube-apiserver v1.34.
 
+mod networking;
+mod policy;
+mod storage;
+mod workloads;
+
 use super::{
     field_path, GcPolicy, KindHooks, NameRule, Printer, ResourceInfo, ScaleSelector, ScaleSpec,
     SchemaSource, SelectableField, StatusMetadata, Strategy,
@@ -20,11 +25,17 @@ pub const ALL_VERBS: &[&str] = &[
 ];
 
 /// A builder so each entry below reads as the facts that differ.
-struct Entry {
+pub(super) struct Entry {
     info: ResourceInfo,
 }
 
-fn entry(group: &str, version: &str, kind: &str, plural: &str, namespaced: bool) -> Entry {
+pub(super) fn entry(
+    group: &str,
+    version: &str,
+    kind: &str,
+    plural: &str,
+    namespaced: bool,
+) -> Entry {
     Entry {
         info: ResourceInfo {
             group: group.into(),
@@ -61,19 +72,19 @@ fn entry(group: &str, version: &str, kind: &str, plural: &str, namespaced: bool)
 }
 
 impl Entry {
-    fn short(mut self, names: &[&str]) -> Self {
+    pub(super) fn short(mut self, names: &[&str]) -> Self {
         self.info.short_names = names.iter().map(|s| s.to_string()).collect();
         self
     }
-    fn categories(mut self, c: &[&str]) -> Self {
+    pub(super) fn categories(mut self, c: &[&str]) -> Self {
         self.info.categories = c.iter().map(|s| s.to_string()).collect();
         self
     }
-    fn status(mut self) -> Self {
+    pub(super) fn status(mut self) -> Self {
         self.info.subresources.push("status".into());
         self
     }
-    fn fields(mut self, f: &[(&str, &[&str])]) -> Self {
+    pub(super) fn fields(mut self, f: &[(&str, &[&str])]) -> Self {
         self.info.selectable_fields = f
             .iter()
             .map(|(label, path)| SelectableField {
@@ -85,7 +96,7 @@ impl Entry {
         self
     }
     /// Boolean fields among the selectable ones: unset selects as false.
-    fn booleans(mut self, labels: &[&str]) -> Self {
+    pub(super) fn booleans(mut self, labels: &[&str]) -> Self {
         for f in &mut self.info.selectable_fields {
             if labels.contains(&&*f.label) {
                 f.absent = "false".into();
@@ -93,58 +104,58 @@ impl Entry {
         }
         self
     }
-    fn name_rule(mut self, r: NameRule) -> Self {
+    pub(super) fn name_rule(mut self, r: NameRule) -> Self {
         self.info.strategy.name_rule = r;
         self
     }
-    fn generation(mut self) -> Self {
+    pub(super) fn generation(mut self) -> Self {
         self.info.strategy.tracks_generation = true;
         self
     }
-    fn create_on_update(mut self) -> Self {
+    pub(super) fn create_on_update(mut self) -> Self {
         self.info.strategy.allow_create_on_update = true;
         self
     }
     /// An update must name the resourceVersion it replaces.
-    fn conditional_updates(mut self) -> Self {
+    pub(super) fn conditional_updates(mut self) -> Self {
         self.info.strategy.allow_unconditional_update = false;
         self
     }
-    fn keep_status_on_create(mut self) -> Self {
+    pub(super) fn keep_status_on_create(mut self) -> Self {
         self.info.strategy.keep_status_on_create = true;
         self
     }
-    fn initial_status(mut self, json: &str) -> Self {
+    pub(super) fn initial_status(mut self, json: &str) -> Self {
         self.info.strategy.initial_status =
             Some(serde_json::from_str(json).expect("built-in initial status is JSON"));
         self
     }
-    fn status_metadata(mut self, m: StatusMetadata) -> Self {
+    pub(super) fn status_metadata(mut self, m: StatusMetadata) -> Self {
         self.info.strategy.status_metadata = m;
         self
     }
-    fn returns_deleted(mut self) -> Self {
+    pub(super) fn returns_deleted(mut self) -> Self {
         self.info.strategy.return_deleted_object = true;
         self
     }
-    fn hooks(mut self, h: KindHooks) -> Self {
+    pub(super) fn hooks(mut self, h: KindHooks) -> Self {
         self.info.strategy.kind_hooks = h;
         self
     }
-    fn printer(mut self, p: Printer) -> Self {
+    pub(super) fn printer(mut self, p: Printer) -> Self {
         self.info.printer = p;
         self
     }
-    fn scale(mut self, spec: ScaleSpec) -> Self {
+    pub(super) fn scale(mut self, spec: ScaleSpec) -> Self {
         self.info.subresources.push("scale".into());
         self.info.scale = Some(spec);
         self
     }
-    fn subresource(mut self, name: &str) -> Self {
+    pub(super) fn subresource(mut self, name: &str) -> Self {
         self.info.subresources.push(name.into());
         self
     }
-    fn verbs(mut self, v: &[&str]) -> Self {
+    pub(super) fn verbs(mut self, v: &[&str]) -> Self {
         self.info.verbs = v.iter().map(|s| s.to_string()).collect();
         self
     }
@@ -268,79 +279,13 @@ pub fn builtin_resources() -> Vec<ResourceInfo> {
             }),
     ]
     .into_iter()
-    .chain(workload_resources())
+    .chain(workloads::resources())
+    .chain(storage::resources())
+    .chain(networking::resources())
+    .chain(policy::resources())
     .chain(security_resources())
     .map(|e| e.info)
     .collect()
-}
-
-/// The scale of a workload whose selector is a `metav1.LabelSelector` at
-/// `spec.selector`.
-fn workload_scale() -> ScaleSpec {
-    ScaleSpec {
-        spec_replicas: field_path(&["spec", "replicas"]),
-        status_replicas: field_path(&["status", "replicas"]),
-        selector: ScaleSelector::LabelSelector(field_path(&["spec", "selector"])),
-    }
-}
-
-/// The workload controllers' kinds (apps, batch, and the core
-/// ReplicationController). A new one starts with kube's empty status:
-/// the fields its status type always serializes, at zero.
-fn workload_resources() -> Vec<Entry> {
-    let workload = |group: &str, kind: &str, plural: &str| {
-        entry(group, "v1", kind, plural, true)
-            .categories(&["all"])
-            .status()
-            .generation()
-            .status_metadata(StatusMetadata::StoredLabels)
-    };
-    vec![
-        workload("apps", "ReplicaSet", "replicasets")
-            .short(&["rs"])
-            .initial_status(r#"{"replicas": 0}"#)
-            .printer(Printer::ReplicaSet)
-            .fields(&[("status.replicas", &["status", "replicas"])])
-            .scale(workload_scale()),
-        workload("apps", "StatefulSet", "statefulsets")
-            .short(&["sts"])
-            .initial_status(r#"{"replicas": 0, "availableReplicas": 0}"#)
-            .printer(Printer::StatefulSet)
-            .scale(workload_scale()),
-        workload("apps", "DaemonSet", "daemonsets")
-            .short(&["ds"])
-            .initial_status(
-                r#"{"currentNumberScheduled": 0, "numberMisscheduled": 0,
-                    "desiredNumberScheduled": 0, "numberReady": 0}"#,
-            )
-            .printer(Printer::DaemonSet),
-        entry(
-            "apps",
-            "v1",
-            "ControllerRevision",
-            "controllerrevisions",
-            true,
-        )
-        .printer(Printer::ControllerRevision),
-        workload("", "ReplicationController", "replicationcontrollers")
-            .short(&["rc"])
-            .initial_status(r#"{"replicas": 0}"#)
-            .printer(Printer::ReplicaSet)
-            .fields(&[("status.replicas", &["status", "replicas"])])
-            .scale(ScaleSpec {
-                selector: ScaleSelector::LabelMap(field_path(&["spec", "selector"])),
-                ..workload_scale()
-            }),
-        workload("batch", "Job", "jobs")
-            .initial_status("{}")
-            .hooks(KindHooks::Job)
-            .printer(Printer::Job)
-            .fields(&[("status.successful", &["status", "succeeded"])]),
-        workload("batch", "CronJob", "cronjobs")
-            .short(&["cj"])
-            .initial_status("{}")
-            .printer(Printer::CronJob),
-    ]
 }
 
 /// RBAC kinds, and the review kinds of the authentication and

@@ -1,0 +1,370 @@
+//! The storage, networking and scheduling kinds (issue 17's second
+//! slice): one valid manifest per kind goes through create, get, list,
+//! watch, update, each patch type and delete, with kube's defaults,
+//! initial status and kubectl's columns.
+
+mod common;
+use common::*;
+use serde_json::{json, Value};
+
+const TABLE: &str = "application/json;as=Table;v=v1;g=meta.k8s.io";
+
+struct Kind {
+    path: &'static str,
+    manifest: Value,
+    /// (JSON pointer, value kube defaults or sets on create)
+    defaulted: Vec<(&'static str, Value)>,
+    columns: Vec<&'static str>,
+}
+
+fn kinds() -> Vec<Kind> {
+    vec![
+        Kind {
+            path: "/api/v1/namespaces/default/persistentvolumeclaims",
+            manifest: json!({"metadata": {"name": "data"}, "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}}),
+            defaulted: vec![
+                ("/spec/volumeMode", json!("Filesystem")),
+                ("/status", json!({"phase": "Pending"})),
+            ],
+            columns: vec![
+                "Name",
+                "Status",
+                "Volume",
+                "Capacity",
+                "Access Modes",
+                "StorageClass",
+                "VolumeAttributesClass",
+                "Age",
+                "VolumeMode",
+            ],
+        },
+        Kind {
+            path: "/api/v1/persistentvolumes",
+            manifest: json!({"metadata": {"name": "pv1"}, "spec": {"capacity": {"storage": "5Gi"}, "accessModes": ["ReadWriteOnce", "ReadOnlyMany"], "hostPath": {"path": "/tmp/pv1"}}}),
+            defaulted: vec![
+                ("/spec/persistentVolumeReclaimPolicy", json!("Retain")),
+                ("/status", json!({"phase": "Pending"})),
+            ],
+            columns: vec![
+                "Name",
+                "Capacity",
+                "Access Modes",
+                "Reclaim Policy",
+                "Status",
+                "Claim",
+                "StorageClass",
+                "VolumeAttributesClass",
+                "Reason",
+                "Age",
+                "VolumeMode",
+            ],
+        },
+        Kind {
+            path: "/apis/storage.k8s.io/v1/storageclasses",
+            manifest: json!({"metadata": {"name": "fast", "annotations": {"storageclass.kubernetes.io/is-default-class": "true"}}, "provisioner": "example.com/disk"}),
+            defaulted: vec![
+                ("/reclaimPolicy", json!("Delete")),
+                ("/volumeBindingMode", json!("Immediate")),
+            ],
+            columns: vec![
+                "Name",
+                "Provisioner",
+                "ReclaimPolicy",
+                "VolumeBindingMode",
+                "AllowVolumeExpansion",
+                "Age",
+            ],
+        },
+        Kind {
+            path: "/apis/storage.k8s.io/v1/csidrivers",
+            manifest: json!({"metadata": {"name": "disk.example.com"}, "spec": {}}),
+            defaulted: vec![
+                ("/spec/attachRequired", json!(true)),
+                ("/spec/volumeLifecycleModes", json!(["Persistent"])),
+            ],
+            columns: vec![
+                "Name",
+                "AttachRequired",
+                "PodInfoOnMount",
+                "StorageCapacity",
+                "TokenRequests",
+                "RequiresRepublish",
+                "Modes",
+                "Age",
+            ],
+        },
+        Kind {
+            path: "/apis/storage.k8s.io/v1/csinodes",
+            manifest: json!({"metadata": {"name": "node-1"}, "spec": {"drivers": [{"name": "disk.example.com", "nodeID": "n1"}]}}),
+            defaulted: vec![],
+            columns: vec!["Name", "Drivers", "Age"],
+        },
+        Kind {
+            path: "/apis/storage.k8s.io/v1/namespaces/default/csistoragecapacities",
+            manifest: json!({"metadata": {"name": "cap"}, "storageClassName": "fast", "capacity": "10Gi"}),
+            defaulted: vec![],
+            columns: vec!["Name", "StorageClassName", "Capacity"],
+        },
+        Kind {
+            path: "/apis/storage.k8s.io/v1/volumeattachments",
+            manifest: json!({"metadata": {"name": "va"}, "spec": {"attacher": "disk.example.com", "nodeName": "node-1", "source": {"persistentVolumeName": "pv1"}}}),
+            defaulted: vec![("/status", json!({"attached": false}))],
+            columns: vec!["Name", "Attacher", "PV", "Node", "Attached", "Age"],
+        },
+        Kind {
+            path: "/apis/storage.k8s.io/v1/volumeattributesclasses",
+            manifest: json!({"metadata": {"name": "gold"}, "driverName": "disk.example.com", "parameters": {"iops": "3000"}}),
+            defaulted: vec![],
+            columns: vec!["Name", "DriverName", "Age"],
+        },
+        Kind {
+            path: "/apis/networking.k8s.io/v1/namespaces/default/ingresses",
+            manifest: json!({"metadata": {"name": "web"}, "spec": {"rules": [{"host": "a.example.com", "http": {"paths": [{"path": "/", "pathType": "Prefix", "backend": {"service": {"name": "web", "port": {"number": 80}}}}]}}]}}),
+            defaulted: vec![
+                ("/status", json!({"loadBalancer": {}})),
+                ("/metadata/generation", json!(1)),
+            ],
+            columns: vec!["Name", "Class", "Hosts", "Address", "Ports", "Age"],
+        },
+        Kind {
+            path: "/apis/networking.k8s.io/v1/ingressclasses",
+            manifest: json!({"metadata": {"name": "nginx"}, "spec": {"controller": "k8s.io/ingress-nginx"}}),
+            defaulted: vec![],
+            columns: vec!["Name", "Controller", "Parameters", "Age"],
+        },
+        Kind {
+            path: "/apis/networking.k8s.io/v1/namespaces/default/networkpolicies",
+            manifest: json!({"metadata": {"name": "deny"}, "spec": {"podSelector": {"matchLabels": {"app": "db"}}, "ingress": [{"ports": [{"port": 5432}]}]}}),
+            defaulted: vec![
+                ("/spec/policyTypes", json!(["Ingress"])),
+                ("/spec/ingress/0/ports/0/protocol", json!("TCP")),
+            ],
+            columns: vec!["Name", "Pod-Selector", "Age"],
+        },
+        Kind {
+            path: "/apis/discovery.k8s.io/v1/namespaces/default/endpointslices",
+            manifest: json!({"metadata": {"name": "web-abc"}, "addressType": "IPv4", "endpoints": [{"addresses": ["10.0.0.1"]}], "ports": [{"port": 80}]}),
+            defaulted: vec![("/ports/0/protocol", json!("TCP"))],
+            columns: vec!["Name", "AddressType", "Ports", "Endpoints", "Age"],
+        },
+        Kind {
+            path: "/apis/policy/v1/namespaces/default/poddisruptionbudgets",
+            manifest: json!({"metadata": {"name": "web"}, "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "web"}}}}),
+            defaulted: vec![(
+                "/status",
+                json!({"disruptionsAllowed": 0, "currentHealthy": 0, "desiredHealthy": 0, "expectedPods": 0}),
+            )],
+            columns: vec![
+                "Name",
+                "Min Available",
+                "Max Unavailable",
+                "Allowed Disruptions",
+                "Age",
+            ],
+        },
+        Kind {
+            path: "/apis/scheduling.k8s.io/v1/priorityclasses",
+            manifest: json!({"metadata": {"name": "high"}, "value": 1000}),
+            defaulted: vec![("/preemptionPolicy", json!("PreemptLowerPriority"))],
+            columns: vec!["Name", "Value", "Global-Default", "Age", "PreemptionPolicy"],
+        },
+        Kind {
+            path: "/apis/node.k8s.io/v1/runtimeclasses",
+            manifest: json!({"metadata": {"name": "gvisor"}, "handler": "runsc"}),
+            defaulted: vec![],
+            columns: vec!["Name", "Handler", "Age"],
+        },
+        Kind {
+            path: "/api/v1/namespaces/default/limitranges",
+            manifest: json!({"metadata": {"name": "limits"}, "spec": {"limits": [{"type": "Container", "max": {"cpu": "2"}}]}}),
+            defaulted: vec![],
+            columns: vec!["Name", "Created At"],
+        },
+        Kind {
+            path: "/api/v1/namespaces/default/resourcequotas",
+            manifest: json!({"metadata": {"name": "quota"}, "spec": {"hard": {"pods": "10"}}}),
+            defaulted: vec![("/status", json!({}))],
+            columns: vec!["Name", "Age", "Request", "Limit"],
+        },
+    ]
+}
+
+#[test]
+fn every_kind_goes_through_every_verb() {
+    let s = Server::start(2);
+    for k in kinds() {
+        let path = k.path;
+        let (code, created) = s.post(path, &k.manifest);
+        assert_eq!(code, 201, "{path}: {created}");
+        for (pointer, want) in &k.defaulted {
+            assert_eq!(
+                created.pointer(pointer),
+                Some(want),
+                "{path}: {pointer} in {created}"
+            );
+        }
+        let name = created["metadata"]["name"].as_str().unwrap().to_string();
+        let one = format!("{path}/{name}");
+        let (code, got) = s.get(&one);
+        assert_eq!(
+            (code, &got["metadata"]["uid"]),
+            (200, &created["metadata"]["uid"]),
+            "{path}"
+        );
+
+        let rv0 = rv(&created);
+        let mut w = s.watch(&format!(
+            "{path}?watch=1&resourceVersion={rv0}&timeoutSeconds=5"
+        ));
+
+        let mut put = got.clone();
+        put["metadata"]["labels"] = json!({"step": "put"});
+        let (code, updated) = s.put(&one, &put);
+        assert_eq!(code, 200, "{path}: {updated}");
+        for (ct, patch) in [
+            (
+                "application/merge-patch+json",
+                json!({"metadata": {"labels": {"merge": "yes"}}}),
+            ),
+            (
+                "application/strategic-merge-patch+json",
+                json!({"metadata": {"labels": {"smp": "yes"}}}),
+            ),
+            (
+                "application/json-patch+json",
+                json!([{"op": "add", "path": "/metadata/labels/json", "value": "yes"}]),
+            ),
+        ] {
+            let (code, patched) = s.patch(&one, ct, &patch);
+            assert_eq!(code, 200, "{path} {ct}: {patched}");
+        }
+        let (code, applied) = s.send(
+            "PATCH",
+            &format!("{one}?fieldManager=test&force=true"),
+            "application/apply-patch+yaml",
+            serde_json::to_string(
+                &json!({"apiVersion": created["apiVersion"], "kind": created["kind"],
+                "metadata": {"name": name, "labels": {"applied": "yes"}}}),
+            )
+            .unwrap()
+            .as_bytes(),
+        );
+        assert_eq!(code, 200, "{path} apply: {applied}");
+        for label in ["step", "merge", "smp", "json", "applied"] {
+            assert!(
+                applied["metadata"]["labels"].get(label).is_some(),
+                "{path}: {label} in {applied}"
+            );
+        }
+
+        let (code, _, text) = s.get_with(path, TABLE);
+        assert_eq!(code, 200, "{path}");
+        let table: Value = serde_json::from_str(&text).unwrap();
+        let got: Vec<&str> = table["columnDefinitions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(got, k.columns, "{path}");
+
+        let (code, list) = s.get(path);
+        assert_eq!(code, 200);
+        assert_eq!(names(&list), vec![name.clone()], "{path}");
+        let (code, _) = s.delete(&one);
+        assert_eq!(code, 200, "{path}");
+        let types: Vec<String> = w
+            .until(|e| e["type"] == "DELETED")
+            .iter()
+            .map(|e| e["type"].as_str().unwrap().to_string())
+            .collect();
+        assert_eq!(
+            types.first().map(String::as_str),
+            Some("MODIFIED"),
+            "{path}: {types:?}"
+        );
+        assert_eq!(
+            types.last().map(String::as_str),
+            Some("DELETED"),
+            "{path}: {types:?}"
+        );
+        assert_eq!(
+            types.len(),
+            6,
+            "{path}: put, three patches, apply, delete: {types:?}"
+        );
+    }
+}
+
+#[test]
+fn printer_cells_are_kubectls() {
+    let s = Server::start(1);
+    let cells = |path: &str| -> Value {
+        let (code, _, text) = s.get_with(path, TABLE);
+        assert_eq!(code, 200, "{path}: {text}");
+        let table: Value = serde_json::from_str(&text).unwrap();
+        table["rows"][0]["cells"].clone()
+    };
+    s.post(
+        "/apis/storage.k8s.io/v1/storageclasses",
+        &json!({"metadata": {"name": "fast", "annotations": {"storageclass.kubernetes.io/is-default-class": "true"}}, "provisioner": "example.com/disk", "allowVolumeExpansion": true}),
+    );
+    assert_eq!(
+        cells("/apis/storage.k8s.io/v1/storageclasses/fast")
+            .as_array()
+            .unwrap()[..5],
+        json!([
+            "fast (default)",
+            "example.com/disk",
+            "Delete",
+            "Immediate",
+            true
+        ])
+        .as_array()
+        .unwrap()[..]
+    );
+    s.post(
+        "/api/v1/persistentvolumes",
+        &json!({"metadata": {"name": "pv1"}, "spec": {"capacity": {"storage": "5Gi"}, "accessModes": ["ReadOnlyMany", "ReadWriteOnce"], "hostPath": {"path": "/x"},
+               "claimRef": {"namespace": "default", "name": "data"}, "storageClassName": "fast"}}),
+    );
+    let pv = cells("/api/v1/persistentvolumes/pv1");
+    assert_eq!(
+        pv.as_array().unwrap()[..7],
+        json!([
+            "pv1",
+            "5Gi",
+            "RWO,ROX",
+            "Retain",
+            "Pending",
+            "default/data",
+            "fast"
+        ])
+        .as_array()
+        .unwrap()[..]
+    );
+    s.post(
+        "/apis/policy/v1/namespaces/default/poddisruptionbudgets",
+        &json!({"metadata": {"name": "web"}, "spec": {"maxUnavailable": "25%", "selector": {"matchLabels": {"app": "web"}}}}),
+    );
+    assert_eq!(
+        cells("/apis/policy/v1/namespaces/default/poddisruptionbudgets/web")
+            .as_array()
+            .unwrap()[..4],
+        json!(["web", "N/A", "25%", 0]).as_array().unwrap()[..]
+    );
+    s.post(
+        "/api/v1/namespaces/default/resourcequotas",
+        &json!({"metadata": {"name": "q"}, "spec": {"hard": {"pods": "10", "limits.cpu": "4"}}}),
+    );
+    s.patch(
+        "/api/v1/namespaces/default/resourcequotas/q/status",
+        "application/merge-patch+json",
+        &json!({"status": {"hard": {"pods": "10", "limits.cpu": "4"}, "used": {"pods": "3"}}}),
+    );
+    let q = cells("/api/v1/namespaces/default/resourcequotas/q");
+    assert_eq!(
+        [&q[2], &q[3]],
+        [&json!("pods: 3/10"), &json!("limits.cpu: 0/4")]
+    );
+}
