@@ -279,7 +279,7 @@ impl Subresource<'_> {
     fn verbs(&self) -> &'static [&'static str] {
         match self.name {
             "finalize" => FINALIZE_VERBS,
-            "token" => CREATE_ONLY,
+            "token" | "binding" => CREATE_ONLY,
             _ => SUBRESOURCE_VERBS,
         }
     }
@@ -314,6 +314,7 @@ fn subresources(r: &ResourceInfo) -> Vec<Subresource<'_>> {
             let (group, version, kind) = match name.as_str() {
                 "scale" => ("autoscaling", "v1", "Scale"),
                 "token" => ("authentication.k8s.io", "v1", "TokenRequest"),
+                "binding" => ("", "", "Binding"),
                 // status (and anything unknown) answers with the parent object.
                 _ => ("", "", r.kind.as_str()),
             };

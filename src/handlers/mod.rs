@@ -3,6 +3,7 @@
 
 mod apply;
 pub mod authapi;
+mod binding;
 mod create;
 mod decode;
 mod delete;
@@ -125,6 +126,7 @@ impl Api {
         let allowed = match info.subresource.as_str() {
             "" => resource.supports(verb),
             "finalize" => verb == "update",
+            "binding" => verb == "create",
             _ => matches!(verb, "get" | "update" | "patch"),
         };
         if !known || !allowed {
@@ -156,6 +158,7 @@ impl Api {
         match rr.info.subresource.as_str() {
             "scale" => return scale::serve(self, &rr, req).await,
             "finalize" => return namespaces::finalize(self, &rr, req).await,
+            "binding" => return binding::bind(self, &rr, req).await,
             _ => {}
         }
         match rr.info.verb.as_str() {

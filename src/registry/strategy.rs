@@ -27,6 +27,9 @@ pub enum Part {
     Status,
     /// A namespace's `/finalize`: only `spec.finalizers` is taken.
     Finalize,
+    /// A pod's `/binding`: only the node, annotations and conditions the
+    /// binding sets are taken (a pod's spec is otherwise immutable).
+    Binding,
 }
 
 impl Part {
@@ -34,6 +37,7 @@ impl Part {
         match subresource {
             "status" => Part::Status,
             "finalize" => Part::Finalize,
+            "binding" => Part::Binding,
             _ => Part::Main,
         }
     }
@@ -76,6 +80,7 @@ pub fn shape(
     };
     let mut out = match part {
         Part::Finalize => finalized(requested, old),
+        Part::Binding => bound(requested, old),
         _ => apply_update(info, requested, old, part == Part::Status)?,
     };
     if let Ownership::Tracked(t) = ownership {
@@ -98,6 +103,26 @@ fn finalized(requested: Value, old: &Value) -> Value {
             *spec = json!({});
         }
         spec["finalizers"] = wanted;
+    }
+    meta::remove_meta(&mut new, "resourceVersion");
+    new
+}
+
+/// The binding strategy: the stored pod with the node, annotations and
+/// conditions the binding computed.
+fn bound(requested: Value, old: &Value) -> Value {
+    let mut new = old.clone();
+    for pointer in [
+        "/spec/nodeName",
+        "/metadata/annotations",
+        "/status/conditions",
+    ] {
+        if let Some(v) = requested.pointer(pointer) {
+            let (parent, key) = pointer.rsplit_once('/').expect("absolute pointers");
+            if let Some(p) = new.pointer_mut(parent).and_then(Value::as_object_mut) {
+                p.insert(key[..].to_string(), v.clone());
+            }
+        }
     }
     meta::remove_meta(&mut new, "resourceVersion");
     new

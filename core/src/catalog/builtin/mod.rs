@@ -193,6 +193,7 @@ pub fn builtin_resources() -> Vec<ResourceInfo> {
             .short(&["po"])
             .categories(&["all"])
             .status()
+            .subresource("binding")
             .generation()
             .returns_deleted()
             .hooks(KindHooks::Pod)

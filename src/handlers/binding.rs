@@ -1,0 +1,184 @@
+//! `pods/binding` (and the legacy `bindings` collection): how a scheduler
+//! assigns a pod to a node. A pod is bound once: a second binding, or one
+//! for a pod that is being deleted or still has scheduling gates, is a
+//! conflict. Binding sets `spec.nodeName`, merges the binding's
+//! annotations and marks the pod `PodScheduled`, atomically on the pod's
+//! shard.
+
+use super::decode::{parse_object, read_body};
+use super::managers;
+use super::{Api, HandlerResult, ResourceRequest};
+use crate::registry::strategy::now_rfc3339;
+use crate::registry::{Old, Requested};
+use crate::render::response;
+use crate::serving::body::Body;
+use http::{Request, StatusCode};
+use hyper::body::Incoming;
+use kubeshard_core::meta;
+use kubeshard_core::status::ApiError;
+use serde_json::{json, Value};
+use std::rc::Rc;
+
+pub async fn bind(api: &Rc<Api>, rr: &ResourceRequest, req: Request<Incoming>) -> HandlerResult {
+    let tracking = managers::tracking(&rr.query, req.headers(), "binding", "CreateOptions")?;
+    let (input, body) = read_body(req).await?;
+    let binding = parse_object(input, &body)?;
+    match (
+        binding
+            .get("apiVersion")
+            .and_then(Value::as_str)
+            .unwrap_or("v1"),
+        binding
+            .get("kind")
+            .and_then(Value::as_str)
+            .unwrap_or("Binding"),
+    ) {
+        ("v1" | "", "Binding" | "") => {}
+        (v, k) => {
+            return Err(ApiError::bad_request(format!(
+                "the body of the request is not a v1 Binding (apiVersion {v:?}, kind {k:?})"
+            )))
+        }
+    }
+    let name = rr.info.name.clone();
+    if meta::name(&binding) != name {
+        return Err(ApiError::bad_request(
+            "name in URL does not match name in Binding object",
+        ));
+    }
+    let target = binding.get("target").cloned().unwrap_or(Value::Null);
+    match target.get("kind").and_then(Value::as_str).unwrap_or("") {
+        "" | "Node" => {}
+        other => {
+            return Err(ApiError::invalid(
+                "",
+                "Binding",
+                &name,
+                vec![kubeshard_core::status::field_invalid_raw(
+                    "target.kind",
+                    other,
+                    "must be empty or Node",
+                )],
+            ))
+        }
+    }
+    let node = target
+        .get("name")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string();
+    if node.is_empty() {
+        return Err(ApiError::invalid(
+            "",
+            "Binding",
+            &name,
+            vec![kubeshard_core::status::field_required("target.name", "")],
+        ));
+    }
+    let uid = meta::meta_str(&binding, "uid").unwrap_or("").to_string();
+    let rv = meta::resource_version(&binding).to_string();
+    let annotations = binding
+        .pointer("/metadata/annotations")
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default();
+    let now = now_rfc3339();
+    let requested: Requested = Box::new(move |old: Option<Old<'_>>| {
+        let old = old.ok_or_else(|| ApiError::not_found("", "pods", &name))?;
+        let conflict = |why: String| ApiError::conflict("", "pods/binding", &name, &why);
+        let stored_uid = meta::meta_str(old.value, "uid").unwrap_or("");
+        if !uid.is_empty() && stored_uid != uid {
+            return Err(conflict(format!(
+                "Precondition failed: UID in precondition: {uid}, UID in object meta: {stored_uid}"
+            )));
+        }
+        if !rv.is_empty() && rv != old.stored.revision.to_string() {
+            return Err(ApiError::conflict_stale("", "pods", &name));
+        }
+        if old
+            .value
+            .pointer("/metadata/deletionTimestamp")
+            .is_some_and(|t| !t.is_null())
+        {
+            return Err(conflict(format!(
+                "pod {name} is being deleted, cannot be assigned to a host"
+            )));
+        }
+        let assigned = old
+            .value
+            .pointer("/spec/nodeName")
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        if !assigned.is_empty() {
+            return Err(conflict(format!(
+                "pod {name} is already assigned to node {assigned:?}"
+            )));
+        }
+        if old
+            .value
+            .pointer("/spec/schedulingGates")
+            .and_then(Value::as_array)
+            .is_some_and(|g| !g.is_empty())
+        {
+            return Err(conflict(format!(
+                "pod {name} has non-empty .spec.schedulingGates"
+            )));
+        }
+        let mut pod = old.value.clone();
+        pod["spec"]["nodeName"] = json!(node);
+        if !annotations.is_empty() {
+            let md = meta::metadata_mut(&mut pod);
+            let a = md.entry("annotations").or_insert_with(|| json!({}));
+            if !a.is_object() {
+                *a = json!({});
+            }
+            for (k, v) in &annotations {
+                a[k] = v.clone();
+            }
+        }
+        scheduled(&mut pod, &now);
+        Ok(pod)
+    });
+    super::update::change(api, rr, requested, tracking).await?;
+    let status = json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201});
+    let bytes = serde_json::to_vec(&status).expect("a Value always serializes");
+    Ok(response::json_bytes(
+        StatusCode::CREATED,
+        Body::full(bytes),
+        rr.render.plain(),
+    ))
+}
+
+/// Sets the `PodScheduled` condition to True (its transition time only
+/// when it changes).
+fn scheduled(pod: &mut Value, now: &str) {
+    let status = pod
+        .as_object_mut()
+        .expect("a stored pod is an object")
+        .entry("status")
+        .or_insert_with(|| json!({}));
+    if !status.is_object() {
+        *status = json!({});
+    }
+    let conditions = status
+        .as_object_mut()
+        .expect("just made an object")
+        .entry("conditions")
+        .or_insert_with(|| json!([]));
+    if !conditions.is_array() {
+        *conditions = json!([]);
+    }
+    let list = conditions.as_array_mut().expect("just made an array");
+    match list.iter_mut().find(|c| c["type"] == "PodScheduled") {
+        Some(c) if c["status"] == "True" => {}
+        Some(c) => {
+            c["status"] = json!("True");
+            c["lastTransitionTime"] = json!(now);
+            if let Some(m) = c.as_object_mut() {
+                m.remove("reason");
+                m.remove("message");
+            }
+        }
+        None => list.push(json!({"type": "PodScheduled", "status": "True", "lastProbeTime": null, "lastTransitionTime": now})),
+    }
+}
