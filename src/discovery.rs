@@ -422,6 +422,7 @@ mod tests {
     const ALL: &str =
         r#"["create","delete","deletecollection","get","list","patch","update","watch"]"#;
     const POD: &str = r#"{"group":"","version":"","kind":"Pod"}"#;
+    const BINDING: &str = r#"{"group":"","version":"","kind":"Binding"}"#;
     const RW: &str = r#"["get","patch","update"]"#;
 
     #[test]
@@ -533,7 +534,7 @@ mod tests {
         let v1 = &doc["items"][0]["versions"][0];
         assert_eq!(v1["freshness"], "Current");
         let want = format!(
-            r#"{{"resource":"pods","responseKind":{POD},"scope":"Namespaced","singularResource":"pod","verbs":{ALL},"shortNames":["po"],"categories":["all"],"subresources":[{{"subresource":"status","responseKind":{POD},"verbs":{RW}}}]}}"#
+            r#"{{"resource":"pods","responseKind":{POD},"scope":"Namespaced","singularResource":"pod","verbs":{ALL},"shortNames":["po"],"categories":["all"],"subresources":[{{"subresource":"binding","responseKind":{BINDING},"verbs":["create"]}},{{"subresource":"status","responseKind":{POD},"verbs":{RW}}}]}}"#
         );
         assert_eq!(find(&v1["resources"], "resource", "pods"), want);
         assert!(find(&v1["resources"], "resource", "namespaces").contains(r#""scope":"Cluster""#));
