@@ -7,8 +7,6 @@ mod common;
 use common::*;
 use serde_json::{json, Value};
 
-const TABLE: &str = "application/json;as=Table;v=v1;g=meta.k8s.io";
-
 struct Kind {
     path: &'static str,
     manifest: Value,
@@ -257,15 +255,7 @@ fn every_kind_goes_through_every_verb() {
             );
         }
 
-        let (code, _, text) = s.get_with(path, TABLE);
-        assert_eq!(code, 200, "{path}");
-        let table: Value = serde_json::from_str(&text).unwrap();
-        let got: Vec<&str> = table["columnDefinitions"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|c| c["name"].as_str().unwrap())
-            .collect();
+        let (_, got) = table(&s, path);
         assert_eq!(got, k.columns, "{path}");
 
         let (code, list) = s.get(path);
@@ -299,12 +289,7 @@ fn every_kind_goes_through_every_verb() {
 #[test]
 fn printer_cells_are_kubectls() {
     let s = Server::start(1);
-    let cells = |path: &str| -> Value {
-        let (code, _, text) = s.get_with(path, TABLE);
-        assert_eq!(code, 200, "{path}: {text}");
-        let table: Value = serde_json::from_str(&text).unwrap();
-        table["rows"][0]["cells"].clone()
-    };
+    let cells = |path: &str| -> Value { table(&s, path).0["rows"][0]["cells"].clone() };
     s.post(
         "/apis/storage.k8s.io/v1/storageclasses",
         &json!({"metadata": {"name": "fast", "annotations": {"storageclass.kubernetes.io/is-default-class": "true"}}, "provisioner": "example.com/disk", "allowVolumeExpansion": true}),

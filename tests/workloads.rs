@@ -9,7 +9,17 @@ use common::kubectl::Kubectl;
 use common::*;
 use serde_json::{json, Value};
 
-const TABLE: &str = "application/json;as=Table;v=v1;g=meta.k8s.io";
+/// The columns of ReplicaSets and ReplicationControllers.
+const REPLICA_COLUMNS: &[&str] = &[
+    "Name",
+    "Desired",
+    "Current",
+    "Ready",
+    "Age",
+    "Containers",
+    "Images",
+    "Selector",
+];
 
 fn template(app: &str, restart: Option<&str>) -> Value {
     let mut spec = json!({"containers": [{"name": "c", "image": "busybox"}]});
@@ -27,16 +37,7 @@ fn kinds() -> Vec<(&'static str, Value, Value, Vec<&'static str>)> {
             "/apis/apps/v1/namespaces/default/replicasets",
             json!({"metadata": {"name": "rs"}, "spec": {"replicas": 2, "selector": sel("rs"), "template": template("rs", None)}}),
             json!({"replicas": 0}),
-            vec![
-                "Name",
-                "Desired",
-                "Current",
-                "Ready",
-                "Age",
-                "Containers",
-                "Images",
-                "Selector",
-            ],
+            REPLICA_COLUMNS.to_vec(),
         ),
         (
             "/apis/apps/v1/namespaces/default/statefulsets",
@@ -66,16 +67,7 @@ fn kinds() -> Vec<(&'static str, Value, Value, Vec<&'static str>)> {
             "/api/v1/namespaces/default/replicationcontrollers",
             json!({"metadata": {"name": "rc"}, "spec": {"replicas": 3, "selector": {"app": "rc"}, "template": template("rc", None)}}),
             json!({"replicas": 0}),
-            vec![
-                "Name",
-                "Desired",
-                "Current",
-                "Ready",
-                "Age",
-                "Containers",
-                "Images",
-                "Selector",
-            ],
+            REPLICA_COLUMNS.to_vec(),
         ),
         (
             "/apis/batch/v1/namespaces/default/jobs",
@@ -153,17 +145,9 @@ fn every_workload_kind_is_stored_and_served() {
             "{path}"
         );
 
-        let (code, _, text) = s.get_with(path, TABLE);
-        assert_eq!(code, 200);
-        let table: Value = serde_json::from_str(&text).unwrap();
-        let got: Vec<&str> = table["columnDefinitions"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|c| c["name"].as_str().unwrap())
-            .collect();
+        let (listed, got) = table(&s, path);
         assert_eq!(got, columns, "{path}");
-        assert_eq!(table["rows"][0]["cells"][0], name.as_str());
+        assert_eq!(listed["rows"][0]["cells"][0], name.as_str());
 
         let (code, list) = s.get(path);
         assert_eq!(code, 200);
@@ -210,9 +194,8 @@ fn defaults_and_printer_cells_are_kubes() {
         "application/merge-patch+json",
         &json!({"status": {"desiredNumberScheduled": 3, "currentNumberScheduled": 3, "numberReady": 2, "updatedNumberScheduled": 3, "numberAvailable": 2}}),
     );
-    let (_, _, text) = s.get_with("/apis/apps/v1/namespaces/default/daemonsets/agent", TABLE);
-    let table: Value = serde_json::from_str(&text).unwrap();
-    let cells = &table["rows"][0]["cells"];
+    let (agent, _) = table(&s, "/apis/apps/v1/namespaces/default/daemonsets/agent");
+    let cells = &agent["rows"][0]["cells"];
     assert_eq!(
         cells.as_array().unwrap()[..7],
         json!(["agent", 3, 3, 2, 3, 2, "disk=ssd"])
@@ -234,9 +217,8 @@ fn defaults_and_printer_cells_are_kubes() {
         &json!({"status": {"succeeded": 3, "startTime": "2026-01-01T00:00:00Z", "completionTime": "2026-01-01T00:01:30Z",
                 "conditions": [{"type": "Complete", "status": "True"}]}}),
     );
-    let (_, _, text) = s.get_with("/apis/batch/v1/namespaces/default/jobs/pi", TABLE);
-    let table: Value = serde_json::from_str(&text).unwrap();
-    let cells = &table["rows"][0]["cells"];
+    let (pi, _) = table(&s, "/apis/batch/v1/namespaces/default/jobs/pi");
+    let cells = &pi["rows"][0]["cells"];
     assert_eq!(
         [&cells[1], &cells[2], &cells[3]],
         [&json!("Complete"), &json!("3/3"), &json!("90s")]

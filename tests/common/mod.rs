@@ -542,3 +542,17 @@ macro_rules! each_shard_count {
 }
 
 pub mod wal;
+
+/// `path` as a meta.k8s.io/v1 Table: the table, and its column names.
+pub fn table(s: &Server, path: &str) -> (Value, Vec<String>) {
+    let (code, _, text) = s.get_with(path, "application/json;as=Table;v=v1;g=meta.k8s.io");
+    assert_eq!(code, 200, "{path}: {text}");
+    let table: Value = serde_json::from_str(&text).unwrap();
+    let columns = table["columnDefinitions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap().to_string())
+        .collect();
+    (table, columns)
+}
