@@ -341,3 +341,21 @@ fn kubectl_get_all_lists_the_workloads() {
         "{jobs}"
     );
 }
+
+#[test]
+fn a_job_whose_pods_restart_always_is_refused() {
+    let s = Server::start(1);
+    for restart in [Some("Always"), None] {
+        let (code, err) = s.post(
+            "/apis/batch/v1/namespaces/default/jobs",
+            &json!({"metadata": {"name": "bad"}, "spec": {"template": template("bad", restart)}}),
+        );
+        assert_eq!(code, 422, "{restart:?}: {err}");
+        assert_eq!(err["reason"], "Invalid");
+        let cause = &err["details"]["causes"][0];
+        assert_eq!(cause["field"], "spec.template.spec.restartPolicy", "{err}");
+        assert_eq!(cause["reason"], "FieldValueNotSupported", "{err}");
+    }
+    let (code, _) = s.get("/apis/batch/v1/namespaces/default/jobs/bad");
+    assert_eq!(code, 404);
+}

@@ -58,12 +58,34 @@ pub fn validate_object(info: &ResourceInfo, obj: &Value) -> Vec<StatusCause> {
     if info.strategy.kind_hooks == KindHooks::Secret {
         causes.extend(validate_secret(obj));
     }
+    if info.strategy.kind_hooks == KindHooks::Job {
+        causes.extend(validate_job_restart_policy(obj));
+    }
     if info.strategy.kind_hooks == KindHooks::Rbac {
         if let Some(kind) = crate::rbac::RbacKind::from_plural(&info.plural) {
             causes.extend(crate::rbac::validation::validate(kind, obj));
         }
     }
     causes
+}
+
+/// A Job's pods end: they restart on failure or never (pod defaulting
+/// fills in `Always`, so a template that says nothing is refused too, as
+/// kube refuses it).
+fn validate_job_restart_policy(obj: &Value) -> Vec<StatusCause> {
+    const ALLOWED: &[&str] = &["OnFailure", "Never"];
+    let path = "spec.template.spec.restartPolicy";
+    match obj
+        .pointer("/spec/template/spec/restartPolicy")
+        .and_then(Value::as_str)
+    {
+        Some(p) if ALLOWED.contains(&p) => vec![],
+        Some(p) => vec![crate::status::field_not_supported(path, p, ALLOWED)],
+        None => vec![field_required(
+            path,
+            "valid values: \"OnFailure\", \"Never\"",
+        )],
+    }
 }
 
 /// Validation of an update: the object's own rules plus what may not
