@@ -8,6 +8,9 @@
 //! does not know as active — created a moment ago through another core, or
 //! terminating — is looked at again once the cache has caught up with
 //! everything acknowledged so far, and then read from the store itself.
+//! So is one whose deletion was admitted lately ([`RecentDeletes`], kube's
+//! forced live lookup): this executor's cache may still call it active
+//! after the client has seen the deletion acknowledged by another core.
 
 use super::plugins::PluginInit;
 use super::{Attributes, Mutating, Operation, Outcome};
@@ -21,7 +24,58 @@ use serde_json::Value;
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::rc::Rc;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, LazyLock, Mutex};
+use std::time::{Duration, Instant};
+
+/// How long a deleted namespace is decided from fresh state.
+const FORCE_FRESH: Duration = Duration::from_secs(30);
+
+/// Namespaces whose deletion this server admitted lately, shared by every
+/// executor. Creates check it with one atomic load while no namespace was
+/// deleted in the last [`FORCE_FRESH`].
+struct RecentDeletes {
+    epoch: Instant,
+    /// Milliseconds after `epoch` until which `names` may hold anything.
+    until: AtomicU64,
+    names: Mutex<HashMap<String, Instant>>,
+}
+
+static RECENT_DELETES: LazyLock<RecentDeletes> = LazyLock::new(|| RecentDeletes {
+    epoch: Instant::now(),
+    until: AtomicU64::new(0),
+    names: Mutex::default(),
+});
+
+impl RecentDeletes {
+    fn millis(&self, at: Instant) -> u64 {
+        at.duration_since(self.epoch).as_millis() as u64
+    }
+
+    fn mark(&self, namespace: &str) {
+        let expires = Instant::now() + FORCE_FRESH;
+        let mut names = self
+            .names
+            .lock()
+            .expect("never poisoned: no panics under it");
+        names.retain(|_, until| *until > Instant::now());
+        names.insert(namespace.to_string(), expires);
+        self.until
+            .fetch_max(self.millis(expires), Ordering::Release);
+    }
+
+    fn holds(&self, namespace: &str) -> bool {
+        let now = Instant::now();
+        if self.millis(now) >= self.until.load(Ordering::Acquire) {
+            return false;
+        }
+        let names = self
+            .names
+            .lock()
+            .expect("never poisoned: no panics under it");
+        names.get(namespace).is_some_and(|until| *until > now)
+    }
+}
 
 /// Namespaces the server keeps for itself (kube-node-lease may go).
 pub const PROTECTED: &[&str] = &["default", "kube-system", "kube-public"];
@@ -149,10 +203,11 @@ impl Mutating for NamespaceLifecycle {
                     "this namespace may not be deleted",
                 )));
             }
+            RECENT_DELETES.mark(a.name);
             return Outcome::Ready(Ok(()));
         }
         match self.cached(a.namespace) {
-            Some(false) => Outcome::Ready(Ok(())),
+            Some(false) if !RECENT_DELETES.holds(a.namespace) => Outcome::Ready(Ok(())),
             _ => Outcome::later(self.decide_fresh(a)),
         }
     }
