@@ -577,9 +577,10 @@ mod tests {
         assert_eq!(find(&doc["resources"], "name", "deployments/scale"), want);
         let agg = parse(&aggregated_discovery(&snap, false));
         let apps = &agg["items"][0]["versions"][0]["resources"];
-        let deployments = apps.as_array().unwrap().iter();
-        let deployments = deployments
-            .clone()
+        let deployments = apps
+            .as_array()
+            .unwrap()
+            .iter()
             .find(|r| r["resource"] == "deployments")
             .unwrap();
         let subs = &deployments["subresources"];

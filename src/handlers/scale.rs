@@ -204,7 +204,7 @@ pub fn scale_of(spec: &ScaleSpec, obj: &Value) -> Result<Value, ApiError> {
                 .to_string()
         }
         ScaleSelector::LabelMap(path) => {
-            kubeshard_core::table::format::label_map(get_path(obj, path)).replace("<none>", "")
+            kubeshard_core::table::format::label_pairs(get_path(obj, path))
         }
         ScaleSelector::String(path) => get_path(obj, path)
             .and_then(Value::as_str)

@@ -120,7 +120,7 @@ fn bound(requested: Value, old: &Value) -> Value {
         if let Some(v) = requested.pointer(pointer) {
             let (parent, key) = pointer.rsplit_once('/').expect("absolute pointers");
             if let Some(p) = new.pointer_mut(parent).and_then(Value::as_object_mut) {
-                p.insert(key[..].to_string(), v.clone());
+                p.insert(key.to_string(), v.clone());
             }
         }
     }

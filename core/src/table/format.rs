@@ -52,6 +52,12 @@ pub fn selector(v: Option<&Value>) -> String {
 /// A `map[string]string` selector as `k=v,…` sorted by key, `<none>` when
 /// empty (kube's `labels.FormatLabels`).
 pub fn label_map(v: Option<&Value>) -> String {
+    or_none(&label_pairs(v))
+}
+
+/// A `map[string]string` as `k=v,…` sorted by key, empty when empty (the
+/// selector string a label set selects with).
+pub fn label_pairs(v: Option<&Value>) -> String {
     let mut pairs: Vec<String> = v
         .and_then(Value::as_object)
         .map(|m| {
@@ -60,9 +66,6 @@ pub fn label_map(v: Option<&Value>) -> String {
                 .collect()
         })
         .unwrap_or_default();
-    if pairs.is_empty() {
-        return "<none>".into();
-    }
     pairs.sort();
     pairs.join(",")
 }

@@ -453,23 +453,7 @@ pub const POD_TEMPLATE: &[Column] = &[
 
 pub fn pod_template_row(o: &Value) -> Row {
     let (names, images) = containers(array_at(o, "/template/spec/containers"));
-    let labels = o
-        .pointer("/template/metadata/labels")
-        .and_then(Value::as_object)
-        .map(|m| {
-            let mut pairs: Vec<String> = m
-                .iter()
-                .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or("")))
-                .collect();
-            pairs.sort();
-            pairs.join(",")
-        })
-        .unwrap_or_default();
-    let labels = if labels.is_empty() {
-        "<none>".to_string()
-    } else {
-        labels
-    };
+    let labels = label_map(o.pointer("/template/metadata/labels"));
     row(vec![name(o), json!(names), json!(images), json!(labels)])
 }
 
