@@ -107,19 +107,9 @@ mkdir -p "$OUT_DIR"; OUT_DIR=$(cd "$OUT_DIR" && pwd)
 echo $$ > "$OUT_DIR/conformance.pid"
 log "results in $OUT_DIR; targets: ${targets[*]} (stop: kill $$)"
 
-# ---- process bookkeeping ----------------------------------------------------
-pids=()
-stop_pids() { # in the reverse order of their start: clients before servers, etcd last
-  local i p n
-  for ((i = ${#pids[@]} - 1; i >= 0; i--)); do
-    p=${pids[$i]}
-    kill -TERM "$p" 2>/dev/null || continue
-    for n in $(seq 100); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
-    kill -KILL "$p" 2>/dev/null
-    wait "$p" 2>/dev/null
-  done
-  pids=()
-}
+# shellcheck source=lib/clusters.sh
+. "$repo/scripts/lib/clusters.sh"
+
 # The e2e.test processes of running chunks (their pids are in files, as a
 # chunk runs in a subshell), then the chunks' subshells, then the servers.
 stop_all() {
@@ -141,140 +131,6 @@ stop_all() {
 running=()
 trap 'stop_all' EXIT
 trap 'log "interrupted"; exit 130' INT TERM
-
-free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
-}
-
-# wait_ready KUBECONFIG PID LOG NAME: /readyz through the kubeconfig, up to 120 s.
-wait_ready() {
-  local kc=$1 pid=$2 logf=$3 name=$4 i
-  for i in $(seq 240); do
-    if ! kill -0 "$pid" 2>/dev/null; then
-      log "$name exited before it was ready; the end of $logf:"; tail -n 30 "$logf"; return 1
-    fi
-    if [ -f "$kc" ] && kubectl --kubeconfig "$kc" --request-timeout=5s get --raw /readyz >/dev/null 2>&1; then
-      log "$name is ready"; return 0
-    fi
-    sleep 0.5
-  done
-  log "$name not ready after 120 s; the end of $logf:"; tail -n 30 "$logf"
-  kubectl --kubeconfig "$kc" get --raw '/readyz?verbose' 2>&1 | grep -v ' ok$' | tail -n 20
-  return 1
-}
-
-# ---- the baseline: etcd + kube-apiserver + kube-controller-manager + kube-scheduler
-gen_certs() {
-  local d=$1
-  mkdir -p "$d"
-  (
-    cd "$d" || exit 1
-    ec="-newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes"
-    openssl req -x509 $ec -keyout ca.key -out ca.crt -days 3650 -subj "/CN=kubeshard-conformance-ca" 2>/dev/null
-    cat > server.ext <<EOF
-basicConstraints=CA:FALSE
-keyUsage=critical,digitalSignature,keyEncipherment
-extendedKeyUsage=serverAuth
-subjectAltName=IP:127.0.0.1,IP:10.0.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local
-EOF
-    printf 'basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=clientAuth\n' > client.ext
-    openssl req -new $ec -keyout apiserver.key -out apiserver.csr -subj "/CN=kube-apiserver" 2>/dev/null
-    openssl x509 -req -in apiserver.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 365 -extfile server.ext -out apiserver.crt 2>/dev/null
-    openssl req -new $ec -keyout admin.key -out admin.csr -subj "/O=system:masters/CN=kubernetes-admin" 2>/dev/null
-    openssl x509 -req -in admin.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 365 -extfile client.ext -out admin.crt 2>/dev/null
-    openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out sa.key 2>/dev/null
-    openssl pkey -in sa.key -pubout -out sa.pub 2>/dev/null
-  ) || return 1
-  [ -s "$d/admin.crt" ] && [ -s "$d/apiserver.crt" ] && [ -s "$d/sa.pub" ]
-}
-
-write_kubeconfig() { # FILE SERVER PKI_DIR
-  cat > "$1" <<EOF
-apiVersion: v1
-kind: Config
-clusters:
-- name: conformance
-  cluster:
-    server: $2
-    certificate-authority: $3/ca.crt
-users:
-- name: admin
-  user:
-    client-certificate: $3/admin.crt
-    client-key: $3/admin.key
-contexts:
-- name: conformance
-  context: {cluster: conformance, user: admin}
-current-context: conformance
-EOF
-}
-
-start_kube() { # DIR -> sets KC
-  local d=$1 pki=$1/pki ep pp ap kp sp
-  gen_certs "$pki" || { log "certificate generation failed"; return 1; }
-  ep=$(free_port); pp=$(free_port); ap=$(free_port); kp=$(free_port); sp=$(free_port)
-  local etcd_cmd=("$BIN_DIR/etcd" --data-dir "$d/etcd" --client-url "http://127.0.0.1:$ep"
-    --peer-url "http://127.0.0.1:$pp" --unsafe-no-fsync)
-  # --enable-aggregator-routing: webhooks, CRD conversion and aggregated
-  # APIs resolve a Service to its endpoints (none here: no pod runs), never
-  # to a ClusterIP in 10.0.0.0/24, which nothing here would answer.
-  local kas_cmd=("$BIN_DIR/kube-apiserver" --etcd-servers "http://127.0.0.1:$ep"
-    --secure-port "$ap" --bind-address 127.0.0.1 --advertise-address 127.0.0.1
-    --service-cluster-ip-range 10.0.0.0/24 --authorization-mode Node,RBAC
-    --service-account-issuer https://kubernetes.default.svc.cluster.local
-    --service-account-key-file "$pki/sa.pub" --service-account-signing-key-file "$pki/sa.key"
-    --client-ca-file "$pki/ca.crt" --tls-cert-file "$pki/apiserver.crt" --tls-private-key-file "$pki/apiserver.key"
-    --enable-aggregator-routing=true --allow-privileged=true --cert-dir "$d/kas-certs")
-  KC=$d/admin.kubeconfig
-  write_kubeconfig "$KC" "https://127.0.0.1:$ap" "$pki"
-  local kcm_cmd=("$BIN_DIR/kube-controller-manager" --kubeconfig "$KC"
-    --authentication-kubeconfig "$KC" --authorization-kubeconfig "$KC"
-    --service-account-private-key-file "$pki/sa.key" --root-ca-file "$pki/ca.crt"
-    --use-service-account-credentials=true
-    --cluster-signing-cert-file "$pki/ca.crt" --cluster-signing-key-file "$pki/ca.key"
-    --leader-elect=false --bind-address 127.0.0.1 --secure-port "$kp" --cert-dir "$d/kcm-certs")
-  local sched_cmd=("$BIN_DIR/kube-scheduler" --kubeconfig "$KC"
-    --authentication-kubeconfig "$KC" --authorization-kubeconfig "$KC"
-    --leader-elect=false --bind-address 127.0.0.1 --secure-port "$sp" --cert-dir "$d/sched-certs")
-  {
-    echo "# certificates: openssl, CA + serving (SAN 127.0.0.1, localhost, kubernetes.default.svc...) +"
-    echo "# admin client (O=system:masters) + RSA service-account key: see gen_certs in scripts/conformance.sh"
-    echo "# etcd"; printf '%q ' "${etcd_cmd[@]}"; echo
-    echo "# kube-apiserver"; printf '%q ' "${kas_cmd[@]}"; echo
-    echo "# kube-controller-manager"; printf '%q ' "${kcm_cmd[@]}"; echo
-    echo "# kube-scheduler"; printf '%q ' "${sched_cmd[@]}"; echo
-  } > "$d/commands.txt"
-  "${etcd_cmd[@]}" > "$d/etcd.log" 2>&1 & pids+=($!)
-  local etcd_pid=$! i
-  for i in $(seq 100); do
-    curl -sf "http://127.0.0.1:$ep/health" >/dev/null 2>&1 && break
-    kill -0 $etcd_pid 2>/dev/null || { log "etcd exited:"; tail -n 20 "$d/etcd.log"; return 1; }
-    sleep 0.2
-  done
-  "${kas_cmd[@]}" > "$d/kube-apiserver.log" 2>&1 & pids+=($!)
-  wait_ready "$KC" $! "$d/kube-apiserver.log" kube-apiserver || return 1
-  "${kcm_cmd[@]}" > "$d/kube-controller-manager.log" 2>&1 & pids+=($!)
-  "${sched_cmd[@]}" > "$d/kube-scheduler.log" 2>&1 & pids+=($!)
-  return 0
-}
-
-start_kubeshard() { # DIR -> sets KC
-  local d=$1 i pid
-  local cmd=("$KUBESHARD_BIN" --secure-port 0 --secure-port-file "$d/port" --bind-address 127.0.0.1
-    --data-dir "$d/data" --storage memory)
-  # shellcheck disable=SC2206
-  [ -n "$KUBESHARD_ARGS" ] && cmd+=($KUBESHARD_ARGS)
-  { echo "# kubeshard"; printf '%q ' "${cmd[@]}"; echo; } > "$d/commands.txt"
-  echo "$("$KUBESHARD_BIN" --version 2>&1 | head -n 1), binary of $(date -u -r "$KUBESHARD_BIN" +%Y-%m-%dT%H:%MZ)" > "$d/version.txt"
-  "${cmd[@]}" > "$d/kubeshard.log" 2>&1 & pid=$!; pids+=($pid)
-  KC=$d/data/admin.kubeconfig
-  for i in $(seq 120); do
-    [ -s "$d/port" ] && [ -s "$KC" ] && break
-    kill -0 $pid 2>/dev/null || break
-    sleep 0.25
-  done
-  wait_ready "$KC" $pid "$d/kubeshard.log" kubeshard
-}
 
 # ---- one chunk ---------------------------------------------------------------
 e2e_flags() { # TARGET

@@ -1,6 +1,7 @@
 //! Command-line flags, named as kube-apiserver names them where one exists.
 
 use clap::Parser;
+use kubeshard_core::cidr::Cidr;
 use kubeshard_core::keys::KeyLayout;
 pub use kubeshard_core::units::{parse_duration, parse_size};
 use std::net::IpAddr;
@@ -151,10 +152,11 @@ pub struct Flags {
     #[arg(long)]
     pub advertise_address: Option<IpAddr>,
 
-    /// The range Services' cluster IPs come from; its first address is
-    /// the `kubernetes` Service's.
-    #[arg(long, default_value = "10.0.0.0/24", value_parser = parse_cidr_first)]
-    pub service_cluster_ip_range: IpAddr,
+    /// The ranges Services' cluster IPs come from: one CIDR, or two of
+    /// different families (comma-separated) for dual stack, the first
+    /// primary. The primary's first address is the `kubernetes` Service's.
+    #[arg(long, default_value = "10.0.0.0/24", value_parser = parse_service_cidrs)]
+    pub service_cluster_ip_range: ServiceCidrs,
 
     /// Calibration mode: answer every request with a fixed body of this
     /// many bytes through the same serving stack, to measure this
@@ -178,9 +180,9 @@ pub struct ServerConfig {
     /// The cap on open connections, shared by the executors.
     pub conn_limit: std::sync::Arc<crate::serving::connections::ConnLimit>,
     pub conn_timeouts: crate::serving::connections::Timeouts,
-    /// The `kubernetes` Service's cluster IP (the first address of
-    /// `--service-cluster-ip-range`).
-    pub service_cluster_ip: IpAddr,
+    /// `--service-cluster-ip-range`: where Services' cluster IPs come
+    /// from (the `kubernetes` Service has the primary range's first).
+    pub service_cidrs: ServiceCidrs,
     /// `--watch-history-window`: how long list snapshots live.
     pub history_window: std::time::Duration,
     /// The admission chain every executor builds.
@@ -200,56 +202,52 @@ impl ServerConfig {
 
 /// The first usable address of a CIDR (its network address plus one), as
 /// kube-apiserver gives the `kubernetes` Service.
-fn parse_cidr_first(s: &str) -> Result<IpAddr, String> {
-    let (net, bits) = s
-        .split_once('/')
-        .ok_or_else(|| format!("{s:?} is not a CIDR (address/bits)"))?;
-    let addr: IpAddr = net.parse().map_err(|e| format!("{s:?}: {e}"))?;
-    let bits: u32 = bits.parse().map_err(|e| format!("{s:?}: {e}"))?;
-    match addr {
-        IpAddr::V4(v4) if bits <= 30 => {
-            let mask = if bits == 0 {
-                0
-            } else {
-                u32::MAX << (32 - bits)
-            };
-            Ok(IpAddr::V4((u32::from(v4) & mask).wrapping_add(1).into()))
+/// Service cluster-IP ranges: the primary first, at most one per family.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServiceCidrs(pub Vec<Cidr>);
+
+impl ServiceCidrs {
+    /// The `kubernetes` Service's address: the primary range's first.
+    pub fn first_ip(&self) -> IpAddr {
+        self.0[0].nth(1)
+    }
+}
+
+fn parse_service_cidrs(s: &str) -> Result<ServiceCidrs, String> {
+    let cidrs = s
+        .split(',')
+        .map(|c| c.trim().parse::<Cidr>())
+        .collect::<Result<Vec<_>, _>>()?;
+    match cidrs.as_slice() {
+        [] => Err("no range given".into()),
+        [a, b] if a.family() == b.family() => {
+            Err(format!("{s:?}: two ranges must be of different families"))
         }
-        IpAddr::V6(v6) if bits <= 126 => {
-            let mask = if bits == 0 {
-                0
-            } else {
-                u128::MAX << (128 - bits)
-            };
-            Ok(IpAddr::V6((u128::from(v6) & mask).wrapping_add(1).into()))
+        [_, _, _, ..] => Err(format!("{s:?}: at most two ranges (one per family)")),
+        _ if cidrs.iter().any(|c| c.usable().is_empty()) => {
+            Err(format!("{s:?}: the range is too small for a service"))
         }
-        _ => Err(format!("{s:?}: the range is too small for a service")),
+        _ => Ok(ServiceCidrs(cidrs)),
     }
 }
 
 #[cfg(test)]
 mod cidr_tests {
-    use super::parse_cidr_first;
+    use super::parse_service_cidrs;
+
+    fn first(s: &str) -> String {
+        parse_service_cidrs(s).unwrap().first_ip().to_string()
+    }
 
     #[test]
     fn first_address_of_a_range() {
-        assert_eq!(
-            parse_cidr_first("10.0.0.0/24").unwrap().to_string(),
-            "10.0.0.1"
-        );
-        assert_eq!(
-            parse_cidr_first("10.96.0.0/12").unwrap().to_string(),
-            "10.96.0.1"
-        );
-        assert_eq!(
-            parse_cidr_first("10.96.3.7/12").unwrap().to_string(),
-            "10.96.0.1"
-        );
-        assert_eq!(
-            parse_cidr_first("fd00::/108").unwrap().to_string(),
-            "fd00::1"
-        );
-        assert!(parse_cidr_first("10.0.0.0").is_err());
-        assert!(parse_cidr_first("10.0.0.0/32").is_err());
+        assert_eq!(first("10.0.0.0/24"), "10.0.0.1");
+        assert_eq!(first("10.96.0.0/12"), "10.96.0.1");
+        assert_eq!(first("10.96.3.7/12"), "10.96.0.1");
+        assert_eq!(first("fd00::/108"), "fd00::1");
+        assert_eq!(first("fd00::/108,10.0.0.0/24"), "fd00::1");
+        assert!(parse_service_cidrs("10.0.0.0").is_err());
+        assert!(parse_service_cidrs("10.0.0.0/32").is_err());
+        assert!(parse_service_cidrs("10.0.0.0/24,10.1.0.0/24").is_err());
     }
 }

@@ -279,7 +279,7 @@ impl Subresource<'_> {
     fn verbs(&self) -> &'static [&'static str] {
         match self.name {
             "finalize" => FINALIZE_VERBS,
-            "token" | "binding" => CREATE_ONLY,
+            "token" | "binding" | "eviction" => CREATE_ONLY,
             _ => SUBRESOURCE_VERBS,
         }
     }
@@ -315,6 +315,7 @@ fn subresources(r: &ResourceInfo) -> Vec<Subresource<'_>> {
                 "scale" => ("autoscaling", "v1", "Scale"),
                 "token" => ("authentication.k8s.io", "v1", "TokenRequest"),
                 "binding" => ("", "", "Binding"),
+                "eviction" => ("policy", "v1", "Eviction"),
                 // status (and anything unknown) answers with the parent object.
                 _ => ("", "", r.kind.as_str()),
             };
@@ -423,6 +424,7 @@ mod tests {
         r#"["create","delete","deletecollection","get","list","patch","update","watch"]"#;
     const POD: &str = r#"{"group":"","version":"","kind":"Pod"}"#;
     const BINDING: &str = r#"{"group":"","version":"","kind":"Binding"}"#;
+    const EVICTION: &str = r#"{"group":"policy","version":"v1","kind":"Eviction"}"#;
     const RW: &str = r#"["get","patch","update"]"#;
 
     #[test]
@@ -438,22 +440,29 @@ mod tests {
         assert_eq!(
             names(&list["groups"], "/name"),
             [
+                "apiregistration.k8s.io",
                 "apps",
                 "authentication.k8s.io",
                 "authorization.k8s.io",
+                "autoscaling",
                 "batch",
+                "certificates.k8s.io",
                 "networking.k8s.io",
                 "policy",
                 "rbac.authorization.k8s.io",
                 "storage.k8s.io",
+                "admissionregistration.k8s.io",
+                "apiextensions.k8s.io",
                 "scheduling.k8s.io",
                 "coordination.k8s.io",
                 "node.k8s.io",
-                "discovery.k8s.io"
+                "discovery.k8s.io",
+                "flowcontrol.apiserver.k8s.io",
+                "resource.k8s.io",
             ]
         );
         let apps = r#""name":"apps","versions":[{"groupVersion":"apps/v1","version":"v1"}],"preferredVersion":{"groupVersion":"apps/v1","version":"v1"}}"#;
-        assert_eq!(list["groups"][0].to_string(), format!("{{{apps}"));
+        assert_eq!(list["groups"][1].to_string(), format!("{{{apps}"));
         let group = String::from_utf8(api_group(&cat, "apps").unwrap()).unwrap();
         assert_eq!(
             group,
@@ -534,7 +543,7 @@ mod tests {
         let v1 = &doc["items"][0]["versions"][0];
         assert_eq!(v1["freshness"], "Current");
         let want = format!(
-            r#"{{"resource":"pods","responseKind":{POD},"scope":"Namespaced","singularResource":"pod","verbs":{ALL},"shortNames":["po"],"categories":["all"],"subresources":[{{"subresource":"binding","responseKind":{BINDING},"verbs":["create"]}},{{"subresource":"status","responseKind":{POD},"verbs":{RW}}}]}}"#
+            r#"{{"resource":"pods","responseKind":{POD},"scope":"Namespaced","singularResource":"pod","verbs":{ALL},"shortNames":["po"],"categories":["all"],"subresources":[{{"subresource":"binding","responseKind":{BINDING},"verbs":["create"]}},{{"subresource":"eviction","responseKind":{EVICTION},"verbs":["create"]}},{{"subresource":"status","responseKind":{POD},"verbs":{RW}}}]}}"#
         );
         assert_eq!(find(&v1["resources"], "resource", "pods"), want);
         assert!(find(&v1["resources"], "resource", "namespaces").contains(r#""scope":"Cluster""#));
@@ -547,21 +556,28 @@ mod tests {
         assert_eq!(
             order,
             [
+                "apiregistration.k8s.io",
                 "apps",
                 "authentication.k8s.io",
                 "authorization.k8s.io",
+                "autoscaling",
                 "batch",
+                "certificates.k8s.io",
                 "networking.k8s.io",
                 "policy",
                 "rbac.authorization.k8s.io",
                 "storage.k8s.io",
+                "admissionregistration.k8s.io",
+                "apiextensions.k8s.io",
                 "scheduling.k8s.io",
                 "coordination.k8s.io",
                 "node.k8s.io",
-                "discovery.k8s.io"
+                "discovery.k8s.io",
+                "flowcontrol.apiserver.k8s.io",
+                "resource.k8s.io",
             ]
         );
-        let apps = &named["items"][0]["versions"][0]["resources"];
+        let apps = &named["items"][1]["versions"][0]["resources"];
         let deploy = find(apps, "resource", "deployments");
         assert!(deploy.contains(r#""shortNames":["deploy"],"categories":["all"]"#));
     }
@@ -576,7 +592,12 @@ mod tests {
         );
         assert_eq!(find(&doc["resources"], "name", "deployments/scale"), want);
         let agg = parse(&aggregated_discovery(&snap, false));
-        let apps = &agg["items"][0]["versions"][0]["resources"];
+        let apps = &agg["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|g| g["metadata"]["name"] == "apps")
+            .unwrap()["versions"][0]["resources"];
         let deployments = apps
             .as_array()
             .unwrap()

@@ -120,7 +120,7 @@ fn serve(mut flags: Flags) -> Result<(), String> {
             idle: flags.connection_idle_timeout,
             header: flags.request_header_timeout,
         },
-        service_cluster_ip: flags.service_cluster_ip_range,
+        service_cidrs: flags.service_cluster_ip_range.clone(),
         history_window: flags.watch_history_window,
         admission: admission::config::AdmissionConfig::from_flags(&flags.admission)?,
         keys: flags.etcd_prefix.clone(),
@@ -249,6 +249,7 @@ fn start_controllers(
         let boot = async {
             handlers::bootstrap(&api).await?;
             controllers::kubernetes_service::ensure(&api).await?;
+            controllers::system_objects::ensure(&api).await?;
             controllers::security::bootstrap_policy::ensure(&api).await?;
             controllers::security::aggregation::settle(&api).await
         };

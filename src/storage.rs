@@ -62,6 +62,34 @@ impl<T> StorageResult<T> for Result<T, StorageError> {
     }
 }
 
+/// Every current object of a resource in one namespace, at the storage's
+/// progress (what a controller or a subresource handler reads before it
+/// acts: the lifecycle's namespace sweep, an eviction's budgets).
+pub async fn list_in(
+    storage: &Backend,
+    info: &ResourceInfo,
+    namespace: &str,
+) -> Result<Vec<std::sync::Arc<kubeshard_cache::StoredObject>>, ApiError> {
+    let req = kubeshard_shards::store::ListRequest {
+        resource: info.storage_key.clone(),
+        filter: std::sync::Arc::new(kubeshard_cache::Filter {
+            namespace: Some(namespace.to_string()),
+            ..kubeshard_cache::Filter::default()
+        }),
+        revision: storage.progress(),
+        start_after: None,
+        limit: 0,
+        count_remaining: false,
+    };
+    Ok(storage
+        .list(&req)
+        .await
+        .or_status()?
+        .into_iter()
+        .flat_map(|c| c.items)
+        .collect())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

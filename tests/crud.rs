@@ -244,7 +244,7 @@ each_shard_count!(namespace_lifecycle, |shards| {
     assert!(body["metadata"]["deletionTimestamp"].is_string());
     // The namespace controller empties it, then it goes.
     s.wait_gone(&format!("/api/v1/namespaces/{ns}"));
-    let (_, cms) = s.get("/api/v1/configmaps");
+    let (_, cms) = s.get("/api/v1/configmaps?fieldSelector=metadata.namespace%21%3Dkube-system");
     assert_eq!(names(&cms), vec!["survivor"]);
     let (_, secrets) = s.get("/api/v1/secrets");
     assert!(names(&secrets).is_empty());

@@ -127,7 +127,7 @@ fn kubectl_scale_and_wide_tables() {
     assert_eq!(p[2][..4], ["web-1", "1/2", "CrashLoopBackOff", "4"]);
     assert_eq!(p[2][5..], ["10.1.0.7", "node-1", "<none>", "<none>"]);
 
-    s.post("/api/v1/namespaces/default/services", &json!({"metadata": {"name": "web"}, "spec": {"type": "NodePort", "selector": {"app": "web"}, "ports": [{"port": 80, "nodePort": 30080}]}}));
+    s.post("/api/v1/namespaces/default/services", &json!({"metadata": {"name": "web"}, "spec": {"type": "NodePort", "clusterIP": "10.0.0.80", "selector": {"app": "web"}, "ports": [{"port": 80, "nodePort": 30080}]}}));
     let svc = words(&k.ok(&["get", "svc", "web", "-o", "wide"]));
     assert_eq!(
         svc[0],
@@ -146,7 +146,7 @@ fn kubectl_scale_and_wide_tables() {
         [
             "web",
             "NodePort",
-            "<none>",
+            "10.0.0.80",
             "<none>",
             "80:30080/TCP",
             "app=web"

@@ -232,24 +232,32 @@ fn metrics_report_bounded_history() {
     assert_eq!(code, 200);
     assert!(ct.starts_with("application/openmetrics-text"), "{ct}");
     let objects: i64 = metric(&text, "store_objects").iter().sum();
-    let rbac = kubeshard_core::rbac::bootstrap::cluster_roles().len()
-        + kubeshard_core::rbac::bootstrap::cluster_role_bindings().len();
+    use kubeshard_core::rbac::bootstrap;
+    let rbac = bootstrap::cluster_roles().len()
+        + bootstrap::cluster_role_bindings().len()
+        + bootstrap::roles().len()
+        + bootstrap::role_bindings().len();
     assert_eq!(
         objects,
-        55 + rbac as i64,
-        "50 configmaps, 4 namespaces, the kubernetes Service and the bootstrap RBAC policy: {text}"
+        61 + rbac as i64,
+        "50 configmaps, 4 namespaces, the kubernetes Service and its IPAddress, the ServiceCIDR, \
+         2 system PriorityClasses, 2 kube-system ConfigMaps and the bootstrap RBAC policy: {text}"
     );
     assert_eq!(metric(&text, "watchers").iter().sum::<i64>(), 1, "{text}");
-    // Four resources (namespaces, configmaps, clusterroles and their
-    // bindings), at most 10 events each, per shard and per executor ring.
+    // The resources written so far (namespaces, configmaps, services,
+    // ipaddresses, servicecidrs, priorityclasses, the four RBAC kinds),
+    // at most 10 events each, per shard and per executor ring.
+    let bound = 10 * 10;
     assert!(
         metric(&text, "store_history_events")
             .iter()
-            .all(|n| *n <= 40),
+            .all(|n| *n <= bound),
         "{text}"
     );
     assert!(
-        metric(&text, "watch_cache_events").iter().all(|n| *n <= 40),
+        metric(&text, "watch_cache_events")
+            .iter()
+            .all(|n| *n <= bound),
         "{text}"
     );
     assert!(metric(&text, "store_object_bytes").iter().sum::<i64>() > 50 * 100);

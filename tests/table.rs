@@ -111,13 +111,13 @@ each_shard_count!(columns_per_kind, |shards| {
         ]
     );
 
-    s.post("/api/v1/namespaces/default/services", &json!({"metadata": {"name": "web"}, "spec": {"type": "LoadBalancer", "selector": {"app": "web"}, "ports": [{"port": 80, "nodePort": 30080}]}}));
+    s.post("/api/v1/namespaces/default/services", &json!({"metadata": {"name": "web"}, "spec": {"type": "LoadBalancer", "clusterIP": "10.0.0.80", "selector": {"app": "web"}, "ports": [{"port": 80, "nodePort": 30080}]}}));
     let r = row(&table(&s, "/api/v1/namespaces/default/services/web"), 0);
     assert_eq!(
         r[1..5],
         [
             json!("LoadBalancer"),
-            json!("<none>"),
+            json!("10.0.0.80"),
             json!("<pending>"),
             json!("80:30080/TCP")
         ]

@@ -11,6 +11,7 @@ pub mod apply;
 pub mod audit;
 pub mod authn;
 pub mod catalog;
+pub mod cidr;
 pub mod defaults;
 pub mod fieldvalidation;
 pub mod keys;

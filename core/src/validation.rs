@@ -235,6 +235,9 @@ pub enum NameRule {
     /// Names that only have to survive being a URL path segment (CRs whose
     /// CRD does not say otherwise, RBAC objects).
     PathSegment,
+    /// An IP address in its canonical form (networking.k8s.io IPAddresses
+    /// are named by the address they reserve).
+    IpAddress,
 }
 
 /// kube's name check for a rule. With `prefix` (a `generateName`), a
@@ -244,6 +247,11 @@ pub fn validate_name(name: &str, rule: NameRule, prefix: bool) -> Vec<String> {
     match rule {
         NameRule::PathSegment if prefix => is_valid_path_segment_prefix(name),
         NameRule::PathSegment => is_valid_path_segment_name(name),
+        NameRule::IpAddress => match name.parse::<std::net::IpAddr>() {
+            Ok(ip) if ip.to_string() == name => vec![],
+            Ok(ip) => vec![format!("must be in canonical form (\"{ip}\")")],
+            Err(_) => vec!["must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)".into()],
+        },
         NameRule::Dns1123Subdomain | NameRule::Dns1123Label => {
             let masked: Vec<u8>;
             let bytes = if prefix && name.len() > 1 && name.ends_with('-') {

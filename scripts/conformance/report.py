@@ -228,6 +228,26 @@ def load_previous(md):
     return data, waits
 
 
+KEPT_SECTIONS = ('## The real control plane',)
+
+
+def kept_sections(md):
+    """The lines of the sections other harnesses own, from an existing report."""
+    try:
+        text = open(md).read()
+    except FileNotFoundError:
+        return []
+    out, keep = [], False
+    for line in text.splitlines():
+        if line.startswith('## '):
+            keep = line.strip() in KEPT_SECTIONS
+        elif line.startswith('<!-- conformance-data'):
+            keep = False
+        if keep:
+            out.append(line)
+    return out
+
+
 def load_waits_for():
     rules = []
     try:
@@ -407,6 +427,12 @@ def main():
         if r is not None:
             runs[key] = r
     lines = render(specs, runs, load_waits_for(), waits_prev, meta, meta.get('focus', ''))
+    # Sections written by other harnesses (scripts/controlplane.sh) are
+    # kept as they are, before the spec table.
+    kept = kept_sections(args.md)
+    if kept:
+        at = lines.index('## Specs')
+        lines[at:at] = kept
     blob = json.dumps({'runs': runs}, ensure_ascii=False, separators=(',', ':')).replace('--', '-\\-')
     lines.append('<!-- conformance-data %s -->' % blob)
     with open(args.md, 'w') as f:

@@ -6,6 +6,7 @@
 //! validation refuses in Endpoints, leaves them out.
 
 use super::security::resource;
+use super::system_objects::create_missing;
 use crate::context::Api;
 use crate::registry;
 use crate::storage::{Storage, StorageResult};
@@ -20,7 +21,7 @@ const NAMESPACE: &str = "default";
 /// rewritten when the address or port changed since the last start.
 pub async fn ensure(api: &Api) -> Result<(), ApiError> {
     let port = api.config.bind.port();
-    let cluster_ip = api.config.service_cluster_ip.to_string();
+    let cluster_ip = api.config.service_cidrs.first_ip().to_string();
     let services = resource(api, "", "services")?;
     if api
         .storage()
@@ -29,7 +30,7 @@ pub async fn ensure(api: &Api) -> Result<(), ApiError> {
         .or_status()?
         .is_none()
     {
-        create(api, &services, service(&cluster_ip, port)).await?;
+        create_missing(api, &services, service(&cluster_ip, port)).await?;
     }
     let Some(ip) = advertised(api) else {
         return Ok(());
@@ -42,7 +43,7 @@ pub async fn ensure(api: &Api) -> Result<(), ApiError> {
         .await
         .or_status()?
     {
-        None => create(api, &endpoints, wanted).await,
+        None => create_missing(api, &endpoints, wanted).await,
         Some(have) if have.to_value().get("subsets") == wanted.get("subsets") => Ok(()),
         Some(_) => {
             let at = registry::Addressed::object(&endpoints, NAMESPACE, NAME);
@@ -54,18 +55,6 @@ pub async fn ensure(api: &Api) -> Result<(), ApiError> {
                 .await
                 .map(|_| ())
         }
-    }
-}
-
-async fn create(
-    api: &Api,
-    info: &std::sync::Arc<kubeshard_core::catalog::ResourceInfo>,
-    obj: Value,
-) -> Result<(), ApiError> {
-    match registry::create_as(api, &registry::APISERVER, info, obj).await {
-        Ok(_) => Ok(()),
-        Err(e) if e.code == 409 => Ok(()),
-        Err(e) => Err(e),
     }
 }
 

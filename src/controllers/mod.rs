@@ -14,6 +14,7 @@ pub(crate) mod objmeta;
 mod queue;
 pub mod security;
 mod serviceaccount;
+pub mod system_objects;
 
 use crate::context::Api;
 use crate::registry::{self, Store};

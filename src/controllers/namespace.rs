@@ -16,7 +16,7 @@ use super::queue::WorkQueue;
 use super::Env;
 use crate::registry;
 use crate::storage::{Storage, StorageResult};
-use kubeshard_cache::{EventType, Filter, StoredObject};
+use kubeshard_cache::EventType;
 use kubeshard_core::catalog::ResourceInfo;
 use kubeshard_core::keys::KeyLayout;
 use kubeshard_core::registry::deletion::{DeleteOptions, Propagation};
@@ -24,7 +24,6 @@ use kubeshard_core::registry::lifecycle::{
     deletion_timestamp, format_time, spec_finalizers, FINALIZER_KUBERNETES,
 };
 use kubeshard_core::status::{aggregate_messages, ApiError};
-use kubeshard_shards::store::ListRequest;
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -182,32 +181,6 @@ struct Report {
     failures: Vec<String>,
 }
 
-async fn list_in(
-    env: &Env<'_>,
-    info: &ResourceInfo,
-    namespace: &str,
-) -> Result<Vec<Arc<StoredObject>>, ApiError> {
-    let req = ListRequest {
-        resource: info.storage_key.clone(),
-        filter: Arc::new(Filter {
-            namespace: Some(namespace.to_string()),
-            ..Filter::default()
-        }),
-        revision: env.storage.progress(),
-        start_after: None,
-        limit: 0,
-        count_remaining: false,
-    };
-    Ok(env
-        .storage
-        .list(&req)
-        .await
-        .or_status()?
-        .into_iter()
-        .flat_map(|c| c.items)
-        .collect())
-}
-
 /// Deletes what is not yet being deleted, then counts what is left.
 async fn empty_resource(
     env: &Env<'_>,
@@ -215,7 +188,7 @@ async fn empty_resource(
     namespace: &str,
     report: &mut Report,
 ) -> Result<(), ApiError> {
-    for obj in list_in(env, info, namespace).await? {
+    for obj in crate::storage::list_in(env.storage, info, namespace).await? {
         if Meta::of(&obj).being_deleted() {
             continue;
         }
@@ -230,7 +203,7 @@ async fn empty_resource(
             Err(e) => report.failures.push(e.message),
         }
     }
-    let left = list_in(env, info, namespace).await?;
+    let left = crate::storage::list_in(env.storage, info, namespace).await?;
     if !left.is_empty() {
         report
             .remaining

@@ -7,6 +7,7 @@ mod binding;
 mod create;
 mod decode;
 mod delete;
+mod eviction;
 mod fields;
 mod get;
 mod list;
@@ -126,7 +127,7 @@ impl Api {
         let allowed = match info.subresource.as_str() {
             "" => resource.supports(verb),
             "finalize" => verb == "update",
-            "binding" => verb == "create",
+            "binding" | "eviction" => verb == "create",
             _ => matches!(verb, "get" | "update" | "patch"),
         };
         if !known || !allowed {
@@ -159,6 +160,7 @@ impl Api {
             "scale" => return scale::serve(self, &rr, req).await,
             "finalize" => return namespaces::finalize(self, &rr, req).await,
             "binding" => return binding::bind(self, &rr, req).await,
+            "eviction" => return eviction::evict(self, &rr, req).await,
             _ => {}
         }
         match rr.info.verb.as_str() {

@@ -8,6 +8,7 @@
 mod delete;
 pub mod ownership;
 mod rbac_escalation;
+pub mod service_ips;
 pub mod store;
 pub mod strategy;
 

@@ -22,6 +22,7 @@
 //! must see first steps back to the slow path.
 
 use super::rbac_escalation::{self as escalation, EscalationCheck};
+use super::service_ips;
 use super::strategy::{shape, Ownership, Part};
 use crate::admission::{Admission, Attributes, Operation, Options};
 use crate::context::Api;
@@ -29,8 +30,9 @@ use crate::security::authz;
 use crate::storage::{status_error, Storage, StorageError, StorageResult, UpdateFn, UpdateStep};
 use kubeshard_cache::StoredObject;
 use kubeshard_core::authn::UserInfo;
-use kubeshard_core::catalog::ResourceInfo;
+use kubeshard_core::catalog::{KindHooks, ResourceInfo};
 use kubeshard_core::meta;
+use kubeshard_core::registry::certificates;
 use kubeshard_core::registry::deletion::DeleteOptions;
 use kubeshard_core::registry::should_delete_during_update;
 use kubeshard_core::status::ApiError;
@@ -91,6 +93,13 @@ pub struct Written {
     pub created: bool,
 }
 
+/// One try at storing a new object.
+enum Attempt {
+    Stored(Arc<StoredObject>),
+    /// The generated name was taken; another may not be.
+    NameTaken(ApiError),
+}
+
 const CHANGED_MEANWHILE: &str = "the object changed while it was being updated";
 
 /// The conflict that sends an update round again: another writer changed
@@ -149,6 +158,9 @@ impl<'a> Store<'a> {
             },
         };
         self.admission().admit(&attrs, Some(&mut obj)).await?;
+        if info.strategy.kind_hooks == KindHooks::CertificateSigningRequest {
+            certificates::stamp_requester(&mut obj, w.user);
+        }
         let generate = meta::name(&obj).is_empty()
             && meta::meta_str(&obj, "generateName").is_some_and(|g| !g.is_empty());
         let attempts = if generate { GENERATE_NAME_ATTEMPTS } else { 1 };
@@ -175,51 +187,82 @@ impl<'a> Store<'a> {
                     )),
                 );
             }
-            let prepared = shape(info, Part::Main, &ownership, candidate, None)?;
-            self.admission().validate(&attrs, Some(&prepared)).await?;
-            let shards = self.api.storage();
-            if w.dry_run {
-                // Creating over an existing object fails the same way dry.
-                let existing = shards
-                    .get(&info.storage_key, &namespace, meta::name(&prepared))
-                    .await
-                    .or_status()?;
-                if existing.is_some() {
-                    if generate {
-                        continue;
-                    }
-                    return Err(ApiError::already_exists(
-                        &info.group,
-                        &info.plural,
-                        meta::name(&prepared),
-                    ));
-                }
-                return Ok(Arc::new(StoredObject::encode(info, &prepared, 0)));
+            // A Service's cluster IPs are reserved before it is stored,
+            // and given back if it is not.
+            let reserved = if info.strategy.kind_hooks == KindHooks::Service {
+                service_ips::allocate(self.api, &mut candidate, w.dry_run).await?
+            } else {
+                Vec::new()
+            };
+            let held_by = (!reserved.is_empty()).then(|| meta::name(&candidate).to_string());
+            let attempt = self
+                .store_new(w, info, &attrs, &ownership, candidate, generate)
+                .await;
+            if let (Some(held_by), false) = (held_by, matches!(attempt, Ok(Attempt::Stored(_)))) {
+                service_ips::release(self.api, &namespace, &held_by, &reserved).await;
             }
-            // Named in errors; only a generated name needs keeping (a
-            // copy per create otherwise, for the error path alone).
-            let generated = generate.then(|| meta::name(&prepared).to_string());
-            let candidate_name = generated.as_deref().unwrap_or(&name);
-            match shards.create(info, prepared).await {
-                Ok(stored) => {
-                    self.wait_visible(stored.revision).await;
-                    return Ok(stored);
-                }
-                Err(StorageError::AlreadyExists) if generate => {
-                    last_err = Some(status_error(
-                        StorageError::AlreadyExists,
-                        info,
-                        candidate_name,
-                    ))
-                }
-                Err(StorageError::AlreadyExists) => {
-                    let e = status_error(StorageError::AlreadyExists, info, &name);
-                    return Err(self.being_deleted(info, &namespace, &name, e).await);
-                }
-                Err(e) => return Err(status_error(e, info, candidate_name)),
+            match attempt? {
+                Attempt::Stored(stored) => return Ok(stored),
+                Attempt::NameTaken(e) => last_err = Some(e),
             }
         }
         Err(last_err.unwrap_or_else(|| ApiError::internal("name generation failed")))
+    }
+
+    /// One try at storing a new object (its name final): strategy,
+    /// validating admission, storage. A generated name already taken
+    /// answers [`Attempt::NameTaken`], so the caller draws another.
+    async fn store_new(
+        &self,
+        w: Writer<'_>,
+        info: &Arc<ResourceInfo>,
+        attrs: &Attributes<'_>,
+        ownership: &Ownership,
+        candidate: Value,
+        generate: bool,
+    ) -> Result<Attempt, ApiError> {
+        let namespace = attrs.namespace;
+        let prepared = shape(info, Part::Main, ownership, candidate, None)?;
+        self.admission().validate(attrs, Some(&prepared)).await?;
+        let shards = self.api.storage();
+        if w.dry_run {
+            // Creating over an existing object fails the same way dry.
+            let existing = shards
+                .get(&info.storage_key, namespace, meta::name(&prepared))
+                .await
+                .or_status()?;
+            if existing.is_some() {
+                let e = ApiError::already_exists(&info.group, &info.plural, meta::name(&prepared));
+                return if generate {
+                    Ok(Attempt::NameTaken(e))
+                } else {
+                    Err(e)
+                };
+            }
+            return Ok(Attempt::Stored(Arc::new(StoredObject::encode(
+                info, &prepared, 0,
+            ))));
+        }
+        // Named in errors; only a generated name needs keeping (a copy per
+        // create otherwise, for the error path alone).
+        let generated = generate.then(|| meta::name(&prepared).to_string());
+        let candidate_name = generated.as_deref().unwrap_or(attrs.name);
+        match shards.create(info, prepared).await {
+            Ok(stored) => {
+                self.wait_visible(stored.revision).await;
+                Ok(Attempt::Stored(stored))
+            }
+            Err(StorageError::AlreadyExists) if generate => Ok(Attempt::NameTaken(status_error(
+                StorageError::AlreadyExists,
+                info,
+                candidate_name,
+            ))),
+            Err(StorageError::AlreadyExists) => {
+                let e = status_error(StorageError::AlreadyExists, info, attrs.name);
+                Err(self.being_deleted(info, namespace, attrs.name, e).await)
+            }
+            Err(e) => Err(status_error(e, info, candidate_name)),
+        }
     }
 
     /// PUT, PATCH, apply and the subresources: the object `requested`
@@ -257,7 +300,11 @@ impl<'a> Store<'a> {
             })
         };
         let admit_updates = admission_sees(Operation::Update);
-        let admit_creates = creates == Creates::Allowed && admission_sees(Operation::Create);
+        // A create by PUT goes the slow way when admission must see it or
+        // it needs more than its own shard (a Service's cluster IPs).
+        let admit_creates = creates == Creates::Allowed
+            && (admission_sees(Operation::Create)
+                || t.info.strategy.kind_hooks == KindHooks::Service);
         let guards = Guards {
             check,
             create_refusal,
@@ -364,13 +411,54 @@ impl<'a> Store<'a> {
             },
         };
         self.admission().admit(&attrs, Some(&mut new)).await?;
-        let new = shape(t.info, part, ownership, new, old_value.as_ref())?;
-        guards.check(t.info, current.as_ref(), &new)?;
-        self.admission().validate(&attrs, Some(&new)).await?;
+        // A Service created by PUT gets its cluster IPs as a POSTed one does.
+        let reserved = if old.is_none() && t.info.strategy.kind_hooks == KindHooks::Service {
+            service_ips::allocate(self.api, &mut new, w.dry_run).await?
+        } else {
+            Vec::new()
+        };
+        let written = self
+            .store_update(
+                w,
+                t,
+                part,
+                ownership,
+                &attrs,
+                new,
+                current.as_ref(),
+                old_value.as_ref(),
+                guards,
+            )
+            .await;
+        if written.is_err() && !reserved.is_empty() {
+            service_ips::release(self.api, t.namespace, t.name, &reserved).await;
+        }
+        written
+    }
+
+    /// The end of one slow-path round: shape, guards, validating
+    /// admission, and the write if the object is still the one read.
+    #[allow(clippy::too_many_arguments)]
+    async fn store_update(
+        &self,
+        w: Writer<'_>,
+        t: &Target<'_>,
+        part: Part,
+        ownership: &Ownership,
+        attrs: &Attributes<'_>,
+        new: Value,
+        current: Option<&Arc<StoredObject>>,
+        old_value: Option<&Value>,
+        guards: &Guards,
+    ) -> Result<Written, ApiError> {
+        let shards = self.api.storage();
+        let new = shape(t.info, part, ownership, new, old_value)?;
+        guards.check(t.info, current, &new)?;
+        self.admission().validate(attrs, Some(&new)).await?;
         if w.dry_run {
             // The answer carries the current resourceVersion: nothing new
             // was drawn.
-            let revision = current.as_ref().map_or(0, |c| c.revision);
+            let revision = current.map_or(0, |c| c.revision);
             let mut new = new;
             if revision > 0 {
                 meta::set_meta(
@@ -384,8 +472,8 @@ impl<'a> Store<'a> {
                 created: current.is_none(),
             });
         }
-        let expected = current.as_ref().map(|c| c.revision);
-        let mut new = Some(step(t.info, new, old_value.as_ref()));
+        let expected = current.map(|c| c.revision);
+        let mut new = Some(step(t.info, new, old_value));
         let outcome = shards
             .guaranteed_update(
                 t.info,
@@ -447,7 +535,7 @@ impl<'a> Store<'a> {
         }
         let mut opts = opts.clone();
         opts.dry_run |= w.dry_run;
-        super::delete(
+        let outcome = super::delete(
             self.api.storage(),
             info,
             namespace,
@@ -455,7 +543,14 @@ impl<'a> Store<'a> {
             &opts,
             self.api.config.enable_garbage_collector,
         )
-        .await
+        .await?;
+        if let (KindHooks::Service, DeleteOutcome::Deleted(gone), false) =
+            (info.strategy.kind_hooks, &outcome, opts.dry_run)
+        {
+            let ips = service_ips::held(&gone.to_value());
+            service_ips::release(self.api, namespace, name, &ips).await;
+        }
+        Ok(outcome)
     }
 
     async fn wait_visible(&self, revision: u64) {

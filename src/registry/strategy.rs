@@ -11,9 +11,9 @@
 
 use super::ownership::Tracking;
 use super::store::{Old, Requested};
-use kubeshard_core::catalog::ResourceInfo;
+use kubeshard_core::catalog::{KindHooks, ResourceInfo};
 use kubeshard_core::meta;
-use kubeshard_core::registry::{self, lifecycle, CreateContext};
+use kubeshard_core::registry::{self, certificates, lifecycle, CreateContext};
 use kubeshard_core::status::ApiError;
 use serde_json::{json, Value};
 use std::cell::RefCell;
@@ -30,6 +30,9 @@ pub enum Part {
     /// A pod's `/binding`: only the node, annotations and conditions the
     /// binding sets are taken (a pod's spec is otherwise immutable).
     Binding,
+    /// A certificate signing request's `/approval`: only the conditions
+    /// (and metadata) are taken.
+    Approval,
 }
 
 impl Part {
@@ -38,6 +41,7 @@ impl Part {
             "status" => Part::Status,
             "finalize" => Part::Finalize,
             "binding" => Part::Binding,
+            "approval" => Part::Approval,
             _ => Part::Main,
         }
     }
@@ -81,6 +85,19 @@ pub fn shape(
     let mut out = match part {
         Part::Finalize => finalized(requested, old),
         Part::Binding => bound(requested, old),
+        Part::Approval => validated(info, certificates::approval(&requested, old), old)?,
+        Part::Status if info.strategy.kind_hooks == KindHooks::CertificateSigningRequest => {
+            let causes = certificates::status_update_causes(&requested, old);
+            if !causes.is_empty() {
+                return Err(ApiError::invalid(
+                    &info.group,
+                    &info.kind,
+                    meta::name(old),
+                    causes,
+                ));
+            }
+            apply_update(info, requested, old, true)?
+        }
         _ => apply_update(info, requested, old, part == Part::Status)?,
     };
     if let Ownership::Tracked(t) = ownership {
@@ -181,12 +198,18 @@ pub fn apply_update(
     old: &Value,
     status_only: bool,
 ) -> Result<Value, ApiError> {
-    let mut out = if status_only {
+    let out = if status_only {
         registry::prepare_for_status_update(info, &new, old)
     } else {
         registry::prepare_for_update(info, &mut new, old);
         new
     };
+    validated(info, out, old)
+}
+
+/// The shaped update without its resourceVersion (the store stamps it),
+/// if it passes the kind's update validation.
+fn validated(info: &ResourceInfo, mut out: Value, old: &Value) -> Result<Value, ApiError> {
     meta::remove_meta(&mut out, "resourceVersion");
     let causes = registry::validate_update(info, &out, old);
     if !causes.is_empty() {

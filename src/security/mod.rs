@@ -55,6 +55,9 @@ pub struct SecurityConfig {
     pub request_timeout: Duration,
     /// What a client should trust to reach the secure port (kubeconfigs).
     pub trust_pem: String,
+    /// The CAs that sign client certificates, as PEM (published in
+    /// kube-system's `extension-apiserver-authentication` ConfigMap).
+    pub client_ca_pem: String,
     pub issuer: ClientIssuer,
 }
 
@@ -79,8 +82,11 @@ impl SecurityConfig {
             advertise,
         )?;
         let mut ca_certs = pki::parse_certs(&issuer.ca_pem, &cert_dir.join("ca.crt"))?;
+        let mut client_ca_pem = issuer.ca_pem.clone();
         if let Some(f) = &flags.client_ca_file {
-            ca_certs.extend(pki::parse_certs(&pki::read(f)?, f)?);
+            let pem = pki::read(f)?;
+            ca_certs.extend(pki::parse_certs(&pem, f)?);
+            client_ca_pem.push_str(&pem);
         }
         let client_cas = ca_certs
             .iter()
@@ -143,6 +149,7 @@ impl SecurityConfig {
             )),
             request_timeout: flags.request_timeout,
             trust_pem: serving.trust_pem,
+            client_ca_pem,
             issuer,
         })
     }

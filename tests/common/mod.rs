@@ -5,6 +5,7 @@
 
 pub mod kubectl;
 pub mod tls;
+pub mod verbs;
 
 use serde_json::Value;
 use std::io::{BufRead, BufReader, Read};

@@ -21,6 +21,7 @@ pub enum NameRule {
     Dns1123Subdomain,
     Dns1123Label,
     PathSegment,
+    IpAddress,
 }
 
 /// Per-kind behaviour that the generic registry consults. Kept as data so a
@@ -118,6 +119,20 @@ pub enum Printer {
     LimitRange,
     ResourceQuota,
     PodTemplate,
+    HorizontalPodAutoscaler,
+    CertificateSigningRequest,
+    /// Mutating and validating webhook configurations.
+    WebhookConfiguration,
+    ValidatingAdmissionPolicy,
+    ValidatingAdmissionPolicyBinding,
+    CustomResourceDefinition,
+    ApiService,
+    FlowSchema,
+    PriorityLevelConfiguration,
+    IpAddress,
+    ServiceCidr,
+    ResourceClaim,
+    ResourceSlice,
     /// Roles and ClusterRoles.
     Role,
     /// RoleBindings and ClusterRoleBindings.
@@ -168,6 +183,9 @@ pub enum KindHooks {
     Rbac,
     /// Jobs: the server picks their selector and pod labels.
     Job,
+    /// CertificateSigningRequests: requester stamped, spec immutable,
+    /// decisions only through `/approval`.
+    CertificateSigningRequest,
 }
 
 /// One selectable field: its label as clients write it and where it lives in

@@ -8,33 +8,33 @@ const fn f(tag: u32, json: &'static str, ty: Ty, card: Card, omit_zero: bool) ->
     Field { tag, json, ty, card, omit_zero }
 }
 
-pub(super) static MESSAGES: [Message; 389] = [
+pub(super) static MESSAGES: [Message; 550] = [
     // 0
     Message { name: "api.core.v1.Namespace", fields: &[
-        f(1, "metadata", Msg(91), One, false),
-        f(2, "spec", Msg(92), One, false),
-        f(3, "status", Msg(93), One, false),
+        f(1, "metadata", Msg(123), One, false),
+        f(2, "spec", Msg(124), One, false),
+        f(3, "status", Msg(125), One, false),
     ] },
     // 1
     Message { name: "api.core.v1.NamespaceList", fields: &[
-        f(1, "metadata", Msg(94), One, false),
+        f(1, "metadata", Msg(126), One, false),
         f(2, "items", Msg(0), Rep, false),
     ] },
     // 2
     Message { name: "api.core.v1.ConfigMap", fields: &[
-        f(1, "metadata", Msg(91), One, false),
+        f(1, "metadata", Msg(123), One, false),
         f(2, "data", Str, Map, false),
         f(3, "binaryData", Bytes, Map, false),
         f(4, "immutable", Bool, One, false),
     ] },
     // 3
     Message { name: "api.core.v1.ConfigMapList", fields: &[
-        f(1, "metadata", Msg(94), One, false),
+        f(1, "metadata", Msg(126), One, false),
         f(2, "items", Msg(2), Rep, false),
     ] },
     // 4
     Message { name: "api.core.v1.Secret", fields: &[
-        f(1, "metadata", Msg(91), One, false),
+        f(1, "metadata", Msg(123), One, false),
         f(2, "data", Bytes, Map, false),
         f(3, "type", Str, One, true),
         f(4, "stringData", Str, Map, false),
@@ -42,498 +42,667 @@ pub(super) static MESSAGES: [Message; 389] = [
     ] },
     // 5
     Message { name: "api.core.v1.SecretList", fields: &[
-        f(1, "metadata", Msg(94), One, false),
+        f(1, "metadata", Msg(126), One, false),
         f(2, "items", Msg(4), Rep, false),
     ] },
     // 6
     Message { name: "api.core.v1.ServiceAccount", fields: &[
-        f(1, "metadata", Msg(91), One, false),
-        f(2, "secrets", Msg(95), Rep, false),
-        f(3, "imagePullSecrets", Msg(96), Rep, false),
+        f(1, "metadata", Msg(123), One, false),
+        f(2, "secrets", Msg(127), Rep, false),
+        f(3, "imagePullSecrets", Msg(128), Rep, false),
         f(4, "automountServiceAccountToken", Bool, One, false),
     ] },
     // 7
     Message { name: "api.core.v1.ServiceAccountList", fields: &[
-        f(1, "metadata", Msg(94), One, false),
+        f(1, "metadata", Msg(126), One, false),
         f(2, "items", Msg(6), Rep, false),
     ] },
     // 8
     Message { name: "api.core.v1.Pod", fields: &[
-        f(1, "metadata", Msg(91), One, false),
-        f(2, "spec", Msg(97), One, false),
-        f(3, "status", Msg(98), One, false),
+        f(1, "metadata", Msg(123), One, false),
+        f(2, "spec", Msg(129), One, false),
+        f(3, "status", Msg(130), One, false),
     ] },
     // 9
     Message { name: "api.core.v1.PodList", fields: &[
-        f(1, "metadata", Msg(94), One, false),
+        f(1, "metadata", Msg(126), One, false),
         f(2, "items", Msg(8), Rep, false),
     ] },
     // 10
     Message { name: "api.core.v1.Service", fields: &[
-        f(1, "metadata", Msg(91), One, false),
-        f(2, "spec", Msg(99), One, false),
-        f(3, "status", Msg(100), One, false),
+        f(1, "metadata", Msg(123), One, false),
+        f(2, "spec", Msg(131), One, false),
+        f(3, "status", Msg(132), One, false),
     ] },
     // 11
     Message { name: "api.core.v1.ServiceList", fields: &[
-        f(1, "metadata", Msg(94), One, false),
+        f(1, "metadata", Msg(126), One, false),
         f(2, "items", Msg(10), Rep, false),
     ] },
     // 12
     Message { name: "api.core.v1.Endpoints", fields: &[
-        f(1, "metadata", Msg(91), One, false),
-        f(2, "subsets", Msg(101), Rep, false),
+        f(1, "metadata", Msg(123), One, false),
+        f(2, "subsets", Msg(133), Rep, false),
     ] },
     // 13
     Message { name: "api.core.v1.EndpointsList", fields: &[
-        f(1, "metadata", Msg(94), One, false),
+        f(1, "metadata", Msg(126), One, false),
         f(2, "items", Msg(12), Rep, false),
     ] },
     // 14
     Message { name: "api.core.v1.Event", fields: &[
-        f(1, "metadata", Msg(91), One, false),
-        f(2, "involvedObject", Msg(95), One, false),
+        f(1, "metadata", Msg(123), One, false),
+        f(2, "involvedObject", Msg(127), One, false),
         f(3, "reason", Str, One, true),
         f(4, "message", Str, One, true),
-        f(5, "source", Msg(102), One, false),
+        f(5, "source", Msg(134), One, false),
         f(6, "firstTimestamp", Time, One, false),
         f(7, "lastTimestamp", Time, One, false),
         f(8, "count", I32, One, true),
         f(9, "type", Str, One, true),
         f(10, "eventTime", MicroTime, One, false),
-        f(11, "series", Msg(103), One, false),
+        f(11, "series", Msg(135), One, false),
         f(12, "action", Str, One, true),
-        f(13, "related", Msg(95), One, false),
+        f(13, "related", Msg(127), One, false),
         f(14, "reportingComponent", Str, One, false),
         f(15, "reportingInstance", Str, One, false),
     ] },
     // 15
     Message { name: "api.core.v1.EventList", fields: &[
-        f(1, "metadata", Msg(94), One, false),
+        f(1, "metadata", Msg(126), One, false),
         f(2, "items", Msg(14), Rep, false),
     ] },
     // 16
     Message { name: "api.core.v1.Node", fields: &[
-        f(1, "metadata", Msg(91), One, false),
-        f(2, "spec", Msg(104), One, false),
-        f(3, "status", Msg(105), One, false),
+        f(1, "metadata", Msg(123), One, false),
+        f(2, "spec", Msg(136), One, false),
+        f(3, "status", Msg(137), One, false),
     ] },
     // 17
     Message { name: "api.core.v1.NodeList", fields: &[
-        f(1, "metadata", Msg(94), One, false),
+        f(1, "metadata", Msg(126), One, false),
         f(2, "items", Msg(16), Rep, false),
     ] },
     // 18
     Message { name: "api.core.v1.Binding", fields: &[
-        f(1, "metadata", Msg(91), One, false),
-        f(2, "target", Msg(95), One, false),
+        f(1, "metadata", Msg(123), One, false),
+        f(2, "target", Msg(127), One, false),
     ] },
     // 19
     Message { name: "api.core.v1.PodTemplate", fields: &[
-        f(1, "metadata", Msg(91), One, false),
-        f(2, "template", Msg(106), One, false),
+        f(1, "metadata", Msg(123), One, false),
+        f(2, "template", Msg(138), One, false),
     ] },
     // 20
     Message { name: "api.core.v1.PodTemplateList", fields: &[
-        f(1, "metadata", Msg(94), One, false),
+        f(1, "metadata", Msg(126), One, false),
         f(2, "items", Msg(19), Rep, false),
     ] },
     // 21
     Message { name: "api.core.v1.ReplicationController", fields: &[
-        f(1, "metadata", Msg(91), One, false),
-        f(2, "spec", Msg(107), One, false),
-        f(3, "status", Msg(108), One, false),
+        f(1, "metadata", Msg(123), One, false),
+        f(2, "spec", Msg(139), One, false),
+        f(3, "status", Msg(140), One, false),
     ] },
     // 22
     Message { name: "api.core.v1.ReplicationControllerList", fields: &[
-        f(1, "metadata", Msg(94), One, false),
+        f(1, "metadata", Msg(126), One, false),
         f(2, "items", Msg(21), Rep, false),
     ] },
     // 23
     Message { name: "api.core.v1.PersistentVolumeClaim", fields: &[
-        f(1, "metadata", Msg(91), One, false),
-        f(2, "spec", Msg(109), One, false),
-        f(3, "status", Msg(110), One, false),
+        f(1, "metadata", Msg(123), One, false),
+        f(2, "spec", Msg(141), One, false),
+        f(3, "status", Msg(142), One, false),
     ] },
     // 24
     Message { name: "api.core.v1.PersistentVolumeClaimList", fields: &[
-        f(1, "metadata", Msg(94), One, false),
+        f(1, "metadata", Msg(126), One, false),
         f(2, "items", Msg(23), Rep, false),
     ] },
     // 25
     Message { name: "api.core.v1.PersistentVolume", fields: &[
-        f(1, "metadata", Msg(91), One, false),
-        f(2, "spec", Msg(111), One, false),
-        f(3, "status", Msg(112), One, false),
+        f(1, "metadata", Msg(123), One, false),
+        f(2, "spec", Msg(143), One, false),
+        f(3, "status", Msg(144), One, false),
     ] },
     // 26
     Message { name: "api.core.v1.PersistentVolumeList", fields: &[
-        f(1, "metadata", Msg(94), One, false),
+        f(1, "metadata", Msg(126), One, false),
         f(2, "items", Msg(25), Rep, false),
     ] },
     // 27
     Message { name: "api.core.v1.LimitRange", fields: &[
-        f(1, "metadata", Msg(91), One, false),
-        f(2, "spec", Msg(113), One, false),
+        f(1, "metadata", Msg(123), One, false),
+        f(2, "spec", Msg(145), One, false),
     ] },
     // 28
     Message { name: "api.core.v1.LimitRangeList", fields: &[
-        f(1, "metadata", Msg(94), One, false),
+        f(1, "metadata", Msg(126), One, false),
         f(2, "items", Msg(27), Rep, false),
     ] },
     // 29
     Message { name: "api.core.v1.ResourceQuota", fields: &[
-        f(1, "metadata", Msg(91), One, false),
-        f(2, "spec", Msg(114), One, false),
-        f(3, "status", Msg(115), One, false),
+        f(1, "metadata", Msg(123), One, false),
+        f(2, "spec", Msg(146), One, false),
+        f(3, "status", Msg(147), One, false),
     ] },
     // 30
     Message { name: "api.core.v1.ResourceQuotaList", fields: &[
-        f(1, "metadata", Msg(94), One, false),
+        f(1, "metadata", Msg(126), One, false),
         f(2, "items", Msg(29), Rep, false),
     ] },
     // 31
     Message { name: "api.apps.v1.Deployment", fields: &[
-        f(1, "metadata", Msg(91), One, false),
-        f(2, "spec", Msg(116), One, false),
-        f(3, "status", Msg(117), One, false),
+        f(1, "metadata", Msg(123), One, false),
+        f(2, "spec", Msg(148), One, false),
+        f(3, "status", Msg(149), One, false),
     ] },
     // 32
     Message { name: "api.apps.v1.DeploymentList", fields: &[
-        f(1, "metadata", Msg(94), One, false),
+        f(1, "metadata", Msg(126), One, false),
         f(2, "items", Msg(31), Rep, false),
     ] },
     // 33
     Message { name: "api.apps.v1.ReplicaSet", fields: &[
-        f(1, "metadata", Msg(91), One, false),
-        f(2, "spec", Msg(118), One, false),
-        f(3, "status", Msg(119), One, false),
+        f(1, "metadata", Msg(123), One, false),
+        f(2, "spec", Msg(150), One, false),
+        f(3, "status", Msg(151), One, false),
     ] },
     // 34
     Message { name: "api.apps.v1.ReplicaSetList", fields: &[
-        f(1, "metadata", Msg(94), One, false),
+        f(1, "metadata", Msg(126), One, false),
         f(2, "items", Msg(33), Rep, false),
     ] },
     // 35
     Message { name: "api.apps.v1.StatefulSet", fields: &[
-        f(1, "metadata", Msg(91), One, false),
-        f(2, "spec", Msg(120), One, false),
-        f(3, "status", Msg(121), One, false),
+        f(1, "metadata", Msg(123), One, false),
+        f(2, "spec", Msg(152), One, false),
+        f(3, "status", Msg(153), One, false),
     ] },
     // 36
     Message { name: "api.apps.v1.StatefulSetList", fields: &[
-        f(1, "metadata", Msg(94), One, false),
+        f(1, "metadata", Msg(126), One, false),
         f(2, "items", Msg(35), Rep, false),
     ] },
     // 37
     Message { name: "api.apps.v1.DaemonSet", fields: &[
-        f(1, "metadata", Msg(91), One, false),
-        f(2, "spec", Msg(122), One, false),
-        f(3, "status", Msg(123), One, false),
+        f(1, "metadata", Msg(123), One, false),
+        f(2, "spec", Msg(154), One, false),
+        f(3, "status", Msg(155), One, false),
     ] },
     // 38
     Message { name: "api.apps.v1.DaemonSetList", fields: &[
-        f(1, "metadata", Msg(94), One, false),
+        f(1, "metadata", Msg(126), One, false),
         f(2, "items", Msg(37), Rep, false),
     ] },
     // 39
     Message { name: "api.apps.v1.ControllerRevision", fields: &[
-        f(1, "metadata", Msg(91), One, false),
+        f(1, "metadata", Msg(123), One, false),
         f(2, "data", RawExtension, One, false),
         f(3, "revision", I64, One, false),
     ] },
     // 40
     Message { name: "api.apps.v1.ControllerRevisionList", fields: &[
-        f(1, "metadata", Msg(94), One, false),
+        f(1, "metadata", Msg(126), One, false),
         f(2, "items", Msg(39), Rep, false),
     ] },
     // 41
     Message { name: "api.discovery.v1.EndpointSlice", fields: &[
-        f(1, "metadata", Msg(91), One, false),
-        f(2, "endpoints", Msg(124), Rep, false),
-        f(3, "ports", Msg(125), Rep, false),
+        f(1, "metadata", Msg(123), One, false),
+        f(2, "endpoints", Msg(156), Rep, false),
+        f(3, "ports", Msg(157), Rep, false),
         f(4, "addressType", Str, One, false),
     ] },
     // 42
     Message { name: "api.discovery.v1.EndpointSliceList", fields: &[
-        f(1, "metadata", Msg(94), One, false),
+        f(1, "metadata", Msg(126), One, false),
         f(2, "items", Msg(41), Rep, false),
     ] },
     // 43
     Message { name: "api.networking.v1.Ingress", fields: &[
-        f(1, "metadata", Msg(91), One, false),
-        f(2, "spec", Msg(126), One, false),
-        f(3, "status", Msg(127), One, false),
+        f(1, "metadata", Msg(123), One, false),
+        f(2, "spec", Msg(158), One, false),
+        f(3, "status", Msg(159), One, false),
     ] },
     // 44
     Message { name: "api.networking.v1.IngressList", fields: &[
-        f(1, "metadata", Msg(94), One, false),
+        f(1, "metadata", Msg(126), One, false),
         f(2, "items", Msg(43), Rep, false),
     ] },
     // 45
     Message { name: "api.networking.v1.IngressClass", fields: &[
-        f(1, "metadata", Msg(91), One, false),
-        f(2, "spec", Msg(128), One, false),
+        f(1, "metadata", Msg(123), One, false),
+        f(2, "spec", Msg(160), One, false),
     ] },
     // 46
     Message { name: "api.networking.v1.IngressClassList", fields: &[
-        f(1, "metadata", Msg(94), One, false),
+        f(1, "metadata", Msg(126), One, false),
         f(2, "items", Msg(45), Rep, false),
     ] },
     // 47
     Message { name: "api.networking.v1.NetworkPolicy", fields: &[
-        f(1, "metadata", Msg(91), One, false),
-        f(2, "spec", Msg(129), One, false),
+        f(1, "metadata", Msg(123), One, false),
+        f(2, "spec", Msg(161), One, false),
     ] },
     // 48
     Message { name: "api.networking.v1.NetworkPolicyList", fields: &[
-        f(1, "metadata", Msg(94), One, false),
+        f(1, "metadata", Msg(126), One, false),
         f(2, "items", Msg(47), Rep, false),
     ] },
     // 49
+    Message { name: "api.networking.v1.IPAddress", fields: &[
+        f(1, "metadata", Msg(123), One, false),
+        f(2, "spec", Msg(162), One, false),
+    ] },
+    // 50
+    Message { name: "api.networking.v1.IPAddressList", fields: &[
+        f(1, "metadata", Msg(126), One, false),
+        f(2, "items", Msg(49), Rep, false),
+    ] },
+    // 51
+    Message { name: "api.networking.v1.ServiceCIDR", fields: &[
+        f(1, "metadata", Msg(123), One, false),
+        f(2, "spec", Msg(163), One, false),
+        f(3, "status", Msg(164), One, false),
+    ] },
+    // 52
+    Message { name: "api.networking.v1.ServiceCIDRList", fields: &[
+        f(1, "metadata", Msg(126), One, false),
+        f(2, "items", Msg(51), Rep, false),
+    ] },
+    // 53
+    Message { name: "api.autoscaling.v2.HorizontalPodAutoscaler", fields: &[
+        f(1, "metadata", Msg(123), One, false),
+        f(2, "spec", Msg(165), One, false),
+        f(3, "status", Msg(166), One, false),
+    ] },
+    // 54
+    Message { name: "api.autoscaling.v2.HorizontalPodAutoscalerList", fields: &[
+        f(1, "metadata", Msg(126), One, false),
+        f(2, "items", Msg(53), Rep, false),
+    ] },
+    // 55
+    Message { name: "api.certificates.v1.CertificateSigningRequest", fields: &[
+        f(1, "metadata", Msg(123), One, false),
+        f(2, "spec", Msg(167), One, false),
+        f(3, "status", Msg(168), One, false),
+    ] },
+    // 56
+    Message { name: "api.certificates.v1.CertificateSigningRequestList", fields: &[
+        f(1, "metadata", Msg(126), One, false),
+        f(2, "items", Msg(55), Rep, false),
+    ] },
+    // 57
+    Message { name: "api.admissionregistration.v1.MutatingWebhookConfiguration", fields: &[
+        f(1, "metadata", Msg(123), One, false),
+        f(2, "webhooks", Msg(169), Rep, false),
+    ] },
+    // 58
+    Message { name: "api.admissionregistration.v1.MutatingWebhookConfigurationList", fields: &[
+        f(1, "metadata", Msg(126), One, false),
+        f(2, "items", Msg(57), Rep, false),
+    ] },
+    // 59
+    Message { name: "api.admissionregistration.v1.ValidatingWebhookConfiguration", fields: &[
+        f(1, "metadata", Msg(123), One, false),
+        f(2, "webhooks", Msg(170), Rep, false),
+    ] },
+    // 60
+    Message { name: "api.admissionregistration.v1.ValidatingWebhookConfigurationList", fields: &[
+        f(1, "metadata", Msg(126), One, false),
+        f(2, "items", Msg(59), Rep, false),
+    ] },
+    // 61
+    Message { name: "api.admissionregistration.v1.ValidatingAdmissionPolicy", fields: &[
+        f(1, "metadata", Msg(123), One, false),
+        f(2, "spec", Msg(171), One, false),
+        f(3, "status", Msg(172), One, false),
+    ] },
+    // 62
+    Message { name: "api.admissionregistration.v1.ValidatingAdmissionPolicyList", fields: &[
+        f(1, "metadata", Msg(126), One, false),
+        f(2, "items", Msg(61), Rep, false),
+    ] },
+    // 63
+    Message { name: "api.admissionregistration.v1.ValidatingAdmissionPolicyBinding", fields: &[
+        f(1, "metadata", Msg(123), One, false),
+        f(2, "spec", Msg(173), One, false),
+    ] },
+    // 64
+    Message { name: "api.admissionregistration.v1.ValidatingAdmissionPolicyBindingList", fields: &[
+        f(1, "metadata", Msg(126), One, false),
+        f(2, "items", Msg(63), Rep, false),
+    ] },
+    // 65
+    Message { name: "api.flowcontrol.v1.FlowSchema", fields: &[
+        f(1, "metadata", Msg(123), One, false),
+        f(2, "spec", Msg(174), One, false),
+        f(3, "status", Msg(175), One, false),
+    ] },
+    // 66
+    Message { name: "api.flowcontrol.v1.FlowSchemaList", fields: &[
+        f(1, "metadata", Msg(126), One, false),
+        f(2, "items", Msg(65), Rep, false),
+    ] },
+    // 67
+    Message { name: "api.flowcontrol.v1.PriorityLevelConfiguration", fields: &[
+        f(1, "metadata", Msg(123), One, false),
+        f(2, "spec", Msg(176), One, false),
+        f(3, "status", Msg(177), One, false),
+    ] },
+    // 68
+    Message { name: "api.flowcontrol.v1.PriorityLevelConfigurationList", fields: &[
+        f(1, "metadata", Msg(126), One, false),
+        f(2, "items", Msg(67), Rep, false),
+    ] },
+    // 69
+    Message { name: "api.resource.v1.DeviceClass", fields: &[
+        f(1, "metadata", Msg(123), One, false),
+        f(2, "spec", Msg(178), One, false),
+    ] },
+    // 70
+    Message { name: "api.resource.v1.DeviceClassList", fields: &[
+        f(1, "metadata", Msg(126), One, false),
+        f(2, "items", Msg(69), Rep, false),
+    ] },
+    // 71
+    Message { name: "api.resource.v1.ResourceClaim", fields: &[
+        f(1, "metadata", Msg(123), One, false),
+        f(2, "spec", Msg(179), One, false),
+        f(3, "status", Msg(180), One, false),
+    ] },
+    // 72
+    Message { name: "api.resource.v1.ResourceClaimList", fields: &[
+        f(1, "metadata", Msg(126), One, false),
+        f(2, "items", Msg(71), Rep, false),
+    ] },
+    // 73
+    Message { name: "api.resource.v1.ResourceClaimTemplate", fields: &[
+        f(1, "metadata", Msg(123), One, false),
+        f(2, "spec", Msg(181), One, false),
+    ] },
+    // 74
+    Message { name: "api.resource.v1.ResourceClaimTemplateList", fields: &[
+        f(1, "metadata", Msg(126), One, false),
+        f(2, "items", Msg(73), Rep, false),
+    ] },
+    // 75
+    Message { name: "api.resource.v1.ResourceSlice", fields: &[
+        f(1, "metadata", Msg(123), One, false),
+        f(2, "spec", Msg(182), One, false),
+    ] },
+    // 76
+    Message { name: "api.resource.v1.ResourceSliceList", fields: &[
+        f(1, "metadata", Msg(126), One, false),
+        f(2, "items", Msg(75), Rep, false),
+    ] },
+    // 77
+    Message { name: "apiextensions_apiserver.pkg.apis.apiextensions.v1.CustomResourceDefinition", fields: &[
+        f(1, "metadata", Msg(123), One, false),
+        f(2, "spec", Msg(183), One, false),
+        f(3, "status", Msg(184), One, false),
+    ] },
+    // 78
+    Message { name: "apiextensions_apiserver.pkg.apis.apiextensions.v1.CustomResourceDefinitionList", fields: &[
+        f(1, "metadata", Msg(126), One, false),
+        f(2, "items", Msg(77), Rep, false),
+    ] },
+    // 79
+    Message { name: "kube_aggregator.pkg.apis.apiregistration.v1.APIService", fields: &[
+        f(1, "metadata", Msg(123), One, false),
+        f(2, "spec", Msg(185), One, false),
+        f(3, "status", Msg(186), One, false),
+    ] },
+    // 80
+    Message { name: "kube_aggregator.pkg.apis.apiregistration.v1.APIServiceList", fields: &[
+        f(1, "metadata", Msg(126), One, false),
+        f(2, "items", Msg(79), Rep, false),
+    ] },
+    // 81
     Message { name: "api.storage.v1.StorageClass", fields: &[
-        f(1, "metadata", Msg(91), One, false),
+        f(1, "metadata", Msg(123), One, false),
         f(2, "provisioner", Str, One, false),
         f(3, "parameters", Str, Map, false),
         f(4, "reclaimPolicy", Str, One, false),
         f(5, "mountOptions", Str, Rep, false),
         f(6, "allowVolumeExpansion", Bool, One, false),
         f(7, "volumeBindingMode", Str, One, false),
-        f(8, "allowedTopologies", Msg(130), Rep, false),
+        f(8, "allowedTopologies", Msg(187), Rep, false),
     ] },
-    // 50
+    // 82
     Message { name: "api.storage.v1.StorageClassList", fields: &[
-        f(1, "metadata", Msg(94), One, false),
-        f(2, "items", Msg(49), Rep, false),
+        f(1, "metadata", Msg(126), One, false),
+        f(2, "items", Msg(81), Rep, false),
     ] },
-    // 51
+    // 83
     Message { name: "api.storage.v1.CSIDriver", fields: &[
-        f(1, "metadata", Msg(91), One, false),
-        f(2, "spec", Msg(131), One, false),
+        f(1, "metadata", Msg(123), One, false),
+        f(2, "spec", Msg(188), One, false),
     ] },
-    // 52
+    // 84
     Message { name: "api.storage.v1.CSIDriverList", fields: &[
-        f(1, "metadata", Msg(94), One, false),
-        f(2, "items", Msg(51), Rep, false),
+        f(1, "metadata", Msg(126), One, false),
+        f(2, "items", Msg(83), Rep, false),
     ] },
-    // 53
+    // 85
     Message { name: "api.storage.v1.CSINode", fields: &[
-        f(1, "metadata", Msg(91), One, false),
-        f(2, "spec", Msg(132), One, false),
+        f(1, "metadata", Msg(123), One, false),
+        f(2, "spec", Msg(189), One, false),
     ] },
-    // 54
+    // 86
     Message { name: "api.storage.v1.CSINodeList", fields: &[
-        f(1, "metadata", Msg(94), One, false),
-        f(2, "items", Msg(53), Rep, false),
+        f(1, "metadata", Msg(126), One, false),
+        f(2, "items", Msg(85), Rep, false),
     ] },
-    // 55
+    // 87
     Message { name: "api.storage.v1.CSIStorageCapacity", fields: &[
-        f(1, "metadata", Msg(91), One, false),
-        f(2, "nodeTopology", Msg(133), One, false),
+        f(1, "metadata", Msg(123), One, false),
+        f(2, "nodeTopology", Msg(190), One, false),
         f(3, "storageClassName", Str, One, false),
         f(4, "capacity", Quantity, One, false),
         f(5, "maximumVolumeSize", Quantity, One, false),
     ] },
-    // 56
+    // 88
     Message { name: "api.storage.v1.CSIStorageCapacityList", fields: &[
-        f(1, "metadata", Msg(94), One, false),
-        f(2, "items", Msg(55), Rep, false),
+        f(1, "metadata", Msg(126), One, false),
+        f(2, "items", Msg(87), Rep, false),
     ] },
-    // 57
+    // 89
     Message { name: "api.storage.v1.VolumeAttachment", fields: &[
-        f(1, "metadata", Msg(91), One, false),
-        f(2, "spec", Msg(134), One, false),
-        f(3, "status", Msg(135), One, false),
+        f(1, "metadata", Msg(123), One, false),
+        f(2, "spec", Msg(191), One, false),
+        f(3, "status", Msg(192), One, false),
     ] },
-    // 58
+    // 90
     Message { name: "api.storage.v1.VolumeAttachmentList", fields: &[
-        f(1, "metadata", Msg(94), One, false),
-        f(2, "items", Msg(57), Rep, false),
+        f(1, "metadata", Msg(126), One, false),
+        f(2, "items", Msg(89), Rep, false),
     ] },
-    // 59
+    // 91
     Message { name: "api.storage.v1.VolumeAttributesClass", fields: &[
-        f(1, "metadata", Msg(91), One, false),
+        f(1, "metadata", Msg(123), One, false),
         f(2, "driverName", Str, One, false),
         f(3, "parameters", Str, Map, false),
     ] },
-    // 60
+    // 92
     Message { name: "api.storage.v1.VolumeAttributesClassList", fields: &[
-        f(1, "metadata", Msg(94), One, false),
-        f(2, "items", Msg(59), Rep, false),
+        f(1, "metadata", Msg(126), One, false),
+        f(2, "items", Msg(91), Rep, false),
     ] },
-    // 61
+    // 93
     Message { name: "api.scheduling.v1.PriorityClass", fields: &[
-        f(1, "metadata", Msg(91), One, false),
+        f(1, "metadata", Msg(123), One, false),
         f(2, "value", I32, One, false),
         f(3, "globalDefault", Bool, One, false),
         f(4, "description", Str, One, false),
         f(5, "preemptionPolicy", Str, One, false),
     ] },
-    // 62
+    // 94
     Message { name: "api.scheduling.v1.PriorityClassList", fields: &[
-        f(1, "metadata", Msg(94), One, false),
-        f(2, "items", Msg(61), Rep, false),
+        f(1, "metadata", Msg(126), One, false),
+        f(2, "items", Msg(93), Rep, false),
     ] },
-    // 63
+    // 95
     Message { name: "api.node.v1.RuntimeClass", fields: &[
-        f(1, "metadata", Msg(91), One, false),
+        f(1, "metadata", Msg(123), One, false),
         f(2, "handler", Str, One, false),
-        f(3, "overhead", Msg(136), One, false),
-        f(4, "scheduling", Msg(137), One, false),
+        f(3, "overhead", Msg(193), One, false),
+        f(4, "scheduling", Msg(194), One, false),
     ] },
-    // 64
+    // 96
     Message { name: "api.node.v1.RuntimeClassList", fields: &[
-        f(1, "metadata", Msg(94), One, false),
-        f(2, "items", Msg(63), Rep, false),
+        f(1, "metadata", Msg(126), One, false),
+        f(2, "items", Msg(95), Rep, false),
     ] },
-    // 65
+    // 97
     Message { name: "api.coordination.v1.Lease", fields: &[
-        f(1, "metadata", Msg(91), One, false),
-        f(2, "spec", Msg(138), One, false),
+        f(1, "metadata", Msg(123), One, false),
+        f(2, "spec", Msg(195), One, false),
     ] },
-    // 66
+    // 98
     Message { name: "api.coordination.v1.LeaseList", fields: &[
-        f(1, "metadata", Msg(94), One, false),
-        f(2, "items", Msg(65), Rep, false),
+        f(1, "metadata", Msg(126), One, false),
+        f(2, "items", Msg(97), Rep, false),
     ] },
-    // 67
+    // 99
     Message { name: "api.batch.v1.Job", fields: &[
-        f(1, "metadata", Msg(91), One, false),
-        f(2, "spec", Msg(139), One, false),
-        f(3, "status", Msg(140), One, false),
+        f(1, "metadata", Msg(123), One, false),
+        f(2, "spec", Msg(196), One, false),
+        f(3, "status", Msg(197), One, false),
     ] },
-    // 68
+    // 100
     Message { name: "api.batch.v1.JobList", fields: &[
-        f(1, "metadata", Msg(94), One, false),
-        f(2, "items", Msg(67), Rep, false),
+        f(1, "metadata", Msg(126), One, false),
+        f(2, "items", Msg(99), Rep, false),
     ] },
-    // 69
+    // 101
     Message { name: "api.batch.v1.CronJob", fields: &[
-        f(1, "metadata", Msg(91), One, false),
-        f(2, "spec", Msg(141), One, false),
-        f(3, "status", Msg(142), One, false),
+        f(1, "metadata", Msg(123), One, false),
+        f(2, "spec", Msg(198), One, false),
+        f(3, "status", Msg(199), One, false),
     ] },
-    // 70
+    // 102
     Message { name: "api.batch.v1.CronJobList", fields: &[
-        f(1, "metadata", Msg(94), One, false),
-        f(2, "items", Msg(69), Rep, false),
+        f(1, "metadata", Msg(126), One, false),
+        f(2, "items", Msg(101), Rep, false),
     ] },
-    // 71
+    // 103
     Message { name: "api.authorization.v1.SelfSubjectAccessReview", fields: &[
-        f(1, "metadata", Msg(91), One, false),
-        f(2, "spec", Msg(143), One, false),
-        f(3, "status", Msg(144), One, false),
+        f(1, "metadata", Msg(123), One, false),
+        f(2, "spec", Msg(200), One, false),
+        f(3, "status", Msg(201), One, false),
     ] },
-    // 72
+    // 104
     Message { name: "api.authorization.v1.SubjectAccessReview", fields: &[
-        f(1, "metadata", Msg(91), One, false),
-        f(2, "spec", Msg(145), One, false),
-        f(3, "status", Msg(144), One, false),
+        f(1, "metadata", Msg(123), One, false),
+        f(2, "spec", Msg(202), One, false),
+        f(3, "status", Msg(201), One, false),
     ] },
-    // 73
+    // 105
     Message { name: "api.authorization.v1.LocalSubjectAccessReview", fields: &[
-        f(1, "metadata", Msg(91), One, false),
-        f(2, "spec", Msg(145), One, false),
-        f(3, "status", Msg(144), One, false),
+        f(1, "metadata", Msg(123), One, false),
+        f(2, "spec", Msg(202), One, false),
+        f(3, "status", Msg(201), One, false),
     ] },
-    // 74
+    // 106
     Message { name: "api.authorization.v1.SelfSubjectRulesReview", fields: &[
-        f(1, "metadata", Msg(91), One, false),
-        f(2, "spec", Msg(146), One, false),
-        f(3, "status", Msg(147), One, false),
+        f(1, "metadata", Msg(123), One, false),
+        f(2, "spec", Msg(203), One, false),
+        f(3, "status", Msg(204), One, false),
     ] },
-    // 75
+    // 107
     Message { name: "api.authentication.v1.TokenReview", fields: &[
-        f(1, "metadata", Msg(91), One, false),
-        f(2, "spec", Msg(148), One, false),
-        f(3, "status", Msg(149), One, false),
+        f(1, "metadata", Msg(123), One, false),
+        f(2, "spec", Msg(205), One, false),
+        f(3, "status", Msg(206), One, false),
     ] },
-    // 76
+    // 108
     Message { name: "api.authentication.v1.TokenRequest", fields: &[
-        f(1, "metadata", Msg(91), One, false),
-        f(2, "spec", Msg(150), One, false),
-        f(3, "status", Msg(151), One, false),
+        f(1, "metadata", Msg(123), One, false),
+        f(2, "spec", Msg(207), One, false),
+        f(3, "status", Msg(208), One, false),
     ] },
-    // 77
+    // 109
     Message { name: "api.authentication.v1.SelfSubjectReview", fields: &[
-        f(1, "metadata", Msg(91), One, false),
-        f(2, "status", Msg(152), One, false),
+        f(1, "metadata", Msg(123), One, false),
+        f(2, "status", Msg(209), One, false),
     ] },
-    // 78
+    // 110
     Message { name: "api.rbac.v1.Role", fields: &[
-        f(1, "metadata", Msg(91), One, false),
-        f(2, "rules", Msg(153), Rep, false),
+        f(1, "metadata", Msg(123), One, false),
+        f(2, "rules", Msg(210), Rep, false),
     ] },
-    // 79
+    // 111
     Message { name: "api.rbac.v1.RoleList", fields: &[
-        f(1, "metadata", Msg(94), One, false),
-        f(2, "items", Msg(78), Rep, false),
+        f(1, "metadata", Msg(126), One, false),
+        f(2, "items", Msg(110), Rep, false),
     ] },
-    // 80
+    // 112
     Message { name: "api.rbac.v1.ClusterRole", fields: &[
-        f(1, "metadata", Msg(91), One, false),
-        f(2, "rules", Msg(153), Rep, false),
-        f(3, "aggregationRule", Msg(154), One, false),
+        f(1, "metadata", Msg(123), One, false),
+        f(2, "rules", Msg(210), Rep, false),
+        f(3, "aggregationRule", Msg(211), One, false),
     ] },
-    // 81
+    // 113
     Message { name: "api.rbac.v1.ClusterRoleList", fields: &[
-        f(1, "metadata", Msg(94), One, false),
-        f(2, "items", Msg(80), Rep, false),
+        f(1, "metadata", Msg(126), One, false),
+        f(2, "items", Msg(112), Rep, false),
     ] },
-    // 82
+    // 114
     Message { name: "api.rbac.v1.RoleBinding", fields: &[
-        f(1, "metadata", Msg(91), One, false),
-        f(2, "subjects", Msg(155), Rep, false),
-        f(3, "roleRef", Msg(156), One, false),
+        f(1, "metadata", Msg(123), One, false),
+        f(2, "subjects", Msg(212), Rep, false),
+        f(3, "roleRef", Msg(213), One, false),
     ] },
-    // 83
+    // 115
     Message { name: "api.rbac.v1.RoleBindingList", fields: &[
-        f(1, "metadata", Msg(94), One, false),
-        f(2, "items", Msg(82), Rep, false),
+        f(1, "metadata", Msg(126), One, false),
+        f(2, "items", Msg(114), Rep, false),
     ] },
-    // 84
+    // 116
     Message { name: "api.rbac.v1.ClusterRoleBinding", fields: &[
-        f(1, "metadata", Msg(91), One, false),
-        f(2, "subjects", Msg(155), Rep, false),
-        f(3, "roleRef", Msg(156), One, false),
+        f(1, "metadata", Msg(123), One, false),
+        f(2, "subjects", Msg(212), Rep, false),
+        f(3, "roleRef", Msg(213), One, false),
     ] },
-    // 85
+    // 117
     Message { name: "api.rbac.v1.ClusterRoleBindingList", fields: &[
-        f(1, "metadata", Msg(94), One, false),
-        f(2, "items", Msg(84), Rep, false),
+        f(1, "metadata", Msg(126), One, false),
+        f(2, "items", Msg(116), Rep, false),
     ] },
-    // 86
+    // 118
     Message { name: "api.autoscaling.v1.Scale", fields: &[
-        f(1, "metadata", Msg(91), One, false),
-        f(2, "spec", Msg(157), One, false),
-        f(3, "status", Msg(158), One, false),
+        f(1, "metadata", Msg(123), One, false),
+        f(2, "spec", Msg(214), One, false),
+        f(3, "status", Msg(215), One, false),
     ] },
-    // 87
+    // 119
     Message { name: "api.policy.v1.Eviction", fields: &[
-        f(1, "metadata", Msg(91), One, false),
-        f(2, "deleteOptions", Msg(90), One, false),
+        f(1, "metadata", Msg(123), One, false),
+        f(2, "deleteOptions", Msg(122), One, false),
     ] },
-    // 88
+    // 120
     Message { name: "api.policy.v1.PodDisruptionBudget", fields: &[
-        f(1, "metadata", Msg(91), One, false),
-        f(2, "spec", Msg(159), One, false),
-        f(3, "status", Msg(160), One, false),
+        f(1, "metadata", Msg(123), One, false),
+        f(2, "spec", Msg(216), One, false),
+        f(3, "status", Msg(217), One, false),
     ] },
-    // 89
+    // 121
     Message { name: "api.policy.v1.PodDisruptionBudgetList", fields: &[
-        f(1, "metadata", Msg(94), One, false),
-        f(2, "items", Msg(88), Rep, false),
+        f(1, "metadata", Msg(126), One, false),
+        f(2, "items", Msg(120), Rep, false),
     ] },
-    // 90
+    // 122
     Message { name: "apimachinery.pkg.apis.meta.v1.DeleteOptions", fields: &[
         f(1, "gracePeriodSeconds", I64, One, false),
-        f(2, "preconditions", Msg(161), One, false),
+        f(2, "preconditions", Msg(218), One, false),
         f(3, "orphanDependents", Bool, One, false),
         f(4, "propagationPolicy", Str, One, false),
         f(5, "dryRun", Str, Rep, false),
         f(6, "ignoreStoreReadErrorWithClusterBreakingPotential", Bool, One, false),
     ] },
-    // 91
+    // 123
     Message { name: "apimachinery.pkg.apis.meta.v1.ObjectMeta", fields: &[
         f(1, "name", Str, One, true),
         f(2, "generateName", Str, One, true),
@@ -547,27 +716,27 @@ pub(super) static MESSAGES: [Message; 389] = [
         f(10, "deletionGracePeriodSeconds", I64, One, false),
         f(11, "labels", Str, Map, false),
         f(12, "annotations", Str, Map, false),
-        f(13, "ownerReferences", Msg(162), Rep, false),
+        f(13, "ownerReferences", Msg(219), Rep, false),
         f(14, "finalizers", Str, Rep, false),
-        f(17, "managedFields", Msg(163), Rep, false),
+        f(17, "managedFields", Msg(220), Rep, false),
     ] },
-    // 92
+    // 124
     Message { name: "api.core.v1.NamespaceSpec", fields: &[
         f(1, "finalizers", Str, Rep, false),
     ] },
-    // 93
+    // 125
     Message { name: "api.core.v1.NamespaceStatus", fields: &[
         f(1, "phase", Str, One, true),
-        f(2, "conditions", Msg(164), Rep, false),
+        f(2, "conditions", Msg(221), Rep, false),
     ] },
-    // 94
+    // 126
     Message { name: "apimachinery.pkg.apis.meta.v1.ListMeta", fields: &[
         f(1, "selfLink", Str, One, false),
         f(2, "resourceVersion", Str, One, false),
         f(3, "continue", Str, One, false),
         f(4, "remainingItemCount", I64, One, false),
     ] },
-    // 95
+    // 127
     Message { name: "api.core.v1.ObjectReference", fields: &[
         f(1, "kind", Str, One, true),
         f(2, "namespace", Str, One, true),
@@ -577,14 +746,14 @@ pub(super) static MESSAGES: [Message; 389] = [
         f(6, "resourceVersion", Str, One, true),
         f(7, "fieldPath", Str, One, true),
     ] },
-    // 96
+    // 128
     Message { name: "api.core.v1.LocalObjectReference", fields: &[
         f(1, "name", Str, One, true),
     ] },
-    // 97
+    // 129
     Message { name: "api.core.v1.PodSpec", fields: &[
-        f(1, "volumes", Msg(165), Rep, false),
-        f(2, "containers", Msg(166), Rep, false),
+        f(1, "volumes", Msg(222), Rep, false),
+        f(2, "containers", Msg(223), Rep, false),
         f(3, "restartPolicy", Str, One, true),
         f(4, "terminationGracePeriodSeconds", I64, One, false),
         f(5, "activeDeadlineSeconds", I64, One, false),
@@ -596,62 +765,62 @@ pub(super) static MESSAGES: [Message; 389] = [
         f(11, "hostNetwork", Bool, One, true),
         f(12, "hostPID", Bool, One, true),
         f(13, "hostIPC", Bool, One, true),
-        f(14, "securityContext", Msg(168), One, false),
-        f(15, "imagePullSecrets", Msg(96), Rep, false),
+        f(14, "securityContext", Msg(225), One, false),
+        f(15, "imagePullSecrets", Msg(128), Rep, false),
         f(16, "hostname", Str, One, true),
         f(17, "subdomain", Str, One, true),
-        f(18, "affinity", Msg(169), One, false),
+        f(18, "affinity", Msg(226), One, false),
         f(19, "schedulerName", Str, One, true),
-        f(20, "initContainers", Msg(166), Rep, false),
+        f(20, "initContainers", Msg(223), Rep, false),
         f(21, "automountServiceAccountToken", Bool, One, false),
-        f(22, "tolerations", Msg(170), Rep, false),
-        f(23, "hostAliases", Msg(171), Rep, false),
+        f(22, "tolerations", Msg(227), Rep, false),
+        f(23, "hostAliases", Msg(228), Rep, false),
         f(24, "priorityClassName", Str, One, true),
         f(25, "priority", I32, One, false),
-        f(26, "dnsConfig", Msg(172), One, false),
+        f(26, "dnsConfig", Msg(229), One, false),
         f(27, "shareProcessNamespace", Bool, One, false),
-        f(28, "readinessGates", Msg(173), Rep, false),
+        f(28, "readinessGates", Msg(230), Rep, false),
         f(29, "runtimeClassName", Str, One, false),
         f(30, "enableServiceLinks", Bool, One, false),
         f(31, "preemptionPolicy", Str, One, false),
         f(32, "overhead", Quantity, Map, false),
-        f(33, "topologySpreadConstraints", Msg(174), Rep, false),
-        f(34, "ephemeralContainers", Msg(167), Rep, false),
+        f(33, "topologySpreadConstraints", Msg(231), Rep, false),
+        f(34, "ephemeralContainers", Msg(224), Rep, false),
         f(35, "setHostnameAsFQDN", Bool, One, false),
-        f(36, "os", Msg(175), One, false),
+        f(36, "os", Msg(232), One, false),
         f(37, "hostUsers", Bool, One, false),
-        f(38, "schedulingGates", Msg(176), Rep, false),
-        f(39, "resourceClaims", Msg(177), Rep, false),
-        f(40, "resources", Msg(178), One, false),
+        f(38, "schedulingGates", Msg(233), Rep, false),
+        f(39, "resourceClaims", Msg(234), Rep, false),
+        f(40, "resources", Msg(235), One, false),
         f(41, "hostnameOverride", Str, One, false),
-        f(42, "workloadRef", Msg(179), One, false),
+        f(42, "workloadRef", Msg(236), One, false),
     ] },
-    // 98
+    // 130
     Message { name: "api.core.v1.PodStatus", fields: &[
         f(1, "phase", Str, One, false),
-        f(2, "conditions", Msg(180), Rep, false),
+        f(2, "conditions", Msg(237), Rep, false),
         f(3, "message", Str, One, false),
         f(4, "reason", Str, One, false),
         f(5, "hostIP", Str, One, false),
         f(6, "podIP", Str, One, false),
         f(7, "startTime", Time, One, false),
-        f(8, "containerStatuses", Msg(183), Rep, false),
+        f(8, "containerStatuses", Msg(240), Rep, false),
         f(9, "qosClass", Str, One, false),
-        f(10, "initContainerStatuses", Msg(183), Rep, false),
+        f(10, "initContainerStatuses", Msg(240), Rep, false),
         f(11, "nominatedNodeName", Str, One, false),
-        f(12, "podIPs", Msg(182), Rep, false),
-        f(13, "ephemeralContainerStatuses", Msg(183), Rep, false),
+        f(12, "podIPs", Msg(239), Rep, false),
+        f(13, "ephemeralContainerStatuses", Msg(240), Rep, false),
         f(14, "resize", Str, One, false),
-        f(15, "resourceClaimStatuses", Msg(184), Rep, false),
-        f(16, "hostIPs", Msg(181), Rep, false),
+        f(15, "resourceClaimStatuses", Msg(241), Rep, false),
+        f(16, "hostIPs", Msg(238), Rep, false),
         f(17, "observedGeneration", I64, One, false),
-        f(18, "extendedResourceClaimStatus", Msg(185), One, false),
+        f(18, "extendedResourceClaimStatus", Msg(242), One, false),
         f(19, "allocatedResources", Quantity, Map, false),
-        f(20, "resources", Msg(178), One, false),
+        f(20, "resources", Msg(235), One, false),
     ] },
-    // 99
+    // 131
     Message { name: "api.core.v1.ServiceSpec", fields: &[
-        f(1, "ports", Msg(186), Rep, false),
+        f(1, "ports", Msg(243), Rep, false),
         f(2, "selector", Str, Map, false),
         f(3, "clusterIP", Str, One, true),
         f(4, "type", Str, One, true),
@@ -663,7 +832,7 @@ pub(super) static MESSAGES: [Message; 389] = [
         f(11, "externalTrafficPolicy", Str, One, true),
         f(12, "healthCheckNodePort", I32, One, true),
         f(13, "publishNotReadyAddresses", Bool, One, true),
-        f(14, "sessionAffinityConfig", Msg(187), One, false),
+        f(14, "sessionAffinityConfig", Msg(244), One, false),
         f(17, "ipFamilyPolicy", Str, One, false),
         f(18, "clusterIPs", Str, Rep, false),
         f(19, "ipFamilies", Str, Rep, false),
@@ -672,188 +841,188 @@ pub(super) static MESSAGES: [Message; 389] = [
         f(22, "internalTrafficPolicy", Str, One, false),
         f(23, "trafficDistribution", Str, One, false),
     ] },
-    // 100
+    // 132
     Message { name: "api.core.v1.ServiceStatus", fields: &[
-        f(1, "loadBalancer", Msg(188), One, false),
-        f(2, "conditions", Msg(189), Rep, false),
+        f(1, "loadBalancer", Msg(245), One, false),
+        f(2, "conditions", Msg(246), Rep, false),
     ] },
-    // 101
+    // 133
     Message { name: "api.core.v1.EndpointSubset", fields: &[
-        f(1, "addresses", Msg(190), Rep, false),
-        f(2, "notReadyAddresses", Msg(190), Rep, false),
-        f(3, "ports", Msg(191), Rep, false),
+        f(1, "addresses", Msg(247), Rep, false),
+        f(2, "notReadyAddresses", Msg(247), Rep, false),
+        f(3, "ports", Msg(248), Rep, false),
     ] },
-    // 102
+    // 134
     Message { name: "api.core.v1.EventSource", fields: &[
         f(1, "component", Str, One, true),
         f(2, "host", Str, One, true),
     ] },
-    // 103
+    // 135
     Message { name: "api.core.v1.EventSeries", fields: &[
         f(1, "count", I32, One, true),
         f(2, "lastObservedTime", MicroTime, One, false),
     ] },
-    // 104
+    // 136
     Message { name: "api.core.v1.NodeSpec", fields: &[
         f(1, "podCIDR", Str, One, false),
         f(2, "externalID", Str, One, false),
         f(3, "providerID", Str, One, false),
         f(4, "unschedulable", Bool, One, false),
-        f(5, "taints", Msg(192), Rep, false),
-        f(6, "configSource", Msg(193), One, false),
+        f(5, "taints", Msg(249), Rep, false),
+        f(6, "configSource", Msg(250), One, false),
         f(7, "podCIDRs", Str, Rep, false),
     ] },
-    // 105
+    // 137
     Message { name: "api.core.v1.NodeStatus", fields: &[
         f(1, "capacity", Quantity, Map, false),
         f(2, "allocatable", Quantity, Map, false),
         f(3, "phase", Str, One, false),
-        f(4, "conditions", Msg(194), Rep, false),
-        f(5, "addresses", Msg(195), Rep, false),
-        f(6, "daemonEndpoints", Msg(196), One, false),
-        f(7, "nodeInfo", Msg(197), One, false),
-        f(8, "images", Msg(198), Rep, false),
+        f(4, "conditions", Msg(251), Rep, false),
+        f(5, "addresses", Msg(252), Rep, false),
+        f(6, "daemonEndpoints", Msg(253), One, false),
+        f(7, "nodeInfo", Msg(254), One, false),
+        f(8, "images", Msg(255), Rep, false),
         f(9, "volumesInUse", Str, Rep, false),
-        f(10, "volumesAttached", Msg(199), Rep, false),
-        f(11, "config", Msg(200), One, false),
-        f(12, "runtimeHandlers", Msg(201), Rep, false),
-        f(13, "features", Msg(202), One, false),
+        f(10, "volumesAttached", Msg(256), Rep, false),
+        f(11, "config", Msg(257), One, false),
+        f(12, "runtimeHandlers", Msg(258), Rep, false),
+        f(13, "features", Msg(259), One, false),
         f(14, "declaredFeatures", Str, Rep, false),
     ] },
-    // 106
+    // 138
     Message { name: "api.core.v1.PodTemplateSpec", fields: &[
-        f(1, "metadata", Msg(91), One, false),
-        f(2, "spec", Msg(97), One, false),
+        f(1, "metadata", Msg(123), One, false),
+        f(2, "spec", Msg(129), One, false),
     ] },
-    // 107
+    // 139
     Message { name: "api.core.v1.ReplicationControllerSpec", fields: &[
         f(1, "replicas", I32, One, false),
         f(2, "selector", Str, Map, false),
-        f(3, "template", Msg(106), One, false),
+        f(3, "template", Msg(138), One, false),
         f(4, "minReadySeconds", I32, One, false),
     ] },
-    // 108
+    // 140
     Message { name: "api.core.v1.ReplicationControllerStatus", fields: &[
         f(1, "replicas", I32, One, false),
         f(2, "fullyLabeledReplicas", I32, One, false),
         f(3, "observedGeneration", I64, One, false),
         f(4, "readyReplicas", I32, One, false),
         f(5, "availableReplicas", I32, One, false),
-        f(6, "conditions", Msg(203), Rep, false),
+        f(6, "conditions", Msg(260), Rep, false),
     ] },
-    // 109
+    // 141
     Message { name: "api.core.v1.PersistentVolumeClaimSpec", fields: &[
         f(1, "accessModes", Str, Rep, false),
-        f(2, "resources", Msg(204), One, false),
+        f(2, "resources", Msg(261), One, false),
         f(3, "volumeName", Str, One, true),
-        f(4, "selector", Msg(133), One, false),
+        f(4, "selector", Msg(190), One, false),
         f(5, "storageClassName", Str, One, false),
         f(6, "volumeMode", Str, One, false),
-        f(7, "dataSource", Msg(205), One, false),
-        f(8, "dataSourceRef", Msg(206), One, false),
+        f(7, "dataSource", Msg(262), One, false),
+        f(8, "dataSourceRef", Msg(263), One, false),
         f(9, "volumeAttributesClassName", Str, One, false),
     ] },
-    // 110
+    // 142
     Message { name: "api.core.v1.PersistentVolumeClaimStatus", fields: &[
         f(1, "phase", Str, One, false),
         f(2, "accessModes", Str, Rep, false),
         f(3, "capacity", Quantity, Map, false),
-        f(4, "conditions", Msg(207), Rep, false),
+        f(4, "conditions", Msg(264), Rep, false),
         f(5, "allocatedResources", Quantity, Map, false),
         f(7, "allocatedResourceStatuses", Str, Map, false),
         f(8, "currentVolumeAttributesClassName", Str, One, false),
-        f(9, "modifyVolumeStatus", Msg(208), One, false),
+        f(9, "modifyVolumeStatus", Msg(265), One, false),
     ] },
-    // 111
+    // 143
     Message { name: "api.core.v1.PersistentVolumeSpec", fields: &[
         f(1, "capacity", Quantity, Map, false),
-        f(2, "persistentVolumeSource", Msg(209), Inline, false),
+        f(2, "persistentVolumeSource", Msg(266), Inline, false),
         f(3, "accessModes", Str, Rep, false),
-        f(4, "claimRef", Msg(95), One, false),
+        f(4, "claimRef", Msg(127), One, false),
         f(5, "persistentVolumeReclaimPolicy", Str, One, false),
         f(6, "storageClassName", Str, One, false),
         f(7, "mountOptions", Str, Rep, false),
         f(8, "volumeMode", Str, One, false),
-        f(9, "nodeAffinity", Msg(210), One, false),
+        f(9, "nodeAffinity", Msg(267), One, false),
         f(10, "volumeAttributesClassName", Str, One, false),
     ] },
-    // 112
+    // 144
     Message { name: "api.core.v1.PersistentVolumeStatus", fields: &[
         f(1, "phase", Str, One, false),
         f(2, "message", Str, One, false),
         f(3, "reason", Str, One, false),
         f(4, "lastPhaseTransitionTime", Time, One, false),
     ] },
-    // 113
+    // 145
     Message { name: "api.core.v1.LimitRangeSpec", fields: &[
-        f(1, "limits", Msg(211), Rep, false),
+        f(1, "limits", Msg(268), Rep, false),
     ] },
-    // 114
+    // 146
     Message { name: "api.core.v1.ResourceQuotaSpec", fields: &[
         f(1, "hard", Quantity, Map, false),
         f(2, "scopes", Str, Rep, false),
-        f(3, "scopeSelector", Msg(212), One, false),
+        f(3, "scopeSelector", Msg(269), One, false),
     ] },
-    // 115
+    // 147
     Message { name: "api.core.v1.ResourceQuotaStatus", fields: &[
         f(1, "hard", Quantity, Map, false),
         f(2, "used", Quantity, Map, false),
     ] },
-    // 116
+    // 148
     Message { name: "api.apps.v1.DeploymentSpec", fields: &[
         f(1, "replicas", I32, One, false),
-        f(2, "selector", Msg(133), One, false),
-        f(3, "template", Msg(106), One, false),
-        f(4, "strategy", Msg(213), One, false),
+        f(2, "selector", Msg(190), One, false),
+        f(3, "template", Msg(138), One, false),
+        f(4, "strategy", Msg(270), One, false),
         f(5, "minReadySeconds", I32, One, true),
         f(6, "revisionHistoryLimit", I32, One, false),
         f(7, "paused", Bool, One, true),
         f(9, "progressDeadlineSeconds", I32, One, false),
     ] },
-    // 117
+    // 149
     Message { name: "api.apps.v1.DeploymentStatus", fields: &[
         f(1, "observedGeneration", I64, One, true),
         f(2, "replicas", I32, One, true),
         f(3, "updatedReplicas", I32, One, true),
         f(4, "availableReplicas", I32, One, true),
         f(5, "unavailableReplicas", I32, One, true),
-        f(6, "conditions", Msg(214), Rep, false),
+        f(6, "conditions", Msg(271), Rep, false),
         f(7, "readyReplicas", I32, One, true),
         f(8, "collisionCount", I32, One, false),
         f(9, "terminatingReplicas", I32, One, false),
     ] },
-    // 118
+    // 150
     Message { name: "api.apps.v1.ReplicaSetSpec", fields: &[
         f(1, "replicas", I32, One, false),
-        f(2, "selector", Msg(133), One, false),
-        f(3, "template", Msg(106), One, false),
+        f(2, "selector", Msg(190), One, false),
+        f(3, "template", Msg(138), One, false),
         f(4, "minReadySeconds", I32, One, false),
     ] },
-    // 119
+    // 151
     Message { name: "api.apps.v1.ReplicaSetStatus", fields: &[
         f(1, "replicas", I32, One, false),
         f(2, "fullyLabeledReplicas", I32, One, false),
         f(3, "observedGeneration", I64, One, false),
         f(4, "readyReplicas", I32, One, false),
         f(5, "availableReplicas", I32, One, false),
-        f(6, "conditions", Msg(215), Rep, false),
+        f(6, "conditions", Msg(272), Rep, false),
         f(7, "terminatingReplicas", I32, One, false),
     ] },
-    // 120
+    // 152
     Message { name: "api.apps.v1.StatefulSetSpec", fields: &[
         f(1, "replicas", I32, One, false),
-        f(2, "selector", Msg(133), One, false),
-        f(3, "template", Msg(106), One, false),
+        f(2, "selector", Msg(190), One, false),
+        f(3, "template", Msg(138), One, false),
         f(4, "volumeClaimTemplates", Msg(23), Rep, false),
         f(5, "serviceName", Str, One, false),
         f(6, "podManagementPolicy", Str, One, false),
-        f(7, "updateStrategy", Msg(216), One, false),
+        f(7, "updateStrategy", Msg(273), One, false),
         f(8, "revisionHistoryLimit", I32, One, false),
         f(9, "minReadySeconds", I32, One, false),
-        f(10, "persistentVolumeClaimRetentionPolicy", Msg(217), One, false),
-        f(11, "ordinals", Msg(218), One, false),
+        f(10, "persistentVolumeClaimRetentionPolicy", Msg(274), One, false),
+        f(11, "ordinals", Msg(275), One, false),
     ] },
-    // 121
+    // 153
     Message { name: "api.apps.v1.StatefulSetStatus", fields: &[
         f(1, "observedGeneration", I64, One, false),
         f(2, "replicas", I32, One, false),
@@ -863,18 +1032,18 @@ pub(super) static MESSAGES: [Message; 389] = [
         f(6, "currentRevision", Str, One, false),
         f(7, "updateRevision", Str, One, false),
         f(9, "collisionCount", I32, One, false),
-        f(10, "conditions", Msg(219), Rep, false),
+        f(10, "conditions", Msg(276), Rep, false),
         f(11, "availableReplicas", I32, One, false),
     ] },
-    // 122
+    // 154
     Message { name: "api.apps.v1.DaemonSetSpec", fields: &[
-        f(1, "selector", Msg(133), One, false),
-        f(2, "template", Msg(106), One, false),
-        f(3, "updateStrategy", Msg(220), One, false),
+        f(1, "selector", Msg(190), One, false),
+        f(2, "template", Msg(138), One, false),
+        f(3, "updateStrategy", Msg(277), One, false),
         f(4, "minReadySeconds", I32, One, false),
         f(6, "revisionHistoryLimit", I32, One, false),
     ] },
-    // 123
+    // 155
     Message { name: "api.apps.v1.DaemonSetStatus", fields: &[
         f(1, "currentNumberScheduled", I32, One, false),
         f(2, "numberMisscheduled", I32, One, false),
@@ -885,98 +1054,278 @@ pub(super) static MESSAGES: [Message; 389] = [
         f(7, "numberAvailable", I32, One, false),
         f(8, "numberUnavailable", I32, One, false),
         f(9, "collisionCount", I32, One, false),
-        f(10, "conditions", Msg(221), Rep, false),
+        f(10, "conditions", Msg(278), Rep, false),
     ] },
-    // 124
+    // 156
     Message { name: "api.discovery.v1.Endpoint", fields: &[
         f(1, "addresses", Str, Rep, false),
-        f(2, "conditions", Msg(222), One, false),
+        f(2, "conditions", Msg(279), One, false),
         f(3, "hostname", Str, One, false),
-        f(4, "targetRef", Msg(95), One, false),
+        f(4, "targetRef", Msg(127), One, false),
         f(5, "deprecatedTopology", Str, Map, false),
         f(6, "nodeName", Str, One, false),
         f(7, "zone", Str, One, false),
-        f(8, "hints", Msg(223), One, false),
+        f(8, "hints", Msg(280), One, false),
     ] },
-    // 125
+    // 157
     Message { name: "api.discovery.v1.EndpointPort", fields: &[
         f(1, "name", Str, One, false),
         f(2, "protocol", Str, One, false),
         f(3, "port", I32, One, false),
         f(4, "appProtocol", Str, One, false),
     ] },
-    // 126
+    // 158
     Message { name: "api.networking.v1.IngressSpec", fields: &[
-        f(1, "defaultBackend", Msg(224), One, false),
-        f(2, "tls", Msg(225), Rep, false),
-        f(3, "rules", Msg(226), Rep, false),
+        f(1, "defaultBackend", Msg(281), One, false),
+        f(2, "tls", Msg(282), Rep, false),
+        f(3, "rules", Msg(283), Rep, false),
         f(4, "ingressClassName", Str, One, false),
     ] },
-    // 127
+    // 159
     Message { name: "api.networking.v1.IngressStatus", fields: &[
-        f(1, "loadBalancer", Msg(227), One, false),
+        f(1, "loadBalancer", Msg(284), One, false),
     ] },
-    // 128
+    // 160
     Message { name: "api.networking.v1.IngressClassSpec", fields: &[
         f(1, "controller", Str, One, false),
-        f(2, "parameters", Msg(228), One, false),
+        f(2, "parameters", Msg(285), One, false),
     ] },
-    // 129
+    // 161
     Message { name: "api.networking.v1.NetworkPolicySpec", fields: &[
-        f(1, "podSelector", Msg(133), One, false),
-        f(2, "ingress", Msg(229), Rep, false),
-        f(3, "egress", Msg(230), Rep, false),
+        f(1, "podSelector", Msg(190), One, false),
+        f(2, "ingress", Msg(286), Rep, false),
+        f(3, "egress", Msg(287), Rep, false),
         f(4, "policyTypes", Str, Rep, false),
     ] },
-    // 130
-    Message { name: "api.core.v1.TopologySelectorTerm", fields: &[
-        f(1, "matchLabelExpressions", Msg(231), Rep, false),
+    // 162
+    Message { name: "api.networking.v1.IPAddressSpec", fields: &[
+        f(1, "parentRef", Msg(288), One, false),
     ] },
-    // 131
+    // 163
+    Message { name: "api.networking.v1.ServiceCIDRSpec", fields: &[
+        f(1, "cidrs", Str, Rep, false),
+    ] },
+    // 164
+    Message { name: "api.networking.v1.ServiceCIDRStatus", fields: &[
+        f(1, "conditions", Msg(246), Rep, false),
+    ] },
+    // 165
+    Message { name: "api.autoscaling.v2.HorizontalPodAutoscalerSpec", fields: &[
+        f(1, "scaleTargetRef", Msg(289), One, false),
+        f(2, "minReplicas", I32, One, false),
+        f(3, "maxReplicas", I32, One, false),
+        f(4, "metrics", Msg(290), Rep, false),
+        f(5, "behavior", Msg(291), One, false),
+    ] },
+    // 166
+    Message { name: "api.autoscaling.v2.HorizontalPodAutoscalerStatus", fields: &[
+        f(1, "observedGeneration", I64, One, false),
+        f(2, "lastScaleTime", Time, One, false),
+        f(3, "currentReplicas", I32, One, false),
+        f(4, "desiredReplicas", I32, One, false),
+        f(5, "currentMetrics", Msg(292), Rep, false),
+        f(6, "conditions", Msg(293), Rep, false),
+    ] },
+    // 167
+    Message { name: "api.certificates.v1.CertificateSigningRequestSpec", fields: &[
+        f(1, "request", Bytes, One, false),
+        f(2, "username", Str, One, false),
+        f(3, "uid", Str, One, false),
+        f(4, "groups", Str, Rep, false),
+        f(5, "usages", Str, Rep, false),
+        f(6, "extra", StrList, Map, false),
+        f(7, "signerName", Str, One, false),
+        f(8, "expirationSeconds", I32, One, false),
+    ] },
+    // 168
+    Message { name: "api.certificates.v1.CertificateSigningRequestStatus", fields: &[
+        f(1, "conditions", Msg(295), Rep, false),
+        f(2, "certificate", Bytes, One, false),
+    ] },
+    // 169
+    Message { name: "api.admissionregistration.v1.MutatingWebhook", fields: &[
+        f(1, "name", Str, One, false),
+        f(2, "clientConfig", Msg(296), One, false),
+        f(3, "rules", Msg(297), Rep, false),
+        f(4, "failurePolicy", Str, One, false),
+        f(5, "namespaceSelector", Msg(190), One, false),
+        f(6, "sideEffects", Str, One, false),
+        f(7, "timeoutSeconds", I32, One, false),
+        f(8, "admissionReviewVersions", Str, Rep, false),
+        f(9, "matchPolicy", Str, One, false),
+        f(10, "reinvocationPolicy", Str, One, false),
+        f(11, "objectSelector", Msg(190), One, false),
+        f(12, "matchConditions", Msg(298), Rep, false),
+    ] },
+    // 170
+    Message { name: "api.admissionregistration.v1.ValidatingWebhook", fields: &[
+        f(1, "name", Str, One, false),
+        f(2, "clientConfig", Msg(296), One, false),
+        f(3, "rules", Msg(297), Rep, false),
+        f(4, "failurePolicy", Str, One, false),
+        f(5, "namespaceSelector", Msg(190), One, false),
+        f(6, "sideEffects", Str, One, false),
+        f(7, "timeoutSeconds", I32, One, false),
+        f(8, "admissionReviewVersions", Str, Rep, false),
+        f(9, "matchPolicy", Str, One, false),
+        f(10, "objectSelector", Msg(190), One, false),
+        f(11, "matchConditions", Msg(298), Rep, false),
+    ] },
+    // 171
+    Message { name: "api.admissionregistration.v1.ValidatingAdmissionPolicySpec", fields: &[
+        f(1, "paramKind", Msg(299), One, false),
+        f(2, "matchConstraints", Msg(300), One, false),
+        f(3, "validations", Msg(301), Rep, false),
+        f(4, "failurePolicy", Str, One, false),
+        f(5, "auditAnnotations", Msg(302), Rep, false),
+        f(6, "matchConditions", Msg(298), Rep, false),
+        f(7, "variables", Msg(303), Rep, false),
+    ] },
+    // 172
+    Message { name: "api.admissionregistration.v1.ValidatingAdmissionPolicyStatus", fields: &[
+        f(1, "observedGeneration", I64, One, false),
+        f(2, "typeChecking", Msg(304), One, false),
+        f(3, "conditions", Msg(246), Rep, false),
+    ] },
+    // 173
+    Message { name: "api.admissionregistration.v1.ValidatingAdmissionPolicyBindingSpec", fields: &[
+        f(1, "policyName", Str, One, false),
+        f(2, "paramRef", Msg(305), One, false),
+        f(3, "matchResources", Msg(300), One, false),
+        f(4, "validationActions", Str, Rep, false),
+    ] },
+    // 174
+    Message { name: "api.flowcontrol.v1.FlowSchemaSpec", fields: &[
+        f(1, "priorityLevelConfiguration", Msg(306), One, false),
+        f(2, "matchingPrecedence", I32, One, false),
+        f(3, "distinguisherMethod", Msg(307), One, false),
+        f(4, "rules", Msg(308), Rep, false),
+    ] },
+    // 175
+    Message { name: "api.flowcontrol.v1.FlowSchemaStatus", fields: &[
+        f(1, "conditions", Msg(309), Rep, false),
+    ] },
+    // 176
+    Message { name: "api.flowcontrol.v1.PriorityLevelConfigurationSpec", fields: &[
+        f(1, "type", Str, One, false),
+        f(2, "limited", Msg(310), One, false),
+        f(3, "exempt", Msg(311), One, false),
+    ] },
+    // 177
+    Message { name: "api.flowcontrol.v1.PriorityLevelConfigurationStatus", fields: &[
+        f(1, "conditions", Msg(312), Rep, false),
+    ] },
+    // 178
+    Message { name: "api.resource.v1.DeviceClassSpec", fields: &[
+        f(1, "selectors", Msg(313), Rep, false),
+        f(2, "config", Msg(314), Rep, false),
+        f(4, "extendedResourceName", Str, One, false),
+    ] },
+    // 179
+    Message { name: "api.resource.v1.ResourceClaimSpec", fields: &[
+        f(1, "devices", Msg(315), One, false),
+    ] },
+    // 180
+    Message { name: "api.resource.v1.ResourceClaimStatus", fields: &[
+        f(1, "allocation", Msg(316), One, false),
+        f(2, "reservedFor", Msg(317), Rep, false),
+        f(4, "devices", Msg(318), Rep, false),
+    ] },
+    // 181
+    Message { name: "api.resource.v1.ResourceClaimTemplateSpec", fields: &[
+        f(1, "metadata", Msg(123), One, false),
+        f(2, "spec", Msg(179), One, false),
+    ] },
+    // 182
+    Message { name: "api.resource.v1.ResourceSliceSpec", fields: &[
+        f(1, "driver", Str, One, false),
+        f(2, "pool", Msg(319), One, false),
+        f(3, "nodeName", Str, One, false),
+        f(4, "nodeSelector", Msg(320), One, false),
+        f(5, "allNodes", Bool, One, false),
+        f(6, "devices", Msg(321), Rep, false),
+        f(7, "perDeviceNodeSelection", Bool, One, false),
+        f(8, "sharedCounters", Msg(322), Rep, false),
+    ] },
+    // 183
+    Message { name: "apiextensions_apiserver.pkg.apis.apiextensions.v1.CustomResourceDefinitionSpec", fields: &[
+        f(1, "group", Str, One, false),
+        f(3, "names", Msg(323), One, false),
+        f(4, "scope", Str, One, false),
+        f(7, "versions", Msg(324), Rep, false),
+        f(9, "conversion", Msg(325), One, false),
+        f(10, "preserveUnknownFields", Bool, One, false),
+    ] },
+    // 184
+    Message { name: "apiextensions_apiserver.pkg.apis.apiextensions.v1.CustomResourceDefinitionStatus", fields: &[
+        f(1, "conditions", Msg(326), Rep, false),
+        f(2, "acceptedNames", Msg(323), One, false),
+        f(3, "storedVersions", Str, Rep, false),
+        f(4, "observedGeneration", I64, One, false),
+    ] },
+    // 185
+    Message { name: "kube_aggregator.pkg.apis.apiregistration.v1.APIServiceSpec", fields: &[
+        f(1, "service", Msg(327), One, false),
+        f(2, "group", Str, One, false),
+        f(3, "version", Str, One, false),
+        f(4, "insecureSkipTLSVerify", Bool, One, false),
+        f(5, "caBundle", Bytes, One, false),
+        f(7, "groupPriorityMinimum", I32, One, false),
+        f(8, "versionPriority", I32, One, false),
+    ] },
+    // 186
+    Message { name: "kube_aggregator.pkg.apis.apiregistration.v1.APIServiceStatus", fields: &[
+        f(1, "conditions", Msg(328), Rep, false),
+    ] },
+    // 187
+    Message { name: "api.core.v1.TopologySelectorTerm", fields: &[
+        f(1, "matchLabelExpressions", Msg(329), Rep, false),
+    ] },
+    // 188
     Message { name: "api.storage.v1.CSIDriverSpec", fields: &[
         f(1, "attachRequired", Bool, One, false),
         f(2, "podInfoOnMount", Bool, One, false),
         f(3, "volumeLifecycleModes", Str, Rep, false),
         f(4, "storageCapacity", Bool, One, false),
         f(5, "fsGroupPolicy", Str, One, false),
-        f(6, "tokenRequests", Msg(232), Rep, false),
+        f(6, "tokenRequests", Msg(330), Rep, false),
         f(7, "requiresRepublish", Bool, One, false),
         f(8, "seLinuxMount", Bool, One, false),
         f(9, "nodeAllocatableUpdatePeriodSeconds", I64, One, false),
         f(10, "serviceAccountTokenInSecrets", Bool, One, false),
     ] },
-    // 132
+    // 189
     Message { name: "api.storage.v1.CSINodeSpec", fields: &[
-        f(1, "drivers", Msg(233), Rep, false),
+        f(1, "drivers", Msg(331), Rep, false),
     ] },
-    // 133
+    // 190
     Message { name: "apimachinery.pkg.apis.meta.v1.LabelSelector", fields: &[
         f(1, "matchLabels", Str, Map, false),
-        f(2, "matchExpressions", Msg(234), Rep, false),
+        f(2, "matchExpressions", Msg(332), Rep, false),
     ] },
-    // 134
+    // 191
     Message { name: "api.storage.v1.VolumeAttachmentSpec", fields: &[
         f(1, "attacher", Str, One, false),
-        f(2, "source", Msg(235), One, false),
+        f(2, "source", Msg(333), One, false),
         f(3, "nodeName", Str, One, false),
     ] },
-    // 135
+    // 192
     Message { name: "api.storage.v1.VolumeAttachmentStatus", fields: &[
         f(1, "attached", Bool, One, false),
         f(2, "attachmentMetadata", Str, Map, false),
-        f(3, "attachError", Msg(236), One, false),
-        f(4, "detachError", Msg(236), One, false),
+        f(3, "attachError", Msg(334), One, false),
+        f(4, "detachError", Msg(334), One, false),
     ] },
-    // 136
+    // 193
     Message { name: "api.node.v1.Overhead", fields: &[
         f(1, "podFixed", Quantity, Map, false),
     ] },
-    // 137
+    // 194
     Message { name: "api.node.v1.Scheduling", fields: &[
         f(1, "nodeSelector", Str, Map, false),
-        f(2, "tolerations", Msg(170), Rep, false),
+        f(2, "tolerations", Msg(227), Rep, false),
     ] },
-    // 138
+    // 195
     Message { name: "api.coordination.v1.LeaseSpec", fields: &[
         f(1, "holderIdentity", Str, One, false),
         f(2, "leaseDurationSeconds", I32, One, false),
@@ -986,116 +1335,116 @@ pub(super) static MESSAGES: [Message; 389] = [
         f(6, "strategy", Str, One, false),
         f(7, "preferredHolder", Str, One, false),
     ] },
-    // 139
+    // 196
     Message { name: "api.batch.v1.JobSpec", fields: &[
         f(1, "parallelism", I32, One, false),
         f(2, "completions", I32, One, false),
         f(3, "activeDeadlineSeconds", I64, One, false),
-        f(4, "selector", Msg(133), One, false),
+        f(4, "selector", Msg(190), One, false),
         f(5, "manualSelector", Bool, One, false),
-        f(6, "template", Msg(106), One, false),
+        f(6, "template", Msg(138), One, false),
         f(7, "backoffLimit", I32, One, false),
         f(8, "ttlSecondsAfterFinished", I32, One, false),
         f(9, "completionMode", Str, One, false),
         f(10, "suspend", Bool, One, false),
-        f(11, "podFailurePolicy", Msg(237), One, false),
+        f(11, "podFailurePolicy", Msg(335), One, false),
         f(12, "backoffLimitPerIndex", I32, One, false),
         f(13, "maxFailedIndexes", I32, One, false),
         f(14, "podReplacementPolicy", Str, One, false),
         f(15, "managedBy", Str, One, false),
-        f(16, "successPolicy", Msg(238), One, false),
+        f(16, "successPolicy", Msg(336), One, false),
     ] },
-    // 140
+    // 197
     Message { name: "api.batch.v1.JobStatus", fields: &[
-        f(1, "conditions", Msg(239), Rep, false),
+        f(1, "conditions", Msg(337), Rep, false),
         f(2, "startTime", Time, One, false),
         f(3, "completionTime", Time, One, false),
         f(4, "active", I32, One, true),
         f(5, "succeeded", I32, One, true),
         f(6, "failed", I32, One, true),
         f(7, "completedIndexes", Str, One, true),
-        f(8, "uncountedTerminatedPods", Msg(240), One, false),
+        f(8, "uncountedTerminatedPods", Msg(338), One, false),
         f(9, "ready", I32, One, false),
         f(10, "failedIndexes", Str, One, false),
         f(11, "terminating", I32, One, false),
     ] },
-    // 141
+    // 198
     Message { name: "api.batch.v1.CronJobSpec", fields: &[
         f(1, "schedule", Str, One, false),
         f(2, "startingDeadlineSeconds", I64, One, false),
         f(3, "concurrencyPolicy", Str, One, true),
         f(4, "suspend", Bool, One, false),
-        f(5, "jobTemplate", Msg(241), One, false),
+        f(5, "jobTemplate", Msg(339), One, false),
         f(6, "successfulJobsHistoryLimit", I32, One, false),
         f(7, "failedJobsHistoryLimit", I32, One, false),
         f(8, "timeZone", Str, One, false),
     ] },
-    // 142
+    // 199
     Message { name: "api.batch.v1.CronJobStatus", fields: &[
-        f(1, "active", Msg(95), Rep, false),
+        f(1, "active", Msg(127), Rep, false),
         f(4, "lastScheduleTime", Time, One, false),
         f(5, "lastSuccessfulTime", Time, One, false),
     ] },
-    // 143
+    // 200
     Message { name: "api.authorization.v1.SelfSubjectAccessReviewSpec", fields: &[
-        f(1, "resourceAttributes", Msg(242), One, false),
-        f(2, "nonResourceAttributes", Msg(243), One, false),
+        f(1, "resourceAttributes", Msg(340), One, false),
+        f(2, "nonResourceAttributes", Msg(341), One, false),
     ] },
-    // 144
+    // 201
     Message { name: "api.authorization.v1.SubjectAccessReviewStatus", fields: &[
         f(1, "allowed", Bool, One, false),
         f(2, "reason", Str, One, true),
         f(3, "evaluationError", Str, One, true),
         f(4, "denied", Bool, One, true),
     ] },
-    // 145
+    // 202
     Message { name: "api.authorization.v1.SubjectAccessReviewSpec", fields: &[
-        f(1, "resourceAttributes", Msg(242), One, false),
-        f(2, "nonResourceAttributes", Msg(243), One, false),
+        f(1, "resourceAttributes", Msg(340), One, false),
+        f(2, "nonResourceAttributes", Msg(341), One, false),
         f(3, "user", Str, One, true),
         f(4, "groups", Str, Rep, false),
         f(5, "extra", StrList, Map, false),
         f(6, "uid", Str, One, true),
     ] },
-    // 146
+    // 203
     Message { name: "api.authorization.v1.SelfSubjectRulesReviewSpec", fields: &[
         f(1, "namespace", Str, One, true),
     ] },
-    // 147
+    // 204
     Message { name: "api.authorization.v1.SubjectRulesReviewStatus", fields: &[
-        f(1, "resourceRules", Msg(245), Rep, false),
-        f(2, "nonResourceRules", Msg(246), Rep, false),
+        f(1, "resourceRules", Msg(343), Rep, false),
+        f(2, "nonResourceRules", Msg(344), Rep, false),
         f(3, "incomplete", Bool, One, false),
         f(4, "evaluationError", Str, One, true),
     ] },
-    // 148
+    // 205
     Message { name: "api.authentication.v1.TokenReviewSpec", fields: &[
         f(1, "token", Str, One, false),
         f(2, "audiences", Str, Rep, false),
     ] },
-    // 149
+    // 206
     Message { name: "api.authentication.v1.TokenReviewStatus", fields: &[
         f(1, "authenticated", Bool, One, false),
-        f(2, "user", Msg(247), One, false),
+        f(2, "user", Msg(345), One, false),
         f(3, "error", Str, One, false),
         f(4, "audiences", Str, Rep, false),
     ] },
-    // 150
+    // 207
     Message { name: "api.authentication.v1.TokenRequestSpec", fields: &[
         f(1, "audiences", Str, Rep, false),
-        f(3, "boundObjectRef", Msg(248), One, false),
+        f(3, "boundObjectRef", Msg(346), One, false),
         f(4, "expirationSeconds", I64, One, false),
     ] },
-    // 151
+    // 208
     Message { name: "api.authentication.v1.TokenRequestStatus", fields: &[
         f(1, "token", Str, One, false),
         f(2, "expirationTimestamp", Time, One, false),
     ] },
-    // 152
+    // 209
     Message { name: "api.authentication.v1.SelfSubjectReviewStatus", fields: &[
-        f(1, "userInfo", Msg(247), One, false),
+        f(1, "userInfo", Msg(345), One, false),
     ] },
-    // 153
+    // 210
     Message { name: "api.rbac.v1.PolicyRule", fields: &[
         f(1, "verbs", Str, Rep, false),
         f(2, "apiGroups", Str, Rep, false),
@@ -1103,40 +1452,40 @@ pub(super) static MESSAGES: [Message; 389] = [
         f(4, "resourceNames", Str, Rep, false),
         f(5, "nonResourceURLs", Str, Rep, false),
     ] },
-    // 154
+    // 211
     Message { name: "api.rbac.v1.AggregationRule", fields: &[
-        f(1, "clusterRoleSelectors", Msg(133), Rep, false),
+        f(1, "clusterRoleSelectors", Msg(190), Rep, false),
     ] },
-    // 155
+    // 212
     Message { name: "api.rbac.v1.Subject", fields: &[
         f(1, "kind", Str, One, false),
         f(2, "apiGroup", Str, One, true),
         f(3, "name", Str, One, false),
         f(4, "namespace", Str, One, true),
     ] },
-    // 156
+    // 213
     Message { name: "api.rbac.v1.RoleRef", fields: &[
         f(1, "apiGroup", Str, One, false),
         f(2, "kind", Str, One, false),
         f(3, "name", Str, One, false),
     ] },
-    // 157
+    // 214
     Message { name: "api.autoscaling.v1.ScaleSpec", fields: &[
         f(1, "replicas", I32, One, false),
     ] },
-    // 158
+    // 215
     Message { name: "api.autoscaling.v1.ScaleStatus", fields: &[
         f(1, "replicas", I32, One, false),
         f(2, "selector", Str, One, false),
     ] },
-    // 159
+    // 216
     Message { name: "api.policy.v1.PodDisruptionBudgetSpec", fields: &[
         f(1, "minAvailable", IntOrString, One, false),
-        f(2, "selector", Msg(133), One, false),
+        f(2, "selector", Msg(190), One, false),
         f(3, "maxUnavailable", IntOrString, One, false),
         f(4, "unhealthyPodEvictionPolicy", Str, One, false),
     ] },
-    // 160
+    // 217
     Message { name: "api.policy.v1.PodDisruptionBudgetStatus", fields: &[
         f(1, "observedGeneration", I64, One, false),
         f(2, "disruptedPods", Time, Map, false),
@@ -1144,14 +1493,14 @@ pub(super) static MESSAGES: [Message; 389] = [
         f(4, "currentHealthy", I32, One, false),
         f(5, "desiredHealthy", I32, One, false),
         f(6, "expectedPods", I32, One, false),
-        f(7, "conditions", Msg(189), Rep, false),
+        f(7, "conditions", Msg(246), Rep, false),
     ] },
-    // 161
+    // 218
     Message { name: "apimachinery.pkg.apis.meta.v1.Preconditions", fields: &[
         f(1, "uid", Str, One, false),
         f(2, "resourceVersion", Str, One, false),
     ] },
-    // 162
+    // 219
     Message { name: "apimachinery.pkg.apis.meta.v1.OwnerReference", fields: &[
         f(1, "kind", Str, One, false),
         f(3, "name", Str, One, false),
@@ -1160,7 +1509,7 @@ pub(super) static MESSAGES: [Message; 389] = [
         f(6, "controller", Bool, One, false),
         f(7, "blockOwnerDeletion", Bool, One, false),
     ] },
-    // 163
+    // 220
     Message { name: "apimachinery.pkg.apis.meta.v1.ManagedFieldsEntry", fields: &[
         f(1, "manager", Str, One, true),
         f(2, "operation", Str, One, true),
@@ -1170,7 +1519,7 @@ pub(super) static MESSAGES: [Message; 389] = [
         f(7, "fieldsV1", FieldsV1, One, false),
         f(8, "subresource", Str, One, true),
     ] },
-    // 164
+    // 221
     Message { name: "api.core.v1.NamespaceCondition", fields: &[
         f(1, "type", Str, One, false),
         f(2, "status", Str, One, false),
@@ -1178,67 +1527,67 @@ pub(super) static MESSAGES: [Message; 389] = [
         f(5, "reason", Str, One, true),
         f(6, "message", Str, One, true),
     ] },
-    // 165
+    // 222
     Message { name: "api.core.v1.Volume", fields: &[
         f(1, "name", Str, One, false),
-        f(2, "volumeSource", Msg(249), Inline, false),
+        f(2, "volumeSource", Msg(347), Inline, false),
     ] },
-    // 166
+    // 223
     Message { name: "api.core.v1.Container", fields: &[
         f(1, "name", Str, One, false),
         f(2, "image", Str, One, true),
         f(3, "command", Str, Rep, false),
         f(4, "args", Str, Rep, false),
         f(5, "workingDir", Str, One, true),
-        f(6, "ports", Msg(250), Rep, false),
-        f(7, "env", Msg(252), Rep, false),
-        f(8, "resources", Msg(178), One, false),
-        f(9, "volumeMounts", Msg(255), Rep, false),
-        f(10, "livenessProbe", Msg(257), One, false),
-        f(11, "readinessProbe", Msg(257), One, false),
-        f(12, "lifecycle", Msg(258), One, false),
+        f(6, "ports", Msg(348), Rep, false),
+        f(7, "env", Msg(350), Rep, false),
+        f(8, "resources", Msg(235), One, false),
+        f(9, "volumeMounts", Msg(353), Rep, false),
+        f(10, "livenessProbe", Msg(355), One, false),
+        f(11, "readinessProbe", Msg(355), One, false),
+        f(12, "lifecycle", Msg(356), One, false),
         f(13, "terminationMessagePath", Str, One, true),
         f(14, "imagePullPolicy", Str, One, true),
-        f(15, "securityContext", Msg(259), One, false),
+        f(15, "securityContext", Msg(357), One, false),
         f(16, "stdin", Bool, One, true),
         f(17, "stdinOnce", Bool, One, true),
         f(18, "tty", Bool, One, true),
-        f(19, "envFrom", Msg(251), Rep, false),
+        f(19, "envFrom", Msg(349), Rep, false),
         f(20, "terminationMessagePolicy", Str, One, true),
-        f(21, "volumeDevices", Msg(256), Rep, false),
-        f(22, "startupProbe", Msg(257), One, false),
-        f(23, "resizePolicy", Msg(253), Rep, false),
+        f(21, "volumeDevices", Msg(354), Rep, false),
+        f(22, "startupProbe", Msg(355), One, false),
+        f(23, "resizePolicy", Msg(351), Rep, false),
         f(24, "restartPolicy", Str, One, false),
-        f(25, "restartPolicyRules", Msg(254), Rep, false),
+        f(25, "restartPolicyRules", Msg(352), Rep, false),
     ] },
-    // 167
+    // 224
     Message { name: "api.core.v1.EphemeralContainer", fields: &[
-        f(1, "ephemeralContainerCommon", Msg(260), Inline, false),
+        f(1, "ephemeralContainerCommon", Msg(358), Inline, false),
         f(2, "targetContainerName", Str, One, true),
     ] },
-    // 168
+    // 225
     Message { name: "api.core.v1.PodSecurityContext", fields: &[
-        f(1, "seLinuxOptions", Msg(261), One, false),
+        f(1, "seLinuxOptions", Msg(359), One, false),
         f(2, "runAsUser", I64, One, false),
         f(3, "runAsNonRoot", Bool, One, false),
         f(4, "supplementalGroups", I64, Rep, false),
         f(5, "fsGroup", I64, One, false),
         f(6, "runAsGroup", I64, One, false),
-        f(7, "sysctls", Msg(263), Rep, false),
-        f(8, "windowsOptions", Msg(262), One, false),
+        f(7, "sysctls", Msg(361), Rep, false),
+        f(8, "windowsOptions", Msg(360), One, false),
         f(9, "fsGroupChangePolicy", Str, One, false),
-        f(10, "seccompProfile", Msg(264), One, false),
-        f(11, "appArmorProfile", Msg(265), One, false),
+        f(10, "seccompProfile", Msg(362), One, false),
+        f(11, "appArmorProfile", Msg(363), One, false),
         f(12, "supplementalGroupsPolicy", Str, One, false),
         f(13, "seLinuxChangePolicy", Str, One, false),
     ] },
-    // 169
+    // 226
     Message { name: "api.core.v1.Affinity", fields: &[
-        f(1, "nodeAffinity", Msg(266), One, false),
-        f(2, "podAffinity", Msg(267), One, false),
-        f(3, "podAntiAffinity", Msg(268), One, false),
+        f(1, "nodeAffinity", Msg(364), One, false),
+        f(2, "podAffinity", Msg(365), One, false),
+        f(3, "podAntiAffinity", Msg(366), One, false),
     ] },
-    // 170
+    // 227
     Message { name: "api.core.v1.Toleration", fields: &[
         f(1, "key", Str, One, true),
         f(2, "operator", Str, One, true),
@@ -1246,59 +1595,59 @@ pub(super) static MESSAGES: [Message; 389] = [
         f(4, "effect", Str, One, true),
         f(5, "tolerationSeconds", I64, One, false),
     ] },
-    // 171
+    // 228
     Message { name: "api.core.v1.HostAlias", fields: &[
         f(1, "ip", Str, One, false),
         f(2, "hostnames", Str, Rep, false),
     ] },
-    // 172
+    // 229
     Message { name: "api.core.v1.PodDnsConfig", fields: &[
         f(1, "nameservers", Str, Rep, false),
         f(2, "searches", Str, Rep, false),
-        f(3, "options", Msg(269), Rep, false),
+        f(3, "options", Msg(367), Rep, false),
     ] },
-    // 173
+    // 230
     Message { name: "api.core.v1.PodReadinessGate", fields: &[
         f(1, "conditionType", Str, One, false),
     ] },
-    // 174
+    // 231
     Message { name: "api.core.v1.TopologySpreadConstraint", fields: &[
         f(1, "maxSkew", I32, One, false),
         f(2, "topologyKey", Str, One, false),
         f(3, "whenUnsatisfiable", Str, One, false),
-        f(4, "labelSelector", Msg(133), One, false),
+        f(4, "labelSelector", Msg(190), One, false),
         f(5, "minDomains", I32, One, false),
         f(6, "nodeAffinityPolicy", Str, One, false),
         f(7, "nodeTaintsPolicy", Str, One, false),
         f(8, "matchLabelKeys", Str, Rep, false),
     ] },
-    // 175
+    // 232
     Message { name: "api.core.v1.PodOs", fields: &[
         f(1, "name", Str, One, false),
     ] },
-    // 176
+    // 233
     Message { name: "api.core.v1.PodSchedulingGate", fields: &[
         f(1, "name", Str, One, false),
     ] },
-    // 177
+    // 234
     Message { name: "api.core.v1.PodResourceClaim", fields: &[
         f(1, "name", Str, One, false),
         f(3, "resourceClaimName", Str, One, false),
         f(4, "resourceClaimTemplateName", Str, One, false),
     ] },
-    // 178
+    // 235
     Message { name: "api.core.v1.ResourceRequirements", fields: &[
         f(1, "limits", Quantity, Map, false),
         f(2, "requests", Quantity, Map, false),
-        f(3, "claims", Msg(270), Rep, false),
+        f(3, "claims", Msg(368), Rep, false),
     ] },
-    // 179
+    // 236
     Message { name: "api.core.v1.WorkloadReference", fields: &[
         f(1, "name", Str, One, false),
         f(2, "podGroup", Str, One, false),
         f(3, "podGroupReplicaKey", Str, One, false),
     ] },
-    // 180
+    // 237
     Message { name: "api.core.v1.PodCondition", fields: &[
         f(1, "type", Str, One, false),
         f(2, "status", Str, One, false),
@@ -1308,19 +1657,19 @@ pub(super) static MESSAGES: [Message; 389] = [
         f(6, "message", Str, One, false),
         f(7, "observedGeneration", I64, One, false),
     ] },
-    // 181
+    // 238
     Message { name: "api.core.v1.HostIp", fields: &[
         f(1, "ip", Str, One, false),
     ] },
-    // 182
+    // 239
     Message { name: "api.core.v1.PodIp", fields: &[
         f(1, "ip", Str, One, false),
     ] },
-    // 183
+    // 240
     Message { name: "api.core.v1.ContainerStatus", fields: &[
         f(1, "name", Str, One, false),
-        f(2, "state", Msg(271), One, false),
-        f(3, "lastState", Msg(271), One, false),
+        f(2, "state", Msg(369), One, false),
+        f(3, "lastState", Msg(369), One, false),
         f(4, "ready", Bool, One, false),
         f(5, "restartCount", I32, One, false),
         f(6, "image", Str, One, false),
@@ -1328,23 +1677,23 @@ pub(super) static MESSAGES: [Message; 389] = [
         f(8, "containerID", Str, One, false),
         f(9, "started", Bool, One, false),
         f(10, "allocatedResources", Quantity, Map, false),
-        f(11, "resources", Msg(178), One, false),
-        f(12, "volumeMounts", Msg(272), Rep, false),
-        f(13, "user", Msg(273), One, false),
-        f(14, "allocatedResourcesStatus", Msg(274), Rep, false),
+        f(11, "resources", Msg(235), One, false),
+        f(12, "volumeMounts", Msg(370), Rep, false),
+        f(13, "user", Msg(371), One, false),
+        f(14, "allocatedResourcesStatus", Msg(372), Rep, false),
         f(15, "stopSignal", Str, One, false),
     ] },
-    // 184
+    // 241
     Message { name: "api.core.v1.PodResourceClaimStatus", fields: &[
         f(1, "name", Str, One, false),
         f(2, "resourceClaimName", Str, One, false),
     ] },
-    // 185
+    // 242
     Message { name: "api.core.v1.PodExtendedResourceClaimStatus", fields: &[
-        f(1, "requestMappings", Msg(275), Rep, false),
+        f(1, "requestMappings", Msg(373), Rep, false),
         f(2, "resourceClaimName", Str, One, false),
     ] },
-    // 186
+    // 243
     Message { name: "api.core.v1.ServicePort", fields: &[
         f(1, "name", Str, One, true),
         f(2, "protocol", Str, One, true),
@@ -1353,15 +1702,15 @@ pub(super) static MESSAGES: [Message; 389] = [
         f(5, "nodePort", I32, One, true),
         f(6, "appProtocol", Str, One, false),
     ] },
-    // 187
+    // 244
     Message { name: "api.core.v1.SessionAffinityConfig", fields: &[
-        f(1, "clientIP", Msg(276), One, false),
+        f(1, "clientIP", Msg(374), One, false),
     ] },
-    // 188
+    // 245
     Message { name: "api.core.v1.LoadBalancerStatus", fields: &[
-        f(1, "ingress", Msg(277), Rep, false),
+        f(1, "ingress", Msg(375), Rep, false),
     ] },
-    // 189
+    // 246
     Message { name: "apimachinery.pkg.apis.meta.v1.Condition", fields: &[
         f(1, "type", Str, One, false),
         f(2, "status", Str, One, false),
@@ -1370,32 +1719,32 @@ pub(super) static MESSAGES: [Message; 389] = [
         f(5, "reason", Str, One, false),
         f(6, "message", Str, One, false),
     ] },
-    // 190
+    // 247
     Message { name: "api.core.v1.EndpointAddress", fields: &[
         f(1, "ip", Str, One, false),
-        f(2, "targetRef", Msg(95), One, false),
+        f(2, "targetRef", Msg(127), One, false),
         f(3, "hostname", Str, One, false),
         f(4, "nodeName", Str, One, false),
     ] },
-    // 191
+    // 248
     Message { name: "api.core.v1.EndpointPort", fields: &[
         f(1, "name", Str, One, false),
         f(2, "port", I32, One, false),
         f(3, "protocol", Str, One, false),
         f(4, "appProtocol", Str, One, false),
     ] },
-    // 192
+    // 249
     Message { name: "api.core.v1.Taint", fields: &[
         f(1, "key", Str, One, false),
         f(2, "value", Str, One, false),
         f(3, "effect", Str, One, false),
         f(4, "timeAdded", Time, One, false),
     ] },
-    // 193
+    // 250
     Message { name: "api.core.v1.NodeConfigSource", fields: &[
-        f(2, "configMap", Msg(278), One, false),
+        f(2, "configMap", Msg(376), One, false),
     ] },
-    // 194
+    // 251
     Message { name: "api.core.v1.NodeCondition", fields: &[
         f(1, "type", Str, One, false),
         f(2, "status", Str, One, false),
@@ -1404,16 +1753,16 @@ pub(super) static MESSAGES: [Message; 389] = [
         f(5, "reason", Str, One, false),
         f(6, "message", Str, One, false),
     ] },
-    // 195
+    // 252
     Message { name: "api.core.v1.NodeAddress", fields: &[
         f(1, "type", Str, One, false),
         f(2, "address", Str, One, false),
     ] },
-    // 196
+    // 253
     Message { name: "api.core.v1.NodeDaemonEndpoints", fields: &[
-        f(1, "kubeletEndpoint", Msg(279), One, false),
+        f(1, "kubeletEndpoint", Msg(377), One, false),
     ] },
-    // 197
+    // 254
     Message { name: "api.core.v1.NodeSystemInfo", fields: &[
         f(1, "machineID", Str, One, false),
         f(2, "systemUUID", Str, One, false),
@@ -1425,35 +1774,35 @@ pub(super) static MESSAGES: [Message; 389] = [
         f(8, "kubeProxyVersion", Str, One, false),
         f(9, "operatingSystem", Str, One, false),
         f(10, "architecture", Str, One, false),
-        f(11, "swap", Msg(280), One, false),
+        f(11, "swap", Msg(378), One, false),
     ] },
-    // 198
+    // 255
     Message { name: "api.core.v1.ContainerImage", fields: &[
         f(1, "names", Str, Rep, false),
         f(2, "sizeBytes", I64, One, false),
     ] },
-    // 199
+    // 256
     Message { name: "api.core.v1.AttachedVolume", fields: &[
         f(1, "name", Str, One, false),
         f(2, "devicePath", Str, One, false),
     ] },
-    // 200
+    // 257
     Message { name: "api.core.v1.NodeConfigStatus", fields: &[
-        f(1, "assigned", Msg(193), One, false),
-        f(2, "active", Msg(193), One, false),
-        f(3, "lastKnownGood", Msg(193), One, false),
+        f(1, "assigned", Msg(250), One, false),
+        f(2, "active", Msg(250), One, false),
+        f(3, "lastKnownGood", Msg(250), One, false),
         f(4, "error", Str, One, false),
     ] },
-    // 201
+    // 258
     Message { name: "api.core.v1.NodeRuntimeHandler", fields: &[
         f(1, "name", Str, One, false),
-        f(2, "features", Msg(281), One, false),
+        f(2, "features", Msg(379), One, false),
     ] },
-    // 202
+    // 259
     Message { name: "api.core.v1.NodeFeatures", fields: &[
         f(1, "supplementalGroupsPolicy", Bool, One, false),
     ] },
-    // 203
+    // 260
     Message { name: "api.core.v1.ReplicationControllerCondition", fields: &[
         f(1, "type", Str, One, false),
         f(2, "status", Str, One, false),
@@ -1461,25 +1810,25 @@ pub(super) static MESSAGES: [Message; 389] = [
         f(4, "reason", Str, One, false),
         f(5, "message", Str, One, false),
     ] },
-    // 204
+    // 261
     Message { name: "api.core.v1.VolumeResourceRequirements", fields: &[
         f(1, "limits", Quantity, Map, false),
         f(2, "requests", Quantity, Map, false),
     ] },
-    // 205
+    // 262
     Message { name: "api.core.v1.TypedLocalObjectReference", fields: &[
         f(1, "apiGroup", Str, One, false),
         f(2, "kind", Str, One, false),
         f(3, "name", Str, One, false),
     ] },
-    // 206
+    // 263
     Message { name: "api.core.v1.TypedObjectReference", fields: &[
         f(1, "apiGroup", Str, One, false),
         f(2, "kind", Str, One, false),
         f(3, "name", Str, One, false),
         f(4, "namespace", Str, One, false),
     ] },
-    // 207
+    // 264
     Message { name: "api.core.v1.PersistentVolumeClaimCondition", fields: &[
         f(1, "type", Str, One, false),
         f(2, "status", Str, One, false),
@@ -1488,41 +1837,41 @@ pub(super) static MESSAGES: [Message; 389] = [
         f(5, "reason", Str, One, false),
         f(6, "message", Str, One, false),
     ] },
-    // 208
+    // 265
     Message { name: "api.core.v1.ModifyVolumeStatus", fields: &[
         f(1, "targetVolumeAttributesClassName", Str, One, false),
         f(2, "status", Str, One, false),
     ] },
-    // 209
+    // 266
     Message { name: "api.core.v1.PersistentVolumeSource", fields: &[
-        f(1, "gcePersistentDisk", Msg(282), One, false),
-        f(2, "awsElasticBlockStore", Msg(283), One, false),
-        f(3, "hostPath", Msg(284), One, false),
-        f(4, "glusterfs", Msg(285), One, false),
-        f(5, "nfs", Msg(286), One, false),
-        f(6, "rbd", Msg(287), One, false),
-        f(7, "iscsi", Msg(288), One, false),
-        f(8, "cinder", Msg(289), One, false),
-        f(9, "cephfs", Msg(290), One, false),
-        f(10, "fc", Msg(291), One, false),
-        f(11, "flocker", Msg(292), One, false),
-        f(12, "flexVolume", Msg(293), One, false),
-        f(13, "azureFile", Msg(294), One, false),
-        f(14, "vsphereVolume", Msg(295), One, false),
-        f(15, "quobyte", Msg(296), One, false),
-        f(16, "azureDisk", Msg(297), One, false),
-        f(17, "photonPersistentDisk", Msg(298), One, false),
-        f(18, "portworxVolume", Msg(299), One, false),
-        f(19, "scaleIO", Msg(300), One, false),
-        f(20, "local", Msg(301), One, false),
-        f(21, "storageos", Msg(302), One, false),
-        f(22, "csi", Msg(303), One, false),
+        f(1, "gcePersistentDisk", Msg(380), One, false),
+        f(2, "awsElasticBlockStore", Msg(381), One, false),
+        f(3, "hostPath", Msg(382), One, false),
+        f(4, "glusterfs", Msg(383), One, false),
+        f(5, "nfs", Msg(384), One, false),
+        f(6, "rbd", Msg(385), One, false),
+        f(7, "iscsi", Msg(386), One, false),
+        f(8, "cinder", Msg(387), One, false),
+        f(9, "cephfs", Msg(388), One, false),
+        f(10, "fc", Msg(389), One, false),
+        f(11, "flocker", Msg(390), One, false),
+        f(12, "flexVolume", Msg(391), One, false),
+        f(13, "azureFile", Msg(392), One, false),
+        f(14, "vsphereVolume", Msg(393), One, false),
+        f(15, "quobyte", Msg(394), One, false),
+        f(16, "azureDisk", Msg(395), One, false),
+        f(17, "photonPersistentDisk", Msg(396), One, false),
+        f(18, "portworxVolume", Msg(397), One, false),
+        f(19, "scaleIO", Msg(398), One, false),
+        f(20, "local", Msg(399), One, false),
+        f(21, "storageos", Msg(400), One, false),
+        f(22, "csi", Msg(401), One, false),
     ] },
-    // 210
+    // 267
     Message { name: "api.core.v1.VolumeNodeAffinity", fields: &[
-        f(1, "required", Msg(304), One, false),
+        f(1, "required", Msg(320), One, false),
     ] },
-    // 211
+    // 268
     Message { name: "api.core.v1.LimitRangeItem", fields: &[
         f(1, "type", Str, One, false),
         f(2, "max", Quantity, Map, false),
@@ -1531,16 +1880,16 @@ pub(super) static MESSAGES: [Message; 389] = [
         f(5, "defaultRequest", Quantity, Map, false),
         f(6, "maxLimitRequestRatio", Quantity, Map, false),
     ] },
-    // 212
+    // 269
     Message { name: "api.core.v1.ScopeSelector", fields: &[
-        f(1, "matchExpressions", Msg(305), Rep, false),
+        f(1, "matchExpressions", Msg(402), Rep, false),
     ] },
-    // 213
+    // 270
     Message { name: "api.apps.v1.DeploymentStrategy", fields: &[
         f(1, "type", Str, One, true),
-        f(2, "rollingUpdate", Msg(306), One, false),
+        f(2, "rollingUpdate", Msg(403), One, false),
     ] },
-    // 214
+    // 271
     Message { name: "api.apps.v1.DeploymentCondition", fields: &[
         f(1, "type", Str, One, false),
         f(2, "status", Str, One, false),
@@ -1549,7 +1898,7 @@ pub(super) static MESSAGES: [Message; 389] = [
         f(6, "lastUpdateTime", Time, One, false),
         f(7, "lastTransitionTime", Time, One, false),
     ] },
-    // 215
+    // 272
     Message { name: "api.apps.v1.ReplicaSetCondition", fields: &[
         f(1, "type", Str, One, false),
         f(2, "status", Str, One, false),
@@ -1557,21 +1906,21 @@ pub(super) static MESSAGES: [Message; 389] = [
         f(4, "reason", Str, One, false),
         f(5, "message", Str, One, false),
     ] },
-    // 216
+    // 273
     Message { name: "api.apps.v1.StatefulSetUpdateStrategy", fields: &[
         f(1, "type", Str, One, false),
-        f(2, "rollingUpdate", Msg(307), One, false),
+        f(2, "rollingUpdate", Msg(404), One, false),
     ] },
-    // 217
+    // 274
     Message { name: "api.apps.v1.StatefulSetPersistentVolumeClaimRetentionPolicy", fields: &[
         f(1, "whenDeleted", Str, One, false),
         f(2, "whenScaled", Str, One, false),
     ] },
-    // 218
+    // 275
     Message { name: "api.apps.v1.StatefulSetOrdinals", fields: &[
         f(1, "start", I32, One, false),
     ] },
-    // 219
+    // 276
     Message { name: "api.apps.v1.StatefulSetCondition", fields: &[
         f(1, "type", Str, One, false),
         f(2, "status", Str, One, false),
@@ -1579,12 +1928,12 @@ pub(super) static MESSAGES: [Message; 389] = [
         f(4, "reason", Str, One, false),
         f(5, "message", Str, One, false),
     ] },
-    // 220
+    // 277
     Message { name: "api.apps.v1.DaemonSetUpdateStrategy", fields: &[
         f(1, "type", Str, One, false),
-        f(2, "rollingUpdate", Msg(308), One, false),
+        f(2, "rollingUpdate", Msg(405), One, false),
     ] },
-    // 221
+    // 278
     Message { name: "api.apps.v1.DaemonSetCondition", fields: &[
         f(1, "type", Str, One, false),
         f(2, "status", Str, One, false),
@@ -1592,37 +1941,37 @@ pub(super) static MESSAGES: [Message; 389] = [
         f(4, "reason", Str, One, false),
         f(5, "message", Str, One, false),
     ] },
-    // 222
+    // 279
     Message { name: "api.discovery.v1.EndpointConditions", fields: &[
         f(1, "ready", Bool, One, false),
         f(2, "serving", Bool, One, false),
         f(3, "terminating", Bool, One, false),
     ] },
-    // 223
+    // 280
     Message { name: "api.discovery.v1.EndpointHints", fields: &[
-        f(1, "forZones", Msg(309), Rep, false),
-        f(2, "forNodes", Msg(310), Rep, false),
+        f(1, "forZones", Msg(406), Rep, false),
+        f(2, "forNodes", Msg(407), Rep, false),
     ] },
-    // 224
+    // 281
     Message { name: "api.networking.v1.IngressBackend", fields: &[
-        f(3, "resource", Msg(205), One, false),
-        f(4, "service", Msg(311), One, false),
+        f(3, "resource", Msg(262), One, false),
+        f(4, "service", Msg(408), One, false),
     ] },
-    // 225
+    // 282
     Message { name: "api.networking.v1.IngressTls", fields: &[
         f(1, "hosts", Str, Rep, false),
         f(2, "secretName", Str, One, false),
     ] },
-    // 226
+    // 283
     Message { name: "api.networking.v1.IngressRule", fields: &[
         f(1, "host", Str, One, false),
-        f(2, "ingressRuleValue", Msg(312), Inline, false),
+        f(2, "ingressRuleValue", Msg(409), Inline, false),
     ] },
-    // 227
+    // 284
     Message { name: "api.networking.v1.IngressLoadBalancerStatus", fields: &[
-        f(1, "ingress", Msg(313), Rep, false),
+        f(1, "ingress", Msg(410), Rep, false),
     ] },
-    // 228
+    // 285
     Message { name: "api.networking.v1.IngressClassParametersReference", fields: &[
         f(1, "apiGroup", Str, One, false),
         f(2, "kind", Str, One, false),
@@ -1630,59 +1979,331 @@ pub(super) static MESSAGES: [Message; 389] = [
         f(4, "scope", Str, One, false),
         f(5, "namespace", Str, One, false),
     ] },
-    // 229
+    // 286
     Message { name: "api.networking.v1.NetworkPolicyIngressRule", fields: &[
-        f(1, "ports", Msg(314), Rep, false),
-        f(2, "from", Msg(315), Rep, false),
+        f(1, "ports", Msg(411), Rep, false),
+        f(2, "from", Msg(412), Rep, false),
     ] },
-    // 230
+    // 287
     Message { name: "api.networking.v1.NetworkPolicyEgressRule", fields: &[
-        f(1, "ports", Msg(314), Rep, false),
-        f(2, "to", Msg(315), Rep, false),
+        f(1, "ports", Msg(411), Rep, false),
+        f(2, "to", Msg(412), Rep, false),
     ] },
-    // 231
+    // 288
+    Message { name: "api.networking.v1.ParentReference", fields: &[
+        f(1, "group", Str, One, false),
+        f(2, "resource", Str, One, false),
+        f(3, "namespace", Str, One, false),
+        f(4, "name", Str, One, false),
+    ] },
+    // 289
+    Message { name: "api.autoscaling.v2.CrossVersionObjectReference", fields: &[
+        f(1, "kind", Str, One, false),
+        f(2, "name", Str, One, false),
+        f(3, "apiVersion", Str, One, false),
+    ] },
+    // 290
+    Message { name: "api.autoscaling.v2.MetricSpec", fields: &[
+        f(1, "type", Str, One, false),
+        f(2, "object", Msg(413), One, false),
+        f(3, "pods", Msg(414), One, false),
+        f(4, "resource", Msg(415), One, false),
+        f(5, "external", Msg(417), One, false),
+        f(7, "containerResource", Msg(416), One, false),
+    ] },
+    // 291
+    Message { name: "api.autoscaling.v2.HorizontalPodAutoscalerBehavior", fields: &[
+        f(1, "scaleUp", Msg(418), One, false),
+        f(2, "scaleDown", Msg(418), One, false),
+    ] },
+    // 292
+    Message { name: "api.autoscaling.v2.MetricStatus", fields: &[
+        f(1, "type", Str, One, false),
+        f(2, "object", Msg(419), One, false),
+        f(3, "pods", Msg(420), One, false),
+        f(4, "resource", Msg(421), One, false),
+        f(5, "external", Msg(423), One, false),
+        f(7, "containerResource", Msg(422), One, false),
+    ] },
+    // 293
+    Message { name: "api.autoscaling.v2.HorizontalPodAutoscalerCondition", fields: &[
+        f(1, "type", Str, One, false),
+        f(2, "status", Str, One, false),
+        f(3, "lastTransitionTime", Time, One, false),
+        f(4, "reason", Str, One, false),
+        f(5, "message", Str, One, false),
+    ] },
+    // 294
+    Message { name: "api.certificates.v1.ExtraValue", fields: &[
+        f(1, "items", Str, Rep, false),
+    ] },
+    // 295
+    Message { name: "api.certificates.v1.CertificateSigningRequestCondition", fields: &[
+        f(1, "type", Str, One, false),
+        f(2, "reason", Str, One, false),
+        f(3, "message", Str, One, false),
+        f(4, "lastUpdateTime", Time, One, false),
+        f(5, "lastTransitionTime", Time, One, false),
+        f(6, "status", Str, One, false),
+    ] },
+    // 296
+    Message { name: "api.admissionregistration.v1.WebhookClientConfig", fields: &[
+        f(1, "service", Msg(424), One, false),
+        f(2, "caBundle", Bytes, One, false),
+        f(3, "url", Str, One, false),
+    ] },
+    // 297
+    Message { name: "api.admissionregistration.v1.RuleWithOperations", fields: &[
+        f(1, "operations", Str, Rep, false),
+        f(2, "rule", Msg(425), Inline, false),
+    ] },
+    // 298
+    Message { name: "api.admissionregistration.v1.MatchCondition", fields: &[
+        f(1, "name", Str, One, false),
+        f(2, "expression", Str, One, false),
+    ] },
+    // 299
+    Message { name: "api.admissionregistration.v1.ParamKind", fields: &[
+        f(1, "apiVersion", Str, One, false),
+        f(2, "kind", Str, One, false),
+    ] },
+    // 300
+    Message { name: "api.admissionregistration.v1.MatchResources", fields: &[
+        f(1, "namespaceSelector", Msg(190), One, false),
+        f(2, "objectSelector", Msg(190), One, false),
+        f(3, "resourceRules", Msg(426), Rep, false),
+        f(4, "excludeResourceRules", Msg(426), Rep, false),
+        f(7, "matchPolicy", Str, One, false),
+    ] },
+    // 301
+    Message { name: "api.admissionregistration.v1.Validation", fields: &[
+        f(1, "expression", Str, One, false),
+        f(2, "message", Str, One, false),
+        f(3, "reason", Str, One, false),
+        f(4, "messageExpression", Str, One, false),
+    ] },
+    // 302
+    Message { name: "api.admissionregistration.v1.AuditAnnotation", fields: &[
+        f(1, "key", Str, One, false),
+        f(2, "valueExpression", Str, One, false),
+    ] },
+    // 303
+    Message { name: "api.admissionregistration.v1.Variable", fields: &[
+        f(1, "name", Str, One, false),
+        f(2, "expression", Str, One, false),
+    ] },
+    // 304
+    Message { name: "api.admissionregistration.v1.TypeChecking", fields: &[
+        f(1, "expressionWarnings", Msg(427), Rep, false),
+    ] },
+    // 305
+    Message { name: "api.admissionregistration.v1.ParamRef", fields: &[
+        f(1, "name", Str, One, false),
+        f(2, "namespace", Str, One, false),
+        f(3, "selector", Msg(190), One, false),
+        f(4, "parameterNotFoundAction", Str, One, false),
+    ] },
+    // 306
+    Message { name: "api.flowcontrol.v1.PriorityLevelConfigurationReference", fields: &[
+        f(1, "name", Str, One, false),
+    ] },
+    // 307
+    Message { name: "api.flowcontrol.v1.FlowDistinguisherMethod", fields: &[
+        f(1, "type", Str, One, false),
+    ] },
+    // 308
+    Message { name: "api.flowcontrol.v1.PolicyRulesWithSubjects", fields: &[
+        f(1, "subjects", Msg(428), Rep, false),
+        f(2, "resourceRules", Msg(429), Rep, false),
+        f(3, "nonResourceRules", Msg(430), Rep, false),
+    ] },
+    // 309
+    Message { name: "api.flowcontrol.v1.FlowSchemaCondition", fields: &[
+        f(1, "type", Str, One, false),
+        f(2, "status", Str, One, false),
+        f(3, "lastTransitionTime", Time, One, false),
+        f(4, "reason", Str, One, false),
+        f(5, "message", Str, One, false),
+    ] },
+    // 310
+    Message { name: "api.flowcontrol.v1.LimitedPriorityLevelConfiguration", fields: &[
+        f(1, "nominalConcurrencyShares", I32, One, false),
+        f(2, "limitResponse", Msg(431), One, false),
+        f(3, "lendablePercent", I32, One, false),
+        f(4, "borrowingLimitPercent", I32, One, false),
+    ] },
+    // 311
+    Message { name: "api.flowcontrol.v1.ExemptPriorityLevelConfiguration", fields: &[
+        f(1, "nominalConcurrencyShares", I32, One, false),
+        f(2, "lendablePercent", I32, One, false),
+    ] },
+    // 312
+    Message { name: "api.flowcontrol.v1.PriorityLevelConfigurationCondition", fields: &[
+        f(1, "type", Str, One, false),
+        f(2, "status", Str, One, false),
+        f(3, "lastTransitionTime", Time, One, false),
+        f(4, "reason", Str, One, false),
+        f(5, "message", Str, One, false),
+    ] },
+    // 313
+    Message { name: "api.resource.v1.DeviceSelector", fields: &[
+        f(1, "cel", Msg(432), One, false),
+    ] },
+    // 314
+    Message { name: "api.resource.v1.DeviceClassConfiguration", fields: &[
+        f(1, "deviceConfiguration", Msg(433), Inline, false),
+    ] },
+    // 315
+    Message { name: "api.resource.v1.DeviceClaim", fields: &[
+        f(1, "requests", Msg(434), Rep, false),
+        f(2, "constraints", Msg(435), Rep, false),
+        f(3, "config", Msg(436), Rep, false),
+    ] },
+    // 316
+    Message { name: "api.resource.v1.AllocationResult", fields: &[
+        f(1, "devices", Msg(437), One, false),
+        f(3, "nodeSelector", Msg(320), One, false),
+        f(5, "allocationTimestamp", Time, One, false),
+    ] },
+    // 317
+    Message { name: "api.resource.v1.ResourceClaimConsumerReference", fields: &[
+        f(1, "apiGroup", Str, One, false),
+        f(3, "resource", Str, One, false),
+        f(4, "name", Str, One, false),
+        f(5, "uid", Str, One, false),
+    ] },
+    // 318
+    Message { name: "api.resource.v1.AllocatedDeviceStatus", fields: &[
+        f(1, "driver", Str, One, false),
+        f(2, "pool", Str, One, false),
+        f(3, "device", Str, One, false),
+        f(4, "conditions", Msg(246), Rep, false),
+        f(5, "data", RawExtension, One, false),
+        f(6, "networkData", Msg(438), One, false),
+        f(7, "shareID", Str, One, false),
+    ] },
+    // 319
+    Message { name: "api.resource.v1.ResourcePool", fields: &[
+        f(1, "name", Str, One, false),
+        f(2, "generation", I64, One, false),
+        f(3, "resourceSliceCount", I64, One, false),
+    ] },
+    // 320
+    Message { name: "api.core.v1.NodeSelector", fields: &[
+        f(1, "nodeSelectorTerms", Msg(439), Rep, false),
+    ] },
+    // 321
+    Message { name: "api.resource.v1.Device", fields: &[
+        f(1, "name", Str, One, false),
+        f(2, "attributes", Msg(440), Map, false),
+        f(3, "capacity", Msg(441), Map, false),
+        f(4, "consumesCounters", Msg(442), Rep, false),
+        f(5, "nodeName", Str, One, false),
+        f(6, "nodeSelector", Msg(320), One, false),
+        f(7, "allNodes", Bool, One, false),
+        f(8, "taints", Msg(443), Rep, false),
+        f(9, "bindsToNode", Bool, One, false),
+        f(10, "bindingConditions", Str, Rep, false),
+        f(11, "bindingFailureConditions", Str, Rep, false),
+        f(12, "allowMultipleAllocations", Bool, One, false),
+    ] },
+    // 322
+    Message { name: "api.resource.v1.CounterSet", fields: &[
+        f(1, "name", Str, One, false),
+        f(2, "counters", Msg(444), Map, false),
+    ] },
+    // 323
+    Message { name: "apiextensions_apiserver.pkg.apis.apiextensions.v1.CustomResourceDefinitionNames", fields: &[
+        f(1, "plural", Str, One, false),
+        f(2, "singular", Str, One, false),
+        f(3, "shortNames", Str, Rep, false),
+        f(4, "kind", Str, One, false),
+        f(5, "listKind", Str, One, false),
+        f(6, "categories", Str, Rep, false),
+    ] },
+    // 324
+    Message { name: "apiextensions_apiserver.pkg.apis.apiextensions.v1.CustomResourceDefinitionVersion", fields: &[
+        f(1, "name", Str, One, false),
+        f(2, "served", Bool, One, false),
+        f(3, "storage", Bool, One, false),
+        f(4, "schema", Msg(445), One, false),
+        f(5, "subresources", Msg(446), One, false),
+        f(6, "additionalPrinterColumns", Msg(447), Rep, false),
+        f(7, "deprecated", Bool, One, false),
+        f(8, "deprecationWarning", Str, One, false),
+        f(9, "selectableFields", Msg(448), Rep, false),
+    ] },
+    // 325
+    Message { name: "apiextensions_apiserver.pkg.apis.apiextensions.v1.CustomResourceConversion", fields: &[
+        f(1, "strategy", Str, One, false),
+        f(2, "webhook", Msg(449), One, false),
+    ] },
+    // 326
+    Message { name: "apiextensions_apiserver.pkg.apis.apiextensions.v1.CustomResourceDefinitionCondition", fields: &[
+        f(1, "type", Str, One, false),
+        f(2, "status", Str, One, false),
+        f(3, "lastTransitionTime", Time, One, false),
+        f(4, "reason", Str, One, false),
+        f(5, "message", Str, One, false),
+        f(6, "observedGeneration", I64, One, false),
+    ] },
+    // 327
+    Message { name: "kube_aggregator.pkg.apis.apiregistration.v1.ServiceReference", fields: &[
+        f(1, "namespace", Str, One, false),
+        f(2, "name", Str, One, false),
+        f(3, "port", I32, One, false),
+    ] },
+    // 328
+    Message { name: "kube_aggregator.pkg.apis.apiregistration.v1.APIServiceCondition", fields: &[
+        f(1, "type", Str, One, false),
+        f(2, "status", Str, One, false),
+        f(3, "lastTransitionTime", Time, One, false),
+        f(4, "reason", Str, One, false),
+        f(5, "message", Str, One, false),
+    ] },
+    // 329
     Message { name: "api.core.v1.TopologySelectorLabelRequirement", fields: &[
         f(1, "key", Str, One, false),
         f(2, "values", Str, Rep, false),
     ] },
-    // 232
+    // 330
     Message { name: "api.storage.v1.TokenRequest", fields: &[
         f(1, "audience", Str, One, false),
         f(2, "expirationSeconds", I64, One, false),
     ] },
-    // 233
+    // 331
     Message { name: "api.storage.v1.CSINodeDriver", fields: &[
         f(1, "name", Str, One, false),
         f(2, "nodeID", Str, One, false),
         f(3, "topologyKeys", Str, Rep, false),
-        f(4, "allocatable", Msg(316), One, false),
+        f(4, "allocatable", Msg(450), One, false),
     ] },
-    // 234
+    // 332
     Message { name: "apimachinery.pkg.apis.meta.v1.LabelSelectorRequirement", fields: &[
         f(1, "key", Str, One, false),
         f(2, "operator", Str, One, false),
         f(3, "values", Str, Rep, false),
     ] },
-    // 235
+    // 333
     Message { name: "api.storage.v1.VolumeAttachmentSource", fields: &[
         f(1, "persistentVolumeName", Str, One, false),
-        f(2, "inlineVolumeSpec", Msg(111), One, false),
+        f(2, "inlineVolumeSpec", Msg(143), One, false),
     ] },
-    // 236
+    // 334
     Message { name: "api.storage.v1.VolumeError", fields: &[
         f(1, "time", Time, One, false),
         f(2, "message", Str, One, false),
         f(3, "errorCode", I32, One, false),
     ] },
-    // 237
+    // 335
     Message { name: "api.batch.v1.PodFailurePolicy", fields: &[
-        f(1, "rules", Msg(317), Rep, false),
+        f(1, "rules", Msg(451), Rep, false),
     ] },
-    // 238
+    // 336
     Message { name: "api.batch.v1.SuccessPolicy", fields: &[
-        f(1, "rules", Msg(318), Rep, false),
+        f(1, "rules", Msg(452), Rep, false),
     ] },
-    // 239
+    // 337
     Message { name: "api.batch.v1.JobCondition", fields: &[
         f(1, "type", Str, One, false),
         f(2, "status", Str, One, false),
@@ -1691,17 +2312,17 @@ pub(super) static MESSAGES: [Message; 389] = [
         f(5, "reason", Str, One, true),
         f(6, "message", Str, One, true),
     ] },
-    // 240
+    // 338
     Message { name: "api.batch.v1.UncountedTerminatedPods", fields: &[
         f(1, "succeeded", Str, Rep, false),
         f(2, "failed", Str, Rep, false),
     ] },
-    // 241
+    // 339
     Message { name: "api.batch.v1.JobTemplateSpec", fields: &[
-        f(1, "metadata", Msg(91), One, false),
-        f(2, "spec", Msg(139), One, false),
+        f(1, "metadata", Msg(123), One, false),
+        f(2, "spec", Msg(196), One, false),
     ] },
-    // 242
+    // 340
     Message { name: "api.authorization.v1.ResourceAttributes", fields: &[
         f(1, "namespace", Str, One, true),
         f(2, "verb", Str, One, true),
@@ -1710,78 +2331,78 @@ pub(super) static MESSAGES: [Message; 389] = [
         f(5, "resource", Str, One, true),
         f(6, "subresource", Str, One, true),
         f(7, "name", Str, One, true),
-        f(8, "fieldSelector", Msg(319), One, false),
-        f(9, "labelSelector", Msg(320), One, false),
+        f(8, "fieldSelector", Msg(453), One, false),
+        f(9, "labelSelector", Msg(454), One, false),
     ] },
-    // 243
+    // 341
     Message { name: "api.authorization.v1.NonResourceAttributes", fields: &[
         f(1, "path", Str, One, true),
         f(2, "verb", Str, One, true),
     ] },
-    // 244
+    // 342
     Message { name: "api.authorization.v1.ExtraValue", fields: &[
         f(1, "items", Str, Rep, false),
     ] },
-    // 245
+    // 343
     Message { name: "api.authorization.v1.ResourceRule", fields: &[
         f(1, "verbs", Str, Rep, false),
         f(2, "apiGroups", Str, Rep, false),
         f(3, "resources", Str, Rep, false),
         f(4, "resourceNames", Str, Rep, false),
     ] },
-    // 246
+    // 344
     Message { name: "api.authorization.v1.NonResourceRule", fields: &[
         f(1, "verbs", Str, Rep, false),
         f(2, "nonResourceURLs", Str, Rep, false),
     ] },
-    // 247
+    // 345
     Message { name: "api.authentication.v1.UserInfo", fields: &[
         f(1, "username", Str, One, true),
         f(2, "uid", Str, One, true),
         f(3, "groups", Str, Rep, false),
         f(4, "extra", StrList, Map, false),
     ] },
-    // 248
+    // 346
     Message { name: "api.authentication.v1.BoundObjectReference", fields: &[
         f(1, "kind", Str, One, true),
         f(2, "apiVersion", Str, One, true),
         f(3, "name", Str, One, true),
         f(4, "uid", Str, One, true),
     ] },
-    // 249
+    // 347
     Message { name: "api.core.v1.VolumeSource", fields: &[
-        f(1, "hostPath", Msg(284), One, false),
-        f(2, "emptyDir", Msg(322), One, false),
-        f(3, "gcePersistentDisk", Msg(282), One, false),
-        f(4, "awsElasticBlockStore", Msg(283), One, false),
-        f(5, "gitRepo", Msg(323), One, false),
-        f(6, "secret", Msg(324), One, false),
-        f(7, "nfs", Msg(286), One, false),
-        f(8, "iscsi", Msg(325), One, false),
-        f(9, "glusterfs", Msg(326), One, false),
-        f(10, "persistentVolumeClaim", Msg(327), One, false),
-        f(11, "rbd", Msg(328), One, false),
-        f(12, "flexVolume", Msg(329), One, false),
-        f(13, "cinder", Msg(330), One, false),
-        f(14, "cephfs", Msg(331), One, false),
-        f(15, "flocker", Msg(292), One, false),
-        f(16, "downwardAPI", Msg(332), One, false),
-        f(17, "fc", Msg(291), One, false),
-        f(18, "azureFile", Msg(333), One, false),
-        f(19, "configMap", Msg(334), One, false),
-        f(20, "vsphereVolume", Msg(295), One, false),
-        f(21, "quobyte", Msg(296), One, false),
-        f(22, "azureDisk", Msg(297), One, false),
-        f(23, "photonPersistentDisk", Msg(298), One, false),
-        f(24, "portworxVolume", Msg(299), One, false),
-        f(25, "scaleIO", Msg(336), One, false),
-        f(26, "projected", Msg(335), One, false),
-        f(27, "storageos", Msg(337), One, false),
-        f(28, "csi", Msg(338), One, false),
-        f(29, "ephemeral", Msg(339), One, false),
-        f(30, "image", Msg(340), One, false),
+        f(1, "hostPath", Msg(382), One, false),
+        f(2, "emptyDir", Msg(456), One, false),
+        f(3, "gcePersistentDisk", Msg(380), One, false),
+        f(4, "awsElasticBlockStore", Msg(381), One, false),
+        f(5, "gitRepo", Msg(457), One, false),
+        f(6, "secret", Msg(458), One, false),
+        f(7, "nfs", Msg(384), One, false),
+        f(8, "iscsi", Msg(459), One, false),
+        f(9, "glusterfs", Msg(460), One, false),
+        f(10, "persistentVolumeClaim", Msg(461), One, false),
+        f(11, "rbd", Msg(462), One, false),
+        f(12, "flexVolume", Msg(463), One, false),
+        f(13, "cinder", Msg(464), One, false),
+        f(14, "cephfs", Msg(465), One, false),
+        f(15, "flocker", Msg(390), One, false),
+        f(16, "downwardAPI", Msg(466), One, false),
+        f(17, "fc", Msg(389), One, false),
+        f(18, "azureFile", Msg(467), One, false),
+        f(19, "configMap", Msg(468), One, false),
+        f(20, "vsphereVolume", Msg(393), One, false),
+        f(21, "quobyte", Msg(394), One, false),
+        f(22, "azureDisk", Msg(395), One, false),
+        f(23, "photonPersistentDisk", Msg(396), One, false),
+        f(24, "portworxVolume", Msg(397), One, false),
+        f(25, "scaleIO", Msg(470), One, false),
+        f(26, "projected", Msg(469), One, false),
+        f(27, "storageos", Msg(471), One, false),
+        f(28, "csi", Msg(472), One, false),
+        f(29, "ephemeral", Msg(473), One, false),
+        f(30, "image", Msg(474), One, false),
     ] },
-    // 250
+    // 348
     Message { name: "api.core.v1.ContainerPort", fields: &[
         f(1, "name", Str, One, true),
         f(2, "hostPort", I32, One, true),
@@ -1789,29 +2410,29 @@ pub(super) static MESSAGES: [Message; 389] = [
         f(4, "protocol", Str, One, true),
         f(5, "hostIP", Str, One, true),
     ] },
-    // 251
+    // 349
     Message { name: "api.core.v1.EnvFromSource", fields: &[
         f(1, "prefix", Str, One, true),
-        f(2, "configMapRef", Msg(341), One, false),
-        f(3, "secretRef", Msg(342), One, false),
+        f(2, "configMapRef", Msg(475), One, false),
+        f(3, "secretRef", Msg(476), One, false),
     ] },
-    // 252
+    // 350
     Message { name: "api.core.v1.EnvVar", fields: &[
         f(1, "name", Str, One, false),
         f(2, "value", Str, One, true),
-        f(3, "valueFrom", Msg(343), One, false),
+        f(3, "valueFrom", Msg(477), One, false),
     ] },
-    // 253
+    // 351
     Message { name: "api.core.v1.ContainerResizePolicy", fields: &[
         f(1, "resourceName", Str, One, false),
         f(2, "restartPolicy", Str, One, false),
     ] },
-    // 254
+    // 352
     Message { name: "api.core.v1.ContainerRestartRule", fields: &[
         f(1, "action", Str, One, false),
-        f(2, "exitCodes", Msg(344), One, false),
+        f(2, "exitCodes", Msg(478), One, false),
     ] },
-    // 255
+    // 353
     Message { name: "api.core.v1.VolumeMount", fields: &[
         f(1, "name", Str, One, false),
         f(2, "readOnly", Bool, One, true),
@@ -1821,14 +2442,14 @@ pub(super) static MESSAGES: [Message; 389] = [
         f(6, "subPathExpr", Str, One, true),
         f(7, "recursiveReadOnly", Str, One, false),
     ] },
-    // 256
+    // 354
     Message { name: "api.core.v1.VolumeDevice", fields: &[
         f(1, "name", Str, One, false),
         f(2, "devicePath", Str, One, false),
     ] },
-    // 257
+    // 355
     Message { name: "api.core.v1.Probe", fields: &[
-        f(1, "handler", Msg(345), Inline, false),
+        f(1, "handler", Msg(479), Inline, false),
         f(2, "initialDelaySeconds", I32, One, true),
         f(3, "timeoutSeconds", I32, One, true),
         f(4, "periodSeconds", I32, One, true),
@@ -1836,149 +2457,149 @@ pub(super) static MESSAGES: [Message; 389] = [
         f(6, "failureThreshold", I32, One, true),
         f(7, "terminationGracePeriodSeconds", I64, One, false),
     ] },
-    // 258
+    // 356
     Message { name: "api.core.v1.Lifecycle", fields: &[
-        f(1, "postStart", Msg(346), One, false),
-        f(2, "preStop", Msg(346), One, false),
+        f(1, "postStart", Msg(480), One, false),
+        f(2, "preStop", Msg(480), One, false),
         f(3, "stopSignal", Str, One, false),
     ] },
-    // 259
+    // 357
     Message { name: "api.core.v1.SecurityContext", fields: &[
-        f(1, "capabilities", Msg(347), One, false),
+        f(1, "capabilities", Msg(481), One, false),
         f(2, "privileged", Bool, One, false),
-        f(3, "seLinuxOptions", Msg(261), One, false),
+        f(3, "seLinuxOptions", Msg(359), One, false),
         f(4, "runAsUser", I64, One, false),
         f(5, "runAsNonRoot", Bool, One, false),
         f(6, "readOnlyRootFilesystem", Bool, One, false),
         f(7, "allowPrivilegeEscalation", Bool, One, false),
         f(8, "runAsGroup", I64, One, false),
         f(9, "procMount", Str, One, false),
-        f(10, "windowsOptions", Msg(262), One, false),
-        f(11, "seccompProfile", Msg(264), One, false),
-        f(12, "appArmorProfile", Msg(265), One, false),
+        f(10, "windowsOptions", Msg(360), One, false),
+        f(11, "seccompProfile", Msg(362), One, false),
+        f(12, "appArmorProfile", Msg(363), One, false),
     ] },
-    // 260
+    // 358
     Message { name: "api.core.v1.EphemeralContainerCommon", fields: &[
         f(1, "name", Str, One, false),
         f(2, "image", Str, One, true),
         f(3, "command", Str, Rep, false),
         f(4, "args", Str, Rep, false),
         f(5, "workingDir", Str, One, true),
-        f(6, "ports", Msg(250), Rep, false),
-        f(7, "env", Msg(252), Rep, false),
-        f(8, "resources", Msg(178), One, false),
-        f(9, "volumeMounts", Msg(255), Rep, false),
-        f(10, "livenessProbe", Msg(257), One, false),
-        f(11, "readinessProbe", Msg(257), One, false),
-        f(12, "lifecycle", Msg(258), One, false),
+        f(6, "ports", Msg(348), Rep, false),
+        f(7, "env", Msg(350), Rep, false),
+        f(8, "resources", Msg(235), One, false),
+        f(9, "volumeMounts", Msg(353), Rep, false),
+        f(10, "livenessProbe", Msg(355), One, false),
+        f(11, "readinessProbe", Msg(355), One, false),
+        f(12, "lifecycle", Msg(356), One, false),
         f(13, "terminationMessagePath", Str, One, true),
         f(14, "imagePullPolicy", Str, One, true),
-        f(15, "securityContext", Msg(259), One, false),
+        f(15, "securityContext", Msg(357), One, false),
         f(16, "stdin", Bool, One, true),
         f(17, "stdinOnce", Bool, One, true),
         f(18, "tty", Bool, One, true),
-        f(19, "envFrom", Msg(251), Rep, false),
+        f(19, "envFrom", Msg(349), Rep, false),
         f(20, "terminationMessagePolicy", Str, One, true),
-        f(21, "volumeDevices", Msg(256), Rep, false),
-        f(22, "startupProbe", Msg(257), One, false),
-        f(23, "resizePolicy", Msg(253), Rep, false),
+        f(21, "volumeDevices", Msg(354), Rep, false),
+        f(22, "startupProbe", Msg(355), One, false),
+        f(23, "resizePolicy", Msg(351), Rep, false),
         f(24, "restartPolicy", Str, One, false),
-        f(25, "restartPolicyRules", Msg(254), Rep, false),
+        f(25, "restartPolicyRules", Msg(352), Rep, false),
     ] },
-    // 261
+    // 359
     Message { name: "api.core.v1.SeLinuxOptions", fields: &[
         f(1, "user", Str, One, true),
         f(2, "role", Str, One, true),
         f(3, "type", Str, One, true),
         f(4, "level", Str, One, true),
     ] },
-    // 262
+    // 360
     Message { name: "api.core.v1.WindowsSecurityContextOptions", fields: &[
         f(1, "gmsaCredentialSpecName", Str, One, false),
         f(2, "gmsaCredentialSpec", Str, One, false),
         f(3, "runAsUserName", Str, One, false),
         f(4, "hostProcess", Bool, One, false),
     ] },
-    // 263
+    // 361
     Message { name: "api.core.v1.Sysctl", fields: &[
         f(1, "name", Str, One, false),
         f(2, "value", Str, One, false),
     ] },
-    // 264
+    // 362
     Message { name: "api.core.v1.SeccompProfile", fields: &[
         f(1, "type", Str, One, false),
         f(2, "localhostProfile", Str, One, false),
     ] },
-    // 265
+    // 363
     Message { name: "api.core.v1.AppArmorProfile", fields: &[
         f(1, "type", Str, One, false),
         f(2, "localhostProfile", Str, One, false),
     ] },
-    // 266
+    // 364
     Message { name: "api.core.v1.NodeAffinity", fields: &[
-        f(1, "requiredDuringSchedulingIgnoredDuringExecution", Msg(304), One, false),
-        f(2, "preferredDuringSchedulingIgnoredDuringExecution", Msg(348), Rep, false),
+        f(1, "requiredDuringSchedulingIgnoredDuringExecution", Msg(320), One, false),
+        f(2, "preferredDuringSchedulingIgnoredDuringExecution", Msg(482), Rep, false),
     ] },
-    // 267
+    // 365
     Message { name: "api.core.v1.PodAffinity", fields: &[
-        f(1, "requiredDuringSchedulingIgnoredDuringExecution", Msg(349), Rep, false),
-        f(2, "preferredDuringSchedulingIgnoredDuringExecution", Msg(350), Rep, false),
+        f(1, "requiredDuringSchedulingIgnoredDuringExecution", Msg(483), Rep, false),
+        f(2, "preferredDuringSchedulingIgnoredDuringExecution", Msg(484), Rep, false),
     ] },
-    // 268
+    // 366
     Message { name: "api.core.v1.PodAntiAffinity", fields: &[
-        f(1, "requiredDuringSchedulingIgnoredDuringExecution", Msg(349), Rep, false),
-        f(2, "preferredDuringSchedulingIgnoredDuringExecution", Msg(350), Rep, false),
+        f(1, "requiredDuringSchedulingIgnoredDuringExecution", Msg(483), Rep, false),
+        f(2, "preferredDuringSchedulingIgnoredDuringExecution", Msg(484), Rep, false),
     ] },
-    // 269
+    // 367
     Message { name: "api.core.v1.PodDnsConfigOption", fields: &[
         f(1, "name", Str, One, true),
         f(2, "value", Str, One, false),
     ] },
-    // 270
+    // 368
     Message { name: "api.core.v1.ResourceClaim", fields: &[
         f(1, "name", Str, One, false),
         f(2, "request", Str, One, true),
     ] },
-    // 271
+    // 369
     Message { name: "api.core.v1.ContainerState", fields: &[
-        f(1, "waiting", Msg(351), One, false),
-        f(2, "running", Msg(352), One, false),
-        f(3, "terminated", Msg(353), One, false),
+        f(1, "waiting", Msg(485), One, false),
+        f(2, "running", Msg(486), One, false),
+        f(3, "terminated", Msg(487), One, false),
     ] },
-    // 272
+    // 370
     Message { name: "api.core.v1.VolumeMountStatus", fields: &[
         f(1, "name", Str, One, false),
         f(2, "mountPath", Str, One, false),
         f(3, "readOnly", Bool, One, false),
         f(4, "recursiveReadOnly", Str, One, false),
     ] },
-    // 273
+    // 371
     Message { name: "api.core.v1.ContainerUser", fields: &[
-        f(1, "linux", Msg(354), One, false),
+        f(1, "linux", Msg(488), One, false),
     ] },
-    // 274
+    // 372
     Message { name: "api.core.v1.ResourceStatus", fields: &[
         f(1, "name", Str, One, false),
-        f(2, "resources", Msg(355), Rep, false),
+        f(2, "resources", Msg(489), Rep, false),
     ] },
-    // 275
+    // 373
     Message { name: "api.core.v1.ContainerExtendedResourceRequest", fields: &[
         f(1, "containerName", Str, One, false),
         f(2, "resourceName", Str, One, false),
         f(3, "requestName", Str, One, false),
     ] },
-    // 276
+    // 374
     Message { name: "api.core.v1.ClientIpConfig", fields: &[
         f(1, "timeoutSeconds", I32, One, false),
     ] },
-    // 277
+    // 375
     Message { name: "api.core.v1.LoadBalancerIngress", fields: &[
         f(1, "ip", Str, One, true),
         f(2, "hostname", Str, One, true),
         f(3, "ipMode", Str, One, false),
-        f(4, "ports", Msg(356), Rep, false),
+        f(4, "ports", Msg(490), Rep, false),
     ] },
-    // 278
+    // 376
     Message { name: "api.core.v1.ConfigMapNodeConfigSource", fields: &[
         f(1, "namespace", Str, One, false),
         f(2, "name", Str, One, false),
@@ -1986,52 +2607,52 @@ pub(super) static MESSAGES: [Message; 389] = [
         f(4, "resourceVersion", Str, One, false),
         f(5, "kubeletConfigKey", Str, One, false),
     ] },
-    // 279
+    // 377
     Message { name: "api.core.v1.DaemonEndpoint", fields: &[
         f(1, "Port", I32, One, false),
     ] },
-    // 280
+    // 378
     Message { name: "api.core.v1.NodeSwapStatus", fields: &[
         f(1, "capacity", I64, One, false),
     ] },
-    // 281
+    // 379
     Message { name: "api.core.v1.NodeRuntimeHandlerFeatures", fields: &[
         f(1, "recursiveReadOnlyMounts", Bool, One, false),
         f(2, "userNamespaces", Bool, One, false),
     ] },
-    // 282
+    // 380
     Message { name: "api.core.v1.GcePersistentDiskVolumeSource", fields: &[
         f(1, "pdName", Str, One, false),
         f(2, "fsType", Str, One, true),
         f(3, "partition", I32, One, true),
         f(4, "readOnly", Bool, One, true),
     ] },
-    // 283
+    // 381
     Message { name: "api.core.v1.AwsElasticBlockStoreVolumeSource", fields: &[
         f(1, "volumeID", Str, One, false),
         f(2, "fsType", Str, One, true),
         f(3, "partition", I32, One, true),
         f(4, "readOnly", Bool, One, true),
     ] },
-    // 284
+    // 382
     Message { name: "api.core.v1.HostPathVolumeSource", fields: &[
         f(1, "path", Str, One, false),
         f(2, "type", Str, One, false),
     ] },
-    // 285
+    // 383
     Message { name: "api.core.v1.GlusterfsPersistentVolumeSource", fields: &[
         f(1, "endpoints", Str, One, false),
         f(2, "path", Str, One, false),
         f(3, "readOnly", Bool, One, false),
         f(4, "endpointsNamespace", Str, One, false),
     ] },
-    // 286
+    // 384
     Message { name: "api.core.v1.NfsVolumeSource", fields: &[
         f(1, "server", Str, One, false),
         f(2, "path", Str, One, false),
         f(3, "readOnly", Bool, One, true),
     ] },
-    // 287
+    // 385
     Message { name: "api.core.v1.RbdPersistentVolumeSource", fields: &[
         f(1, "monitors", Str, Rep, false),
         f(2, "image", Str, One, false),
@@ -2039,10 +2660,10 @@ pub(super) static MESSAGES: [Message; 389] = [
         f(4, "pool", Str, One, false),
         f(5, "user", Str, One, false),
         f(6, "keyring", Str, One, false),
-        f(7, "secretRef", Msg(357), One, false),
+        f(7, "secretRef", Msg(491), One, false),
         f(8, "readOnly", Bool, One, false),
     ] },
-    // 288
+    // 386
     Message { name: "api.core.v1.IscsiPersistentVolumeSource", fields: &[
         f(1, "targetPortal", Str, One, false),
         f(2, "iqn", Str, One, false),
@@ -2052,27 +2673,27 @@ pub(super) static MESSAGES: [Message; 389] = [
         f(6, "readOnly", Bool, One, false),
         f(7, "portals", Str, Rep, false),
         f(8, "chapAuthDiscovery", Bool, One, false),
-        f(10, "secretRef", Msg(357), One, false),
+        f(10, "secretRef", Msg(491), One, false),
         f(11, "chapAuthSession", Bool, One, false),
         f(12, "initiatorName", Str, One, false),
     ] },
-    // 289
+    // 387
     Message { name: "api.core.v1.CinderPersistentVolumeSource", fields: &[
         f(1, "volumeID", Str, One, false),
         f(2, "fsType", Str, One, false),
         f(3, "readOnly", Bool, One, false),
-        f(4, "secretRef", Msg(357), One, false),
+        f(4, "secretRef", Msg(491), One, false),
     ] },
-    // 290
+    // 388
     Message { name: "api.core.v1.CephFsPersistentVolumeSource", fields: &[
         f(1, "monitors", Str, Rep, false),
         f(2, "path", Str, One, false),
         f(3, "user", Str, One, false),
         f(4, "secretFile", Str, One, false),
-        f(5, "secretRef", Msg(357), One, false),
+        f(5, "secretRef", Msg(491), One, false),
         f(6, "readOnly", Bool, One, false),
     ] },
-    // 291
+    // 389
     Message { name: "api.core.v1.FcVolumeSource", fields: &[
         f(1, "targetWWNs", Str, Rep, false),
         f(2, "lun", I32, One, false),
@@ -2080,34 +2701,34 @@ pub(super) static MESSAGES: [Message; 389] = [
         f(4, "readOnly", Bool, One, true),
         f(5, "wwids", Str, Rep, false),
     ] },
-    // 292
+    // 390
     Message { name: "api.core.v1.FlockerVolumeSource", fields: &[
         f(1, "datasetName", Str, One, true),
         f(2, "datasetUUID", Str, One, true),
     ] },
-    // 293
+    // 391
     Message { name: "api.core.v1.FlexPersistentVolumeSource", fields: &[
         f(1, "driver", Str, One, false),
         f(2, "fsType", Str, One, false),
-        f(3, "secretRef", Msg(357), One, false),
+        f(3, "secretRef", Msg(491), One, false),
         f(4, "readOnly", Bool, One, false),
         f(5, "options", Str, Map, false),
     ] },
-    // 294
+    // 392
     Message { name: "api.core.v1.AzureFilePersistentVolumeSource", fields: &[
         f(1, "secretName", Str, One, false),
         f(2, "shareName", Str, One, false),
         f(3, "readOnly", Bool, One, false),
         f(4, "secretNamespace", Str, One, false),
     ] },
-    // 295
+    // 393
     Message { name: "api.core.v1.VsphereVirtualDiskVolumeSource", fields: &[
         f(1, "volumePath", Str, One, false),
         f(2, "fsType", Str, One, true),
         f(3, "storagePolicyName", Str, One, true),
         f(4, "storagePolicyID", Str, One, true),
     ] },
-    // 296
+    // 394
     Message { name: "api.core.v1.QuobyteVolumeSource", fields: &[
         f(1, "registry", Str, One, false),
         f(2, "volume", Str, One, false),
@@ -2116,7 +2737,7 @@ pub(super) static MESSAGES: [Message; 389] = [
         f(5, "group", Str, One, true),
         f(6, "tenant", Str, One, true),
     ] },
-    // 297
+    // 395
     Message { name: "api.core.v1.AzureDiskVolumeSource", fields: &[
         f(1, "diskName", Str, One, false),
         f(2, "diskURI", Str, One, false),
@@ -2125,22 +2746,22 @@ pub(super) static MESSAGES: [Message; 389] = [
         f(5, "readOnly", Bool, One, false),
         f(6, "kind", Str, One, false),
     ] },
-    // 298
+    // 396
     Message { name: "api.core.v1.PhotonPersistentDiskVolumeSource", fields: &[
         f(1, "pdID", Str, One, false),
         f(2, "fsType", Str, One, true),
     ] },
-    // 299
+    // 397
     Message { name: "api.core.v1.PortworxVolumeSource", fields: &[
         f(1, "volumeID", Str, One, false),
         f(2, "fsType", Str, One, true),
         f(3, "readOnly", Bool, One, true),
     ] },
-    // 300
+    // 398
     Message { name: "api.core.v1.ScaleIoPersistentVolumeSource", fields: &[
         f(1, "gateway", Str, One, false),
         f(2, "system", Str, One, false),
-        f(3, "secretRef", Msg(357), One, false),
+        f(3, "secretRef", Msg(491), One, false),
         f(4, "sslEnabled", Bool, One, false),
         f(5, "protectionDomain", Str, One, false),
         f(6, "storagePool", Str, One, false),
@@ -2149,140 +2770,342 @@ pub(super) static MESSAGES: [Message; 389] = [
         f(9, "fsType", Str, One, false),
         f(10, "readOnly", Bool, One, false),
     ] },
-    // 301
+    // 399
     Message { name: "api.core.v1.LocalVolumeSource", fields: &[
         f(1, "path", Str, One, false),
         f(2, "fsType", Str, One, false),
     ] },
-    // 302
+    // 400
     Message { name: "api.core.v1.StorageOsPersistentVolumeSource", fields: &[
         f(1, "volumeName", Str, One, false),
         f(2, "volumeNamespace", Str, One, false),
         f(3, "fsType", Str, One, false),
         f(4, "readOnly", Bool, One, false),
-        f(5, "secretRef", Msg(95), One, false),
+        f(5, "secretRef", Msg(127), One, false),
     ] },
-    // 303
+    // 401
     Message { name: "api.core.v1.CSIPersistentVolumeSource", fields: &[
         f(1, "driver", Str, One, false),
         f(2, "volumeHandle", Str, One, false),
         f(3, "readOnly", Bool, One, false),
         f(4, "fsType", Str, One, false),
         f(5, "volumeAttributes", Str, Map, false),
-        f(6, "controllerPublishSecretRef", Msg(357), One, false),
-        f(7, "nodeStageSecretRef", Msg(357), One, false),
-        f(8, "nodePublishSecretRef", Msg(357), One, false),
-        f(9, "controllerExpandSecretRef", Msg(357), One, false),
-        f(10, "nodeExpandSecretRef", Msg(357), One, false),
+        f(6, "controllerPublishSecretRef", Msg(491), One, false),
+        f(7, "nodeStageSecretRef", Msg(491), One, false),
+        f(8, "nodePublishSecretRef", Msg(491), One, false),
+        f(9, "controllerExpandSecretRef", Msg(491), One, false),
+        f(10, "nodeExpandSecretRef", Msg(491), One, false),
     ] },
-    // 304
-    Message { name: "api.core.v1.NodeSelector", fields: &[
-        f(1, "nodeSelectorTerms", Msg(358), Rep, false),
-    ] },
-    // 305
+    // 402
     Message { name: "api.core.v1.ScopedResourceSelectorRequirement", fields: &[
         f(1, "scopeName", Str, One, false),
         f(2, "operator", Str, One, false),
         f(3, "values", Str, Rep, false),
     ] },
-    // 306
+    // 403
     Message { name: "api.apps.v1.RollingUpdateDeployment", fields: &[
         f(1, "maxUnavailable", IntOrString, One, false),
         f(2, "maxSurge", IntOrString, One, false),
     ] },
-    // 307
+    // 404
     Message { name: "api.apps.v1.RollingUpdateStatefulSetStrategy", fields: &[
         f(1, "partition", I32, One, false),
         f(2, "maxUnavailable", IntOrString, One, false),
     ] },
-    // 308
+    // 405
     Message { name: "api.apps.v1.RollingUpdateDaemonSet", fields: &[
         f(1, "maxUnavailable", IntOrString, One, false),
         f(2, "maxSurge", IntOrString, One, false),
     ] },
-    // 309
+    // 406
     Message { name: "api.discovery.v1.ForZone", fields: &[
         f(1, "name", Str, One, false),
     ] },
-    // 310
+    // 407
     Message { name: "api.discovery.v1.ForNode", fields: &[
         f(1, "name", Str, One, false),
     ] },
-    // 311
+    // 408
     Message { name: "api.networking.v1.IngressServiceBackend", fields: &[
         f(1, "name", Str, One, false),
-        f(2, "port", Msg(359), One, false),
+        f(2, "port", Msg(492), One, false),
     ] },
-    // 312
+    // 409
     Message { name: "api.networking.v1.IngressRuleValue", fields: &[
-        f(1, "http", Msg(360), One, false),
+        f(1, "http", Msg(493), One, false),
     ] },
-    // 313
+    // 410
     Message { name: "api.networking.v1.IngressLoadBalancerIngress", fields: &[
         f(1, "ip", Str, One, false),
         f(2, "hostname", Str, One, false),
-        f(4, "ports", Msg(361), Rep, false),
+        f(4, "ports", Msg(494), Rep, false),
     ] },
-    // 314
+    // 411
     Message { name: "api.networking.v1.NetworkPolicyPort", fields: &[
         f(1, "protocol", Str, One, false),
         f(2, "port", IntOrString, One, false),
         f(3, "endPort", I32, One, false),
     ] },
-    // 315
+    // 412
     Message { name: "api.networking.v1.NetworkPolicyPeer", fields: &[
-        f(1, "podSelector", Msg(133), One, false),
-        f(2, "namespaceSelector", Msg(133), One, false),
-        f(3, "ipBlock", Msg(362), One, false),
+        f(1, "podSelector", Msg(190), One, false),
+        f(2, "namespaceSelector", Msg(190), One, false),
+        f(3, "ipBlock", Msg(495), One, false),
     ] },
-    // 316
+    // 413
+    Message { name: "api.autoscaling.v2.ObjectMetricSource", fields: &[
+        f(1, "describedObject", Msg(289), One, false),
+        f(2, "target", Msg(496), One, false),
+        f(3, "metric", Msg(497), One, false),
+    ] },
+    // 414
+    Message { name: "api.autoscaling.v2.PodsMetricSource", fields: &[
+        f(1, "metric", Msg(497), One, false),
+        f(2, "target", Msg(496), One, false),
+    ] },
+    // 415
+    Message { name: "api.autoscaling.v2.ResourceMetricSource", fields: &[
+        f(1, "name", Str, One, false),
+        f(2, "target", Msg(496), One, false),
+    ] },
+    // 416
+    Message { name: "api.autoscaling.v2.ContainerResourceMetricSource", fields: &[
+        f(1, "name", Str, One, false),
+        f(2, "target", Msg(496), One, false),
+        f(3, "container", Str, One, false),
+    ] },
+    // 417
+    Message { name: "api.autoscaling.v2.ExternalMetricSource", fields: &[
+        f(1, "metric", Msg(497), One, false),
+        f(2, "target", Msg(496), One, false),
+    ] },
+    // 418
+    Message { name: "api.autoscaling.v2.HpaScalingRules", fields: &[
+        f(1, "selectPolicy", Str, One, false),
+        f(2, "policies", Msg(498), Rep, false),
+        f(3, "stabilizationWindowSeconds", I32, One, false),
+        f(4, "tolerance", Quantity, One, false),
+    ] },
+    // 419
+    Message { name: "api.autoscaling.v2.ObjectMetricStatus", fields: &[
+        f(1, "metric", Msg(497), One, false),
+        f(2, "current", Msg(499), One, false),
+        f(3, "describedObject", Msg(289), One, false),
+    ] },
+    // 420
+    Message { name: "api.autoscaling.v2.PodsMetricStatus", fields: &[
+        f(1, "metric", Msg(497), One, false),
+        f(2, "current", Msg(499), One, false),
+    ] },
+    // 421
+    Message { name: "api.autoscaling.v2.ResourceMetricStatus", fields: &[
+        f(1, "name", Str, One, false),
+        f(2, "current", Msg(499), One, false),
+    ] },
+    // 422
+    Message { name: "api.autoscaling.v2.ContainerResourceMetricStatus", fields: &[
+        f(1, "name", Str, One, false),
+        f(2, "current", Msg(499), One, false),
+        f(3, "container", Str, One, false),
+    ] },
+    // 423
+    Message { name: "api.autoscaling.v2.ExternalMetricStatus", fields: &[
+        f(1, "metric", Msg(497), One, false),
+        f(2, "current", Msg(499), One, false),
+    ] },
+    // 424
+    Message { name: "api.admissionregistration.v1.ServiceReference", fields: &[
+        f(1, "namespace", Str, One, false),
+        f(2, "name", Str, One, false),
+        f(3, "path", Str, One, false),
+        f(4, "port", I32, One, false),
+    ] },
+    // 425
+    Message { name: "api.admissionregistration.v1.Rule", fields: &[
+        f(1, "apiGroups", Str, Rep, false),
+        f(2, "apiVersions", Str, Rep, false),
+        f(3, "resources", Str, Rep, false),
+        f(4, "scope", Str, One, false),
+    ] },
+    // 426
+    Message { name: "api.admissionregistration.v1.NamedRuleWithOperations", fields: &[
+        f(1, "resourceNames", Str, Rep, false),
+        f(2, "ruleWithOperations", Msg(297), One, false),
+    ] },
+    // 427
+    Message { name: "api.admissionregistration.v1.ExpressionWarning", fields: &[
+        f(2, "fieldRef", Str, One, false),
+        f(3, "warning", Str, One, false),
+    ] },
+    // 428
+    Message { name: "api.flowcontrol.v1.Subject", fields: &[
+        f(1, "kind", Str, One, false),
+        f(2, "user", Msg(500), One, false),
+        f(3, "group", Msg(501), One, false),
+        f(4, "serviceAccount", Msg(502), One, false),
+    ] },
+    // 429
+    Message { name: "api.flowcontrol.v1.ResourcePolicyRule", fields: &[
+        f(1, "verbs", Str, Rep, false),
+        f(2, "apiGroups", Str, Rep, false),
+        f(3, "resources", Str, Rep, false),
+        f(4, "clusterScope", Bool, One, false),
+        f(5, "namespaces", Str, Rep, false),
+    ] },
+    // 430
+    Message { name: "api.flowcontrol.v1.NonResourcePolicyRule", fields: &[
+        f(1, "verbs", Str, Rep, false),
+        f(6, "nonResourceURLs", Str, Rep, false),
+    ] },
+    // 431
+    Message { name: "api.flowcontrol.v1.LimitResponse", fields: &[
+        f(1, "type", Str, One, false),
+        f(2, "queuing", Msg(503), One, false),
+    ] },
+    // 432
+    Message { name: "api.resource.v1.CelDeviceSelector", fields: &[
+        f(1, "expression", Str, One, false),
+    ] },
+    // 433
+    Message { name: "api.resource.v1.DeviceConfiguration", fields: &[
+        f(1, "opaque", Msg(504), One, false),
+    ] },
+    // 434
+    Message { name: "api.resource.v1.DeviceRequest", fields: &[
+        f(1, "name", Str, One, false),
+        f(2, "exactly", Msg(505), One, false),
+        f(3, "firstAvailable", Msg(506), Rep, false),
+    ] },
+    // 435
+    Message { name: "api.resource.v1.DeviceConstraint", fields: &[
+        f(1, "requests", Str, Rep, false),
+        f(2, "matchAttribute", Str, One, false),
+        f(3, "distinctAttribute", Str, One, false),
+    ] },
+    // 436
+    Message { name: "api.resource.v1.DeviceClaimConfiguration", fields: &[
+        f(1, "requests", Str, Rep, false),
+        f(2, "deviceConfiguration", Msg(433), Inline, false),
+    ] },
+    // 437
+    Message { name: "api.resource.v1.DeviceAllocationResult", fields: &[
+        f(1, "results", Msg(507), Rep, false),
+        f(2, "config", Msg(508), Rep, false),
+    ] },
+    // 438
+    Message { name: "api.resource.v1.NetworkDeviceData", fields: &[
+        f(1, "interfaceName", Str, One, false),
+        f(2, "ips", Str, Rep, false),
+        f(3, "hardwareAddress", Str, One, false),
+    ] },
+    // 439
+    Message { name: "api.core.v1.NodeSelectorTerm", fields: &[
+        f(1, "matchExpressions", Msg(509), Rep, false),
+        f(2, "matchFields", Msg(509), Rep, false),
+    ] },
+    // 440
+    Message { name: "api.resource.v1.DeviceAttribute", fields: &[
+        f(2, "int", I64, One, false),
+        f(3, "bool", Bool, One, false),
+        f(4, "string", Str, One, false),
+        f(5, "version", Str, One, false),
+    ] },
+    // 441
+    Message { name: "api.resource.v1.DeviceCapacity", fields: &[
+        f(1, "value", Quantity, One, false),
+        f(2, "requestPolicy", Msg(510), One, false),
+    ] },
+    // 442
+    Message { name: "api.resource.v1.DeviceCounterConsumption", fields: &[
+        f(1, "counterSet", Str, One, false),
+        f(2, "counters", Msg(444), Map, false),
+    ] },
+    // 443
+    Message { name: "api.resource.v1.DeviceTaint", fields: &[
+        f(1, "key", Str, One, false),
+        f(2, "value", Str, One, false),
+        f(3, "effect", Str, One, false),
+        f(4, "timeAdded", Time, One, false),
+    ] },
+    // 444
+    Message { name: "api.resource.v1.Counter", fields: &[
+        f(1, "value", Quantity, One, false),
+    ] },
+    // 445
+    Message { name: "apiextensions_apiserver.pkg.apis.apiextensions.v1.CustomResourceValidation", fields: &[
+        f(1, "openAPIV3Schema", Msg(511), One, false),
+    ] },
+    // 446
+    Message { name: "apiextensions_apiserver.pkg.apis.apiextensions.v1.CustomResourceSubresources", fields: &[
+        f(1, "status", Msg(512), One, false),
+        f(2, "scale", Msg(513), One, false),
+    ] },
+    // 447
+    Message { name: "apiextensions_apiserver.pkg.apis.apiextensions.v1.CustomResourceColumnDefinition", fields: &[
+        f(1, "name", Str, One, false),
+        f(2, "type", Str, One, false),
+        f(3, "format", Str, One, false),
+        f(4, "description", Str, One, false),
+        f(5, "priority", I32, One, false),
+        f(6, "jsonPath", Str, One, false),
+    ] },
+    // 448
+    Message { name: "apiextensions_apiserver.pkg.apis.apiextensions.v1.SelectableField", fields: &[
+        f(1, "jsonPath", Str, One, false),
+    ] },
+    // 449
+    Message { name: "apiextensions_apiserver.pkg.apis.apiextensions.v1.WebhookConversion", fields: &[
+        f(2, "clientConfig", Msg(514), One, false),
+        f(3, "conversionReviewVersions", Str, Rep, false),
+    ] },
+    // 450
     Message { name: "api.storage.v1.VolumeNodeResources", fields: &[
         f(1, "count", I32, One, false),
     ] },
-    // 317
+    // 451
     Message { name: "api.batch.v1.PodFailurePolicyRule", fields: &[
         f(1, "action", Str, One, false),
-        f(2, "onExitCodes", Msg(363), One, false),
-        f(3, "onPodConditions", Msg(364), Rep, false),
+        f(2, "onExitCodes", Msg(515), One, false),
+        f(3, "onPodConditions", Msg(516), Rep, false),
     ] },
-    // 318
+    // 452
     Message { name: "api.batch.v1.SuccessPolicyRule", fields: &[
         f(1, "succeededIndexes", Str, One, false),
         f(2, "succeededCount", I32, One, false),
     ] },
-    // 319
+    // 453
     Message { name: "api.authorization.v1.FieldSelectorAttributes", fields: &[
         f(1, "rawSelector", Str, One, true),
-        f(2, "requirements", Msg(365), Rep, false),
+        f(2, "requirements", Msg(517), Rep, false),
     ] },
-    // 320
+    // 454
     Message { name: "api.authorization.v1.LabelSelectorAttributes", fields: &[
         f(1, "rawSelector", Str, One, true),
-        f(2, "requirements", Msg(234), Rep, false),
+        f(2, "requirements", Msg(332), Rep, false),
     ] },
-    // 321
+    // 455
     Message { name: "api.authentication.v1.ExtraValue", fields: &[
         f(1, "items", Str, Rep, false),
     ] },
-    // 322
+    // 456
     Message { name: "api.core.v1.EmptyDirVolumeSource", fields: &[
         f(1, "medium", Str, One, true),
         f(2, "sizeLimit", Quantity, One, false),
     ] },
-    // 323
+    // 457
     Message { name: "api.core.v1.GitRepoVolumeSource", fields: &[
         f(1, "repository", Str, One, false),
         f(2, "revision", Str, One, true),
         f(3, "directory", Str, One, true),
     ] },
-    // 324
+    // 458
     Message { name: "api.core.v1.SecretVolumeSource", fields: &[
         f(1, "secretName", Str, One, true),
-        f(2, "items", Msg(366), Rep, false),
+        f(2, "items", Msg(518), Rep, false),
         f(3, "defaultMode", I32, One, false),
         f(4, "optional", Bool, One, false),
     ] },
-    // 325
+    // 459
     Message { name: "api.core.v1.IscsiVolumeSource", fields: &[
         f(1, "targetPortal", Str, One, false),
         f(2, "iqn", Str, One, false),
@@ -2292,22 +3115,22 @@ pub(super) static MESSAGES: [Message; 389] = [
         f(6, "readOnly", Bool, One, true),
         f(7, "portals", Str, Rep, false),
         f(8, "chapAuthDiscovery", Bool, One, true),
-        f(10, "secretRef", Msg(96), One, false),
+        f(10, "secretRef", Msg(128), One, false),
         f(11, "chapAuthSession", Bool, One, true),
         f(12, "initiatorName", Str, One, false),
     ] },
-    // 326
+    // 460
     Message { name: "api.core.v1.GlusterfsVolumeSource", fields: &[
         f(1, "endpoints", Str, One, false),
         f(2, "path", Str, One, false),
         f(3, "readOnly", Bool, One, true),
     ] },
-    // 327
+    // 461
     Message { name: "api.core.v1.PersistentVolumeClaimVolumeSource", fields: &[
         f(1, "claimName", Str, One, false),
         f(2, "readOnly", Bool, One, true),
     ] },
-    // 328
+    // 462
     Message { name: "api.core.v1.RbdVolumeSource", fields: &[
         f(1, "monitors", Str, Rep, false),
         f(2, "image", Str, One, false),
@@ -2315,61 +3138,61 @@ pub(super) static MESSAGES: [Message; 389] = [
         f(4, "pool", Str, One, true),
         f(5, "user", Str, One, true),
         f(6, "keyring", Str, One, true),
-        f(7, "secretRef", Msg(96), One, false),
+        f(7, "secretRef", Msg(128), One, false),
         f(8, "readOnly", Bool, One, true),
     ] },
-    // 329
+    // 463
     Message { name: "api.core.v1.FlexVolumeSource", fields: &[
         f(1, "driver", Str, One, false),
         f(2, "fsType", Str, One, true),
-        f(3, "secretRef", Msg(96), One, false),
+        f(3, "secretRef", Msg(128), One, false),
         f(4, "readOnly", Bool, One, true),
         f(5, "options", Str, Map, false),
     ] },
-    // 330
+    // 464
     Message { name: "api.core.v1.CinderVolumeSource", fields: &[
         f(1, "volumeID", Str, One, false),
         f(2, "fsType", Str, One, true),
         f(3, "readOnly", Bool, One, true),
-        f(4, "secretRef", Msg(96), One, false),
+        f(4, "secretRef", Msg(128), One, false),
     ] },
-    // 331
+    // 465
     Message { name: "api.core.v1.CephFsVolumeSource", fields: &[
         f(1, "monitors", Str, Rep, false),
         f(2, "path", Str, One, true),
         f(3, "user", Str, One, true),
         f(4, "secretFile", Str, One, true),
-        f(5, "secretRef", Msg(96), One, false),
+        f(5, "secretRef", Msg(128), One, false),
         f(6, "readOnly", Bool, One, true),
     ] },
-    // 332
+    // 466
     Message { name: "api.core.v1.DownwardAPIVolumeSource", fields: &[
-        f(1, "items", Msg(367), Rep, false),
+        f(1, "items", Msg(519), Rep, false),
         f(2, "defaultMode", I32, One, false),
     ] },
-    // 333
+    // 467
     Message { name: "api.core.v1.AzureFileVolumeSource", fields: &[
         f(1, "secretName", Str, One, false),
         f(2, "shareName", Str, One, false),
         f(3, "readOnly", Bool, One, true),
     ] },
-    // 334
+    // 468
     Message { name: "api.core.v1.ConfigMapVolumeSource", fields: &[
-        f(1, "localObjectReference", Msg(96), Inline, false),
-        f(2, "items", Msg(366), Rep, false),
+        f(1, "localObjectReference", Msg(128), Inline, false),
+        f(2, "items", Msg(518), Rep, false),
         f(3, "defaultMode", I32, One, false),
         f(4, "optional", Bool, One, false),
     ] },
-    // 335
+    // 469
     Message { name: "api.core.v1.ProjectedVolumeSource", fields: &[
-        f(1, "sources", Msg(368), Rep, false),
+        f(1, "sources", Msg(520), Rep, false),
         f(2, "defaultMode", I32, One, false),
     ] },
-    // 336
+    // 470
     Message { name: "api.core.v1.ScaleIoVolumeSource", fields: &[
         f(1, "gateway", Str, One, false),
         f(2, "system", Str, One, false),
-        f(3, "secretRef", Msg(96), One, false),
+        f(3, "secretRef", Msg(128), One, false),
         f(4, "sslEnabled", Bool, One, true),
         f(5, "protectionDomain", Str, One, true),
         f(6, "storagePool", Str, One, true),
@@ -2378,102 +3201,102 @@ pub(super) static MESSAGES: [Message; 389] = [
         f(9, "fsType", Str, One, true),
         f(10, "readOnly", Bool, One, true),
     ] },
-    // 337
+    // 471
     Message { name: "api.core.v1.StorageOsVolumeSource", fields: &[
         f(1, "volumeName", Str, One, true),
         f(2, "volumeNamespace", Str, One, true),
         f(3, "fsType", Str, One, true),
         f(4, "readOnly", Bool, One, true),
-        f(5, "secretRef", Msg(96), One, false),
+        f(5, "secretRef", Msg(128), One, false),
     ] },
-    // 338
+    // 472
     Message { name: "api.core.v1.CSIVolumeSource", fields: &[
         f(1, "driver", Str, One, false),
         f(2, "readOnly", Bool, One, false),
         f(3, "fsType", Str, One, false),
         f(4, "volumeAttributes", Str, Map, false),
-        f(5, "nodePublishSecretRef", Msg(96), One, false),
+        f(5, "nodePublishSecretRef", Msg(128), One, false),
     ] },
-    // 339
+    // 473
     Message { name: "api.core.v1.EphemeralVolumeSource", fields: &[
-        f(1, "volumeClaimTemplate", Msg(369), One, false),
+        f(1, "volumeClaimTemplate", Msg(521), One, false),
     ] },
-    // 340
+    // 474
     Message { name: "api.core.v1.ImageVolumeSource", fields: &[
         f(1, "reference", Str, One, true),
         f(2, "pullPolicy", Str, One, true),
     ] },
-    // 341
+    // 475
     Message { name: "api.core.v1.ConfigMapEnvSource", fields: &[
-        f(1, "localObjectReference", Msg(96), Inline, false),
+        f(1, "localObjectReference", Msg(128), Inline, false),
         f(2, "optional", Bool, One, false),
     ] },
-    // 342
+    // 476
     Message { name: "api.core.v1.SecretEnvSource", fields: &[
-        f(1, "localObjectReference", Msg(96), Inline, false),
+        f(1, "localObjectReference", Msg(128), Inline, false),
         f(2, "optional", Bool, One, false),
     ] },
-    // 343
+    // 477
     Message { name: "api.core.v1.EnvVarSource", fields: &[
-        f(1, "fieldRef", Msg(370), One, false),
-        f(2, "resourceFieldRef", Msg(371), One, false),
-        f(3, "configMapKeyRef", Msg(372), One, false),
-        f(4, "secretKeyRef", Msg(373), One, false),
-        f(5, "fileKeyRef", Msg(374), One, false),
+        f(1, "fieldRef", Msg(522), One, false),
+        f(2, "resourceFieldRef", Msg(523), One, false),
+        f(3, "configMapKeyRef", Msg(524), One, false),
+        f(4, "secretKeyRef", Msg(525), One, false),
+        f(5, "fileKeyRef", Msg(526), One, false),
     ] },
-    // 344
+    // 478
     Message { name: "api.core.v1.ContainerRestartRuleOnExitCodes", fields: &[
         f(1, "operator", Str, One, false),
         f(2, "values", I32, Rep, false),
     ] },
-    // 345
+    // 479
     Message { name: "api.core.v1.ProbeHandler", fields: &[
-        f(1, "exec", Msg(375), One, false),
-        f(2, "httpGet", Msg(376), One, false),
-        f(3, "tcpSocket", Msg(377), One, false),
-        f(4, "grpc", Msg(378), One, false),
+        f(1, "exec", Msg(527), One, false),
+        f(2, "httpGet", Msg(528), One, false),
+        f(3, "tcpSocket", Msg(529), One, false),
+        f(4, "grpc", Msg(530), One, false),
     ] },
-    // 346
+    // 480
     Message { name: "api.core.v1.LifecycleHandler", fields: &[
-        f(1, "exec", Msg(375), One, false),
-        f(2, "httpGet", Msg(376), One, false),
-        f(3, "tcpSocket", Msg(377), One, false),
-        f(4, "sleep", Msg(379), One, false),
+        f(1, "exec", Msg(527), One, false),
+        f(2, "httpGet", Msg(528), One, false),
+        f(3, "tcpSocket", Msg(529), One, false),
+        f(4, "sleep", Msg(531), One, false),
     ] },
-    // 347
+    // 481
     Message { name: "api.core.v1.Capabilities", fields: &[
         f(1, "add", Str, Rep, false),
         f(2, "drop", Str, Rep, false),
     ] },
-    // 348
+    // 482
     Message { name: "api.core.v1.PreferredSchedulingTerm", fields: &[
         f(1, "weight", I32, One, false),
-        f(2, "preference", Msg(358), One, false),
+        f(2, "preference", Msg(439), One, false),
     ] },
-    // 349
+    // 483
     Message { name: "api.core.v1.PodAffinityTerm", fields: &[
-        f(1, "labelSelector", Msg(133), One, false),
+        f(1, "labelSelector", Msg(190), One, false),
         f(2, "namespaces", Str, Rep, false),
         f(3, "topologyKey", Str, One, false),
-        f(4, "namespaceSelector", Msg(133), One, false),
+        f(4, "namespaceSelector", Msg(190), One, false),
         f(5, "matchLabelKeys", Str, Rep, false),
         f(6, "mismatchLabelKeys", Str, Rep, false),
     ] },
-    // 350
+    // 484
     Message { name: "api.core.v1.WeightedPodAffinityTerm", fields: &[
         f(1, "weight", I32, One, false),
-        f(2, "podAffinityTerm", Msg(349), One, false),
+        f(2, "podAffinityTerm", Msg(483), One, false),
     ] },
-    // 351
+    // 485
     Message { name: "api.core.v1.ContainerStateWaiting", fields: &[
         f(1, "reason", Str, One, false),
         f(2, "message", Str, One, false),
     ] },
-    // 352
+    // 486
     Message { name: "api.core.v1.ContainerStateRunning", fields: &[
         f(1, "startedAt", Time, One, false),
     ] },
-    // 353
+    // 487
     Message { name: "api.core.v1.ContainerStateTerminated", fields: &[
         f(1, "exitCode", I32, One, false),
         f(2, "signal", I32, One, false),
@@ -2483,196 +3306,404 @@ pub(super) static MESSAGES: [Message; 389] = [
         f(6, "finishedAt", Time, One, false),
         f(7, "containerID", Str, One, false),
     ] },
-    // 354
+    // 488
     Message { name: "api.core.v1.LinuxContainerUser", fields: &[
         f(1, "uid", I64, One, false),
         f(2, "gid", I64, One, false),
         f(3, "supplementalGroups", I64, Rep, false),
     ] },
-    // 355
+    // 489
     Message { name: "api.core.v1.ResourceHealth", fields: &[
         f(1, "resourceID", Str, One, false),
         f(2, "health", Str, One, false),
     ] },
-    // 356
+    // 490
     Message { name: "api.core.v1.PortStatus", fields: &[
         f(1, "port", I32, One, false),
         f(2, "protocol", Str, One, false),
         f(3, "error", Str, One, false),
     ] },
-    // 357
+    // 491
     Message { name: "api.core.v1.SecretReference", fields: &[
         f(1, "name", Str, One, false),
         f(2, "namespace", Str, One, false),
     ] },
-    // 358
-    Message { name: "api.core.v1.NodeSelectorTerm", fields: &[
-        f(1, "matchExpressions", Msg(380), Rep, false),
-        f(2, "matchFields", Msg(380), Rep, false),
-    ] },
-    // 359
+    // 492
     Message { name: "api.networking.v1.ServiceBackendPort", fields: &[
         f(1, "name", Str, One, false),
         f(2, "number", I32, One, false),
     ] },
-    // 360
+    // 493
     Message { name: "api.networking.v1.HttpIngressRuleValue", fields: &[
-        f(1, "paths", Msg(381), Rep, false),
+        f(1, "paths", Msg(532), Rep, false),
     ] },
-    // 361
+    // 494
     Message { name: "api.networking.v1.IngressPortStatus", fields: &[
         f(1, "port", I32, One, false),
         f(2, "protocol", Str, One, false),
         f(3, "error", Str, One, false),
     ] },
-    // 362
+    // 495
     Message { name: "api.networking.v1.IpBlock", fields: &[
         f(1, "cidr", Str, One, false),
         f(2, "except", Str, Rep, false),
     ] },
-    // 363
+    // 496
+    Message { name: "api.autoscaling.v2.MetricTarget", fields: &[
+        f(1, "type", Str, One, false),
+        f(2, "value", Quantity, One, false),
+        f(3, "averageValue", Quantity, One, false),
+        f(4, "averageUtilization", I32, One, false),
+    ] },
+    // 497
+    Message { name: "api.autoscaling.v2.MetricIdentifier", fields: &[
+        f(1, "name", Str, One, false),
+        f(2, "selector", Msg(190), One, false),
+    ] },
+    // 498
+    Message { name: "api.autoscaling.v2.HpaScalingPolicy", fields: &[
+        f(1, "type", Str, One, false),
+        f(2, "value", I32, One, false),
+        f(3, "periodSeconds", I32, One, false),
+    ] },
+    // 499
+    Message { name: "api.autoscaling.v2.MetricValueStatus", fields: &[
+        f(1, "value", Quantity, One, false),
+        f(2, "averageValue", Quantity, One, false),
+        f(3, "averageUtilization", I32, One, false),
+    ] },
+    // 500
+    Message { name: "api.flowcontrol.v1.UserSubject", fields: &[
+        f(1, "name", Str, One, false),
+    ] },
+    // 501
+    Message { name: "api.flowcontrol.v1.GroupSubject", fields: &[
+        f(1, "name", Str, One, false),
+    ] },
+    // 502
+    Message { name: "api.flowcontrol.v1.ServiceAccountSubject", fields: &[
+        f(1, "namespace", Str, One, false),
+        f(2, "name", Str, One, false),
+    ] },
+    // 503
+    Message { name: "api.flowcontrol.v1.QueuingConfiguration", fields: &[
+        f(1, "queues", I32, One, false),
+        f(2, "handSize", I32, One, false),
+        f(3, "queueLengthLimit", I32, One, false),
+    ] },
+    // 504
+    Message { name: "api.resource.v1.OpaqueDeviceConfiguration", fields: &[
+        f(1, "driver", Str, One, false),
+        f(2, "parameters", RawExtension, One, false),
+    ] },
+    // 505
+    Message { name: "api.resource.v1.ExactDeviceRequest", fields: &[
+        f(1, "deviceClassName", Str, One, false),
+        f(2, "selectors", Msg(313), Rep, false),
+        f(3, "allocationMode", Str, One, false),
+        f(4, "count", I64, One, false),
+        f(5, "adminAccess", Bool, One, false),
+        f(6, "tolerations", Msg(533), Rep, false),
+        f(7, "capacity", Msg(534), One, false),
+    ] },
+    // 506
+    Message { name: "api.resource.v1.DeviceSubRequest", fields: &[
+        f(1, "name", Str, One, false),
+        f(2, "deviceClassName", Str, One, false),
+        f(3, "selectors", Msg(313), Rep, false),
+        f(4, "allocationMode", Str, One, false),
+        f(5, "count", I64, One, false),
+        f(6, "tolerations", Msg(533), Rep, false),
+        f(7, "capacity", Msg(534), One, false),
+    ] },
+    // 507
+    Message { name: "api.resource.v1.DeviceRequestAllocationResult", fields: &[
+        f(1, "request", Str, One, false),
+        f(2, "driver", Str, One, false),
+        f(3, "pool", Str, One, false),
+        f(4, "device", Str, One, false),
+        f(5, "adminAccess", Bool, One, false),
+        f(6, "tolerations", Msg(533), Rep, false),
+        f(7, "bindingConditions", Str, Rep, false),
+        f(8, "bindingFailureConditions", Str, Rep, false),
+        f(9, "shareID", Str, One, false),
+        f(10, "consumedCapacity", Quantity, Map, false),
+    ] },
+    // 508
+    Message { name: "api.resource.v1.DeviceAllocationConfiguration", fields: &[
+        f(1, "source", Str, One, false),
+        f(2, "requests", Str, Rep, false),
+        f(3, "deviceConfiguration", Msg(433), Inline, false),
+    ] },
+    // 509
+    Message { name: "api.core.v1.NodeSelectorRequirement", fields: &[
+        f(1, "key", Str, One, false),
+        f(2, "operator", Str, One, false),
+        f(3, "values", Str, Rep, false),
+    ] },
+    // 510
+    Message { name: "api.resource.v1.CapacityRequestPolicy", fields: &[
+        f(1, "default", Quantity, One, false),
+        f(3, "validValues", Quantity, Rep, false),
+        f(4, "validRange", Msg(535), One, false),
+    ] },
+    // 511
+    Message { name: "apiextensions_apiserver.pkg.apis.apiextensions.v1.JsonSchemaProps", fields: &[
+        f(1, "id", Str, One, false),
+        f(2, "schema", Str, One, false),
+        f(3, "ref", Str, One, false),
+        f(4, "description", Str, One, false),
+        f(5, "type", Str, One, false),
+        f(6, "format", Str, One, false),
+        f(7, "title", Str, One, false),
+        f(8, "default", Msg(536), One, false),
+        f(9, "maximum", F64, One, false),
+        f(10, "exclusiveMaximum", Bool, One, false),
+        f(11, "minimum", F64, One, false),
+        f(12, "exclusiveMinimum", Bool, One, false),
+        f(13, "maxLength", I64, One, false),
+        f(14, "minLength", I64, One, false),
+        f(15, "pattern", Str, One, false),
+        f(16, "maxItems", I64, One, false),
+        f(17, "minItems", I64, One, false),
+        f(18, "uniqueItems", Bool, One, false),
+        f(19, "multipleOf", F64, One, false),
+        f(20, "enum", Msg(536), Rep, false),
+        f(21, "maxProperties", I64, One, false),
+        f(22, "minProperties", I64, One, false),
+        f(23, "required", Str, Rep, false),
+        f(24, "items", Msg(537), One, false),
+        f(25, "allOf", Msg(511), Rep, false),
+        f(26, "oneOf", Msg(511), Rep, false),
+        f(27, "anyOf", Msg(511), Rep, false),
+        f(28, "not", Msg(511), One, false),
+        f(29, "properties", Msg(511), Map, false),
+        f(30, "additionalProperties", Msg(538), One, false),
+        f(31, "patternProperties", Msg(511), Map, false),
+        f(32, "dependencies", Msg(539), Map, false),
+        f(33, "additionalItems", Msg(538), One, false),
+        f(34, "definitions", Msg(511), Map, false),
+        f(35, "externalDocs", Msg(540), One, false),
+        f(36, "example", Msg(536), One, false),
+        f(37, "nullable", Bool, One, false),
+        f(38, "xKubernetesPreserveUnknownFields", Bool, One, false),
+        f(39, "xKubernetesEmbeddedResource", Bool, One, false),
+        f(40, "xKubernetesIntOrString", Bool, One, false),
+        f(41, "xKubernetesListMapKeys", Str, Rep, false),
+        f(42, "xKubernetesListType", Str, One, false),
+        f(43, "xKubernetesMapType", Str, One, false),
+        f(44, "xKubernetesValidations", Msg(541), Rep, false),
+    ] },
+    // 512
+    Message { name: "apiextensions_apiserver.pkg.apis.apiextensions.v1.CustomResourceSubresourceStatus", fields: &[
+    ] },
+    // 513
+    Message { name: "apiextensions_apiserver.pkg.apis.apiextensions.v1.CustomResourceSubresourceScale", fields: &[
+        f(1, "specReplicasPath", Str, One, false),
+        f(2, "statusReplicasPath", Str, One, false),
+        f(3, "labelSelectorPath", Str, One, false),
+    ] },
+    // 514
+    Message { name: "apiextensions_apiserver.pkg.apis.apiextensions.v1.WebhookClientConfig", fields: &[
+        f(1, "service", Msg(542), One, false),
+        f(2, "caBundle", Bytes, One, false),
+        f(3, "url", Str, One, false),
+    ] },
+    // 515
     Message { name: "api.batch.v1.PodFailurePolicyOnExitCodesRequirement", fields: &[
         f(1, "containerName", Str, One, false),
         f(2, "operator", Str, One, false),
         f(3, "values", I32, Rep, false),
     ] },
-    // 364
+    // 516
     Message { name: "api.batch.v1.PodFailurePolicyOnPodConditionsPattern", fields: &[
         f(1, "type", Str, One, false),
         f(2, "status", Str, One, false),
     ] },
-    // 365
+    // 517
     Message { name: "apimachinery.pkg.apis.meta.v1.FieldSelectorRequirement", fields: &[
         f(1, "key", Str, One, false),
         f(2, "operator", Str, One, false),
         f(3, "values", Str, Rep, false),
     ] },
-    // 366
+    // 518
     Message { name: "api.core.v1.KeyToPath", fields: &[
         f(1, "key", Str, One, false),
         f(2, "path", Str, One, false),
         f(3, "mode", I32, One, false),
     ] },
-    // 367
+    // 519
     Message { name: "api.core.v1.DownwardAPIVolumeFile", fields: &[
         f(1, "path", Str, One, false),
-        f(2, "fieldRef", Msg(370), One, false),
-        f(3, "resourceFieldRef", Msg(371), One, false),
+        f(2, "fieldRef", Msg(522), One, false),
+        f(3, "resourceFieldRef", Msg(523), One, false),
         f(4, "mode", I32, One, false),
     ] },
-    // 368
+    // 520
     Message { name: "api.core.v1.VolumeProjection", fields: &[
-        f(1, "secret", Msg(382), One, false),
-        f(2, "downwardAPI", Msg(383), One, false),
-        f(3, "configMap", Msg(384), One, false),
-        f(4, "serviceAccountToken", Msg(385), One, false),
-        f(5, "clusterTrustBundle", Msg(386), One, false),
-        f(6, "podCertificate", Msg(387), One, false),
+        f(1, "secret", Msg(543), One, false),
+        f(2, "downwardAPI", Msg(544), One, false),
+        f(3, "configMap", Msg(545), One, false),
+        f(4, "serviceAccountToken", Msg(546), One, false),
+        f(5, "clusterTrustBundle", Msg(547), One, false),
+        f(6, "podCertificate", Msg(548), One, false),
     ] },
-    // 369
+    // 521
     Message { name: "api.core.v1.PersistentVolumeClaimTemplate", fields: &[
-        f(1, "metadata", Msg(91), One, false),
-        f(2, "spec", Msg(109), One, false),
+        f(1, "metadata", Msg(123), One, false),
+        f(2, "spec", Msg(141), One, false),
     ] },
-    // 370
+    // 522
     Message { name: "api.core.v1.ObjectFieldSelector", fields: &[
         f(1, "apiVersion", Str, One, true),
         f(2, "fieldPath", Str, One, false),
     ] },
-    // 371
+    // 523
     Message { name: "api.core.v1.ResourceFieldSelector", fields: &[
         f(1, "containerName", Str, One, true),
         f(2, "resource", Str, One, false),
         f(3, "divisor", Quantity, One, false),
     ] },
-    // 372
+    // 524
     Message { name: "api.core.v1.ConfigMapKeySelector", fields: &[
-        f(1, "localObjectReference", Msg(96), Inline, false),
+        f(1, "localObjectReference", Msg(128), Inline, false),
         f(2, "key", Str, One, false),
         f(3, "optional", Bool, One, false),
     ] },
-    // 373
+    // 525
     Message { name: "api.core.v1.SecretKeySelector", fields: &[
-        f(1, "localObjectReference", Msg(96), Inline, false),
+        f(1, "localObjectReference", Msg(128), Inline, false),
         f(2, "key", Str, One, false),
         f(3, "optional", Bool, One, false),
     ] },
-    // 374
+    // 526
     Message { name: "api.core.v1.FileKeySelector", fields: &[
         f(1, "volumeName", Str, One, false),
         f(2, "path", Str, One, false),
         f(3, "key", Str, One, false),
         f(4, "optional", Bool, One, false),
     ] },
-    // 375
+    // 527
     Message { name: "api.core.v1.ExecAction", fields: &[
         f(1, "command", Str, Rep, false),
     ] },
-    // 376
+    // 528
     Message { name: "api.core.v1.HttpGetAction", fields: &[
         f(1, "path", Str, One, true),
         f(2, "port", IntOrString, One, false),
         f(3, "host", Str, One, true),
         f(4, "scheme", Str, One, true),
-        f(5, "httpHeaders", Msg(388), Rep, false),
+        f(5, "httpHeaders", Msg(549), Rep, false),
     ] },
-    // 377
+    // 529
     Message { name: "api.core.v1.TcpSocketAction", fields: &[
         f(1, "port", IntOrString, One, false),
         f(2, "host", Str, One, true),
     ] },
-    // 378
+    // 530
     Message { name: "api.core.v1.GrpcAction", fields: &[
         f(1, "port", I32, One, false),
         f(2, "service", Str, One, false),
     ] },
-    // 379
+    // 531
     Message { name: "api.core.v1.SleepAction", fields: &[
         f(1, "seconds", I64, One, false),
     ] },
-    // 380
-    Message { name: "api.core.v1.NodeSelectorRequirement", fields: &[
-        f(1, "key", Str, One, false),
-        f(2, "operator", Str, One, false),
-        f(3, "values", Str, Rep, false),
-    ] },
-    // 381
+    // 532
     Message { name: "api.networking.v1.HttpIngressPath", fields: &[
         f(1, "path", Str, One, false),
-        f(2, "backend", Msg(224), One, false),
+        f(2, "backend", Msg(281), One, false),
         f(3, "pathType", Str, One, false),
     ] },
-    // 382
+    // 533
+    Message { name: "api.resource.v1.DeviceToleration", fields: &[
+        f(1, "key", Str, One, false),
+        f(2, "operator", Str, One, false),
+        f(3, "value", Str, One, false),
+        f(4, "effect", Str, One, false),
+        f(5, "tolerationSeconds", I64, One, false),
+    ] },
+    // 534
+    Message { name: "api.resource.v1.CapacityRequirements", fields: &[
+        f(1, "requests", Quantity, Map, false),
+    ] },
+    // 535
+    Message { name: "api.resource.v1.CapacityRequestPolicyRange", fields: &[
+        f(1, "min", Quantity, One, false),
+        f(2, "max", Quantity, One, false),
+        f(3, "step", Quantity, One, false),
+    ] },
+    // 536
+    Message { name: "apiextensions_apiserver.pkg.apis.apiextensions.v1.Json", fields: &[
+        f(1, "raw", Bytes, One, false),
+    ] },
+    // 537
+    Message { name: "apiextensions_apiserver.pkg.apis.apiextensions.v1.JsonSchemaPropsOrArray", fields: &[
+        f(1, "schema", Msg(511), One, false),
+        f(2, "jSonSchemas", Msg(511), Rep, false),
+    ] },
+    // 538
+    Message { name: "apiextensions_apiserver.pkg.apis.apiextensions.v1.JsonSchemaPropsOrBool", fields: &[
+        f(1, "allows", Bool, One, false),
+        f(2, "schema", Msg(511), One, false),
+    ] },
+    // 539
+    Message { name: "apiextensions_apiserver.pkg.apis.apiextensions.v1.JsonSchemaPropsOrStringArray", fields: &[
+        f(1, "schema", Msg(511), One, false),
+        f(2, "property", Str, Rep, false),
+    ] },
+    // 540
+    Message { name: "apiextensions_apiserver.pkg.apis.apiextensions.v1.ExternalDocumentation", fields: &[
+        f(1, "description", Str, One, false),
+        f(2, "url", Str, One, false),
+    ] },
+    // 541
+    Message { name: "apiextensions_apiserver.pkg.apis.apiextensions.v1.ValidationRule", fields: &[
+        f(1, "rule", Str, One, false),
+        f(2, "message", Str, One, false),
+        f(3, "messageExpression", Str, One, false),
+        f(4, "reason", Str, One, false),
+        f(5, "fieldPath", Str, One, false),
+        f(6, "optionalOldSelf", Bool, One, false),
+    ] },
+    // 542
+    Message { name: "apiextensions_apiserver.pkg.apis.apiextensions.v1.ServiceReference", fields: &[
+        f(1, "namespace", Str, One, false),
+        f(2, "name", Str, One, false),
+        f(3, "path", Str, One, false),
+        f(4, "port", I32, One, false),
+    ] },
+    // 543
     Message { name: "api.core.v1.SecretProjection", fields: &[
-        f(1, "localObjectReference", Msg(96), Inline, false),
-        f(2, "items", Msg(366), Rep, false),
+        f(1, "localObjectReference", Msg(128), Inline, false),
+        f(2, "items", Msg(518), Rep, false),
         f(4, "optional", Bool, One, false),
     ] },
-    // 383
+    // 544
     Message { name: "api.core.v1.DownwardAPIProjection", fields: &[
-        f(1, "items", Msg(367), Rep, false),
+        f(1, "items", Msg(519), Rep, false),
     ] },
-    // 384
+    // 545
     Message { name: "api.core.v1.ConfigMapProjection", fields: &[
-        f(1, "localObjectReference", Msg(96), Inline, false),
-        f(2, "items", Msg(366), Rep, false),
+        f(1, "localObjectReference", Msg(128), Inline, false),
+        f(2, "items", Msg(518), Rep, false),
         f(4, "optional", Bool, One, false),
     ] },
-    // 385
+    // 546
     Message { name: "api.core.v1.ServiceAccountTokenProjection", fields: &[
         f(1, "audience", Str, One, true),
         f(2, "expirationSeconds", I64, One, false),
         f(3, "path", Str, One, false),
     ] },
-    // 386
+    // 547
     Message { name: "api.core.v1.ClusterTrustBundleProjection", fields: &[
         f(1, "name", Str, One, false),
         f(2, "signerName", Str, One, false),
-        f(3, "labelSelector", Msg(133), One, false),
+        f(3, "labelSelector", Msg(190), One, false),
         f(4, "path", Str, One, false),
         f(5, "optional", Bool, One, false),
     ] },
-    // 387
+    // 548
     Message { name: "api.core.v1.PodCertificateProjection", fields: &[
         f(1, "signerName", Str, One, false),
         f(2, "keyType", Str, One, false),
@@ -2682,15 +3713,27 @@ pub(super) static MESSAGES: [Message; 389] = [
         f(6, "certificateChainPath", Str, One, false),
         f(7, "userAnnotations", Str, Map, false),
     ] },
-    // 388
+    // 549
     Message { name: "api.core.v1.HttpHeader", fields: &[
         f(1, "name", Str, One, false),
         f(2, "value", Str, One, false),
     ] },
 ];
 
-pub(super) static ROOTS: [Root; 91] = [
-    Root { api_version: "", kind: "DeleteOptions", msg: 90 },
+pub(super) static ROOTS: [Root; 123] = [
+    Root { api_version: "", kind: "DeleteOptions", msg: 122 },
+    Root { api_version: "admissionregistration.k8s.io/v1", kind: "MutatingWebhookConfiguration", msg: 57 },
+    Root { api_version: "admissionregistration.k8s.io/v1", kind: "MutatingWebhookConfigurationList", msg: 58 },
+    Root { api_version: "admissionregistration.k8s.io/v1", kind: "ValidatingAdmissionPolicy", msg: 61 },
+    Root { api_version: "admissionregistration.k8s.io/v1", kind: "ValidatingAdmissionPolicyBinding", msg: 63 },
+    Root { api_version: "admissionregistration.k8s.io/v1", kind: "ValidatingAdmissionPolicyBindingList", msg: 64 },
+    Root { api_version: "admissionregistration.k8s.io/v1", kind: "ValidatingAdmissionPolicyList", msg: 62 },
+    Root { api_version: "admissionregistration.k8s.io/v1", kind: "ValidatingWebhookConfiguration", msg: 59 },
+    Root { api_version: "admissionregistration.k8s.io/v1", kind: "ValidatingWebhookConfigurationList", msg: 60 },
+    Root { api_version: "apiextensions.k8s.io/v1", kind: "CustomResourceDefinition", msg: 77 },
+    Root { api_version: "apiextensions.k8s.io/v1", kind: "CustomResourceDefinitionList", msg: 78 },
+    Root { api_version: "apiregistration.k8s.io/v1", kind: "APIService", msg: 79 },
+    Root { api_version: "apiregistration.k8s.io/v1", kind: "APIServiceList", msg: 80 },
     Root { api_version: "apps/v1", kind: "ControllerRevision", msg: 39 },
     Root { api_version: "apps/v1", kind: "ControllerRevisionList", msg: 40 },
     Root { api_version: "apps/v1", kind: "DaemonSet", msg: 37 },
@@ -2701,55 +3744,75 @@ pub(super) static ROOTS: [Root; 91] = [
     Root { api_version: "apps/v1", kind: "ReplicaSetList", msg: 34 },
     Root { api_version: "apps/v1", kind: "StatefulSet", msg: 35 },
     Root { api_version: "apps/v1", kind: "StatefulSetList", msg: 36 },
-    Root { api_version: "authentication.k8s.io/v1", kind: "SelfSubjectReview", msg: 77 },
-    Root { api_version: "authentication.k8s.io/v1", kind: "TokenRequest", msg: 76 },
-    Root { api_version: "authentication.k8s.io/v1", kind: "TokenReview", msg: 75 },
-    Root { api_version: "authorization.k8s.io/v1", kind: "LocalSubjectAccessReview", msg: 73 },
-    Root { api_version: "authorization.k8s.io/v1", kind: "SelfSubjectAccessReview", msg: 71 },
-    Root { api_version: "authorization.k8s.io/v1", kind: "SelfSubjectRulesReview", msg: 74 },
-    Root { api_version: "authorization.k8s.io/v1", kind: "SubjectAccessReview", msg: 72 },
-    Root { api_version: "autoscaling/v1", kind: "Scale", msg: 86 },
-    Root { api_version: "batch/v1", kind: "CronJob", msg: 69 },
-    Root { api_version: "batch/v1", kind: "CronJobList", msg: 70 },
-    Root { api_version: "batch/v1", kind: "Job", msg: 67 },
-    Root { api_version: "batch/v1", kind: "JobList", msg: 68 },
-    Root { api_version: "coordination.k8s.io/v1", kind: "Lease", msg: 65 },
-    Root { api_version: "coordination.k8s.io/v1", kind: "LeaseList", msg: 66 },
+    Root { api_version: "authentication.k8s.io/v1", kind: "SelfSubjectReview", msg: 109 },
+    Root { api_version: "authentication.k8s.io/v1", kind: "TokenRequest", msg: 108 },
+    Root { api_version: "authentication.k8s.io/v1", kind: "TokenReview", msg: 107 },
+    Root { api_version: "authorization.k8s.io/v1", kind: "LocalSubjectAccessReview", msg: 105 },
+    Root { api_version: "authorization.k8s.io/v1", kind: "SelfSubjectAccessReview", msg: 103 },
+    Root { api_version: "authorization.k8s.io/v1", kind: "SelfSubjectRulesReview", msg: 106 },
+    Root { api_version: "authorization.k8s.io/v1", kind: "SubjectAccessReview", msg: 104 },
+    Root { api_version: "autoscaling/v1", kind: "Scale", msg: 118 },
+    Root { api_version: "autoscaling/v2", kind: "HorizontalPodAutoscaler", msg: 53 },
+    Root { api_version: "autoscaling/v2", kind: "HorizontalPodAutoscalerList", msg: 54 },
+    Root { api_version: "batch/v1", kind: "CronJob", msg: 101 },
+    Root { api_version: "batch/v1", kind: "CronJobList", msg: 102 },
+    Root { api_version: "batch/v1", kind: "Job", msg: 99 },
+    Root { api_version: "batch/v1", kind: "JobList", msg: 100 },
+    Root { api_version: "certificates.k8s.io/v1", kind: "CertificateSigningRequest", msg: 55 },
+    Root { api_version: "certificates.k8s.io/v1", kind: "CertificateSigningRequestList", msg: 56 },
+    Root { api_version: "coordination.k8s.io/v1", kind: "Lease", msg: 97 },
+    Root { api_version: "coordination.k8s.io/v1", kind: "LeaseList", msg: 98 },
     Root { api_version: "discovery.k8s.io/v1", kind: "EndpointSlice", msg: 41 },
     Root { api_version: "discovery.k8s.io/v1", kind: "EndpointSliceList", msg: 42 },
+    Root { api_version: "flowcontrol.apiserver.k8s.io/v1", kind: "FlowSchema", msg: 65 },
+    Root { api_version: "flowcontrol.apiserver.k8s.io/v1", kind: "FlowSchemaList", msg: 66 },
+    Root { api_version: "flowcontrol.apiserver.k8s.io/v1", kind: "PriorityLevelConfiguration", msg: 67 },
+    Root { api_version: "flowcontrol.apiserver.k8s.io/v1", kind: "PriorityLevelConfigurationList", msg: 68 },
+    Root { api_version: "networking.k8s.io/v1", kind: "IPAddress", msg: 49 },
+    Root { api_version: "networking.k8s.io/v1", kind: "IPAddressList", msg: 50 },
     Root { api_version: "networking.k8s.io/v1", kind: "Ingress", msg: 43 },
     Root { api_version: "networking.k8s.io/v1", kind: "IngressClass", msg: 45 },
     Root { api_version: "networking.k8s.io/v1", kind: "IngressClassList", msg: 46 },
     Root { api_version: "networking.k8s.io/v1", kind: "IngressList", msg: 44 },
     Root { api_version: "networking.k8s.io/v1", kind: "NetworkPolicy", msg: 47 },
     Root { api_version: "networking.k8s.io/v1", kind: "NetworkPolicyList", msg: 48 },
-    Root { api_version: "node.k8s.io/v1", kind: "RuntimeClass", msg: 63 },
-    Root { api_version: "node.k8s.io/v1", kind: "RuntimeClassList", msg: 64 },
-    Root { api_version: "policy/v1", kind: "Eviction", msg: 87 },
-    Root { api_version: "policy/v1", kind: "PodDisruptionBudget", msg: 88 },
-    Root { api_version: "policy/v1", kind: "PodDisruptionBudgetList", msg: 89 },
-    Root { api_version: "rbac.authorization.k8s.io/v1", kind: "ClusterRole", msg: 80 },
-    Root { api_version: "rbac.authorization.k8s.io/v1", kind: "ClusterRoleBinding", msg: 84 },
-    Root { api_version: "rbac.authorization.k8s.io/v1", kind: "ClusterRoleBindingList", msg: 85 },
-    Root { api_version: "rbac.authorization.k8s.io/v1", kind: "ClusterRoleList", msg: 81 },
-    Root { api_version: "rbac.authorization.k8s.io/v1", kind: "Role", msg: 78 },
-    Root { api_version: "rbac.authorization.k8s.io/v1", kind: "RoleBinding", msg: 82 },
-    Root { api_version: "rbac.authorization.k8s.io/v1", kind: "RoleBindingList", msg: 83 },
-    Root { api_version: "rbac.authorization.k8s.io/v1", kind: "RoleList", msg: 79 },
-    Root { api_version: "scheduling.k8s.io/v1", kind: "PriorityClass", msg: 61 },
-    Root { api_version: "scheduling.k8s.io/v1", kind: "PriorityClassList", msg: 62 },
-    Root { api_version: "storage.k8s.io/v1", kind: "CSIDriver", msg: 51 },
-    Root { api_version: "storage.k8s.io/v1", kind: "CSIDriverList", msg: 52 },
-    Root { api_version: "storage.k8s.io/v1", kind: "CSINode", msg: 53 },
-    Root { api_version: "storage.k8s.io/v1", kind: "CSINodeList", msg: 54 },
-    Root { api_version: "storage.k8s.io/v1", kind: "CSIStorageCapacity", msg: 55 },
-    Root { api_version: "storage.k8s.io/v1", kind: "CSIStorageCapacityList", msg: 56 },
-    Root { api_version: "storage.k8s.io/v1", kind: "StorageClass", msg: 49 },
-    Root { api_version: "storage.k8s.io/v1", kind: "StorageClassList", msg: 50 },
-    Root { api_version: "storage.k8s.io/v1", kind: "VolumeAttachment", msg: 57 },
-    Root { api_version: "storage.k8s.io/v1", kind: "VolumeAttachmentList", msg: 58 },
-    Root { api_version: "storage.k8s.io/v1", kind: "VolumeAttributesClass", msg: 59 },
-    Root { api_version: "storage.k8s.io/v1", kind: "VolumeAttributesClassList", msg: 60 },
+    Root { api_version: "networking.k8s.io/v1", kind: "ServiceCIDR", msg: 51 },
+    Root { api_version: "networking.k8s.io/v1", kind: "ServiceCIDRList", msg: 52 },
+    Root { api_version: "node.k8s.io/v1", kind: "RuntimeClass", msg: 95 },
+    Root { api_version: "node.k8s.io/v1", kind: "RuntimeClassList", msg: 96 },
+    Root { api_version: "policy/v1", kind: "Eviction", msg: 119 },
+    Root { api_version: "policy/v1", kind: "PodDisruptionBudget", msg: 120 },
+    Root { api_version: "policy/v1", kind: "PodDisruptionBudgetList", msg: 121 },
+    Root { api_version: "rbac.authorization.k8s.io/v1", kind: "ClusterRole", msg: 112 },
+    Root { api_version: "rbac.authorization.k8s.io/v1", kind: "ClusterRoleBinding", msg: 116 },
+    Root { api_version: "rbac.authorization.k8s.io/v1", kind: "ClusterRoleBindingList", msg: 117 },
+    Root { api_version: "rbac.authorization.k8s.io/v1", kind: "ClusterRoleList", msg: 113 },
+    Root { api_version: "rbac.authorization.k8s.io/v1", kind: "Role", msg: 110 },
+    Root { api_version: "rbac.authorization.k8s.io/v1", kind: "RoleBinding", msg: 114 },
+    Root { api_version: "rbac.authorization.k8s.io/v1", kind: "RoleBindingList", msg: 115 },
+    Root { api_version: "rbac.authorization.k8s.io/v1", kind: "RoleList", msg: 111 },
+    Root { api_version: "resource.k8s.io/v1", kind: "DeviceClass", msg: 69 },
+    Root { api_version: "resource.k8s.io/v1", kind: "DeviceClassList", msg: 70 },
+    Root { api_version: "resource.k8s.io/v1", kind: "ResourceClaim", msg: 71 },
+    Root { api_version: "resource.k8s.io/v1", kind: "ResourceClaimList", msg: 72 },
+    Root { api_version: "resource.k8s.io/v1", kind: "ResourceClaimTemplate", msg: 73 },
+    Root { api_version: "resource.k8s.io/v1", kind: "ResourceClaimTemplateList", msg: 74 },
+    Root { api_version: "resource.k8s.io/v1", kind: "ResourceSlice", msg: 75 },
+    Root { api_version: "resource.k8s.io/v1", kind: "ResourceSliceList", msg: 76 },
+    Root { api_version: "scheduling.k8s.io/v1", kind: "PriorityClass", msg: 93 },
+    Root { api_version: "scheduling.k8s.io/v1", kind: "PriorityClassList", msg: 94 },
+    Root { api_version: "storage.k8s.io/v1", kind: "CSIDriver", msg: 83 },
+    Root { api_version: "storage.k8s.io/v1", kind: "CSIDriverList", msg: 84 },
+    Root { api_version: "storage.k8s.io/v1", kind: "CSINode", msg: 85 },
+    Root { api_version: "storage.k8s.io/v1", kind: "CSINodeList", msg: 86 },
+    Root { api_version: "storage.k8s.io/v1", kind: "CSIStorageCapacity", msg: 87 },
+    Root { api_version: "storage.k8s.io/v1", kind: "CSIStorageCapacityList", msg: 88 },
+    Root { api_version: "storage.k8s.io/v1", kind: "StorageClass", msg: 81 },
+    Root { api_version: "storage.k8s.io/v1", kind: "StorageClassList", msg: 82 },
+    Root { api_version: "storage.k8s.io/v1", kind: "VolumeAttachment", msg: 89 },
+    Root { api_version: "storage.k8s.io/v1", kind: "VolumeAttachmentList", msg: 90 },
+    Root { api_version: "storage.k8s.io/v1", kind: "VolumeAttributesClass", msg: 91 },
+    Root { api_version: "storage.k8s.io/v1", kind: "VolumeAttributesClassList", msg: 92 },
     Root { api_version: "v1", kind: "Binding", msg: 18 },
     Root { api_version: "v1", kind: "ConfigMap", msg: 2 },
     Root { api_version: "v1", kind: "ConfigMapList", msg: 3 },

@@ -1,68 +1,115 @@
-//! The roles and bindings every server starts with, as kube-apiserver's
-//! bootstrap policy defines them (facts: names, labels, the grants of the
-//! user-facing roles and of the discovery and basic roles). The server
-//! creates whichever are missing at start and adds back rules removed from
-//! those still marked for auto-update.
-
-use super::PolicyRule;
-use serde_json::{json, Value};
+//! The roles and bindings every server starts with: kube-apiserver's
+//! bootstrap policy (the user-facing and discovery roles, every system
+//! component's role — scheduler, controller-manager, node, proxier,
+//! volume scheduler — every `system:controller:*` role, the CSR roles, and
+//! the kube-system leader-election and authentication-reader roles), kept
+//! as data in `bootstrap_policy.yaml`. The server creates whichever are
+//! missing at start and adds back rules removed from those still marked
+//! for auto-update.
+use serde::Deserialize;
+use serde_json::{json, Map, Value};
+use std::collections::BTreeMap;
+use std::sync::OnceLock;
 
 pub const AUTOUPDATE_ANNOTATION: &str = "rbac.authorization.kubernetes.io/autoupdate";
 const BOOTSTRAPPING_LABEL: &str = "kubernetes.io/bootstrapping";
-const AGG_ADMIN: &str = "rbac.authorization.k8s.io/aggregate-to-admin";
-const AGG_EDIT: &str = "rbac.authorization.k8s.io/aggregate-to-edit";
-const AGG_VIEW: &str = "rbac.authorization.k8s.io/aggregate-to-view";
+const RBAC_GROUP: &str = "rbac.authorization.k8s.io";
+const RBAC_V1: &str = "rbac.authorization.k8s.io/v1";
 
-const READ: &[&str] = &["get", "list", "watch"];
-const WRITE: &[&str] = &["create", "delete", "deletecollection", "patch", "update"];
-const READ_WRITE: &[&str] = crate::catalog::ALL_VERBS;
-
-fn r(verbs: &[&str], group: &str, resources: &[&str]) -> PolicyRule {
-    PolicyRule::resources(verbs, &[group], resources)
+/// The policy's data: roles by name, bindings by name, the namespaced
+/// ones by namespace first.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Policy {
+    cluster_roles: BTreeMap<String, RoleData>,
+    cluster_role_bindings: BTreeMap<String, BindingData>,
+    roles: BTreeMap<String, BTreeMap<String, RoleData>>,
+    role_bindings: BTreeMap<String, BTreeMap<String, BindingData>>,
 }
 
-fn cluster_role(
-    name: &str,
-    labels: &[(&str, &str)],
-    rules: Vec<PolicyRule>,
-    aggregate_from: Option<&str>,
-) -> Value {
-    let mut all_labels = serde_json::Map::new();
-    all_labels.insert(BOOTSTRAPPING_LABEL.into(), json!("rbac-defaults"));
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct RoleData {
+    #[serde(default)]
+    labels: BTreeMap<String, String>,
+    #[serde(default)]
+    aggregation_rule: Option<Value>,
+    #[serde(default)]
+    rules: Vec<Value>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct BindingData {
+    role: String,
+    #[serde(default)]
+    role_kind: Option<String>,
+    /// "Kind name [namespace]".
+    subjects: Vec<String>,
+}
+
+fn policy() -> &'static Policy {
+    static POLICY: OnceLock<Policy> = OnceLock::new();
+    POLICY.get_or_init(|| {
+        serde_yaml::from_str(include_str!("bootstrap_policy.yaml"))
+            .expect("the bootstrap policy data is well-formed (a unit test parses it)")
+    })
+}
+
+fn metadata(name: &str, namespace: Option<&str>, labels: &BTreeMap<String, String>) -> Value {
+    let mut all = Map::new();
+    all.insert(BOOTSTRAPPING_LABEL.into(), json!("rbac-defaults"));
     for (k, v) in labels {
-        all_labels.insert(k.to_string(), json!(v));
+        all.insert(k.clone(), json!(v));
     }
-    let mut obj = json!({
-        "apiVersion": "rbac.authorization.k8s.io/v1",
-        "kind": "ClusterRole",
-        "metadata": {
-            "name": name,
-            "labels": all_labels,
-            "annotations": {AUTOUPDATE_ANNOTATION: "true"},
-        },
-        "rules": rules,
+    let mut md = json!({
+        "name": name,
+        "labels": all,
+        "annotations": {AUTOUPDATE_ANNOTATION: "true"},
     });
-    if let Some(label) = aggregate_from {
-        obj["aggregationRule"] =
-            json!({"clusterRoleSelectors": [{"matchLabels": {label: "true"}}]});
+    if let Some(ns) = namespace {
+        md["namespace"] = json!(ns);
+    }
+    md
+}
+
+fn role(kind: &str, name: &str, namespace: Option<&str>, data: &RoleData) -> Value {
+    let mut obj = json!({
+        "apiVersion": RBAC_V1,
+        "kind": kind,
+        "metadata": metadata(name, namespace, &data.labels),
+    });
+    match &data.aggregation_rule {
+        // The aggregation controller fills in an aggregated role's rules.
+        Some(rule) => obj["aggregationRule"] = rule.clone(),
+        None => obj["rules"] = Value::Array(data.rules.clone()),
     }
     obj
 }
 
-fn cluster_role_binding(role: &str, groups: &[&str]) -> Value {
-    let subjects: Vec<Value> = groups
+fn binding(kind: &str, name: &str, namespace: Option<&str>, data: &BindingData) -> Value {
+    let subjects: Vec<Value> = data
+        .subjects
         .iter()
-        .map(|g| json!({"kind": "Group", "apiGroup": "rbac.authorization.k8s.io", "name": g}))
+        .map(|s| {
+            let mut parts = s.split(' ');
+            let kind = parts.next().unwrap_or_default();
+            let name = parts.next().unwrap_or_default();
+            let mut subject = json!({"kind": kind, "name": name});
+            if kind == "ServiceAccount" {
+                subject["namespace"] = json!(parts.next().unwrap_or_default());
+            } else {
+                subject["apiGroup"] = json!(RBAC_GROUP);
+            }
+            subject
+        })
         .collect();
+    let role_kind = data.role_kind.as_deref().unwrap_or("ClusterRole");
     json!({
-        "apiVersion": "rbac.authorization.k8s.io/v1",
-        "kind": "ClusterRoleBinding",
-        "metadata": {
-            "name": role,
-            "labels": {BOOTSTRAPPING_LABEL: "rbac-defaults"},
-            "annotations": {AUTOUPDATE_ANNOTATION: "true"},
-        },
-        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role},
+        "apiVersion": RBAC_V1,
+        "kind": kind,
+        "metadata": metadata(name, namespace, &BTreeMap::new()),
+        "roleRef": {"apiGroup": RBAC_GROUP, "kind": role_kind, "name": data.role},
         "subjects": subjects,
     })
 }
@@ -71,301 +118,46 @@ fn cluster_role_binding(role: &str, groups: &[&str]) -> Value {
 /// metadata). Aggregated roles (admin, edit, view) start without rules;
 /// the aggregation controller fills them in.
 pub fn cluster_roles() -> Vec<Value> {
-    vec![
-        cluster_role(
-            "cluster-admin",
-            &[],
-            vec![
-                PolicyRule::resources(&["*"], &["*"], &["*"]),
-                PolicyRule::urls(&["*"], &["*"]),
-            ],
-            None,
-        ),
-        cluster_role(
-            "system:discovery",
-            &[],
-            vec![PolicyRule::urls(
-                &["get"],
-                &[
-                    "/api",
-                    "/api/*",
-                    "/apis",
-                    "/apis/*",
-                    "/healthz",
-                    "/livez",
-                    "/openapi",
-                    "/openapi/*",
-                    "/readyz",
-                    "/version",
-                    "/version/",
-                ],
-            )],
-            None,
-        ),
-        cluster_role(
-            "system:public-info-viewer",
-            &[],
-            vec![PolicyRule::urls(
-                &["get"],
-                &["/healthz", "/livez", "/readyz", "/version", "/version/"],
-            )],
-            None,
-        ),
-        cluster_role(
-            "system:monitoring",
-            &[],
-            vec![PolicyRule::urls(
-                &["get"],
-                &[
-                    "/healthz",
-                    "/healthz/*",
-                    "/livez",
-                    "/livez/*",
-                    "/metrics",
-                    "/metrics/slis",
-                    "/readyz",
-                    "/readyz/*",
-                ],
-            )],
-            None,
-        ),
-        cluster_role(
-            "system:basic-user",
-            &[],
-            vec![
-                r(
-                    &["create"],
-                    "authorization.k8s.io",
-                    &["selfsubjectaccessreviews", "selfsubjectrulesreviews"],
-                ),
-                r(
-                    &["create"],
-                    "authentication.k8s.io",
-                    &["selfsubjectreviews"],
-                ),
-            ],
-            None,
-        ),
-        cluster_role(
-            "system:auth-delegator",
-            &[],
-            vec![
-                r(&["create"], "authentication.k8s.io", &["tokenreviews"]),
-                r(
-                    &["create"],
-                    "authorization.k8s.io",
-                    &["subjectaccessreviews"],
-                ),
-            ],
-            None,
-        ),
-        cluster_role(
-            "system:service-account-issuer-discovery",
-            &[],
-            vec![PolicyRule::urls(
-                &["get"],
-                &[
-                    "/.well-known/openid-configuration",
-                    "/.well-known/openid-configuration/",
-                    "/openid/v1/jwks",
-                    "/openid/v1/jwks/",
-                ],
-            )],
-            None,
-        ),
-        cluster_role("admin", &[], vec![], Some(AGG_ADMIN)),
-        cluster_role("edit", &[(AGG_ADMIN, "true")], vec![], Some(AGG_EDIT)),
-        cluster_role("view", &[(AGG_EDIT, "true")], vec![], Some(AGG_VIEW)),
-        cluster_role(
-            "system:aggregate-to-admin",
-            &[(AGG_ADMIN, "true")],
-            aggregate_to_admin(),
-            None,
-        ),
-        cluster_role(
-            "system:aggregate-to-edit",
-            &[(AGG_EDIT, "true")],
-            aggregate_to_edit(),
-            None,
-        ),
-        cluster_role(
-            "system:aggregate-to-view",
-            &[(AGG_VIEW, "true")],
-            aggregate_to_view(),
-            None,
-        ),
-    ]
-}
-
-fn aggregate_to_admin() -> Vec<PolicyRule> {
-    vec![
-        r(
-            &["create"],
-            "authorization.k8s.io",
-            &["localsubjectaccessreviews"],
-        ),
-        r(
-            READ_WRITE,
-            "rbac.authorization.k8s.io",
-            &["rolebindings", "roles"],
-        ),
-    ]
-}
-
-fn aggregate_to_edit() -> Vec<PolicyRule> {
-    vec![
-        r(&["impersonate"], "", &["serviceaccounts"]),
-        r(
-            WRITE,
-            "",
-            &[
-                "pods",
-                "pods/attach",
-                "pods/proxy",
-                "pods/exec",
-                "pods/portforward",
-            ],
-        ),
-        r(&["create"], "", &["pods/eviction"]),
-        r(
-            WRITE,
-            "",
-            &[
-                "replicationcontrollers",
-                "replicationcontrollers/scale",
-                "serviceaccounts",
-                "services",
-                "services/proxy",
-                "persistentvolumeclaims",
-                "configmaps",
-                "secrets",
-                "events",
-            ],
-        ),
-        r(&["create"], "", &["serviceaccounts/token"]),
-        r(
-            WRITE,
-            "apps",
-            &[
-                "daemonsets",
-                "deployments",
-                "deployments/rollback",
-                "deployments/scale",
-                "replicasets",
-                "replicasets/scale",
-                "statefulsets",
-                "statefulsets/scale",
-            ],
-        ),
-        r(WRITE, "autoscaling", &["horizontalpodautoscalers"]),
-        r(WRITE, "batch", &["jobs", "cronjobs"]),
-        r(WRITE, "policy", &["poddisruptionbudgets"]),
-        r(
-            WRITE,
-            "networking.k8s.io",
-            &["networkpolicies", "ingresses"],
-        ),
-        r(WRITE, "coordination.k8s.io", &["leases"]),
-        r(READ, "", &["secrets"]),
-    ]
-}
-
-fn aggregate_to_view() -> Vec<PolicyRule> {
-    vec![
-        r(
-            READ,
-            "",
-            &[
-                "pods",
-                "replicationcontrollers",
-                "replicationcontrollers/scale",
-                "serviceaccounts",
-                "services",
-                "services/status",
-                "endpoints",
-                "persistentvolumeclaims",
-                "persistentvolumeclaims/status",
-                "configmaps",
-            ],
-        ),
-        r(
-            READ,
-            "",
-            &[
-                "limitranges",
-                "resourcequotas",
-                "bindings",
-                "events",
-                "pods/status",
-                "resourcequotas/status",
-                "namespaces/status",
-                "replicationcontrollers/status",
-                "pods/log",
-            ],
-        ),
-        r(READ, "", &["namespaces"]),
-        r(READ, "discovery.k8s.io", &["endpointslices"]),
-        r(
-            READ,
-            "apps",
-            &[
-                "controllerrevisions",
-                "statefulsets",
-                "statefulsets/status",
-                "statefulsets/scale",
-                "daemonsets",
-                "daemonsets/status",
-                "deployments",
-                "deployments/status",
-                "deployments/scale",
-                "replicasets",
-                "replicasets/status",
-                "replicasets/scale",
-            ],
-        ),
-        r(
-            READ,
-            "autoscaling",
-            &[
-                "horizontalpodautoscalers",
-                "horizontalpodautoscalers/status",
-            ],
-        ),
-        r(
-            READ,
-            "batch",
-            &["jobs", "cronjobs", "cronjobs/status", "jobs/status"],
-        ),
-        r(
-            READ,
-            "policy",
-            &["poddisruptionbudgets", "poddisruptionbudgets/status"],
-        ),
-        r(
-            READ,
-            "networking.k8s.io",
-            &["networkpolicies", "ingresses", "ingresses/status"],
-        ),
-        r(READ, "coordination.k8s.io", &["leases"]),
-    ]
+    policy()
+        .cluster_roles
+        .iter()
+        .map(|(name, data)| role("ClusterRole", name, None, data))
+        .collect()
 }
 
 /// The bootstrap ClusterRoleBindings.
 pub fn cluster_role_bindings() -> Vec<Value> {
-    vec![
-        cluster_role_binding("cluster-admin", &[crate::authn::MASTERS]),
-        cluster_role_binding("system:discovery", &[crate::authn::AUTHENTICATED]),
-        cluster_role_binding("system:basic-user", &[crate::authn::AUTHENTICATED]),
-        cluster_role_binding(
-            "system:public-info-viewer",
-            &[crate::authn::AUTHENTICATED, crate::authn::UNAUTHENTICATED],
-        ),
-        cluster_role_binding("system:monitoring", &["system:monitoring"]),
-        cluster_role_binding(
-            "system:service-account-issuer-discovery",
-            &[crate::authn::SERVICE_ACCOUNTS],
-        ),
-    ]
+    policy()
+        .cluster_role_bindings
+        .iter()
+        .map(|(name, data)| binding("ClusterRoleBinding", name, None, data))
+        .collect()
+}
+
+/// The bootstrap Roles (kube-system and kube-public).
+pub fn roles() -> Vec<Value> {
+    policy()
+        .roles
+        .iter()
+        .flat_map(|(ns, roles)| {
+            roles
+                .iter()
+                .map(move |(name, data)| role("Role", name, Some(ns), data))
+        })
+        .collect()
+}
+
+/// The bootstrap RoleBindings (kube-system and kube-public).
+pub fn role_bindings() -> Vec<Value> {
+    policy()
+        .role_bindings
+        .iter()
+        .flat_map(|(ns, bindings)| {
+            bindings
+                .iter()
+                .map(move |(name, data)| binding("RoleBinding", name, Some(ns), data))
+        })
+        .collect()
 }
 
 /// What reconciling an existing bootstrap object should change: for a
@@ -423,11 +215,64 @@ mod tests {
         for b in cluster_role_bindings() {
             assert!(validate(RbacKind::ClusterRoleBinding, &b).is_empty(), "{b}");
         }
+        for r in roles() {
+            assert!(validate(RbacKind::Role, &r).is_empty(), "{r}");
+        }
+        for b in role_bindings() {
+            assert!(validate(RbacKind::RoleBinding, &b).is_empty(), "{b}");
+        }
+    }
+
+    /// The roles a real scheduler, controller-manager and kubelet run
+    /// under exist, bound to their identities.
+    #[test]
+    fn system_components_are_granted() {
+        let names: Vec<String> = cluster_roles()
+            .iter()
+            .map(|r| crate::meta::name(r).to_string())
+            .collect();
+        for want in [
+            "cluster-admin",
+            "system:kube-scheduler",
+            "system:kube-controller-manager",
+            "system:volume-scheduler",
+            "system:node",
+            "system:node-proxier",
+            "system:controller:replicaset-controller",
+            "system:controller:generic-garbage-collector",
+        ] {
+            assert!(names.iter().any(|n| n == want), "{want} missing");
+        }
+        let scheduler = cluster_role_bindings()
+            .into_iter()
+            .find(|b| crate::meta::name(b) == "system:kube-scheduler")
+            .unwrap();
+        assert_eq!(
+            scheduler["subjects"],
+            json!([{"kind": "User", "apiGroup": RBAC_GROUP, "name": "system:kube-scheduler"}])
+        );
+        let gc = cluster_role_bindings()
+            .into_iter()
+            .find(|b| crate::meta::name(b) == "system:controller:generic-garbage-collector")
+            .unwrap();
+        assert_eq!(
+            gc["subjects"],
+            json!([{"kind": "ServiceAccount", "name": "generic-garbage-collector", "namespace": "kube-system"}])
+        );
+        let lock = role_bindings()
+            .into_iter()
+            .find(|b| crate::meta::name(b) == "system::leader-locking-kube-scheduler")
+            .unwrap();
+        assert_eq!(lock["metadata"]["namespace"], "kube-system");
+        assert_eq!(lock["roleRef"]["kind"], "Role");
     }
 
     #[test]
     fn reconcile_adds_back_lost_rules_unless_opted_out() {
-        let wanted = cluster_roles().remove(1);
+        let wanted = cluster_roles()
+            .into_iter()
+            .find(|r| crate::meta::name(r) == "system:discovery")
+            .unwrap();
         let mut stripped = wanted.clone();
         stripped["rules"] = json!([]);
         let fixed = reconcile(&wanted, &stripped).unwrap();

@@ -37,7 +37,10 @@ pub(super) fn on_create(info: &ResourceInfo, obj: &mut Value) {
             fold_string_data(root);
         }
         KindHooks::Job => job_selector(root),
-        KindHooks::Service | KindHooks::Rbac | KindHooks::None => {}
+        KindHooks::Service
+        | KindHooks::Rbac
+        | KindHooks::CertificateSigningRequest
+        | KindHooks::None => {}
     }
 }
 
@@ -114,6 +117,12 @@ pub(super) fn on_update(info: &ResourceInfo, new: &mut Value, old: &Value) {
                 spec.insert("finalizers".into(), fin.clone());
             }
         }
+    }
+    if info.strategy.kind_hooks == KindHooks::CertificateSigningRequest {
+        super::certificates::keep_spec(new, old);
+    }
+    if info.strategy.kind_hooks == KindHooks::Service {
+        super::service::keep_allocated(new, old);
     }
     if info.strategy.kind_hooks == KindHooks::Secret {
         if let Some(n) = new.as_object_mut() {

@@ -6,10 +6,12 @@
 //! named hooks in [`hooks`]. The shard that owns a key runs these functions,
 //! so they must be pure and cheap.
 
+pub mod certificates;
 pub mod deletion;
 mod hooks;
 pub mod lifecycle;
 mod qos;
+mod service;
 mod validate;
 
 pub use lifecycle::should_delete_during_update;
@@ -89,6 +91,9 @@ pub fn prepare_for_status_update(info: &ResourceInfo, body: &Value, old: &Value)
                 None => md.remove("labels"),
             };
         }
+    }
+    if info.strategy.kind_hooks == crate::catalog::KindHooks::CertificateSigningRequest {
+        certificates::on_status_update(&mut out, old);
     }
     crate::defaults::apply(&info.group, &info.kind, &mut out);
     out

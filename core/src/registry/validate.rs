@@ -61,6 +61,9 @@ pub fn validate_object(info: &ResourceInfo, obj: &Value) -> Vec<StatusCause> {
     if info.strategy.kind_hooks == KindHooks::Job {
         causes.extend(validate_job_restart_policy(obj));
     }
+    if info.strategy.kind_hooks == KindHooks::CertificateSigningRequest {
+        causes.extend(super::certificates::validate(obj));
+    }
     if info.strategy.kind_hooks == KindHooks::Rbac {
         if let Some(kind) = crate::rbac::RbacKind::from_plural(&info.plural) {
             causes.extend(crate::rbac::validation::validate(kind, obj));
@@ -93,6 +96,12 @@ fn validate_job_restart_policy(obj: &Value) -> Vec<StatusCause> {
 pub fn validate_update(info: &ResourceInfo, new: &Value, old: &Value) -> Vec<StatusCause> {
     let mut causes = validate_object(info, new);
     causes.extend(super::lifecycle::validate_lifecycle_update(new, old));
+    if info.strategy.kind_hooks == KindHooks::CertificateSigningRequest {
+        causes.extend(super::certificates::validate_update(new, old));
+    }
+    if info.strategy.kind_hooks == KindHooks::Service {
+        causes.extend(super::service::validate_update(new, old));
+    }
     causes
 }
 
@@ -101,6 +110,7 @@ pub(crate) fn to_rule(rule: NameRule) -> validation::NameRule {
         NameRule::Dns1123Subdomain => validation::NameRule::Dns1123Subdomain,
         NameRule::Dns1123Label => validation::NameRule::Dns1123Label,
         NameRule::PathSegment => validation::NameRule::PathSegment,
+        NameRule::IpAddress => validation::NameRule::IpAddress,
     }
 }
 

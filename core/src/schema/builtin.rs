@@ -3,7 +3,9 @@
 
 use super::facts;
 use k8s_openapi::api;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1 as metav1;
+use k8s_openapi::kube_aggregator::pkg::apis::apiregistration::v1::APIService;
 use schemars::generate::{SchemaGenerator, SchemaSettings};
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -96,6 +98,74 @@ pub fn definitions() -> (BTreeMap<String, Value>, Vec<BuiltinKind>) {
     add::<api::networking::v1::IngressClass>(g, k, "networking.k8s.io", "v1", "IngressClass");
     add::<api::scheduling::v1::PriorityClass>(g, k, "scheduling.k8s.io", "v1", "PriorityClass");
     add::<api::node::v1::RuntimeClass>(g, k, "node.k8s.io", "v1", "RuntimeClass");
+    add::<api::networking::v1::IPAddress>(g, k, "networking.k8s.io", "v1", "IPAddress");
+    add::<api::networking::v1::ServiceCIDR>(g, k, "networking.k8s.io", "v1", "ServiceCIDR");
+    add::<api::autoscaling::v2::HorizontalPodAutoscaler>(
+        g,
+        k,
+        "autoscaling",
+        "v2",
+        "HorizontalPodAutoscaler",
+    );
+    let certificates = "certificates.k8s.io";
+    add::<api::certificates::v1::CertificateSigningRequest>(
+        g,
+        k,
+        certificates,
+        "v1",
+        "CertificateSigningRequest",
+    );
+    let admission = "admissionregistration.k8s.io";
+    add::<api::admissionregistration::v1::MutatingWebhookConfiguration>(
+        g,
+        k,
+        admission,
+        "v1",
+        "MutatingWebhookConfiguration",
+    );
+    add::<api::admissionregistration::v1::ValidatingWebhookConfiguration>(
+        g,
+        k,
+        admission,
+        "v1",
+        "ValidatingWebhookConfiguration",
+    );
+    add::<api::admissionregistration::v1::ValidatingAdmissionPolicy>(
+        g,
+        k,
+        admission,
+        "v1",
+        "ValidatingAdmissionPolicy",
+    );
+    add::<api::admissionregistration::v1::ValidatingAdmissionPolicyBinding>(
+        g,
+        k,
+        admission,
+        "v1",
+        "ValidatingAdmissionPolicyBinding",
+    );
+    add::<CustomResourceDefinition>(
+        g,
+        k,
+        "apiextensions.k8s.io",
+        "v1",
+        "CustomResourceDefinition",
+    );
+    add::<APIService>(g, k, "apiregistration.k8s.io", "v1", "APIService");
+    let flowcontrol = "flowcontrol.apiserver.k8s.io";
+    add::<api::flowcontrol::v1::FlowSchema>(g, k, flowcontrol, "v1", "FlowSchema");
+    add::<api::flowcontrol::v1::PriorityLevelConfiguration>(
+        g,
+        k,
+        flowcontrol,
+        "v1",
+        "PriorityLevelConfiguration",
+    );
+    let dra = "resource.k8s.io";
+    add::<api::resource::v1::DeviceClass>(g, k, dra, "v1", "DeviceClass");
+    add::<api::resource::v1::ResourceClaim>(g, k, dra, "v1", "ResourceClaim");
+    add::<api::resource::v1::ResourceClaimTemplate>(g, k, dra, "v1", "ResourceClaimTemplate");
+    add::<api::resource::v1::ResourceSlice>(g, k, dra, "v1", "ResourceSlice");
     // Kinds every group version serves (request and response envelopes).
     gen.subschema_for::<metav1::Status>();
     gen.subschema_for::<metav1::DeleteOptions>();

@@ -10,6 +10,7 @@
 
 mod cluster;
 mod custom;
+mod extensions;
 pub mod format;
 mod kinds;
 mod pod;
@@ -130,6 +131,21 @@ pub fn columns(printer: &Printer) -> &[Column] {
         Printer::PodTemplate => kinds::POD_TEMPLATE,
         Printer::Role => rbac::ROLE,
         Printer::RoleBinding => rbac::ROLE_BINDING,
+        Printer::HorizontalPodAutoscaler => extensions::HORIZONTAL_POD_AUTOSCALER,
+        Printer::CertificateSigningRequest => extensions::CERTIFICATE_SIGNING_REQUEST,
+        Printer::WebhookConfiguration => extensions::WEBHOOK_CONFIGURATION,
+        Printer::ValidatingAdmissionPolicy => extensions::VALIDATING_ADMISSION_POLICY,
+        Printer::ValidatingAdmissionPolicyBinding => {
+            extensions::VALIDATING_ADMISSION_POLICY_BINDING
+        }
+        Printer::CustomResourceDefinition => extensions::CUSTOM_RESOURCE_DEFINITION,
+        Printer::ApiService => extensions::API_SERVICE,
+        Printer::FlowSchema => extensions::FLOW_SCHEMA,
+        Printer::PriorityLevelConfiguration => extensions::PRIORITY_LEVEL_CONFIGURATION,
+        Printer::IpAddress => extensions::IP_ADDRESS,
+        Printer::ServiceCidr => extensions::SERVICE_CIDR,
+        Printer::ResourceClaim => extensions::RESOURCE_CLAIM,
+        Printer::ResourceSlice => extensions::RESOURCE_SLICE,
     }
 }
 
@@ -175,6 +191,23 @@ pub fn row(printer: &Printer, obj: &Value, now: DateTime<Utc>) -> Row {
         Printer::PodTemplate => kinds::pod_template_row(obj),
         Printer::Role => rbac::role_row(obj),
         Printer::RoleBinding => rbac::role_binding_row(obj, now),
+        Printer::HorizontalPodAutoscaler => extensions::horizontal_pod_autoscaler_row(obj, now),
+        Printer::CertificateSigningRequest => extensions::certificate_signing_request_row(obj, now),
+        Printer::WebhookConfiguration => extensions::webhook_configuration_row(obj, now),
+        Printer::ValidatingAdmissionPolicy => extensions::validating_admission_policy_row(obj, now),
+        Printer::ValidatingAdmissionPolicyBinding => {
+            extensions::validating_admission_policy_binding_row(obj, now)
+        }
+        Printer::CustomResourceDefinition => extensions::custom_resource_definition_row(obj),
+        Printer::ApiService => extensions::api_service_row(obj, now),
+        Printer::FlowSchema => extensions::flow_schema_row(obj, now),
+        Printer::PriorityLevelConfiguration => {
+            extensions::priority_level_configuration_row(obj, now)
+        }
+        Printer::IpAddress => extensions::ip_address_row(obj),
+        Printer::ServiceCidr => extensions::service_cidr_row(obj, now),
+        Printer::ResourceClaim => extensions::resource_claim_row(obj, now),
+        Printer::ResourceSlice => extensions::resource_slice_row(obj, now),
     }
 }
 

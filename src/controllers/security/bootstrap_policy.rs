@@ -1,4 +1,5 @@
-//! Creates the bootstrap ClusterRoles and ClusterRoleBindings at start
+//! Creates the bootstrap roles and bindings (cluster-wide and in
+//! kube-system / kube-public) at start
 //! (whichever are missing) and adds back what auto-updated ones lost, as
 //! kube-apiserver's RBAC post-start hook does.
 
@@ -11,21 +12,25 @@ use kubeshard_core::status::ApiError;
 use serde_json::Value;
 
 pub async fn ensure(api: &Api) -> Result<(), ApiError> {
-    let roles = resource(api, kubeshard_core::rbac::GROUP, "clusterroles")?;
-    let bindings = resource(api, kubeshard_core::rbac::GROUP, "clusterrolebindings")?;
-    let wanted = bootstrap::cluster_roles()
-        .into_iter()
-        .map(|o| (roles.clone(), o))
-        .chain(
-            bootstrap::cluster_role_bindings()
-                .into_iter()
-                .map(|o| (bindings.clone(), o)),
-        );
+    let group = kubeshard_core::rbac::GROUP;
+    let of = |plural, objects: Vec<Value>| {
+        let info = resource(api, group, plural);
+        objects.into_iter().map(move |o| (info.clone(), o))
+    };
+    let wanted = of("clusterroles", bootstrap::cluster_roles())
+        .chain(of(
+            "clusterrolebindings",
+            bootstrap::cluster_role_bindings(),
+        ))
+        .chain(of("roles", bootstrap::roles()))
+        .chain(of("rolebindings", bootstrap::role_bindings()));
     for (info, obj) in wanted {
+        let info = info?;
         let name = kubeshard_core::meta::name(&obj).to_string();
+        let namespace = kubeshard_core::meta::namespace(&obj).to_string();
         match api
             .storage()
-            .get(&info.storage_key, "", &name)
+            .get(&info.storage_key, &namespace, &name)
             .await
             .or_status()?
         {
@@ -39,7 +44,7 @@ pub async fn ensure(api: &Api) -> Result<(), ApiError> {
                     continue;
                 };
                 tracing::info!(%name, kind = %info.kind, "reconciling bootstrap RBAC object");
-                let at = registry::Addressed::object(&info, "", &name);
+                let at = registry::Addressed::object(&info, &namespace, &name);
                 let mutation = Box::new(move |new: &mut Value| {
                     *new = fixed.clone();
                     Ok(true)

@@ -2,8 +2,10 @@
 //! will use. Facts (short names, categories, field labels, per-kind rules)
 //! follow kube-apiserver v1.34.
 
+mod extensions;
 mod networking;
 mod policy;
+mod resource;
 mod storage;
 mod workloads;
 
@@ -194,6 +196,7 @@ pub fn builtin_resources() -> Vec<ResourceInfo> {
             .categories(&["all"])
             .status()
             .subresource("binding")
+            .subresource("eviction")
             .generation()
             .returns_deleted()
             .hooks(KindHooks::Pod)
@@ -209,7 +212,9 @@ pub fn builtin_resources() -> Vec<ResourceInfo> {
                 ("status.nominatedNodeName", &["status", "nominatedNodeName"]),
             ])
             .booleans(&["spec.hostNetwork"]),
-        entry("", "v1", "PodTemplate", "podtemplates", true).printer(Printer::PodTemplate),
+        entry("", "v1", "PodTemplate", "podtemplates", true)
+            .generation()
+            .printer(Printer::PodTemplate),
         entry("", "v1", "Service", "services", true)
             .short(&["svc"])
             .categories(&["all"])
@@ -285,12 +290,15 @@ pub fn builtin_resources() -> Vec<ResourceInfo> {
     .chain(networking::resources())
     .chain(policy::resources())
     .chain(security_resources())
+    .chain(extensions::resources())
+    .chain(resource::resources())
     .map(|e| e.info)
     .collect()
 }
 
-/// RBAC kinds, and the review kinds of the authentication and
-/// authorization groups: create-only, answered without being stored.
+/// RBAC kinds, certificate signing requests, and the review kinds of the
+/// authentication and authorization groups: create-only, answered without
+/// being stored.
 fn security_resources() -> Vec<Entry> {
     let rbac = |kind: &str, plural: &str, namespaced: bool| {
         let printer = if kind.ends_with("Binding") {
@@ -313,6 +321,22 @@ fn security_resources() -> Vec<Entry> {
         rbac("ClusterRole", "clusterroles", false),
         rbac("RoleBinding", "rolebindings", true),
         rbac("ClusterRoleBinding", "clusterrolebindings", false),
+        // A request for a certificate: its requester is stamped on create,
+        // `/approval` decides it and `/status` carries the certificate.
+        entry(
+            "certificates.k8s.io",
+            "v1",
+            "CertificateSigningRequest",
+            "certificatesigningrequests",
+            false,
+        )
+        .short(&["csr"])
+        .status()
+        .subresource("approval")
+        .initial_status("{}")
+        .hooks(KindHooks::CertificateSigningRequest)
+        .printer(Printer::CertificateSigningRequest)
+        .fields(&[("spec.signerName", &["spec", "signerName"])]),
         review(authn, "TokenReview", "tokenreviews", false),
         review(authn, "SelfSubjectReview", "selfsubjectreviews", false),
         review(authz, "SubjectAccessReview", "subjectaccessreviews", false),

@@ -1,8 +1,9 @@
 //! How traffic reaches pods: Ingresses and their classes, network
-//! policies, EndpointSlices.
+//! policies, EndpointSlices, and the IP
+//! addresses and ranges Services draw from.
 
 use super::{entry, Entry};
-use crate::catalog::Printer;
+use crate::catalog::{NameRule, Printer};
 
 pub(super) fn resources() -> Vec<Entry> {
     let net = |kind: &str, plural: &str, namespaced: bool| {
@@ -15,7 +16,9 @@ pub(super) fn resources() -> Vec<Entry> {
             .generation()
             .initial_status(r#"{"loadBalancer": {}}"#)
             .printer(Printer::Ingress),
-        net("IngressClass", "ingressclasses", false).printer(Printer::IngressClass),
+        net("IngressClass", "ingressclasses", false)
+            .generation()
+            .printer(Printer::IngressClass),
         net("NetworkPolicy", "networkpolicies", true)
             .short(&["netpol"])
             .generation()
@@ -27,6 +30,16 @@ pub(super) fn resources() -> Vec<Entry> {
             "endpointslices",
             true,
         )
+        .generation()
         .printer(Printer::EndpointSlice),
+        // The objects of the allocator behind Service cluster IPs.
+        net("IPAddress", "ipaddresses", false)
+            .short(&["ip"])
+            .name_rule(NameRule::IpAddress)
+            .printer(Printer::IpAddress),
+        net("ServiceCIDR", "servicecidrs", false)
+            .status()
+            .initial_status("{}")
+            .printer(Printer::ServiceCidr),
     ]
 }

@@ -29,6 +29,7 @@ pub(super) fn resources() -> Vec<Entry> {
             false,
         )
         .short(&["pc"])
+        .generation()
         .printer(Printer::PriorityClass),
         entry("node.k8s.io", "v1", "RuntimeClass", "runtimeclasses", false)
             .printer(Printer::RuntimeClass),

@@ -70,5 +70,18 @@ pub(super) fn resources() -> Vec<Entry> {
             .short(&["cj"])
             .initial_status("{}")
             .printer(Printer::CronJob),
+        // The autoscaler that drives the workloads' scale subresources.
+        entry(
+            "autoscaling",
+            "v2",
+            "HorizontalPodAutoscaler",
+            "horizontalpodautoscalers",
+            true,
+        )
+        .short(&["hpa"])
+        .categories(&["all"])
+        .status()
+        .initial_status(r#"{"desiredReplicas": 0}"#)
+        .printer(Printer::HorizontalPodAutoscaler),
     ]
 }

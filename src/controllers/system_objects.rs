@@ -1,0 +1,120 @@
+//! The objects kube-apiserver's post-start hooks keep in place besides
+//! the `kubernetes` Service and the RBAC policy: the two system
+//! PriorityClasses that critical pods name, the `kubernetes` ServiceCIDR
+//! (the range Services draw from), and the kube-system ConfigMaps that
+//! components read at start — `extension-apiserver-authentication` (the
+//! client CA bundle, which kube-scheduler, kube-controller-manager and
+//! aggregated servers authenticate callers with) and the legacy token
+//! tracking date.
+
+use super::security::resource;
+use crate::context::Api;
+use crate::registry;
+use crate::storage::{Storage, StorageResult};
+use kubeshard_core::catalog::ResourceInfo;
+use kubeshard_core::meta;
+use kubeshard_core::status::ApiError;
+use serde_json::{json, Value};
+use std::sync::Arc;
+
+const KUBE_SYSTEM: &str = "kube-system";
+const AUTHENTICATION: &str = "extension-apiserver-authentication";
+const TOKEN_TRACKING: &str = "kube-apiserver-legacy-service-account-token-tracking";
+
+pub async fn ensure(api: &Api) -> Result<(), ApiError> {
+    let priority_classes = resource(api, "scheduling.k8s.io", "priorityclasses")?;
+    for (name, value, what) in [
+        (
+            "system-node-critical",
+            2_000_001_000,
+            "for pods a node cannot work without; never moved off their node",
+        ),
+        (
+            "system-cluster-critical",
+            2_000_000_000,
+            "for pods the cluster cannot work without; may move to another node",
+        ),
+    ] {
+        let obj = json!({
+            "apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+            "metadata": {"name": name}, "value": value, "description": what,
+        });
+        create_missing(api, &priority_classes, obj).await?;
+    }
+    let cidrs: Vec<String> = api
+        .config
+        .service_cidrs
+        .0
+        .iter()
+        .map(|c| c.to_string())
+        .collect();
+    let service_cidrs = resource(api, "networking.k8s.io", "servicecidrs")?;
+    create_missing(
+        api,
+        &service_cidrs,
+        json!({
+            "apiVersion": "networking.k8s.io/v1", "kind": "ServiceCIDR",
+            "metadata": {"name": "kubernetes"}, "spec": {"cidrs": cidrs},
+        }),
+    )
+    .await?;
+    let config_maps = resource(api, "", "configmaps")?;
+    let today = chrono::Utc::now().format("%Y-%m-%d").to_string();
+    create_missing(
+        api,
+        &config_maps,
+        config_map(TOKEN_TRACKING, json!({"since": today})),
+    )
+    .await?;
+    let wanted = json!({"client-ca-file": api.security.config.client_ca_pem});
+    match api
+        .storage()
+        .get(&config_maps.storage_key, KUBE_SYSTEM, AUTHENTICATION)
+        .await
+        .or_status()?
+    {
+        None => create_missing(api, &config_maps, config_map(AUTHENTICATION, wanted)).await,
+        Some(have) if have.to_value().get("data") == Some(&wanted) => Ok(()),
+        Some(_) => {
+            let at = registry::Addressed::object(&config_maps, KUBE_SYSTEM, AUTHENTICATION);
+            let mutation = Box::new(move |new: &mut Value| {
+                new["data"] = wanted.clone();
+                Ok(true)
+            });
+            registry::update_with(api, &registry::APISERVER, at, mutation)
+                .await
+                .map(|_| ())
+        }
+    }
+}
+
+fn config_map(name: &str, data: Value) -> Value {
+    json!({
+        "apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": name, "namespace": KUBE_SYSTEM}, "data": data,
+    })
+}
+
+/// Creates `obj` unless an object of its name exists (whatever it holds:
+/// these are the cluster's to change).
+pub(crate) async fn create_missing(
+    api: &Api,
+    info: &Arc<ResourceInfo>,
+    obj: Value,
+) -> Result<(), ApiError> {
+    let (ns, name) = (meta::namespace(&obj), meta::name(&obj));
+    if api
+        .storage()
+        .get(&info.storage_key, ns, name)
+        .await
+        .or_status()?
+        .is_some()
+    {
+        return Ok(());
+    }
+    match registry::create_as(api, &registry::APISERVER, info, obj).await {
+        Ok(_) => Ok(()),
+        Err(e) if e.code == 409 => Ok(()),
+        Err(e) => Err(e),
+    }
+}

@@ -1,0 +1,100 @@
+//! What the server puts in place at start for the rest of the control
+//! plane: kube's bootstrap RBAC policy (so a real scheduler, controller
+//! manager and their per-controller service accounts are authorized as
+//! in kube), the system PriorityClasses and the kube-system ConfigMaps
+//! components read.
+
+mod common;
+use common::*;
+use serde_json::{json, Value};
+
+fn allowed(s: &Server, user: &str, groups: &[&str], attrs: Value) -> bool {
+    let review = json!({"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview",
+        "spec": {"user": user, "groups": groups, "resourceAttributes": attrs}});
+    let (code, out) = s.post(
+        "/apis/authorization.k8s.io/v1/subjectaccessreviews",
+        &review,
+    );
+    assert_eq!(code, 201, "{out}");
+    out["status"]["allowed"] == true
+}
+
+#[test]
+fn components_are_authorized_by_the_bootstrap_policy() {
+    let s = Server::start(1);
+    let auth = ["system:authenticated"];
+    let sched = |attrs| allowed(&s, "system:kube-scheduler", &auth, attrs);
+    assert!(sched(
+        json!({"verb": "create", "resource": "pods", "subresource": "binding", "namespace": "default"})
+    ));
+    assert!(sched(json!({"verb": "watch", "resource": "nodes"})));
+    assert!(sched(
+        json!({"verb": "list", "group": "storage.k8s.io", "resource": "csinodes"})
+    ));
+    assert!(sched(
+        json!({"verb": "update", "group": "coordination.k8s.io", "resource": "leases", "namespace": "kube-system", "name": "kube-scheduler"})
+    ));
+    assert!(!sched(
+        json!({"verb": "create", "resource": "secrets", "namespace": "default"})
+    ));
+    let kcm = |attrs| allowed(&s, "system:kube-controller-manager", &auth, attrs);
+    assert!(kcm(
+        json!({"verb": "create", "resource": "serviceaccounts", "subresource": "token", "namespace": "kube-system"})
+    ));
+    assert!(!kcm(
+        json!({"verb": "create", "resource": "pods", "namespace": "default"})
+    ));
+    // Each controller runs as its own service account, with its own role.
+    let sa_groups = [
+        "system:serviceaccounts",
+        "system:serviceaccounts:kube-system",
+        "system:authenticated",
+    ];
+    let rs = |attrs| {
+        allowed(
+            &s,
+            "system:serviceaccount:kube-system:replicaset-controller",
+            &sa_groups,
+            attrs,
+        )
+    };
+    assert!(rs(
+        json!({"verb": "create", "resource": "pods", "namespace": "default"})
+    ));
+    assert!(rs(
+        json!({"verb": "update", "group": "apps", "resource": "replicasets", "subresource": "status", "namespace": "default"})
+    ));
+    assert!(!rs(
+        json!({"verb": "delete", "group": "apps", "resource": "deployments", "namespace": "default"})
+    ));
+    let (_, roles) = s.get("/apis/rbac.authorization.k8s.io/v1/clusterroles");
+    let count = names(&roles)
+        .iter()
+        .filter(|n| n.starts_with("system:controller:"))
+        .count();
+    assert!(count >= 30, "{count} controller roles");
+    let (code, lock) = s.get("/apis/rbac.authorization.k8s.io/v1/namespaces/kube-system/rolebindings/system::leader-locking-kube-scheduler");
+    assert_eq!(code, 200, "{lock}");
+}
+
+#[test]
+fn system_priority_classes_and_kube_system_config_maps_exist() {
+    let s = Server::start(1);
+    for (name, value) in [
+        ("system-node-critical", 2_000_001_000),
+        ("system-cluster-critical", 2_000_000_000),
+    ] {
+        let (code, pc) = s.get(&format!(
+            "/apis/scheduling.k8s.io/v1/priorityclasses/{name}"
+        ));
+        assert_eq!((code, &pc["value"]), (200, &json!(value)), "{pc}");
+    }
+    let (code, cm) =
+        s.get("/api/v1/namespaces/kube-system/configmaps/extension-apiserver-authentication");
+    assert_eq!(code, 200, "{cm}");
+    let ca = cm["data"]["client-ca-file"].as_str().unwrap();
+    assert!(ca.contains("BEGIN CERTIFICATE"), "{cm}");
+    let (code, cm) = s.get("/api/v1/namespaces/kube-system/configmaps/kube-apiserver-legacy-service-account-token-tracking");
+    assert_eq!(code, 200, "{cm}");
+    assert!(cm["data"]["since"].is_string());
+}
