@@ -2,7 +2,8 @@
 # The real control plane on kubeshard: kube-scheduler and
 # kube-controller-manager (each under its own identity, authorized by the
 # bootstrap RBAC policy, electing leaders on Leases) against kubeshard with
-# its own garbage-collector, namespace and service-account controllers off,
+# all its own controllers off (garbage collector, namespace, service
+# accounts, root CA publisher, CSR signer: the controller-manager's job),
 # and fake kubelets (scripts/conformance/fakenode.py --run-pods: nodes that
 # report bound pods Running, Job pods Succeeded, and confirm graceful
 # deletions). Then the workload scenario a user would try, each step with
@@ -77,7 +78,7 @@ for t in openssl python3 kubectl curl; do command -v $t >/dev/null || skip "$t n
 
 OUT_DIR=${OUT_DIR:-$repo/target/controlplane/$(date -u +%Y%m%dT%H%M%SZ)}
 mkdir -p "$OUT_DIR"; OUT_DIR=$(cd "$OUT_DIR" && pwd)
-KUBESHARD_ARGS="--controllers=-garbagecollector,-namespace,-serviceaccount"
+KUBESHARD_ARGS="--controllers=-garbagecollector,-namespace,-serviceaccount,-root-ca-cert-publisher,-csrsigning"
 # shellcheck source=lib/clusters.sh
 . "$repo/scripts/lib/clusters.sh"
 trap 'stop_pids' EXIT

@@ -133,7 +133,8 @@ pub struct Flags {
 
     /// Built-in controllers to run, kube-controller-manager style: `*` for
     /// all that are on by default, `name` to enable one, `-name` to
-    /// disable one. Known: garbagecollector, namespace.
+    /// disable one. Known: garbagecollector, namespace, serviceaccount,
+    /// root-ca-cert-publisher, csrsigning.
     #[arg(long, value_delimiter = ',', default_value = "*")]
     pub controllers: Vec<String>,
 

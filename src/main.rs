@@ -175,13 +175,14 @@ fn serve(mut flags: Flags) -> Result<(), String> {
         inbox_capacity: kubeshard_shards::runtime::INBOX_CAPACITY,
     };
     run(rt, seq, shutdown, start, move |ctx| {
-        let (catalog, config, ready, security, secure, insecure) = (
+        let (catalog, config, ready, security, secure, insecure, controllers) = (
             catalog.clone(),
             config.clone(),
             ready.clone(),
             security.clone(),
             secure.clone(),
             insecure.clone(),
+            controllers.clone(),
         );
         async move {
             let sec = Rc::new(security::Security::new(

@@ -24,7 +24,8 @@ fn decision(kind: &str) -> Value {
 
 #[test]
 fn requester_is_recorded_and_only_approval_decides() {
-    let s = Server::start(1);
+    // The test plays the signer: the built-in one stays off.
+    let s = Server::start_with(1, &["--controllers=*,-csrsigning"]);
     let alice = s.client(&Who::cert("alice", &["system:masters", "dev"]));
     let (code, created) = alice.post(CSRS, &csr("alice", "kubernetes.io/kube-apiserver-client"));
     assert_eq!(code, 201, "{created}");
@@ -110,4 +111,96 @@ fn kubectl_certificate_approve_and_deny() {
     assert_eq!(a["status"]["conditions"][0]["type"], "Approved", "{a}");
     let (_, d) = s.get(&format!("{CSRS}/deny-me"));
     assert_eq!(d["status"]["conditions"][0]["type"], "Denied", "{d}");
+}
+
+fn request_for(
+    name: &str,
+    user: &str,
+    group: &str,
+    signer: &str,
+    usages: Value,
+) -> (Value, String) {
+    use base64::Engine;
+    let (pem, key) = tls::certificate_request(user, group);
+    let body = json!({"apiVersion": "certificates.k8s.io/v1", "kind": "CertificateSigningRequest",
+        "metadata": {"name": name},
+        "spec": {"request": base64::engine::general_purpose::STANDARD.encode(pem),
+                 "signerName": signer, "usages": usages, "expirationSeconds": 3600}});
+    (body, key)
+}
+
+fn approve(s: &Server, name: &str) {
+    let (_, csr) = s.get(&format!("{CSRS}/{name}"));
+    let mut approve = csr.clone();
+    approve["status"] = json!({"conditions": [decision("Approved")]});
+    let (code, out) = s.put(&format!("{CSRS}/{name}/approval"), &approve);
+    assert_eq!(code, 200, "{out}");
+}
+
+/// The built-in signer issues what an approved request asks for, and the
+/// certificate authenticates its subject; a request its signer may not
+/// sign is marked Failed instead.
+#[test]
+fn approved_requests_are_signed_and_the_certificate_works() {
+    use base64::Engine;
+    let s = Server::start(1);
+    let (req, key) = request_for(
+        "alice-client",
+        "alice",
+        "dev",
+        "kubernetes.io/kube-apiserver-client",
+        json!(["digital signature", "client auth"]),
+    );
+    assert_eq!(s.post(CSRS, &req).0, 201);
+    approve(&s, "alice-client");
+    let issued = eventually(10, "a certificate", || {
+        let (_, csr) = s.get(&format!("{CSRS}/alice-client"));
+        csr["status"]["certificate"].as_str().map(str::to_string)
+    });
+    let pem = String::from_utf8(
+        base64::engine::general_purpose::STANDARD
+            .decode(issued)
+            .unwrap(),
+    )
+    .unwrap();
+    assert!(pem.contains("BEGIN CERTIFICATE"), "{pem}");
+    let alice = s.client(&Who::Issued(pem, key));
+    let review = json!({"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"});
+    let (code, me) = alice.post("/apis/authentication.k8s.io/v1/selfsubjectreviews", &review);
+    assert_eq!(code, 201, "{me}");
+    assert_eq!(me["status"]["userInfo"]["username"], "alice");
+    let groups = me["status"]["userInfo"]["groups"].as_array().unwrap();
+    assert!(groups.contains(&json!("dev")), "{me}");
+
+    // Server auth from the client signer, and a kubelet certificate for a
+    // user: refused, with a Failed condition.
+    for (name, user, group, signer, usages) in [
+        (
+            "bad-usage",
+            "bob",
+            "dev",
+            "kubernetes.io/kube-apiserver-client",
+            json!(["server auth"]),
+        ),
+        (
+            "not-a-node",
+            "bob",
+            "dev",
+            "kubernetes.io/kubelet-serving",
+            json!(["server auth"]),
+        ),
+    ] {
+        let (req, _) = request_for(name, user, group, signer, usages);
+        assert_eq!(s.post(CSRS, &req).0, 201);
+        approve(&s, name);
+        let failed = eventually(10, "a Failed condition", || {
+            let (_, csr) = s.get(&format!("{CSRS}/{name}"));
+            csr["status"]["conditions"]
+                .as_array()
+                .and_then(|l| l.iter().find(|c| c["type"] == "Failed").cloned())
+        });
+        assert_eq!(failed["reason"], "SignerValidationFailure", "{failed}");
+        let (_, csr) = s.get(&format!("{CSRS}/{name}"));
+        assert!(csr["status"]["certificate"].is_null(), "{csr}");
+    }
 }

@@ -216,7 +216,10 @@ each_shard_count!(dangling_references_are_collected, |shards| {
 
 #[test]
 fn collector_switched_off_leaves_dependents() {
-    let s = Server::start_with(2, &["--controllers=*,-garbagecollector"]);
+    let s = Server::start_with(
+        2,
+        &["--controllers=*,-garbagecollector,-root-ca-cert-publisher"],
+    );
     let owner = create(&s, CMS, &configmap("owner", json!({})));
     create(&s, CMS, &dependent("dep", &[(&owner, true)], &[]));
     let (code, _) = s.delete(&format!("{CMS}/owner"));

@@ -378,7 +378,10 @@ fn every_namespace_has_a_default_service_account() {
         let (code, sa) = s.get(path);
         (code == 200 && sa["metadata"]["uid"] != uid.as_str()).then_some(())
     });
-    let off = Server::start_with(1, &["--controllers=*,-serviceaccount"]);
+    let off = Server::start_with(
+        1,
+        &["--controllers=*,-serviceaccount,-root-ca-cert-publisher"],
+    );
     namespace(&off, "team");
     // The controller would have made it by the time the namespace's own
     // write was visible plus a round of the controller loop.

@@ -98,3 +98,33 @@ fn system_priority_classes_and_kube_system_config_maps_exist() {
     assert_eq!(code, 200, "{cm}");
     assert!(cm["data"]["since"].is_string());
 }
+
+/// Every namespace gets `kube-root-ca.crt` with the CA that signed the
+/// server's certificate; the controller puts it back when it is changed
+/// or deleted.
+#[test]
+fn every_namespace_gets_the_root_ca_config_map() {
+    let s = Server::start_with(1, &["--controllers=*"]);
+    let ca = std::fs::read_to_string(s.data_dir.join("pki").join("ca.crt")).unwrap();
+    namespace(&s, "team-a");
+    let path = "/api/v1/namespaces/team-a/configmaps/kube-root-ca.crt";
+    let cm = eventually(10, "kube-root-ca.crt", || {
+        let (code, cm) = s.get(path);
+        (code == 200).then_some(cm)
+    });
+    assert_eq!(cm["data"]["ca.crt"], ca.as_str());
+    let (code, _) = s.patch(
+        path,
+        "application/merge-patch+json",
+        &json!({"data": {"ca.crt": "tampered"}}),
+    );
+    assert_eq!(code, 200);
+    eventually(10, "the CA written back", || {
+        let (_, cm) = s.get(path);
+        (cm["data"]["ca.crt"] == ca.as_str()).then_some(())
+    });
+    assert_eq!(s.delete(path).0, 200);
+    eventually(10, "kube-root-ca.crt again", || {
+        (s.get(path).0 == 200).then_some(())
+    });
+}

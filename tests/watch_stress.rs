@@ -139,7 +139,7 @@ fn run(shards: usize, seed: u64) {
         &[
             "--watch-bookmark-interval",
             "100ms",
-            "--controllers=*,-serviceaccount",
+            "--controllers=*,-serviceaccount,-root-ca-cert-publisher",
         ],
     );
     for ns in NAMESPACES {

@@ -8,6 +8,41 @@
 
 use serde_json::Value;
 
+/// Keys kube's encoder writes first, in this order (a typed object's
+/// TypeMeta, then its ObjectMeta), and the one it writes last.
+const LEADING: [&str; 3] = ["kind", "apiVersion", "metadata"];
+const TRAILING: &str = "status";
+
+/// Appends the compact JSON of a whole object to `out`, its top-level keys
+/// in the order kube's typed encoder writes them: `kind`, `apiVersion`,
+/// `metadata`, the rest as given, `status` last (clients that compare
+/// bodies as text, or read `kind` first, see what kube-apiserver sends).
+pub fn write_object(out: &mut Vec<u8>, v: &Value) {
+    let Value::Object(map) = v else {
+        return write_value(out, v);
+    };
+    let first = LEADING.iter().filter_map(|k| map.get_key_value(*k));
+    let middle = map
+        .iter()
+        .filter(|(k, _)| !LEADING.contains(&k.as_str()) && k.as_str() != TRAILING);
+    let last = map.get_key_value(TRAILING);
+    write_members(out, first.chain(middle).chain(last));
+}
+
+/// `{"key":value,…}` of the members, in the order given.
+fn write_members<'a>(out: &mut Vec<u8>, members: impl Iterator<Item = (&'a String, &'a Value)>) {
+    out.push(b'{');
+    for (i, (key, item)) in members.enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        write_str(out, key);
+        out.push(b':');
+        write_value(out, item);
+    }
+    out.push(b'}');
+}
+
 /// Appends the compact JSON of `v` to `out`.
 pub fn write_value(out: &mut Vec<u8>, v: &Value) {
     match v {
@@ -26,18 +61,7 @@ pub fn write_value(out: &mut Vec<u8>, v: &Value) {
             }
             out.push(b']');
         }
-        Value::Object(map) => {
-            out.push(b'{');
-            for (i, (key, item)) in map.iter().enumerate() {
-                if i > 0 {
-                    out.push(b',');
-                }
-                write_str(out, key);
-                out.push(b':');
-                write_value(out, item);
-            }
-            out.push(b'}');
-        }
+        Value::Object(map) => write_members(out, map.iter()),
     }
 }
 
@@ -106,5 +130,33 @@ mod tests {
         let mut ours = Vec::new();
         write_value(&mut ours, &v);
         assert_eq!(ours, serde_json::to_vec(&v).unwrap());
+    }
+
+    #[test]
+    fn objects_lead_with_type_meta_and_end_with_status() {
+        let v = serde_json::json!({"status": {"phase": "Running"}, "apiVersion": "v1", "spec": {"b": 1, "a": 2},
+            "metadata": {"name": "x"}, "kind": "Pod", "data": null});
+        let mut ours = Vec::new();
+        write_object(&mut ours, &v);
+        assert_eq!(
+            String::from_utf8(ours).unwrap(),
+            r#"{"kind":"Pod","apiVersion":"v1","metadata":{"name":"x"},"spec":{"b":1,"a":2},"data":null,"status":{"phase":"Running"}}"#
+        );
+        let mut scalar = Vec::new();
+        write_object(&mut scalar, &serde_json::json!([1]));
+        assert_eq!(scalar, b"[1]");
+    }
+
+    proptest! {
+        #[test]
+        fn reordered_objects_hold_the_same_value(v in value()) {
+            // Parsed back both ways (floats parse the same from both).
+            let (mut reordered, mut plain) = (Vec::new(), Vec::new());
+            write_object(&mut reordered, &v);
+            write_value(&mut plain, &v);
+            let a: Value = serde_json::from_slice(&reordered).unwrap();
+            let b: Value = serde_json::from_slice(&plain).unwrap();
+            prop_assert_eq!(a, b);
+        }
     }
 }

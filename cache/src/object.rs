@@ -148,7 +148,7 @@ impl StoredObject {
         let buf = SCRATCH.with_borrow_mut(|scratch| {
             scratch.clear();
             scratch.extend_from_slice(frame_prefix(kind));
-            crate::json::write_value(scratch, obj);
+            crate::json::write_object(scratch, obj);
             scratch.extend_from_slice(FRAME_SUFFIX);
             let buf = scratch.to_vec();
             if scratch.capacity() > MAX_SCRATCH {

@@ -22,6 +22,7 @@ server the kubeconfig names (a loopback address here), over one kept-alive
 connection per thread.
 """
 import argparse
+import atexit
 import base64
 import datetime
 import http.client
@@ -29,6 +30,7 @@ import itertools
 import json
 import os
 import queue
+import shutil
 import ssl
 import subprocess
 import sys
@@ -49,6 +51,7 @@ def load_kubeconfig(path):
     cluster = cfg['clusters'][0]['cluster']
     user = cfg['users'][0]['user']
     tmp = tempfile.mkdtemp(prefix='ks-fakenode-')
+    atexit.register(shutil.rmtree, tmp, True)
     base = os.path.dirname(os.path.abspath(path))
 
     def material(data_key, file_key, src, name):

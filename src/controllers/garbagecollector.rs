@@ -29,7 +29,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-enum Work {
+pub(super) enum Work {
     /// Delete this object if none of its owners is alive.
     AttemptToDelete(ObjRef),
     /// Remove this owner's references from its dependents, then its
@@ -63,18 +63,10 @@ pub struct GarbageCollector {
     deleting: HashMap<u128, ObjRef>,
     /// Owner uid → its dependents by uid.
     dependents: HashMap<u128, HashMap<u128, Dependent>>,
-    queue: WorkQueue<Work>,
+    pub(super) queue: WorkQueue<Work>,
 }
 
 impl GarbageCollector {
-    pub fn queue_idle(&self) -> bool {
-        self.queue.is_idle()
-    }
-
-    pub fn next_due(&self) -> Option<std::time::Duration> {
-        self.queue.next_due()
-    }
-
     /// Starts over from a full list.
     pub fn reset(&mut self, items: &[Change]) {
         self.known.clear();

@@ -6,10 +6,8 @@
 //! validation refuses in Endpoints, leaves them out.
 
 use super::security::resource;
-use super::system_objects::create_missing;
+use super::system_objects::{create_missing, ensure_field};
 use crate::context::Api;
-use crate::registry;
-use crate::storage::{Storage, StorageResult};
 use kubeshard_core::status::ApiError;
 use serde_json::{json, Value};
 use std::net::IpAddr;
@@ -23,39 +21,12 @@ pub async fn ensure(api: &Api) -> Result<(), ApiError> {
     let port = api.config.bind.port();
     let cluster_ip = api.config.service_cidrs.first_ip().to_string();
     let services = resource(api, "", "services")?;
-    if api
-        .storage()
-        .get(&services.storage_key, NAMESPACE, NAME)
-        .await
-        .or_status()?
-        .is_none()
-    {
-        create_missing(api, &services, service(&cluster_ip, port)).await?;
-    }
+    create_missing(api, &services, service(&cluster_ip, port)).await?;
     let Some(ip) = advertised(api) else {
         return Ok(());
     };
     let endpoints = resource(api, "", "endpoints")?;
-    let wanted = endpoints_of(ip, port);
-    match api
-        .storage()
-        .get(&endpoints.storage_key, NAMESPACE, NAME)
-        .await
-        .or_status()?
-    {
-        None => create_missing(api, &endpoints, wanted).await,
-        Some(have) if have.to_value().get("subsets") == wanted.get("subsets") => Ok(()),
-        Some(_) => {
-            let at = registry::Addressed::object(&endpoints, NAMESPACE, NAME);
-            let mutation = Box::new(move |new: &mut Value| {
-                new["subsets"] = wanted["subsets"].clone();
-                Ok(true)
-            });
-            registry::update_with(api, &registry::APISERVER, at, mutation)
-                .await
-                .map(|_| ())
-        }
-    }
+    ensure_field(api, &endpoints, endpoints_of(ip, port), "subsets").await
 }
 
 fn service(cluster_ip: &str, port: u16) -> Value {

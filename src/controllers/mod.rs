@@ -1,23 +1,25 @@
-//! Built-in controllers: the garbage collector, the namespace controller
-//! and the service-account controller that kube-controller-manager would
-//! otherwise run, since many
+//! Built-in controllers: the garbage collector, the namespace controller,
+//! the service-account and root-CA publishers and the CSR signer that
+//! kube-controller-manager would otherwise run, since many
 //! kubeshard deployments run no controller manager. They run as one task
 //! on executor 0, reading the executor's merged event stream through an
 //! in-process [`informer`] and writing through the registry, the same way
 //! requests do. `--controllers` switches them, in kube's flag style.
 
+mod csrsigning;
 mod garbagecollector;
 mod informer;
 pub mod kubernetes_service;
 mod namespace;
+mod namespace_object;
 pub(crate) mod objmeta;
 mod queue;
 pub mod security;
-mod serviceaccount;
 pub mod system_objects;
 
 use crate::context::Api;
 use crate::registry::{self, Store};
+use csrsigning::CsrSigningController;
 use garbagecollector::GarbageCollector;
 use informer::{Batch, Informer};
 use kubeshard_cache::StoredObject;
@@ -27,8 +29,10 @@ use kubeshard_core::registry::deletion::DeleteOptions;
 use kubeshard_core::status::ApiError;
 use kubeshard_shards::store::DeleteOutcome;
 use namespace::NamespaceController;
-use serde_json::Value;
-use serviceaccount::ServiceAccountController;
+use namespace_object::{NamespaceObjectController, Wanted};
+use serde_json::{json, Value};
+use std::future::Future;
+use std::pin::Pin;
 use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Duration;
@@ -36,7 +40,16 @@ use std::time::Duration;
 pub const GARBAGE_COLLECTOR: &str = "garbagecollector";
 pub const NAMESPACE: &str = "namespace";
 pub const SERVICE_ACCOUNT: &str = "serviceaccount";
-const KNOWN: &[&str] = &[GARBAGE_COLLECTOR, NAMESPACE, SERVICE_ACCOUNT];
+pub const ROOT_CA_PUBLISHER: &str = "root-ca-cert-publisher";
+pub const CSR_SIGNING: &str = "csrsigning";
+/// kube-controller-manager's names, all on by default.
+const KNOWN: &[&str] = &[
+    GARBAGE_COLLECTOR,
+    NAMESPACE,
+    SERVICE_ACCOUNT,
+    ROOT_CA_PUBLISHER,
+    CSR_SIGNING,
+];
 
 /// Work items a controller handles before it reads new events again, so a
 /// long queue never lets its cursors fall too far behind.
@@ -93,18 +106,14 @@ impl Env<'_> {
     }
 }
 
-/// Which built-in controllers run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Enabled {
-    pub garbage_collector: bool,
-    pub namespace: bool,
-    pub service_account: bool,
-}
+/// Which built-in controllers run (by kube-controller-manager's names).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Enabled(Vec<&'static str>);
 
 impl Enabled {
     /// kube-controller-manager's `--controllers` rules: a name enables a
     /// controller, `-name` disables it, `*` enables those on by default
-    /// (both are) and an explicit choice wins over `*`.
+    /// (all are) and an explicit choice wins over `*`.
     pub fn from_flags(list: &[String]) -> Result<Self, String> {
         for item in list {
             let name = item.strip_prefix('-').unwrap_or(item);
@@ -128,37 +137,134 @@ impl Enabled {
             }
             star
         };
-        Ok(Self {
-            garbage_collector: enabled(GARBAGE_COLLECTOR),
-            namespace: enabled(NAMESPACE),
-            service_account: enabled(SERVICE_ACCOUNT),
-        })
+        Ok(Self(KNOWN.iter().copied().filter(|n| enabled(n)).collect()))
     }
 
     pub fn any(&self) -> bool {
-        self.garbage_collector || self.namespace || self.service_account
+        !self.0.is_empty()
     }
+}
+
+/// What the run loop asks of every built-in controller: its queue's
+/// state, the informer's events, and a bounded round of work.
+trait Controller {
+    fn queue_idle(&self) -> bool;
+    fn next_due(&self) -> Option<Duration>;
+    fn reset(&mut self, items: &[informer::Change]);
+    fn observe(&mut self, c: &informer::Change);
+    fn process<'a>(
+        &'a mut self,
+        env: &'a Env<'a>,
+        budget: usize,
+    ) -> Pin<Box<dyn Future<Output = ()> + 'a>>;
+}
+
+/// Each controller's work queue (its `queue`) and own methods serve as
+/// its [`Controller`] ones.
+macro_rules! controller {
+    ($($t:ty),*) => {$(
+        impl Controller for $t {
+            fn queue_idle(&self) -> bool {
+                self.queue.is_idle()
+            }
+            fn next_due(&self) -> Option<Duration> {
+                self.queue.next_due()
+            }
+            fn reset(&mut self, items: &[informer::Change]) {
+                <$t>::reset(self, items)
+            }
+            fn observe(&mut self, c: &informer::Change) {
+                <$t>::observe(self, c)
+            }
+            fn process<'a>(
+                &'a mut self,
+                env: &'a Env<'a>,
+                budget: usize,
+            ) -> Pin<Box<dyn Future<Output = ()> + 'a>> {
+                Box::pin(<$t>::process(self, env, budget))
+            }
+        }
+    )*};
+}
+
+controller!(
+    GarbageCollector,
+    NamespaceController,
+    NamespaceObjectController,
+    CsrSigningController
+);
+
+/// The enabled controllers, built.
+fn build(api: &Api, enabled: &Enabled) -> Vec<Box<dyn Controller>> {
+    let keys = &api.config.keys;
+    let security = &api.security.config;
+    let mut out: Vec<Box<dyn Controller>> = Vec::new();
+    for name in &enabled.0 {
+        out.push(match *name {
+            GARBAGE_COLLECTOR => Box::new(GarbageCollector::default()),
+            NAMESPACE => Box::new(NamespaceController::new(keys)),
+            SERVICE_ACCOUNT => Box::new(NamespaceObjectController::new(
+                keys,
+                Wanted {
+                    plural: "serviceaccounts",
+                    name: "default",
+                    object: Box::new(|ns| {
+                        json!({"apiVersion": "v1", "kind": "ServiceAccount",
+                            "metadata": {"name": "default", "namespace": ns}})
+                    }),
+                    owned: &[],
+                },
+            )),
+            ROOT_CA_PUBLISHER => {
+                let ca = security.trust_pem.clone();
+                Box::new(NamespaceObjectController::new(
+                    keys,
+                    Wanted {
+                        plural: "configmaps",
+                        name: ROOT_CA_CONFIG_MAP,
+                        object: Box::new(move |ns| root_ca_config_map(ns, &ca)),
+                        owned: &["data"],
+                    },
+                ))
+            }
+            CSR_SIGNING => Box::new(CsrSigningController::new(
+                keys,
+                security.csr_signer.clone(),
+                security.csr_signing_duration,
+            )),
+            other => unreachable!("{other} is not a known controller"),
+        });
+    }
+    out
+}
+
+/// The ConfigMap every namespace gets with the CA that signed the API
+/// server's certificate, so pods can trust `kubernetes.default.svc`.
+const ROOT_CA_CONFIG_MAP: &str = "kube-root-ca.crt";
+
+fn root_ca_config_map(ns: &str, ca: &str) -> Value {
+    json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": ROOT_CA_CONFIG_MAP, "namespace": ns, "annotations": {
+            "kubernetes.io/description": "The CA bundle that signed the API server's serving certificate: \
+                pods verify kubernetes.default.svc with it."}},
+        "data": {"ca.crt": ca}})
 }
 
 /// Runs the enabled controllers until shutdown.
 pub async fn run(api: Rc<Api>, catalog: Arc<Catalog>, enabled: Enabled) {
     let exec = api.exec.clone();
     let mut informer = Informer::new(exec.clone(), CatalogReader::new(catalog.clone()));
-    let mut gc = GarbageCollector::default();
-    let mut ns = NamespaceController::new(&api.config.keys);
-    let mut sa = ServiceAccountController::new(&api.config.keys);
+    let mut controllers = build(&api, &enabled);
     let shutdown = exec.shutdown.clone();
     let catalog = CatalogReader::new(catalog);
     while !shutdown.is_triggered() {
-        let busy = (enabled.garbage_collector && !gc.queue_idle())
-            || (enabled.namespace && !ns.queue_idle())
-            || (enabled.service_account && !sa.queue_idle());
+        let busy = controllers.iter().any(|c| !c.queue_idle());
         let wait = if busy {
             Duration::ZERO
         } else {
-            [gc.next_due(), ns.next_due(), sa.next_due()]
-                .into_iter()
-                .flatten()
+            controllers
+                .iter()
+                .filter_map(|c| c.next_due())
                 .min()
                 .unwrap_or(Duration::from_secs(1))
                 .min(Duration::from_secs(1))
@@ -177,15 +283,15 @@ pub async fn run(api: Rc<Api>, catalog: Arc<Catalog>, enabled: Enabled) {
             }
             Some(Ok(None)) => {}
             Some(Ok(Some(Batch::Relisted(items)))) => {
-                gc.reset(&items);
-                ns.reset(&items);
-                sa.reset(&items);
+                for c in &mut controllers {
+                    c.reset(&items);
+                }
             }
             Some(Ok(Some(Batch::Changes(changes)))) => {
-                for c in &changes {
-                    gc.observe(c);
-                    ns.observe(c);
-                    sa.observe(c);
+                for change in &changes {
+                    for c in &mut controllers {
+                        c.observe(change);
+                    }
                 }
             }
         }
@@ -195,14 +301,8 @@ pub async fn run(api: Rc<Api>, catalog: Arc<Catalog>, enabled: Enabled) {
             storage: &exec.shards,
             catalog: &snapshot,
         };
-        if enabled.garbage_collector {
-            gc.process(&env, BUDGET).await;
-        }
-        if enabled.namespace {
-            ns.process(&env, BUDGET).await;
-        }
-        if enabled.service_account {
-            sa.process(&env, BUDGET).await;
+        for c in &mut controllers {
+            c.process(&env, BUDGET).await;
         }
     }
 }
@@ -217,38 +317,24 @@ mod tests {
 
     #[test]
     fn controllers_flag_follows_kube() {
-        let all = Enabled {
-            garbage_collector: true,
-            namespace: true,
-            service_account: true,
-        };
-        assert_eq!(parse("*").unwrap(), all);
+        assert_eq!(parse("*").unwrap(), Enabled(KNOWN.to_vec()));
         assert_eq!(
             parse("-garbagecollector,-namespace").unwrap(),
-            Enabled {
-                garbage_collector: false,
-                namespace: false,
-                service_account: false,
-            }
+            Enabled(vec![])
         );
         assert_eq!(
             parse("*,-garbagecollector").unwrap(),
-            Enabled {
-                garbage_collector: false,
-                namespace: true,
-                service_account: true,
-            }
+            Enabled(vec![
+                NAMESPACE,
+                SERVICE_ACCOUNT,
+                ROOT_CA_PUBLISHER,
+                CSR_SIGNING
+            ])
         );
         assert_eq!(
-            parse("namespace").unwrap(),
-            Enabled {
-                garbage_collector: false,
-                namespace: true,
-                service_account: false,
-            }
+            parse("csrsigning,namespace").unwrap(),
+            Enabled(vec![NAMESPACE, CSR_SIGNING])
         );
-        assert!(parse("*,-replicaset")
-            .unwrap_err()
-            .contains("not in the list of known controllers"));
+        assert!(parse("nope").is_err());
     }
 }

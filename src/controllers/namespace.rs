@@ -39,7 +39,7 @@ pub struct NamespaceController {
     namespaces: Arc<str>,
     /// Terminating namespaces still holding the `kubernetes` finalizer.
     terminating: HashMap<Arc<str>, ObjRef>,
-    queue: WorkQueue<Arc<str>>,
+    pub(super) queue: WorkQueue<Arc<str>>,
 }
 
 /// Where a namespace's emptying stands.
@@ -55,14 +55,6 @@ impl NamespaceController {
             terminating: HashMap::new(),
             queue: WorkQueue::default(),
         }
-    }
-
-    pub fn queue_idle(&self) -> bool {
-        self.queue.is_idle()
-    }
-
-    pub fn next_due(&self) -> Option<Duration> {
-        self.queue.next_due()
     }
 
     pub fn reset(&mut self, items: &[Change]) {

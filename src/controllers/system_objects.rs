@@ -67,25 +67,13 @@ pub async fn ensure(api: &Api) -> Result<(), ApiError> {
     )
     .await?;
     let wanted = json!({"client-ca-file": api.security.config.client_ca_pem});
-    match api
-        .storage()
-        .get(&config_maps.storage_key, KUBE_SYSTEM, AUTHENTICATION)
-        .await
-        .or_status()?
-    {
-        None => create_missing(api, &config_maps, config_map(AUTHENTICATION, wanted)).await,
-        Some(have) if have.to_value().get("data") == Some(&wanted) => Ok(()),
-        Some(_) => {
-            let at = registry::Addressed::object(&config_maps, KUBE_SYSTEM, AUTHENTICATION);
-            let mutation = Box::new(move |new: &mut Value| {
-                new["data"] = wanted.clone();
-                Ok(true)
-            });
-            registry::update_with(api, &registry::APISERVER, at, mutation)
-                .await
-                .map(|_| ())
-        }
-    }
+    ensure_field(
+        api,
+        &config_maps,
+        config_map(AUTHENTICATION, wanted),
+        "data",
+    )
+    .await
 }
 
 fn config_map(name: &str, data: Value) -> Value {
@@ -93,6 +81,37 @@ fn config_map(name: &str, data: Value) -> Value {
         "apiVersion": "v1", "kind": "ConfigMap",
         "metadata": {"name": name, "namespace": KUBE_SYSTEM}, "data": data,
     })
+}
+
+/// Creates `obj`, or writes its `field` back into the existing object of
+/// its name when that differs (content the server owns).
+pub(crate) async fn ensure_field(
+    api: &Api,
+    info: &Arc<ResourceInfo>,
+    obj: Value,
+    field: &'static str,
+) -> Result<(), ApiError> {
+    let (ns, name) = (meta::namespace(&obj), meta::name(&obj));
+    let wanted = obj.get(field).cloned().unwrap_or(Value::Null);
+    match api
+        .storage()
+        .get(&info.storage_key, ns, name)
+        .await
+        .or_status()?
+    {
+        None => create_missing(api, info, obj).await,
+        Some(have) if have.to_value().get(field) == Some(&wanted) => Ok(()),
+        Some(_) => {
+            let at = registry::Addressed::object(info, ns, name);
+            let mutation = Box::new(move |new: &mut Value| {
+                new[field] = wanted.clone();
+                Ok(true)
+            });
+            registry::update_with(api, &registry::APISERVER, at, mutation)
+                .await
+                .map(|_| ())
+        }
+    }
 }
 
 /// Creates `obj` unless an object of its name exists (whatever it holds:

@@ -5,7 +5,7 @@
 //! annotations and marks the pod `PodScheduled`, atomically on the pod's
 //! shard.
 
-use super::decode::{parse_object, read_body};
+use super::decode::{read_body, read_subresource_body};
 use super::managers;
 use super::{Api, HandlerResult, ResourceRequest};
 use crate::registry::strategy::now_rfc3339;
@@ -22,30 +22,8 @@ use std::rc::Rc;
 pub async fn bind(api: &Rc<Api>, rr: &ResourceRequest, req: Request<Incoming>) -> HandlerResult {
     let tracking = managers::tracking(&rr.query, req.headers(), "binding", "CreateOptions")?;
     let (input, body) = read_body(req).await?;
-    let binding = parse_object(input, &body)?;
-    match (
-        binding
-            .get("apiVersion")
-            .and_then(Value::as_str)
-            .unwrap_or("v1"),
-        binding
-            .get("kind")
-            .and_then(Value::as_str)
-            .unwrap_or("Binding"),
-    ) {
-        ("v1" | "", "Binding" | "") => {}
-        (v, k) => {
-            return Err(ApiError::bad_request(format!(
-                "the body of the request is not a v1 Binding (apiVersion {v:?}, kind {k:?})"
-            )))
-        }
-    }
     let name = rr.info.name.clone();
-    if meta::name(&binding) != name {
-        return Err(ApiError::bad_request(
-            "name in URL does not match name in Binding object",
-        ));
-    }
+    let binding = read_subresource_body(input, &body, &["v1"], "Binding", &name)?;
     let target = binding.get("target").cloned().unwrap_or(Value::Null);
     match target.get("kind").and_then(Value::as_str).unwrap_or("") {
         "" | "Node" => {}

@@ -136,3 +136,30 @@ pub fn check_type(info: &ResourceInfo, obj: &mut Value) -> Result<(), ApiError> 
     }
     Ok(())
 }
+
+/// The body of a create-only subresource (a pod's Binding or Eviction):
+/// an object of `kind` in one of `api_versions` (either may be left out),
+/// named as the URL names it.
+pub fn read_subresource_body(
+    input: Input,
+    body: &[u8],
+    api_versions: &[&str],
+    kind: &str,
+    url_name: &str,
+) -> Result<Value, ApiError> {
+    let obj = parse_object(input, body)?;
+    let field = |f: &str| obj.get(f).and_then(Value::as_str).unwrap_or("").to_string();
+    let (v, k) = (field("apiVersion"), field("kind"));
+    if !(v.is_empty() || api_versions.contains(&v.as_str())) || !(k.is_empty() || k == kind) {
+        return Err(ApiError::bad_request(format!(
+            "the body of the request is not a {} {kind} (apiVersion {v:?}, kind {k:?})",
+            api_versions[0]
+        )));
+    }
+    if kubeshard_core::meta::name(&obj) != url_name {
+        return Err(ApiError::bad_request(format!(
+            "name in URL does not match name in {kind} object"
+        )));
+    }
+    Ok(obj)
+}

@@ -8,7 +8,7 @@
 //! the answer is 429 and nothing is deleted. A pod selected by two
 //! budgets cannot be evicted (500), as in kube.
 
-use super::decode::{parse_object, read_body};
+use super::decode::{read_body, read_subresource_body};
 use super::{Api, HandlerResult, ResourceRequest};
 use crate::registry::strategy::now_rfc3339;
 use crate::registry::{self, Store};
@@ -31,30 +31,14 @@ const BUDGET_VIOLATED: &str = "Cannot evict pod as it would violate the pod's di
 
 pub async fn evict(api: &Rc<Api>, rr: &ResourceRequest, req: Request<Incoming>) -> HandlerResult {
     let (input, body) = read_body(req).await?;
-    let eviction = parse_object(input, &body)?;
-    match (
-        eviction
-            .get("apiVersion")
-            .and_then(Value::as_str)
-            .unwrap_or("policy/v1"),
-        eviction
-            .get("kind")
-            .and_then(Value::as_str)
-            .unwrap_or("Eviction"),
-    ) {
-        ("policy/v1" | "policy/v1beta1" | "", "Eviction" | "") => {}
-        (v, k) => {
-            return Err(ApiError::bad_request(format!(
-                "the body of the request is not a policy/v1 Eviction (apiVersion {v:?}, kind {k:?})"
-            )))
-        }
-    }
     let (namespace, name) = (rr.info.namespace.as_str(), rr.info.name.as_str());
-    if meta::name(&eviction) != name {
-        return Err(ApiError::bad_request(
-            "name in URL does not match name in Eviction object",
-        ));
-    }
+    let eviction = read_subresource_body(
+        input,
+        &body,
+        &["policy/v1", "policy/v1beta1"],
+        "Eviction",
+        name,
+    )?;
     let opts = match eviction.get("deleteOptions").filter(|o| !o.is_null()) {
         Some(o) => DeleteOptions::from_body(o)?,
         None => DeleteOptions::default(),

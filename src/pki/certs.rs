@@ -42,14 +42,24 @@ fn rcgen_err(e: rcgen::Error) -> String {
 }
 
 impl ClientIssuer {
+    /// The CA itself, for signing.
+    pub(super) fn issuer(&self) -> &Issuer<'static, KeyPair> {
+        &self.issuer
+    }
+
+    /// A CA from its certificate and key files (`--cluster-signing-*`).
+    pub fn from_files(cert: &Path, key: &Path) -> Result<Self, String> {
+        let ca_pem = read(cert)?;
+        let key = KeyPair::from_pem(&read(key)?).map_err(rcgen_err)?;
+        let issuer = Issuer::from_ca_cert_pem(&ca_pem, key).map_err(rcgen_err)?;
+        Ok(Self { ca_pem, issuer })
+    }
+
     /// The CA in `dir`, generated when missing.
     pub fn load_or_generate(dir: &Path) -> Result<Self, String> {
         let (crt, key) = (dir.join("ca.crt"), dir.join("ca.key"));
         if crt.exists() && key.exists() {
-            let ca_pem = read(&crt)?;
-            let key = KeyPair::from_pem(&read(&key)?).map_err(rcgen_err)?;
-            let issuer = Issuer::from_ca_cert_pem(&ca_pem, key).map_err(rcgen_err)?;
-            return Ok(Self { ca_pem, issuer });
+            return Self::from_files(&crt, &key);
         }
         let key = KeyPair::generate().map_err(rcgen_err)?;
         let mut params = CertificateParams::new(Vec::<String>::new()).map_err(rcgen_err)?;

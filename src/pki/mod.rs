@@ -7,9 +7,11 @@ mod certs;
 pub mod client_cert;
 pub mod kubeconfig;
 mod sa_keys;
+mod signing;
 
 pub use certs::{ClientIssuer, ServingCerts};
 pub use sa_keys::ServiceAccountKeys;
+pub use signing::CertUsage;
 
 use std::path::Path;
 

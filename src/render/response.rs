@@ -48,7 +48,7 @@ impl Render {
 pub fn json_bytes(status: StatusCode, json: Body, render: Render) -> Response<Body> {
     let output = render.plain().output;
     let body = match (output, render.pretty) {
-        (Output::Json, false) => json,
+        (Output::Json, false) => json.newline_terminated(),
         (out, _) => match json.collect_now().map(|b| reencode(&b, out)) {
             Some(Ok(b)) => Body::full(b),
             _ => {
@@ -74,7 +74,12 @@ fn reencode(json: &[u8], output: Output) -> Result<Vec<u8>, String> {
         Output::Yaml => serde_yaml::to_string(&v)
             .map(String::into_bytes)
             .map_err(|e| e.to_string()),
-        _ => serde_json::to_vec_pretty(&v).map_err(|e| e.to_string()),
+        _ => serde_json::to_vec_pretty(&v)
+            .map(|mut b| {
+                b.push(b'\n');
+                b
+            })
+            .map_err(|e| e.to_string()),
     }
 }
 
@@ -102,12 +107,13 @@ fn transformed_response(
         Ok(b) => b,
         Err(e) => return error(&e, render),
     };
-    let bytes = if render.pretty {
+    let mut bytes = if render.pretty {
         serde_json::to_vec_pretty(&body)
     } else {
         serde_json::to_vec(&body)
     }
     .expect("a Value always serializes");
+    bytes.push(b'\n');
     let mut resp = Response::new(Body::full(bytes));
     *resp.status_mut() = status;
     resp.headers_mut().insert(

@@ -70,6 +70,20 @@ pub struct SecurityFlags {
     #[arg(long, value_delimiter = ',')]
     pub api_audiences: Vec<String>,
 
+    /// CA certificate the built-in CSR signing controller signs with
+    /// (default: the generated CA).
+    #[arg(long)]
+    pub cluster_signing_cert_file: Option<PathBuf>,
+
+    /// Private key of --cluster-signing-cert-file.
+    #[arg(long)]
+    pub cluster_signing_key_file: Option<PathBuf>,
+
+    /// Longest lifetime of a certificate the CSR signing controller
+    /// issues (a request may ask for less with spec.expirationSeconds).
+    #[arg(long, default_value = "8760h", value_parser = parse_duration)]
+    pub cluster_signing_duration: Duration,
+
     /// Longest lifetime of a requested service-account token.
     #[arg(long, value_parser = parse_duration)]
     pub service_account_max_token_expiration: Option<Duration>,

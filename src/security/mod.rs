@@ -55,6 +55,10 @@ pub struct SecurityConfig {
     pub request_timeout: Duration,
     /// What a client should trust to reach the secure port (kubeconfigs).
     pub trust_pem: String,
+    /// The CA the CSR signing controller issues certificates with, and
+    /// the longest lifetime it gives them.
+    pub csr_signer: Arc<ClientIssuer>,
+    pub csr_signing_duration: Duration,
     /// The CAs that sign client certificates, as PEM (published in
     /// kube-system's `extension-apiserver-authentication` ConfigMap).
     pub client_ca_pem: String,
@@ -96,6 +100,20 @@ impl SecurityConfig {
                     .map_err(|e| format!("client CA: {e}"))
             })
             .collect::<Result<_, _>>()?;
+        let csr_signer =
+            Arc::new(
+                match (
+                    &flags.cluster_signing_cert_file,
+                    &flags.cluster_signing_key_file,
+                ) {
+                    (Some(cert), Some(key)) => ClientIssuer::from_files(cert, key)?,
+                    (None, None) => ClientIssuer::load_or_generate(&cert_dir)?,
+                    _ => return Err(
+                        "--cluster-signing-cert-file and --cluster-signing-key-file go together"
+                            .into(),
+                    ),
+                },
+            );
         let tls = crate::serving::tls::server_config(serving.chain, serving.key, &ca_certs)?;
         let static_tokens = match &flags.token_auth_file {
             Some(f) => kubeshard_core::authn::token_file::parse(&pki::read(f)?)?
@@ -150,6 +168,8 @@ impl SecurityConfig {
             request_timeout: flags.request_timeout,
             trust_pem: serving.trust_pem,
             client_ca_pem,
+            csr_signer,
+            csr_signing_duration: flags.cluster_signing_duration,
             issuer,
         })
     }

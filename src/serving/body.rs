@@ -83,6 +83,22 @@ impl Body {
         Self::List(Some(list))
     }
 
+    /// The body ending with a newline, as kube's JSON encoder ends every
+    /// body (lists end with one already; streams frame their own). A
+    /// separate static chunk: the object's shared bytes are not copied.
+    pub fn newline_terminated(self) -> Self {
+        match self {
+            Body::Chunks { mut chunks, len } => {
+                chunks.push_back(Bytes::from_static(b"\n"));
+                Body::Chunks {
+                    chunks,
+                    len: len + 1,
+                }
+            }
+            other => other,
+        }
+    }
+
     /// The whole body as one buffer (tests, YAML conversion).
     pub fn collect_now(self) -> Option<Vec<u8>> {
         match self {

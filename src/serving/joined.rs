@@ -1,6 +1,6 @@
 //! A list body as one buffer of many slices: the list head, each stored
 //! object's JSON (borrowed from the shared object, never copied), commas,
-//! and the closing `]}`.
+//! and the closing `]}` with the newline kube's encoder ends a body with.
 //!
 //! hyper writes it with vectored sends, so a LIST of 100k objects costs a
 //! few thousand `sendmsg` calls that hand the kernel the objects' own
@@ -11,7 +11,7 @@ use kubeshard_cache::StoredObject;
 use std::io::IoSlice;
 use std::sync::Arc;
 
-const TAIL: &[u8] = b"]}";
+const TAIL: &[u8] = b"]}\n";
 
 /// What a list body is made of, shared by the parts it is sent in.
 struct Pieces {

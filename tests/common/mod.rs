@@ -81,6 +81,14 @@ impl Server {
         } else {
             &["--insecure-port", "0"][..]
         };
+        // Unless a test chooses its controllers, the root CA publisher
+        // stays off: its kube-root-ca.crt in every namespace would be in
+        // every ConfigMap count (tests/system_objects.rs turns it on).
+        let controllers = if extra.iter().any(|a| a.starts_with("--controllers")) {
+            &[][..]
+        } else {
+            &["--controllers=*,-root-ca-cert-publisher"][..]
+        };
         let mut command = Command::new(binary());
         if let Some(n) = fd_limit {
             use std::os::unix::process::CommandExt;
@@ -98,6 +106,7 @@ impl Server {
         }
         let child = command
             .args(insecure_port)
+            .args(controllers)
             .args(["--shards", &shards.to_string()])
             .arg("--port-file")
             .arg(&port_file)

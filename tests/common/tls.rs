@@ -19,6 +19,8 @@ pub enum Who {
     /// A client certificate from a CA the server does not know.
     StrangerCert(String),
     Token(String),
+    /// A certificate and key issued some other way (cert PEM, key PEM).
+    Issued(String, String),
 }
 
 impl Who {
@@ -29,6 +31,19 @@ impl Who {
     pub fn token(t: &str) -> Who {
         Who::Token(t.into())
     }
+}
+
+/// A PEM certificate request for CN `user`, O `group`, and its key PEM.
+pub fn certificate_request(user: &str, group: &str) -> (String, String) {
+    use rcgen::{CertificateParams, DnType, KeyPair};
+    let key = KeyPair::generate().unwrap();
+    let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
+    params.distinguished_name.push(DnType::CommonName, user);
+    params
+        .distinguished_name
+        .push(DnType::OrganizationName, group);
+    let csr = params.serialize_request(&key).unwrap();
+    (csr.pem().unwrap(), key.serialize_pem())
 }
 
 /// A certificate signed by `ca` (cert PEM, key PEM) for CN `user`, O `groups`.
@@ -155,6 +170,7 @@ impl Server {
                 groups,
             )),
             Who::StrangerCert(user) => Some(stranger_cert(user)),
+            Who::Issued(cert, key) => Some((cert.clone(), key.clone())),
             _ => None,
         }
     }
