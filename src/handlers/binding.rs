@@ -11,8 +11,7 @@ use super::{Api, HandlerResult, ResourceRequest};
 use crate::registry::strategy::now_rfc3339;
 use crate::registry::{Old, Requested};
 use crate::render::response;
-use crate::serving::body::Body;
-use http::{Request, StatusCode};
+use http::Request;
 use hyper::body::Incoming;
 use kubeshard_core::meta;
 use kubeshard_core::status::ApiError;
@@ -118,13 +117,7 @@ pub async fn bind(api: &Rc<Api>, rr: &ResourceRequest, req: Request<Incoming>) -
         Ok(pod)
     });
     super::update::change(api, rr, requested, tracking).await?;
-    let status = json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201});
-    let bytes = serde_json::to_vec(&status).expect("a Value always serializes");
-    Ok(response::json_bytes(
-        StatusCode::CREATED,
-        Body::full(bytes),
-        rr.render.plain(),
-    ))
+    Ok(response::created_success(rr.render))
 }
 
 /// Sets the `PodScheduled` condition to True (its transition time only

@@ -13,9 +13,8 @@ use super::{Api, HandlerResult, ResourceRequest};
 use crate::registry::strategy::now_rfc3339;
 use crate::registry::{self, Store};
 use crate::render::response;
-use crate::serving::body::Body;
 use crate::storage::{self, Storage, StorageResult};
-use http::{Request, StatusCode};
+use http::Request;
 use hyper::body::Incoming;
 use kubeshard_cache::StoredObject;
 use kubeshard_core::meta;
@@ -59,13 +58,7 @@ pub async fn evict(api: &Rc<Api>, rr: &ResourceRequest, req: Request<Incoming>) 
     Store::new(api)
         .delete(writer, pods, namespace, name, &opts)
         .await?;
-    let status = json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201});
-    let bytes = serde_json::to_vec(&status).expect("a Value always serializes");
-    Ok(response::json_bytes(
-        StatusCode::CREATED,
-        Body::full(bytes),
-        rr.render.plain(),
-    ))
+    Ok(response::created_success(rr.render))
 }
 
 /// A pod that is done, not yet running or already going needs no budget.

@@ -168,6 +168,15 @@ pub fn list(
     json_bytes(StatusCode::OK, Body::list(list), render)
 }
 
+/// The `Success` Status (201) a create-only subresource answers with
+/// (a pod's binding, an eviction).
+pub fn created_success(render: Render) -> Response<Body> {
+    let status = serde_json::json!({"kind": "Status", "apiVersion": "v1", "metadata": {},
+        "status": "Success", "code": 201});
+    let bytes = serde_json::to_vec(&status).expect("a Value always serializes");
+    json_bytes(StatusCode::CREATED, Body::full(bytes), render.plain())
+}
+
 /// A metav1.Status error response.
 pub fn error(err: &ApiError, render: Render) -> Response<Body> {
     let status = StatusCode::from_u16(err.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
