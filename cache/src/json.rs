@@ -21,12 +21,23 @@ pub fn write_object(out: &mut Vec<u8>, v: &Value) {
     let Value::Object(map) = v else {
         return write_value(out, v);
     };
-    let first = LEADING.iter().filter_map(|k| map.get_key_value(*k));
+    // One pass finds the placed members by comparison (no hashing: this
+    // runs on every write), a second writes the rest between them.
+    let mut lead: [Option<(&String, &Value)>; 3] = [None; 3];
+    let mut last = None;
+    for (k, item) in map {
+        match k.as_str() {
+            "kind" => lead[0] = Some((k, item)),
+            "apiVersion" => lead[1] = Some((k, item)),
+            "metadata" => lead[2] = Some((k, item)),
+            TRAILING => last = Some((k, item)),
+            _ => {}
+        }
+    }
     let middle = map
         .iter()
         .filter(|(k, _)| !LEADING.contains(&k.as_str()) && k.as_str() != TRAILING);
-    let last = map.get_key_value(TRAILING);
-    write_members(out, first.chain(middle).chain(last));
+    write_members(out, lead.into_iter().flatten().chain(middle).chain(last));
 }
 
 /// `{"key":value,…}` of the members, in the order given.
