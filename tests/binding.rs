@@ -124,3 +124,37 @@ fn discovery_shows_the_binding_subresource() {
     assert_eq!(b["kind"], "Binding");
     assert_eq!(b["verbs"], json!(["create"]));
 }
+
+/// The legacy `bindings` collection binds the pod its Binding names, as
+/// `pods/{name}/binding` does.
+#[test]
+fn the_legacy_bindings_collection_binds_the_named_pod() {
+    let s = Server::start(1);
+    let pod = json!({"metadata": {"name": "old-style"}, "spec": {"containers": [{"name": "c", "image": "busybox"}]}});
+    assert_eq!(s.post("/api/v1/namespaces/default/pods", &pod).0, 201);
+    let binding = |name: &str| {
+        json!({"apiVersion": "v1", "kind": "Binding", "metadata": {"name": name},
+            "target": {"kind": "Node", "name": "n1"}})
+    };
+    let (code, out) = s.post("/api/v1/namespaces/default/bindings", &binding("old-style"));
+    assert_eq!((code, &out["status"]), (201, &json!("Success")), "{out}");
+    let (_, bound) = s.get("/api/v1/namespaces/default/pods/old-style");
+    assert_eq!(bound["spec"]["nodeName"], "n1");
+    let (code, out) = s.post("/api/v1/namespaces/default/bindings", &binding("old-style"));
+    assert_eq!(code, 409, "{out}");
+    assert_eq!(
+        s.post("/api/v1/namespaces/default/bindings", &binding("ghost"))
+            .0,
+        404
+    );
+    assert_eq!(
+        s.post(
+            "/api/v1/namespaces/default/bindings",
+            &json!({"target": {"name": "n1"}})
+        )
+        .0,
+        422
+    );
+    // Create-only: nothing to list.
+    assert_eq!(s.get("/api/v1/namespaces/default/bindings").0, 405);
+}

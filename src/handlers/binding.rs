@@ -21,8 +21,57 @@ use std::rc::Rc;
 pub async fn bind(api: &Rc<Api>, rr: &ResourceRequest, req: Request<Incoming>) -> HandlerResult {
     let tracking = managers::tracking(&rr.query, req.headers(), "binding", "CreateOptions")?;
     let (input, body) = read_body(req).await?;
-    let name = rr.info.name.clone();
+    let binding = read_subresource_body(input, &body, &["v1"], "Binding", &rr.info.name)?;
+    bind_pod(api, rr, binding, tracking).await
+}
+
+/// `POST namespaces/{ns}/bindings`: the collection form older schedulers
+/// use, the pod named by the Binding itself; the same as its
+/// `pods/{name}/binding`.
+pub async fn bind_collection(
+    api: &Rc<Api>,
+    rr: &ResourceRequest,
+    req: Request<Incoming>,
+) -> HandlerResult {
+    let tracking = managers::tracking(&rr.query, req.headers(), "binding", "CreateOptions")?;
+    let (input, body) = read_body(req).await?;
+    let named = super::decode::parse_object(input, &body)?;
+    let name = kubeshard_core::meta::name(&named).to_string();
+    if name.is_empty() {
+        return Err(ApiError::invalid(
+            "",
+            "Binding",
+            "",
+            vec![kubeshard_core::status::field_required("metadata.name", "")],
+        ));
+    }
     let binding = read_subresource_body(input, &body, &["v1"], "Binding", &name)?;
+    let pods = api
+        .catalog
+        .current()
+        .lookup("", "v1", "pods")
+        .cloned()
+        .ok_or_else(|| ApiError::internal("pods missing from the catalog"))?;
+    let mut info = rr.info.clone();
+    (info.resource, info.subresource, info.name) = ("pods".into(), "binding".into(), name);
+    let pod = ResourceRequest {
+        info,
+        resource: pods,
+        query: rr.query.clone(),
+        render: rr.render,
+        conn: rr.conn.clone(),
+        user: rr.user.clone(),
+    };
+    bind_pod(api, &pod, binding, tracking).await
+}
+
+async fn bind_pod(
+    api: &Rc<Api>,
+    rr: &ResourceRequest,
+    binding: Value,
+    tracking: super::managers::Tracking,
+) -> HandlerResult {
+    let name = rr.info.name.clone();
     let target = binding.get("target").cloned().unwrap_or(Value::Null);
     match target.get("kind").and_then(Value::as_str).unwrap_or("") {
         "" | "Node" => {}

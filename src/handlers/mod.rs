@@ -156,6 +156,9 @@ impl Api {
             conn,
             user,
         };
+        if rr.resource.group.is_empty() && rr.resource.plural == "bindings" {
+            return binding::bind_collection(self, &rr, req).await;
+        }
         match rr.info.subresource.as_str() {
             "scale" => return scale::serve(self, &rr, req).await,
             "finalize" => return namespaces::finalize(self, &rr, req).await,

@@ -212,6 +212,9 @@ pub fn builtin_resources() -> Vec<ResourceInfo> {
                 ("status.nominatedNodeName", &["status", "nominatedNodeName"]),
             ])
             .booleans(&["spec.hostNetwork"]),
+        // The legacy way to bind a pod: create-only, the pod named by the
+        // Binding (handled as the pod's `binding` subresource).
+        entry("", "v1", "Binding", "bindings", true).verbs(&["create"]),
         entry("", "v1", "PodTemplate", "podtemplates", true)
             .generation()
             .printer(Printer::PodTemplate),
