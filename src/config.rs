@@ -75,6 +75,10 @@ pub struct Flags {
     #[arg(long, default_value = kubeshard_core::keys::DEFAULT_PREFIX, value_parser = KeyLayout::new)]
     pub etcd_prefix: KeyLayout,
 
+    /// How long an Event lives after its last write.
+    #[arg(long, default_value = "1h", value_parser = parse_duration)]
+    pub event_ttl: Duration,
+
     /// How long watch history is kept (resume and list snapshots).
     #[arg(long, default_value = "5m", value_parser = parse_duration)]
     pub watch_history_window: Duration,
@@ -184,6 +188,8 @@ pub struct ServerConfig {
     /// `--service-cluster-ip-range`: where Services' cluster IPs come
     /// from (the `kubernetes` Service has the primary range's first).
     pub service_cidrs: ServiceCidrs,
+    /// `--event-ttl`: how long an Event lives after its last write.
+    pub event_ttl: std::time::Duration,
     /// `--watch-history-window`: how long list snapshots live.
     pub history_window: std::time::Duration,
     /// The admission chain every executor builds.

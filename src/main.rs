@@ -122,6 +122,7 @@ fn serve(mut flags: Flags) -> Result<(), String> {
         },
         service_cidrs: flags.service_cluster_ip_range.clone(),
         history_window: flags.watch_history_window,
+        event_ttl: flags.event_ttl,
         admission: admission::config::AdmissionConfig::from_flags(&flags.admission)?,
         keys: flags.etcd_prefix.clone(),
     });
@@ -256,9 +257,7 @@ fn start_controllers(
         };
         match boot.await {
             Ok(()) => {
-                if enabled.any() {
-                    glommio::spawn_local(controllers::run(api.clone(), catalog, enabled)).detach();
-                }
+                glommio::spawn_local(controllers::run(api.clone(), catalog, enabled)).detach();
                 api.mark_ready();
                 tracing::info!("ready");
             }

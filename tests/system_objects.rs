@@ -128,3 +128,28 @@ fn every_namespace_gets_the_root_ca_config_map() {
         (s.get(path).0 == 200).then_some(())
     });
 }
+
+/// Events expire `--event-ttl` after their last write, as kube's leased
+/// events do; other objects stay.
+#[test]
+fn events_expire_after_the_event_ttl() {
+    let s = Server::start_with(1, &["--event-ttl", "2s"]);
+    let event = json!({"metadata": {"name": "short-lived"},
+        "involvedObject": {"kind": "Pod", "namespace": "default", "name": "p"},
+        "reason": "Test", "message": "expires", "type": "Normal"});
+    let path = "/api/v1/namespaces/default/events";
+    assert_eq!(s.post(path, &event).0, 201);
+    assert_eq!(
+        s.post(
+            "/api/v1/namespaces/default/configmaps",
+            &configmap("stays", json!({}))
+        )
+        .0,
+        201
+    );
+    assert_eq!(s.get(&format!("{path}/short-lived")).0, 200);
+    eventually(20, "the event expired", || {
+        (s.get(&format!("{path}/short-lived")).0 == 404).then_some(())
+    });
+    assert_eq!(s.get("/api/v1/namespaces/default/configmaps/stays").0, 200);
+}

@@ -7,6 +7,7 @@
 //! requests do. `--controllers` switches them, in kube's flag style.
 
 mod csrsigning;
+mod eventttl;
 mod garbagecollector;
 mod informer;
 pub mod kubernetes_service;
@@ -20,6 +21,7 @@ pub mod system_objects;
 use crate::context::Api;
 use crate::registry::{self, Store};
 use csrsigning::CsrSigningController;
+use eventttl::EventTtl;
 use garbagecollector::GarbageCollector;
 use informer::{Batch, Informer};
 use kubeshard_cache::StoredObject;
@@ -139,10 +141,6 @@ impl Enabled {
         };
         Ok(Self(KNOWN.iter().copied().filter(|n| enabled(n)).collect()))
     }
-
-    pub fn any(&self) -> bool {
-        !self.0.is_empty()
-    }
 }
 
 /// What the run loop asks of every built-in controller: its queue's
@@ -191,14 +189,16 @@ controller!(
     GarbageCollector,
     NamespaceController,
     NamespaceObjectController,
-    CsrSigningController
+    CsrSigningController,
+    EventTtl
 );
 
-/// The enabled controllers, built.
+/// The enabled controllers, built, and the API server's own event expiry.
 fn build(api: &Api, enabled: &Enabled) -> Vec<Box<dyn Controller>> {
     let keys = &api.config.keys;
     let security = &api.security.config;
-    let mut out: Vec<Box<dyn Controller>> = Vec::new();
+    let mut out: Vec<Box<dyn Controller>> =
+        vec![Box::new(EventTtl::new(keys, api.config.event_ttl))];
     for name in &enabled.0 {
         out.push(match *name {
             GARBAGE_COLLECTOR => Box::new(GarbageCollector::default()),
