@@ -252,6 +252,7 @@ fn start_controllers(
             handlers::bootstrap(&api).await?;
             controllers::kubernetes_service::ensure(&api).await?;
             controllers::system_objects::ensure(&api).await?;
+            registry::service_ips::repair(&api).await?;
             controllers::security::bootstrap_policy::ensure(&api).await?;
             controllers::security::aggregation::settle(&api).await
         };

@@ -70,10 +70,26 @@ pub async fn list_in(
     info: &ResourceInfo,
     namespace: &str,
 ) -> Result<Vec<std::sync::Arc<kubeshard_cache::StoredObject>>, ApiError> {
+    list_where(storage, info, Some(namespace)).await
+}
+
+/// Every current object of a resource, in all namespaces.
+pub async fn list_all(
+    storage: &Backend,
+    info: &ResourceInfo,
+) -> Result<Vec<std::sync::Arc<kubeshard_cache::StoredObject>>, ApiError> {
+    list_where(storage, info, None).await
+}
+
+async fn list_where(
+    storage: &Backend,
+    info: &ResourceInfo,
+    namespace: Option<&str>,
+) -> Result<Vec<std::sync::Arc<kubeshard_cache::StoredObject>>, ApiError> {
     let req = kubeshard_shards::store::ListRequest {
         resource: info.storage_key.clone(),
         filter: std::sync::Arc::new(kubeshard_cache::Filter {
-            namespace: Some(namespace.to_string()),
+            namespace: namespace.map(str::to_string),
             ..kubeshard_cache::Filter::default()
         }),
         revision: storage.progress(),

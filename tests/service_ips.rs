@@ -155,3 +155,29 @@ fn dual_stack_ranges_serve_both_families() {
     );
     assert_eq!(code, 422, "{st}");
 }
+
+/// At start, an allocator-managed address whose Service is gone is
+/// released, and an address a Service holds without its IPAddress gets one
+/// again (kube's repair loop).
+#[test]
+fn a_restart_repairs_leaked_and_missing_reservations() {
+    let data = tempfile::tempdir().unwrap();
+    let mut s = Server::launch(1, data.path(), &[]).unwrap();
+    let leaked = json!({"metadata": {"name": "10.0.0.200", "labels": {
+            "ipaddress.kubernetes.io/managed-by": "ipallocator.k8s.io"}},
+        "spec": {"parentRef": {"group": "", "resource": "services", "namespace": "default", "name": "ghost"}}});
+    assert_eq!(s.post(IPS, &leaked).0, 201);
+    let (code, kept) = s.post(
+        SERVICES,
+        &service("kept", json!({"clusterIP": "10.0.0.201"})),
+    );
+    assert_eq!(code, 201, "{kept}");
+    assert_eq!(s.delete(&format!("{IPS}/10.0.0.201")).0, 200);
+    s.stop();
+    let s = Server::launch(1, data.path(), &[]).unwrap();
+    assert!(
+        holder(&s, "10.0.0.200").is_none(),
+        "the leaked address is released"
+    );
+    assert_eq!(holder(&s, "10.0.0.201").unwrap()["name"], "kept");
+}

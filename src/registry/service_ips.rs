@@ -317,6 +317,71 @@ pub fn held(service: &Value) -> Vec<String> {
         .unwrap_or_default()
 }
 
+/// What kube's repair loop does at start: an allocator-managed IPAddress
+/// whose Service is gone or no longer holds the address is deleted (a
+/// Service deleted past the release, a crash in between), and an address a
+/// Service holds without its IPAddress gets one again.
+pub async fn repair(api: &Api) -> Result<(), ApiError> {
+    let addresses = ip_addresses(api)?;
+    let Some(services) = api.catalog.current().lookup("", "v1", "services").cloned() else {
+        return Ok(());
+    };
+    let held_by: std::collections::HashMap<(String, String), Vec<String>> =
+        crate::storage::list_all(api.storage(), &services)
+            .await?
+            .iter()
+            .map(|s| {
+                let v = s.to_value();
+                let key = (meta::namespace(&v).to_string(), meta::name(&v).to_string());
+                (key, held(&v))
+            })
+            .collect();
+    let mut reserved = std::collections::HashSet::new();
+    for a in crate::storage::list_all(api.storage(), &addresses).await? {
+        let a = a.to_value();
+        let ip = meta::name(&a).to_string();
+        let managed = a.pointer(&format!(
+            "/metadata/labels/{}",
+            MANAGED_BY_LABEL.replace('/', "~1")
+        )) == Some(&json!(MANAGER));
+        let parent = |f: &str| {
+            a.pointer(&format!("/spec/parentRef/{f}"))
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string()
+        };
+        let key = (parent("namespace"), parent("name"));
+        let still_held = held_by.get(&key).is_some_and(|ips| ips.contains(&ip));
+        if !managed || still_held {
+            reserved.insert(ip);
+            continue;
+        }
+        tracing::info!(%ip, service = %format!("{}/{}", key.0, key.1), "releasing a leaked service IP");
+        let writer = Writer {
+            user: APISERVER.user(),
+            dry_run: false,
+        };
+        Store::new(api)
+            .delete(writer, &addresses, "", &ip, &DeleteOptions::default())
+            .await?;
+    }
+    for ((namespace, name), ips) in &held_by {
+        for ip in ips
+            .iter()
+            .filter(|ip| *ip != "None" && !reserved.contains(*ip))
+        {
+            let Ok(addr) = ip.parse::<IpAddr>() else {
+                continue;
+            };
+            let parent = Parent { namespace, name };
+            if !reserve(api, &addr, &parent, false).await? {
+                tracing::warn!(%ip, service = %format!("{namespace}/{name}"), "a service IP is held by another object");
+            }
+        }
+    }
+    Ok(())
+}
+
 fn ip_addresses(api: &Api) -> Result<Arc<ResourceInfo>, ApiError> {
     api.catalog
         .current()
