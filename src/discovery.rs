@@ -426,6 +426,28 @@ mod tests {
     const BINDING: &str = r#"{"group":"","version":"","kind":"Binding"}"#;
     const EVICTION: &str = r#"{"group":"policy","version":"v1","kind":"Eviction"}"#;
     const RW: &str = r#"["get","patch","update"]"#;
+    /// The built-in named groups in kube-aggregator's priority order.
+    const NAMED_GROUPS: [&str; 19] = [
+        "apiregistration.k8s.io",
+        "apps",
+        "authentication.k8s.io",
+        "authorization.k8s.io",
+        "autoscaling",
+        "batch",
+        "certificates.k8s.io",
+        "networking.k8s.io",
+        "policy",
+        "rbac.authorization.k8s.io",
+        "storage.k8s.io",
+        "admissionregistration.k8s.io",
+        "apiextensions.k8s.io",
+        "scheduling.k8s.io",
+        "coordination.k8s.io",
+        "node.k8s.io",
+        "discovery.k8s.io",
+        "flowcontrol.apiserver.k8s.io",
+        "resource.k8s.io",
+    ];
 
     #[test]
     fn api_versions_and_groups() {
@@ -437,30 +459,7 @@ mod tests {
         let cat = Catalog::with_builtins().snapshot();
         let list = parse(&api_group_list(&cat));
         assert_eq!([&list["kind"], &list["apiVersion"]], ["APIGroupList", "v1"]);
-        assert_eq!(
-            names(&list["groups"], "/name"),
-            [
-                "apiregistration.k8s.io",
-                "apps",
-                "authentication.k8s.io",
-                "authorization.k8s.io",
-                "autoscaling",
-                "batch",
-                "certificates.k8s.io",
-                "networking.k8s.io",
-                "policy",
-                "rbac.authorization.k8s.io",
-                "storage.k8s.io",
-                "admissionregistration.k8s.io",
-                "apiextensions.k8s.io",
-                "scheduling.k8s.io",
-                "coordination.k8s.io",
-                "node.k8s.io",
-                "discovery.k8s.io",
-                "flowcontrol.apiserver.k8s.io",
-                "resource.k8s.io",
-            ]
-        );
+        assert_eq!(names(&list["groups"], "/name"), NAMED_GROUPS);
         let apps = r#""name":"apps","versions":[{"groupVersion":"apps/v1","version":"v1"}],"preferredVersion":{"groupVersion":"apps/v1","version":"v1"}}"#;
         assert_eq!(list["groups"][1].to_string(), format!("{{{apps}"));
         let group = String::from_utf8(api_group(&cat, "apps").unwrap()).unwrap();
@@ -553,30 +552,7 @@ mod tests {
         let named = parse(&aggregated_discovery(&cat, false));
         // kube's priority table ranks apps above coordination.k8s.io.
         let order = names(&named["items"], "/metadata/name");
-        assert_eq!(
-            order,
-            [
-                "apiregistration.k8s.io",
-                "apps",
-                "authentication.k8s.io",
-                "authorization.k8s.io",
-                "autoscaling",
-                "batch",
-                "certificates.k8s.io",
-                "networking.k8s.io",
-                "policy",
-                "rbac.authorization.k8s.io",
-                "storage.k8s.io",
-                "admissionregistration.k8s.io",
-                "apiextensions.k8s.io",
-                "scheduling.k8s.io",
-                "coordination.k8s.io",
-                "node.k8s.io",
-                "discovery.k8s.io",
-                "flowcontrol.apiserver.k8s.io",
-                "resource.k8s.io",
-            ]
-        );
+        assert_eq!(order, NAMED_GROUPS);
         let apps = &named["items"][1]["versions"][0]["resources"];
         let deploy = find(apps, "resource", "deployments");
         assert!(deploy.contains(r#""shortNames":["deploy"],"categories":["all"]"#));

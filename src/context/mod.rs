@@ -35,6 +35,24 @@ pub struct Api {
 }
 
 impl Api {
+    /// The catalog entry of a built-in resource (at v1), for the server's
+    /// own reads and writes of it.
+    pub fn builtin(
+        &self,
+        group: &str,
+        plural: &str,
+    ) -> Result<Arc<kubeshard_core::catalog::ResourceInfo>, kubeshard_core::status::ApiError> {
+        self.catalog
+            .current()
+            .lookup(group, "v1", plural)
+            .cloned()
+            .ok_or_else(|| {
+                kubeshard_core::status::ApiError::internal(&format!(
+                    "{plural} missing from the catalog"
+                ))
+            })
+    }
+
     pub fn new(
         exec: Rc<ExecutorContext>,
         catalog: CatalogReader,

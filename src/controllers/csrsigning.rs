@@ -10,12 +10,13 @@
 use super::informer::Change;
 use super::queue::WorkQueue;
 use super::Env;
-use crate::pki::{CertUsage, ClientIssuer};
+use crate::pki::{CertRequest, CertUsage, ClientIssuer};
 use crate::registry;
 use crate::storage::{Storage, StorageResult};
 use base64::Engine;
 use kubeshard_cache::EventType;
 use kubeshard_core::keys::KeyLayout;
+use kubeshard_core::registry::certificates::awaits_certificate;
 use kubeshard_core::status::ApiError;
 use serde_json::{json, Value};
 use std::sync::Arc;
@@ -53,7 +54,7 @@ impl CsrSigningController {
     pub fn observe(&mut self, c: &Change) {
         if c.resource == self.resource
             && c.kind != EventType::Deleted
-            && to_sign(&c.object.to_value())
+            && awaits_certificate(&c.object.to_value())
         {
             self.queue.add(c.object.name.clone());
         }
@@ -91,19 +92,13 @@ impl CsrSigningController {
             return Ok(());
         };
         let csr = csr.to_value();
-        if !to_sign(&csr) {
+        if !awaits_certificate(&csr) {
             return Ok(());
         }
         let outcome = self.certificate_for(&csr);
-        let at = registry::Addressed {
-            info: &info,
-            namespace: "",
-            name,
-            subresource: "status",
-            uid: None,
-        };
+        let at = registry::Addressed::status(&info, "", name);
         let mutation = Box::new(move |new: &mut Value| {
-            if !to_sign(new) {
+            if !awaits_certificate(new) {
                 return Ok(false);
             }
             let status = &mut new["status"];
@@ -170,7 +165,8 @@ impl CsrSigningController {
             .and_then(|r| base64::engine::general_purpose::STANDARD.decode(r).ok())
             .and_then(|b| String::from_utf8(b).ok())
             .ok_or("the request is not base64 PEM")?;
-        let subject = self.signer.request_subject(&request)?;
+        let request = CertRequest::from_pem(&request)?;
+        let subject = request.subject();
         if signer != CLIENT {
             // Kubelet signers sign only for nodes: CN system:node:<name>, O system:nodes.
             let node = subject
@@ -189,27 +185,6 @@ impl CsrSigningController {
             .map(Duration::from_secs)
             .unwrap_or(self.max_lifetime);
         self.signer
-            .sign_request(&request, usage, asked.min(self.max_lifetime))
+            .sign_request(request, usage, asked.min(self.max_lifetime))
     }
-}
-
-/// Approved, not failed, and not yet issued.
-fn to_sign(csr: &Value) -> bool {
-    let conditions = csr
-        .pointer("/status/conditions")
-        .and_then(Value::as_array)
-        .map(Vec::as_slice)
-        .unwrap_or_default();
-    let has = |t: &str| {
-        conditions
-            .iter()
-            .any(|c| c["type"] == t && c["status"] == "True")
-    };
-    has("Approved")
-        && !has("Failed")
-        && !has("Denied")
-        && csr
-            .pointer("/status/certificate")
-            .and_then(Value::as_str)
-            .is_none_or(str::is_empty)
 }

@@ -5,7 +5,6 @@
 //! the advertised address; a loopback or unspecified one, which kube's
 //! validation refuses in Endpoints, leaves them out.
 
-use super::security::resource;
 use super::system_objects::{create_missing, ensure_field};
 use crate::context::Api;
 use kubeshard_core::status::ApiError;
@@ -20,12 +19,12 @@ const NAMESPACE: &str = "default";
 pub async fn ensure(api: &Api) -> Result<(), ApiError> {
     let port = api.config.bind.port();
     let cluster_ip = api.config.service_cidrs.first_ip().to_string();
-    let services = resource(api, "", "services")?;
+    let services = api.builtin("", "services")?;
     create_missing(api, &services, service(&cluster_ip, port)).await?;
     let Some(ip) = advertised(api) else {
         return Ok(());
     };
-    let endpoints = resource(api, "", "endpoints")?;
+    let endpoints = api.builtin("", "endpoints")?;
     ensure_field(api, &endpoints, endpoints_of(ip, port), "subsets").await
 }
 

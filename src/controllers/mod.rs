@@ -19,7 +19,7 @@ pub mod security;
 pub mod system_objects;
 
 use crate::context::Api;
-use crate::registry::{self, Store};
+use crate::registry;
 use csrsigning::CsrSigningController;
 use eventttl::EventTtl;
 use garbagecollector::GarbageCollector;
@@ -98,13 +98,15 @@ impl Env<'_> {
         name: &str,
         opts: &DeleteOptions,
     ) -> Result<DeleteOutcome, ApiError> {
-        let writer = registry::Writer {
-            user: registry::CONTROLLER_MANAGER.user(),
-            dry_run: false,
-        };
-        Store::new(self.api)
-            .delete(writer, info, namespace, name, opts)
-            .await
+        registry::delete_as(
+            self.api,
+            &registry::CONTROLLER_MANAGER,
+            info,
+            namespace,
+            name,
+            opts,
+        )
+        .await
     }
 }
 

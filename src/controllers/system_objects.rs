@@ -7,7 +7,6 @@
 //! aggregated servers authenticate callers with) and the legacy token
 //! tracking date.
 
-use super::security::resource;
 use crate::context::Api;
 use crate::registry;
 use crate::storage::{Storage, StorageResult};
@@ -22,7 +21,7 @@ const AUTHENTICATION: &str = "extension-apiserver-authentication";
 const TOKEN_TRACKING: &str = "kube-apiserver-legacy-service-account-token-tracking";
 
 pub async fn ensure(api: &Api) -> Result<(), ApiError> {
-    let priority_classes = resource(api, "scheduling.k8s.io", "priorityclasses")?;
+    let priority_classes = api.builtin("scheduling.k8s.io", "priorityclasses")?;
     for (name, value, what) in [
         (
             "system-node-critical",
@@ -48,7 +47,7 @@ pub async fn ensure(api: &Api) -> Result<(), ApiError> {
         .iter()
         .map(|c| c.to_string())
         .collect();
-    let service_cidrs = resource(api, "networking.k8s.io", "servicecidrs")?;
+    let service_cidrs = api.builtin("networking.k8s.io", "servicecidrs")?;
     create_missing(
         api,
         &service_cidrs,
@@ -58,7 +57,7 @@ pub async fn ensure(api: &Api) -> Result<(), ApiError> {
         }),
     )
     .await?;
-    let config_maps = resource(api, "", "configmaps")?;
+    let config_maps = api.builtin("", "configmaps")?;
     let today = chrono::Utc::now().format("%Y-%m-%d").to_string();
     create_missing(
         api,

@@ -46,12 +46,7 @@ pub async fn bind_collection(
         ));
     }
     let binding = read_subresource_body(input, &body, &["v1"], "Binding", &name)?;
-    let pods = api
-        .catalog
-        .current()
-        .lookup("", "v1", "pods")
-        .cloned()
-        .ok_or_else(|| ApiError::internal("pods missing from the catalog"))?;
+    let pods = api.builtin("", "pods")?;
     let mut info = rr.info.clone();
     (info.resource, info.subresource, info.name) = ("pods".into(), "binding".into(), name);
     let pod = ResourceRequest {

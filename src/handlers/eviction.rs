@@ -19,6 +19,7 @@ use hyper::body::Incoming;
 use kubeshard_cache::StoredObject;
 use kubeshard_core::meta;
 use kubeshard_core::registry::deletion::DeleteOptions;
+use kubeshard_core::registry::lifecycle::deletion_timestamp;
 use kubeshard_core::selector::labels::LabelSelector;
 use kubeshard_core::status::{ApiError, StatusCause};
 use serde_json::{json, Value};
@@ -64,10 +65,7 @@ pub async fn evict(api: &Rc<Api>, rr: &ResourceRequest, req: Request<Incoming>) 
 /// A pod that is done, not yet running or already going needs no budget.
 fn ignores_budgets(pod: &Value) -> bool {
     let phase = pod.pointer("/status/phase").and_then(Value::as_str);
-    matches!(phase, Some("Succeeded" | "Failed" | "Pending"))
-        || pod
-            .pointer("/metadata/deletionTimestamp")
-            .is_some_and(|t| !t.is_null())
+    matches!(phase, Some("Succeeded" | "Failed" | "Pending")) || deletion_timestamp(pod).is_some()
 }
 
 /// Finds the pod's budget and spends one of its allowed disruptions,
@@ -78,12 +76,7 @@ async fn spend_disruption(
     pod: &Value,
     dry_run: bool,
 ) -> Result<(), ApiError> {
-    let budgets = api
-        .catalog
-        .current()
-        .lookup("policy", "v1", "poddisruptionbudgets")
-        .cloned()
-        .ok_or_else(|| ApiError::internal("poddisruptionbudgets missing from the catalog"))?;
+    let budgets = api.builtin("policy", "poddisruptionbudgets")?;
     let labels: BTreeMap<String, String> = pod
         .pointer("/metadata/labels")
         .and_then(|l| serde_json::from_value(l.clone()).ok())
@@ -115,13 +108,7 @@ async fn spend_disruption(
         return Ok(());
     }
     let pod_name = meta::name(pod).to_string();
-    let at = registry::Addressed {
-        info: &budgets,
-        namespace,
-        name: &budget_name,
-        subresource: "status",
-        uid: None,
-    };
+    let at = registry::Addressed::status(&budgets, namespace, &budget_name);
     let now = now_rfc3339();
     let check_name = budget_name.clone();
     let mutation = Box::new(move |b: &mut Value| {

@@ -99,11 +99,7 @@ fn validate_spec_finalizers(list: &Value) -> Vec<StatusCause> {
 
 /// Creates the system namespaces at start (idempotent).
 pub async fn bootstrap(api: &Api) -> Result<(), ApiError> {
-    let catalog = api.catalog.current();
-    let info = catalog
-        .lookup("", "v1", "namespaces")
-        .cloned()
-        .ok_or_else(|| ApiError::internal("namespaces missing from the catalog"))?;
+    let info = api.builtin("", "namespaces")?;
     for ns in SYSTEM_NAMESPACES {
         if api
             .storage()

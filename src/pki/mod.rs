@@ -11,7 +11,7 @@ mod signing;
 
 pub use certs::{ClientIssuer, ServingCerts};
 pub use sa_keys::ServiceAccountKeys;
-pub use signing::CertUsage;
+pub use signing::{CertRequest, CertUsage};
 
 use std::path::Path;
 

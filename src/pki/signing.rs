@@ -38,17 +38,21 @@ fn text(v: &DnValue) -> String {
     }
 }
 
-fn parse(pem: &str) -> Result<CertificateSigningRequestParams, String> {
-    CertificateSigningRequestParams::from_pem(pem)
-        .map_err(|e| format!("the request is not a valid PEM certificate request: {e}"))
-}
+/// A parsed certificate request (its signature checked), read once for
+/// both its subject and the certificate signed for it.
+pub struct CertRequest(CertificateSigningRequestParams);
 
-impl ClientIssuer {
-    /// The subject of a PEM certificate request (its signature checked).
-    pub fn request_subject(&self, pem: &str) -> Result<Subject, String> {
-        let req = parse(pem)?;
+impl CertRequest {
+    pub fn from_pem(pem: &str) -> Result<Self, String> {
+        CertificateSigningRequestParams::from_pem(pem)
+            .map(Self)
+            .map_err(|e| format!("the request is not a valid PEM certificate request: {e}"))
+    }
+
+    /// The subject the request names.
+    pub fn subject(&self) -> Subject {
         let mut subject = Subject::default();
-        for (t, v) in req.params.distinguished_name.iter() {
+        for (t, v) in self.0.params.distinguished_name.iter() {
             match t {
                 DnType::CommonName => subject.common_name = text(v),
                 DnType::OrganizationName => subject.organizations.push(text(v)),
@@ -58,18 +62,20 @@ impl ClientIssuer {
                 _ => {}
             }
         }
-        Ok(subject)
+        subject
     }
+}
 
+impl ClientIssuer {
     /// A certificate (PEM) for the request's key and subject, for `usage`,
     /// valid for `lifetime`.
     pub fn sign_request(
         &self,
-        pem: &str,
+        request: CertRequest,
         usage: CertUsage,
         lifetime: Duration,
     ) -> Result<String, String> {
-        let mut req = parse(pem)?;
+        let mut req = request.0;
         let now = time::OffsetDateTime::now_utc();
         let p = &mut req.params;
         p.not_before = now - BACKDATE;

@@ -83,6 +83,33 @@ impl<'a> Addressed<'a> {
             uid: None,
         }
     }
+
+    /// The object's status subresource, whichever uid it has.
+    pub fn status(info: &'a Arc<ResourceInfo>, namespace: &'a str, name: &'a str) -> Self {
+        Self {
+            subresource: "status",
+            ..Self::object(info, namespace, name)
+        }
+    }
+}
+
+/// A server-side delete, as `who`, through the Store (admission and the
+/// deletion lifecycle included).
+pub async fn delete_as(
+    api: &Api,
+    who: &Component,
+    info: &Arc<ResourceInfo>,
+    namespace: &str,
+    name: &str,
+    opts: &kubeshard_core::registry::deletion::DeleteOptions,
+) -> Result<kubeshard_shards::store::DeleteOutcome, ApiError> {
+    let writer = Writer {
+        user: who.user(),
+        dry_run: false,
+    };
+    Store::new(api)
+        .delete(writer, info, namespace, name, opts)
+        .await
 }
 
 /// A server-side read-modify-write (controllers, bootstrap) through the

@@ -5,10 +5,9 @@
 //! so two Services can never hold one address; the objects are what
 //! `kubectl get ipaddresses` shows and what a repair pass reconciles.
 
-use super::{create_as, Store, Writer, APISERVER};
+use super::{create_as, delete_as, APISERVER};
 use crate::context::Api;
 use crate::storage::{Storage, StorageResult};
-use kubeshard_core::catalog::ResourceInfo;
 use kubeshard_core::cidr::{family_of, Cidr};
 use kubeshard_core::meta;
 use kubeshard_core::registry::deletion::DeleteOptions;
@@ -16,7 +15,6 @@ use kubeshard_core::status::{field_invalid, field_not_supported, ApiError, Statu
 use rand::Rng;
 use serde_json::{json, Value};
 use std::net::IpAddr;
-use std::sync::Arc;
 
 /// Random draws before the allocator walks the range in order.
 const RANDOM_TRIES: usize = 16;
@@ -237,7 +235,7 @@ async fn reserve(
     parent: &Parent<'_>,
     dry_run: bool,
 ) -> Result<bool, ApiError> {
-    let info = ip_addresses(api)?;
+    let info = api.builtin("networking.k8s.io", "ipaddresses")?;
     let name = ip.to_string();
     if dry_run {
         let taken = api
@@ -272,7 +270,7 @@ async fn reserve(
 /// Gives back the addresses a Service held (those whose IPAddress still
 /// names it: a reservation taken over meanwhile is left alone).
 pub async fn release(api: &Api, namespace: &str, name: &str, ips: &[String]) {
-    let Ok(info) = ip_addresses(api) else {
+    let Ok(info) = api.builtin("networking.k8s.io", "ipaddresses") else {
         return;
     };
     for ip in ips.iter().filter(|ip| *ip != "None") {
@@ -291,13 +289,11 @@ pub async fn release(api: &Api, namespace: &str, name: &str, ips: &[String]) {
         if !ours {
             continue;
         }
-        let writer = Writer {
-            user: APISERVER.user(),
-            dry_run: false,
-        };
-        if let Err(e) =
-            Box::pin(Store::new(api).delete(writer, &info, "", ip, &DeleteOptions::default())).await
-        {
+        let opts = DeleteOptions::default();
+        let release = delete_as(api, &APISERVER, &info, "", ip, &opts);
+        // Boxed: this delete runs inside the Service's delete (the Store
+        // calling itself).
+        if let Err(e) = Box::pin(release).await {
             tracing::warn!(%ip, error = %e.message, "could not release a service IP");
         }
     }
@@ -322,10 +318,8 @@ pub fn held(service: &Value) -> Vec<String> {
 /// Service deleted past the release, a crash in between), and an address a
 /// Service holds without its IPAddress gets one again.
 pub async fn repair(api: &Api) -> Result<(), ApiError> {
-    let addresses = ip_addresses(api)?;
-    let Some(services) = api.catalog.current().lookup("", "v1", "services").cloned() else {
-        return Ok(());
-    };
+    let addresses = api.builtin("networking.k8s.io", "ipaddresses")?;
+    let services = api.builtin("", "services")?;
     let held_by: std::collections::HashMap<(String, String), Vec<String>> =
         crate::storage::list_all(api.storage(), &services)
             .await?
@@ -357,13 +351,15 @@ pub async fn repair(api: &Api) -> Result<(), ApiError> {
             continue;
         }
         tracing::info!(%ip, service = %format!("{}/{}", key.0, key.1), "releasing a leaked service IP");
-        let writer = Writer {
-            user: APISERVER.user(),
-            dry_run: false,
-        };
-        Store::new(api)
-            .delete(writer, &addresses, "", &ip, &DeleteOptions::default())
-            .await?;
+        delete_as(
+            api,
+            &APISERVER,
+            &addresses,
+            "",
+            &ip,
+            &DeleteOptions::default(),
+        )
+        .await?;
     }
     for ((namespace, name), ips) in &held_by {
         for ip in ips
@@ -380,12 +376,4 @@ pub async fn repair(api: &Api) -> Result<(), ApiError> {
         }
     }
     Ok(())
-}
-
-fn ip_addresses(api: &Api) -> Result<Arc<ResourceInfo>, ApiError> {
-    api.catalog
-        .current()
-        .lookup("networking.k8s.io", "v1", "ipaddresses")
-        .cloned()
-        .ok_or_else(|| ApiError::internal("ipaddresses missing from the catalog"))
 }

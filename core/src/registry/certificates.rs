@@ -157,6 +157,23 @@ fn stamp_condition_times(new: &mut Value, old: &Value) {
     }
 }
 
+/// An approved request not yet denied, failed or issued: what a signer
+/// has to act on.
+pub fn awaits_certificate(csr: &Value) -> bool {
+    let holds = |kind: &str| {
+        conditions(csr)
+            .iter()
+            .any(|c| c["type"] == kind && c["status"] == "True")
+    };
+    holds(APPROVED)
+        && !holds(DENIED)
+        && !holds("Failed")
+        && csr
+            .pointer("/status/certificate")
+            .and_then(Value::as_str)
+            .is_none_or(str::is_empty)
+}
+
 fn conditions(obj: &Value) -> &[Value] {
     obj.pointer("/status/conditions")
         .and_then(Value::as_array)

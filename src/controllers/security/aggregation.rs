@@ -4,7 +4,6 @@
 //! ClusterRole changes. Reads this executor's RBAC index; writes through
 //! the store, so every executor's index sees the result.
 
-use super::resource;
 use crate::context::Api;
 use crate::registry;
 use crate::storage::Storage;
@@ -56,7 +55,7 @@ async fn reconcile(api: &Api) -> Result<usize, ApiError> {
     if count == 0 {
         return Ok(0);
     }
-    let info = resource(api, kubeshard_core::rbac::GROUP, "clusterroles")?;
+    let info = api.builtin(kubeshard_core::rbac::GROUP, "clusterroles")?;
     for (name, rules) in updates {
         let at = registry::Addressed::object(&info, "", &name);
         let mutation = Box::new(move |new: &mut serde_json::Value| {

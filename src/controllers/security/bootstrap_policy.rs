@@ -3,7 +3,6 @@
 //! (whichever are missing) and adds back what auto-updated ones lost, as
 //! kube-apiserver's RBAC post-start hook does.
 
-use super::resource;
 use crate::context::Api;
 use crate::registry;
 use crate::storage::{Storage, StorageResult};
@@ -14,7 +13,7 @@ use serde_json::Value;
 pub async fn ensure(api: &Api) -> Result<(), ApiError> {
     let group = kubeshard_core::rbac::GROUP;
     let of = |plural, objects: Vec<Value>| {
-        let info = resource(api, group, plural);
+        let info = api.builtin(group, plural);
         objects.into_iter().map(move |o| (info.clone(), o))
     };
     let wanted = of("clusterroles", bootstrap::cluster_roles())

@@ -4,7 +4,6 @@
 //! token controller does. Such a token works until the Secret or the
 //! account is deleted.
 
-use super::resource;
 use crate::context::Api;
 use crate::informer::Change;
 use crate::registry;
@@ -62,7 +61,7 @@ pub fn start(api: &Rc<Api>) {
 }
 
 async fn fill(api: &Api, ns: &str, name: &str) -> Result<(), ApiError> {
-    let secrets = resource(api, "", "secrets")?;
+    let secrets = api.builtin("", "secrets")?;
     let Some(secret) = api
         .storage()
         .get(&secrets.storage_key, ns, name)

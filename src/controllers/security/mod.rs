@@ -6,21 +6,3 @@
 pub mod aggregation;
 pub mod bootstrap_policy;
 pub mod legacy_tokens;
-
-use crate::context::Api;
-use kubeshard_core::catalog::ResourceInfo;
-use kubeshard_core::status::ApiError;
-use std::sync::Arc;
-
-/// The catalog entry of a built-in resource.
-pub(crate) fn resource(
-    api: &Api,
-    group: &str,
-    plural: &str,
-) -> Result<Arc<ResourceInfo>, ApiError> {
-    api.catalog
-        .current()
-        .lookup(group, "v1", plural)
-        .cloned()
-        .ok_or_else(|| ApiError::internal(&format!("{plural} missing from the catalog")))
-}
