@@ -348,7 +348,7 @@ fn api_resource(r: &ResourceInfo) -> Value {
         "verbs": sorted_verbs(r),
         "shortNames": non_empty(&r.short_names),
         "categories": non_empty(&r.categories),
-        "storageVersionHash": storage_version_hash(&r.group, &r.version, &r.kind),
+        "storageVersionHash": storage_version_hash(&r.storage_group, &r.storage_version, &r.kind),
     })
 }
 
@@ -387,15 +387,14 @@ fn aggregated_resource(r: &ResourceInfo) -> Value {
     })
 }
 
-/// Only needs to be stable and to change when group/version/kind does
-/// (kube takes a sha256 prefix; no client recomputes it), so FNV-1a spares a
-/// crypto dependency. Eight bytes, base64, as kube formats it.
+/// kube's hash of the version a resource is stored at (the first eight
+/// bytes of the sha256 of `group/version/kind`, base64): the same for every
+/// version served from one storage version, and what clients such as the
+/// storage migrator compare with kube's.
 fn storage_version_hash(group: &str, version: &str, kind: &str) -> String {
-    let gvk = format!("{group}/{version}/{kind}");
-    let hash = gvk.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
-        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-    });
-    base64::engine::general_purpose::STANDARD.encode(hash.to_be_bytes())
+    use sha2::Digest;
+    let digest = sha2::Sha256::digest(format!("{group}/{version}/{kind}"));
+    base64::engine::general_purpose::STANDARD.encode(&digest[..8])
 }
 
 #[cfg(test)]
@@ -427,9 +426,10 @@ mod tests {
     const EVICTION: &str = r#"{"group":"policy","version":"v1","kind":"Eviction"}"#;
     const RW: &str = r#"["get","patch","update"]"#;
     /// The built-in named groups in kube-aggregator's priority order.
-    const NAMED_GROUPS: [&str; 19] = [
+    const NAMED_GROUPS: [&str; 20] = [
         "apiregistration.k8s.io",
         "apps",
+        "events.k8s.io",
         "authentication.k8s.io",
         "authorization.k8s.io",
         "autoscaling",

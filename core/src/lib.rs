@@ -12,6 +12,7 @@ pub mod audit;
 pub mod authn;
 pub mod catalog;
 pub mod cidr;
+pub mod conversion;
 pub mod defaults;
 pub mod fieldvalidation;
 pub mod keys;

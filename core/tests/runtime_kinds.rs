@@ -92,6 +92,7 @@ fn widget(n: usize) -> ResourceInfo {
             label: "spec.color".into(),
             path: field_path(&["spec", "color"]),
             absent: "".into(),
+            stored_label: "spec.color".into(),
         }],
         printer: Printer::Columns(Arc::new(columns)),
         scale: Some(ScaleSpec {
@@ -100,6 +101,7 @@ fn widget(n: usize) -> ResourceInfo {
             selector: ScaleSelector::String(field_path(&["status", "selector"])),
         }),
         storage_key: Arc::from(format!("{group}/widgets{n}")),
+        storage_group: group.into(),
         storage_version: "v1".into(),
         schema_source: SchemaSource::Own(Arc::new(SchemaRegistry::new(defs, kinds))),
         ..base

@@ -74,7 +74,8 @@ ROOTS = {
                              "LocalSubjectAccessReview", "SelfSubjectRulesReview"],
     "api.authentication.v1": ["TokenReview", "TokenRequest", "SelfSubjectReview"],
     "api.rbac.v1": ["Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding"],
-    "api.autoscaling.v1": ["Scale"],
+    "api.autoscaling.v1": ["Scale", "HorizontalPodAutoscaler"],
+    "api.events.v1": ["Event"],
     "api.policy.v1": ["Eviction", "PodDisruptionBudget"],
     "apimachinery.pkg.apis.meta.v1": ["DeleteOptions"],
 }

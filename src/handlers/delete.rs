@@ -83,7 +83,7 @@ pub async fn delete(api: &Rc<Api>, rr: &ResourceRequest, req: Request<Incoming>)
         ""
     };
     let deletion = Store::new(api)
-        .delete(deleter(rr, &opts), &info, ns, &rr.info.name, &opts)
+        .delete(deleter(rr, &opts), &rr.stored, ns, &rr.info.name, &opts)
         .await?;
     Ok(deletion_response(&info, &deletion, &opts, rr))
 }
@@ -146,7 +146,13 @@ pub async fn delete_collection(
     let store = Store::new(api);
     for obj in &listed.items {
         match store
-            .delete(deleter(rr, &opts), &info, &obj.namespace, &obj.name, &opts)
+            .delete(
+                deleter(rr, &opts),
+                &rr.stored,
+                &obj.namespace,
+                &obj.name,
+                &opts,
+            )
             .await
         {
             Ok(_) => {}

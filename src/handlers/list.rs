@@ -62,6 +62,20 @@ pub fn filter(
             )));
         }
     }
+    if !info.is_storage_version() {
+        // Stored objects carry their fields under the storage version's
+        // labels.
+        fields = FieldSelector::from_requirements(
+            fields
+                .requirements()
+                .iter()
+                .map(|r| FieldRequirement {
+                    field: info.stored_field_label(&r.field).to_string(),
+                    ..r.clone()
+                })
+                .collect(),
+        );
+    }
     Ok(Filter {
         namespace: (info.namespaced && !namespace.is_empty()).then(|| namespace.to_string()),
         labels,

@@ -37,6 +37,9 @@ use std::sync::Arc;
 pub struct ResourceRequest {
     pub info: RequestInfo,
     pub resource: Arc<ResourceInfo>,
+    /// The entry objects are stored through: `resource` itself, or the
+    /// storage version a request at another version converts to.
+    pub stored: Arc<ResourceInfo>,
     pub query: Query,
     pub render: Render,
     /// How to cut the response off (its HTTP/2 stream, or its
@@ -98,6 +101,10 @@ impl Api {
             .lookup(&info.group, &info.version, &info.resource)
             .cloned()
             .ok_or_else(not_found_path)?;
+        let stored = catalog
+            .storage_for(&resource)
+            .cloned()
+            .ok_or_else(|| ApiError::internal("the storage version is not served"))?;
         if !info.subresource.is_empty() && !resource.has_subresource(&info.subresource) {
             return Err(not_found_path());
         }
@@ -151,6 +158,7 @@ impl Api {
         let rr = ResourceRequest {
             info,
             resource,
+            stored,
             query,
             render,
             conn,

@@ -69,9 +69,39 @@ pub async fn write(
     ownership: Ownership,
     creates: Creates,
 ) -> Result<Written, ApiError> {
+    let requested = if rr.resource.is_storage_version() {
+        requested
+    } else {
+        converting(rr.resource.clone(), rr.stored.clone(), requested)
+    };
     Store::new(api)
         .update(writer(rr)?, target(rr), requested, ownership, creates)
         .await
+}
+
+/// What a request at a version objects are not stored at asks for: it
+/// sees the stored object at its own version, and its answer is stored
+/// at the storage version.
+fn converting(
+    served: Arc<ResourceInfo>,
+    stored: Arc<ResourceInfo>,
+    mut requested: Requested,
+) -> Requested {
+    use kubeshard_core::conversion::convert;
+    Box::new(move |old: Option<Old<'_>>| {
+        let seen = match old {
+            Some(o) => {
+                let mut v = o.value.clone();
+                convert(&mut v, &served.group, &served.version)?;
+                Some((o.stored, v))
+            }
+            None => None,
+        };
+        let old = seen.as_ref().map(|(stored, value)| Old { stored, value });
+        let mut new = requested(old)?;
+        convert(&mut new, &stored.group, &stored.version)?;
+        Ok(new)
+    })
 }
 
 /// A request's change to an object that must exist (PATCH, `/scale`,
@@ -103,7 +133,7 @@ pub fn writer(rr: &ResourceRequest) -> Result<Writer<'_>, ApiError> {
 /// The object (or part of it) a request addresses.
 pub fn target(rr: &ResourceRequest) -> Target<'_> {
     Target {
-        info: &rr.resource,
+        info: &rr.stored,
         namespace: if rr.resource.namespaced {
             &rr.info.namespace
         } else {

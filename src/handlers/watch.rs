@@ -10,7 +10,7 @@
 use super::list::{filter, list_objects, wait_not_older_than};
 use super::{Api, HandlerResult, ResourceRequest};
 use crate::render::negotiation::Output;
-use crate::render::response::Render;
+use crate::render::response::{self, Render};
 use crate::render::table;
 use crate::serving::body::{Body, ChunkStream};
 use crate::serving::frames::Frames;
@@ -116,6 +116,7 @@ pub async fn watch(api: &Rc<Api>, rr: &ResourceRequest) -> HandlerResult {
             &ResourceRequest {
                 info: rr.info.clone(),
                 resource: info.clone(),
+                stored: rr.stored.clone(),
                 query: list_rr_query,
                 render: rr.render,
                 conn: None,
@@ -214,7 +215,7 @@ fn stream_response(stream: Pin<Box<dyn ChunkStream>>, render: Render) -> Respons
 /// The synthetic ADDED line for an object of the initial state: its own
 /// frame when that is an ADDED one, else a new line around its JSON.
 fn initial_frame(framer: &mut Framer, o: &StoredObject) -> Bytes {
-    if !framer.render.output.is_transformed() && o.frame_kind() == EventType::Added {
+    if framer.as_stored() && o.frame_kind() == EventType::Added {
         return o.frame().clone();
     }
     framer.frame(EventType::Added, o.json_slice())
@@ -229,9 +230,20 @@ struct Framer {
 }
 
 impl Framer {
+    /// Stored frames go out as they are: plain JSON at the storage
+    /// version.
+    fn as_stored(&self) -> bool {
+        !self.render.output.is_transformed() && self.info.is_storage_version()
+    }
+
     fn frame(&mut self, kind: EventType, object: &[u8]) -> Bytes {
         if !self.render.output.is_transformed() {
-            return watch_frame(kind.as_str(), object);
+            if self.info.is_storage_version() {
+                return watch_frame(kind.as_str(), object);
+            }
+            let converted =
+                response::converted_json(&self.info, object).unwrap_or_else(|e| e.to_status_json());
+            return watch_frame(kind.as_str(), &converted);
         }
         let v: serde_json::Value = serde_json::from_slice(object).unwrap_or_default();
         let stored = Arc::new(StoredObject::encode(&self.info, &v, 0));
@@ -312,7 +324,7 @@ fn frame_for_event(filter: &Filter, framer: &mut Framer, e: &Arc<Event>) -> Opti
         _ => return None,
     };
     let stopped_matching = kind == EventType::Deleted && e.kind == EventType::Modified;
-    let plain = !framer.render.output.is_transformed();
+    let plain = framer.as_stored();
     match () {
         _ if plain && kind == e.kind => Some(e.frame().clone()),
         _ if plain && stopped_matching => e.prev_deleted_frame().cloned(),

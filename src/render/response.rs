@@ -94,7 +94,37 @@ pub fn object(
         let body = table::transform(info, std::slice::from_ref(obj), render, Shape::Object, true);
         return transformed_response(status, body, render);
     }
+    if !info.is_storage_version() {
+        return match converted_json(info, obj.json_slice()) {
+            Ok(json) => json_bytes(status, Body::full(json), render),
+            Err(e) => error(&e, render),
+        };
+    }
     json_bytes(status, Body::full(obj.json()), render)
+}
+
+/// A stored object's JSON at the version `info` serves (Tables and
+/// metadata views are built from the stored form: printers read it).
+pub fn converted_json(info: &ResourceInfo, stored: &[u8]) -> Result<Vec<u8>, ApiError> {
+    let mut v: serde_json::Value = serde_json::from_slice(stored)
+        .map_err(|e| ApiError::internal(&format!("stored object unreadable: {e}")))?;
+    kubeshard_core::conversion::convert(&mut v, &info.group, &info.version)?;
+    Ok(serde_json::to_vec(&v).expect("a Value always serializes"))
+}
+
+/// Stored objects as the version `info` serves them.
+fn converted(
+    info: &ResourceInfo,
+    items: &[Arc<StoredObject>],
+) -> Result<Vec<Arc<StoredObject>>, ApiError> {
+    items
+        .iter()
+        .map(|o| {
+            let mut v = o.to_value();
+            kubeshard_core::conversion::convert(&mut v, &info.group, &info.version)?;
+            Ok(Arc::new(StoredObject::encode(info, &v, o.revision)))
+        })
+        .collect()
 }
 
 /// A Table or PartialObjectMetadata body, or the error transforming gave.
@@ -164,7 +194,15 @@ pub fn list(
         serde_json::Value::from(info.api_version()),
         serde_json::Value::Object(md)
     );
-    let list = JoinedList::new(Bytes::from(head), items.to_vec());
+    let items = if info.is_storage_version() {
+        items.to_vec()
+    } else {
+        match converted(info, items) {
+            Ok(items) => items,
+            Err(e) => return error(&e, render),
+        }
+    };
+    let list = JoinedList::new(Bytes::from(head), items);
     json_bytes(StatusCode::OK, Body::list(list), render)
 }
 

@@ -197,6 +197,11 @@ pub struct SelectableField {
     /// The value an object without the field selects as: kube renders a
     /// boolean field of its typed struct, so an unset one is "false".
     pub absent: Box<str>,
+    /// The label stored objects carry the value under: the label of the
+    /// storage version's field (kube's field label conversion, as
+    /// events.k8s.io's `regarding.kind` selects core's
+    /// `involvedObject.kind`). Equal to `label` for a storage version.
+    pub stored_label: Box<str>,
 }
 
 /// A served resource (one group/version/resource).
@@ -223,9 +228,11 @@ pub struct ResourceInfo {
     /// Where this kind's objects are stored (see [`crate::keys::KeyLayout`]):
     /// version-free, so every served version shares one store.
     pub storage_key: Arc<str>,
-    /// The version objects are stored at, which may differ from the one
-    /// served here (kube's storage version; a CRD's `storage: true`
-    /// version).
+    /// The group and version objects are stored at, which may differ from
+    /// the ones served here (kube's storage version; a CRD's `storage:
+    /// true` version; events.k8s.io's Events are stored as core Events).
+    /// Every write is converted to it and every read from it.
+    pub storage_group: String,
     pub storage_version: String,
     /// Where this kind's schema comes from: validation, pruning,
     /// defaulting, field ownership and OpenAPI all read it through
@@ -297,6 +304,20 @@ impl ResourceInfo {
     pub fn schema(&self) -> Option<crate::schema::Schema<'_>> {
         self.schema_registry()
             .kind(&self.group, &self.version, &self.kind)
+    }
+
+    /// Objects are stored in the form served here: no conversion on the
+    /// way in or out.
+    pub fn is_storage_version(&self) -> bool {
+        self.group == self.storage_group && self.version == self.storage_version
+    }
+
+    /// The label stored objects carry a selectable field under.
+    pub fn stored_field_label<'a>(&'a self, label: &'a str) -> &'a str {
+        self.selectable_fields
+            .iter()
+            .find(|f| &*f.label == label)
+            .map_or(label, |f| &f.stored_label)
     }
 
     pub fn has_subresource(&self, sub: &str) -> bool {
@@ -407,38 +428,43 @@ impl CatalogSnapshot {
     /// The served resource of a group and kind (any version: they share a
     /// store), as owner references and Events name objects.
     pub fn lookup_kind(&self, group: &str, kind: &str) -> Option<&Arc<ResourceInfo>> {
-        self.by_gvr
-            .values()
+        self.storage_versions()
             .find(|r| r.group == group && r.kind == kind)
     }
 
     /// A resource by its storage key (what events and stored objects carry).
     pub fn by_storage_key(&self, key: &str) -> Option<&Arc<ResourceInfo>> {
-        self.by_gvr.values().find(|r| *r.storage_key == *key)
+        self.storage_versions().find(|r| *r.storage_key == *key)
     }
 
-    /// One entry per stored resource (served versions of the same resource
-    /// share a store), for controllers that watch everything.
+    /// The entry objects of `info` are stored through: itself, or the
+    /// storage version it converts to.
+    pub fn storage_for<'a>(&'a self, info: &'a Arc<ResourceInfo>) -> Option<&'a Arc<ResourceInfo>> {
+        if info.is_storage_version() {
+            return Some(info);
+        }
+        self.lookup(&info.storage_group, &info.storage_version, &info.plural)
+    }
+
+    /// The entries at their storage version: one per store, the ones the
+    /// server's own readers and writers use.
+    fn storage_versions(&self) -> impl Iterator<Item = &Arc<ResourceInfo>> {
+        self.by_gvr.values().filter(|r| r.is_storage_version())
+    }
+
+    /// One entry per stored resource (its storage version), for
+    /// controllers that watch everything.
     pub fn stored_resources(&self) -> Vec<Arc<ResourceInfo>> {
-        let mut out: Vec<Arc<ResourceInfo>> = Vec::new();
-        for r in self.by_gvr.values() {
-            if !out.iter().any(|o| o.storage_key == r.storage_key) {
-                out.push(r.clone());
-            }
-        }
-        out
+        self.storage_versions().cloned().collect()
     }
 
-    /// One entry per stored namespaced resource (served versions of the
-    /// same resource share a store), for cascading namespace deletion.
+    /// One entry per stored namespaced resource (its storage version), for
+    /// cascading namespace deletion.
     pub fn namespaced_resources(&self) -> Vec<Arc<ResourceInfo>> {
-        let mut out: Vec<Arc<ResourceInfo>> = Vec::new();
-        for r in self.by_gvr.values().filter(|r| r.namespaced) {
-            if !out.iter().any(|o| o.storage_key == r.storage_key) {
-                out.push(r.clone());
-            }
-        }
-        out
+        self.storage_versions()
+            .filter(|r| r.namespaced)
+            .cloned()
+            .collect()
     }
 }
 
@@ -452,7 +478,7 @@ impl Catalog {
     pub fn with_builtins_in(layout: &crate::keys::KeyLayout) -> Arc<Self> {
         let catalog = Arc::new(Self::default());
         for mut r in builtin_resources() {
-            r.storage_key = layout.builtin(&r.group, &r.plural);
+            r.storage_key = layout.builtin(&r.storage_group, &r.plural);
             catalog.register(r);
         }
         catalog

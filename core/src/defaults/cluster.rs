@@ -65,3 +65,49 @@ pub fn endpoint_slice(obj: &mut Value) {
         set(port, "protocol", "TCP");
     }
 }
+
+/// autoscaling/v2 (the stored form): one replica at least, CPU at 80% when
+/// no metric is named, and a behavior, once given, completed with kube's
+/// scale-up (4 pods or 100% per 15s, no stabilization) and scale-down
+/// (100% per 15s) rules.
+pub fn horizontal_pod_autoscaler(obj: &mut Value) {
+    let Some(spec) = child(obj, "spec") else {
+        return;
+    };
+    set(spec, "minReplicas", 1);
+    if spec
+        .get("metrics")
+        .and_then(Value::as_array)
+        .is_none_or(Vec::is_empty)
+    {
+        spec["metrics"] = json!([{"type": "Resource", "resource": {"name": "cpu",
+            "target": {"type": "Utilization", "averageUtilization": 80}}}]);
+    }
+    if !spec.get("behavior").is_some_and(Value::is_object) {
+        return;
+    }
+    let behavior = &mut spec["behavior"];
+    let rules = [
+        (
+            "scaleUp",
+            json!({"stabilizationWindowSeconds": 0, "selectPolicy": "Max", "policies": [
+                {"type": "Pods", "value": 4, "periodSeconds": 15},
+                {"type": "Percent", "value": 100, "periodSeconds": 15}]}),
+        ),
+        (
+            "scaleDown",
+            json!({"selectPolicy": "Max", "policies": [
+                {"type": "Percent", "value": 100, "periodSeconds": 15}]}),
+        ),
+    ];
+    for (direction, defaults) in rules {
+        let Some(given) = child(behavior, direction) else {
+            continue;
+        };
+        if let Some(d) = defaults.as_object() {
+            for (k, v) in d {
+                set(given, k, v.clone());
+            }
+        }
+    }
+}

@@ -41,6 +41,7 @@ pub fn apply(group: &str, kind: &str, obj: &mut Value) {
         ("scheduling.k8s.io", "PriorityClass") => cluster::priority_class(obj),
         ("networking.k8s.io", "NetworkPolicy") => cluster::network_policy(obj),
         ("discovery.k8s.io", "EndpointSlice") => cluster::endpoint_slice(obj),
+        ("autoscaling", "HorizontalPodAutoscaler") => cluster::horizontal_pod_autoscaler(obj),
         _ => {}
     }
 }

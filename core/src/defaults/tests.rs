@@ -137,3 +137,25 @@ fn namespaces_are_labelled_with_their_name() {
     apply("", "Namespace", &mut nameless);
     assert!(nameless["metadata"].get("labels").is_none());
 }
+
+#[test]
+fn autoscaler_defaults() {
+    let mut bare = json!({"spec": {"maxReplicas": 3}});
+    apply("autoscaling", "HorizontalPodAutoscaler", &mut bare);
+    assert_eq!(bare["spec"]["minReplicas"], 1);
+    assert_eq!(
+        bare["spec"]["metrics"][0]["resource"]["target"]["averageUtilization"],
+        80
+    );
+    assert!(bare["spec"].get("behavior").is_none());
+    let mut given = json!({"spec": {"minReplicas": 2, "maxReplicas": 3,
+        "behavior": {"scaleDown": {"stabilizationWindowSeconds": 60}}}});
+    apply("autoscaling", "HorizontalPodAutoscaler", &mut given);
+    let b = &given["spec"]["behavior"];
+    assert_eq!(given["spec"]["minReplicas"], 2);
+    assert_eq!(b["scaleDown"]["stabilizationWindowSeconds"], 60);
+    assert_eq!(b["scaleDown"]["selectPolicy"], "Max");
+    assert_eq!(b["scaleDown"]["policies"][0]["type"], "Percent");
+    assert_eq!(b["scaleUp"]["stabilizationWindowSeconds"], 0);
+    assert_eq!(b["scaleUp"]["policies"].as_array().unwrap().len(), 2);
+}

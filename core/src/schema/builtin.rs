@@ -100,6 +100,14 @@ pub fn definitions() -> (BTreeMap<String, Value>, Vec<BuiltinKind>) {
     add::<api::node::v1::RuntimeClass>(g, k, "node.k8s.io", "v1", "RuntimeClass");
     add::<api::networking::v1::IPAddress>(g, k, "networking.k8s.io", "v1", "IPAddress");
     add::<api::networking::v1::ServiceCIDR>(g, k, "networking.k8s.io", "v1", "ServiceCIDR");
+    add::<api::events::v1::Event>(g, k, "events.k8s.io", "v1", "Event");
+    add::<api::autoscaling::v1::HorizontalPodAutoscaler>(
+        g,
+        k,
+        "autoscaling",
+        "v1",
+        "HorizontalPodAutoscaler",
+    );
     add::<api::autoscaling::v2::HorizontalPodAutoscaler>(
         g,
         k,

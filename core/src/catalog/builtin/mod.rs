@@ -67,6 +67,7 @@ pub(super) fn entry(
             printer: Printer::Default,
             scale: None,
             storage_key: crate::keys::KeyLayout::default().builtin(group, plural),
+            storage_group: group.to_string(),
             storage_version: version.to_string(),
             schema_source: SchemaSource::Builtin,
         },
@@ -87,21 +88,50 @@ impl Entry {
         self
     }
     pub(super) fn fields(mut self, f: &[(&str, &[&str])]) -> Self {
-        self.info.selectable_fields = f
-            .iter()
-            .map(|(label, path)| SelectableField {
-                label: (*label).into(),
-                path: field_path(path),
-                absent: "".into(),
-            })
-            .collect();
+        self.info.selectable_fields.clear();
+        for (label, path) in f {
+            self.push_field(label, path);
+        }
         self
+    }
+    /// Fields whose labels are built, not written out.
+    pub(super) fn built_fields(mut self, f: &[(String, Vec<&str>)]) -> Self {
+        for (label, path) in f {
+            self.push_field(label, path);
+        }
+        self
+    }
+    fn push_field(&mut self, label: &str, path: &[&str]) {
+        self.info.selectable_fields.push(SelectableField {
+            label: label.into(),
+            path: field_path(path),
+            absent: "".into(),
+            stored_label: label.into(),
+        });
     }
     /// Boolean fields among the selectable ones: unset selects as false.
     pub(super) fn booleans(mut self, labels: &[&str]) -> Self {
         for f in &mut self.info.selectable_fields {
             if labels.contains(&&*f.label) {
                 f.absent = "false".into();
+            }
+        }
+        self
+    }
+    /// Served here, stored as `group`/`version` (whose entry has the same
+    /// plural), converted on every write and read.
+    pub(super) fn stored_as(mut self, group: &str, version: &str) -> Self {
+        self.info.storage_group = group.into();
+        self.info.storage_version = version.into();
+        self.info.storage_key = crate::keys::KeyLayout::default().builtin(group, &self.info.plural);
+        self
+    }
+    /// Field labels of a version that names its fields differently from
+    /// the storage version: (served label, stored label).
+    pub(super) fn field_conversions(mut self, pairs: &[(&str, &str)]) -> Self {
+        for f in &mut self.info.selectable_fields {
+            if let Some((_, stored)) = pairs.iter().find(|(served, _)| *served == &*f.label) {
+                f.stored_label = (*stored).into();
             }
         }
         self
@@ -243,25 +273,16 @@ pub fn builtin_resources() -> Vec<ResourceInfo> {
             .short(&["ev"])
             .create_on_update()
             .printer(Printer::Event)
-            .fields(&[
-                ("involvedObject.kind", &["involvedObject", "kind"]),
-                ("involvedObject.namespace", &["involvedObject", "namespace"]),
-                ("involvedObject.name", &["involvedObject", "name"]),
-                ("involvedObject.uid", &["involvedObject", "uid"]),
-                (
-                    "involvedObject.apiVersion",
-                    &["involvedObject", "apiVersion"],
-                ),
-                (
-                    "involvedObject.resourceVersion",
-                    &["involvedObject", "resourceVersion"],
-                ),
-                ("involvedObject.fieldPath", &["involvedObject", "fieldPath"]),
-                ("reason", &["reason"]),
-                ("reportingComponent", &["reportingComponent"]),
-                ("source", &["source", "component"]),
-                ("type", &["type"]),
-            ]),
+            .built_fields(&event_fields("involvedObject", "reportingComponent"))
+            .built_fields(&[("source".into(), vec!["source", "component"])]),
+        // The newer Event API: core's Events under other field names.
+        entry("events.k8s.io", "v1", "Event", "events", true)
+            .short(&["ev"])
+            .create_on_update()
+            .printer(Printer::Event)
+            .stored_as("", "v1")
+            .built_fields(&event_fields("regarding", "reportingController"))
+            .field_conversions(&EVENT_FIELD_CONVERSIONS),
         entry("", "v1", "Node", "nodes", false)
             .short(&["no"])
             .status()
@@ -298,6 +319,45 @@ pub fn builtin_resources() -> Vec<ResourceInfo> {
     .map(|e| e.info)
     .collect()
 }
+
+/// An Event's selectable fields, under the names one version gives the
+/// object it is about and the component that reported it; the paths are
+/// the stored (core) ones.
+fn event_fields(regarding: &str, reporter: &str) -> Vec<(String, Vec<&'static str>)> {
+    let about = [
+        "kind",
+        "namespace",
+        "name",
+        "uid",
+        "apiVersion",
+        "resourceVersion",
+        "fieldPath",
+    ];
+    about
+        .iter()
+        .map(|f| (format!("{regarding}.{f}"), vec!["involvedObject", *f]))
+        .chain([
+            ("reason".to_string(), vec!["reason"]),
+            (reporter.to_string(), vec!["reportingComponent"]),
+            ("type".to_string(), vec!["type"]),
+        ])
+        .collect()
+}
+
+/// events.k8s.io's field labels and the core ones they select.
+const EVENT_FIELD_CONVERSIONS: [(&str, &str); 8] = [
+    ("regarding.kind", "involvedObject.kind"),
+    ("regarding.namespace", "involvedObject.namespace"),
+    ("regarding.name", "involvedObject.name"),
+    ("regarding.uid", "involvedObject.uid"),
+    ("regarding.apiVersion", "involvedObject.apiVersion"),
+    (
+        "regarding.resourceVersion",
+        "involvedObject.resourceVersion",
+    ),
+    ("regarding.fieldPath", "involvedObject.fieldPath"),
+    ("reportingController", "reportingComponent"),
+];
 
 /// RBAC kinds, certificate signing requests, and the review kinds of the
 /// authentication and authorization groups: create-only, answered without

@@ -70,18 +70,24 @@ pub(super) fn resources() -> Vec<Entry> {
             .short(&["cj"])
             .initial_status("{}")
             .printer(Printer::CronJob),
-        // The autoscaler that drives the workloads' scale subresources.
-        entry(
-            "autoscaling",
-            "v2",
-            "HorizontalPodAutoscaler",
-            "horizontalpodautoscalers",
-            true,
-        )
-        .short(&["hpa"])
-        .categories(&["all"])
-        .status()
-        .initial_status(r#"{"desiredReplicas": 0}"#)
-        .printer(Printer::HorizontalPodAutoscaler),
+        // The autoscaler that drives the workloads' scale subresources,
+        // stored at v2 and served at v1 too.
+        hpa("v2"),
+        hpa("v1").stored_as("autoscaling", "v2"),
     ]
+}
+
+fn hpa(version: &str) -> Entry {
+    entry(
+        "autoscaling",
+        version,
+        "HorizontalPodAutoscaler",
+        "horizontalpodautoscalers",
+        true,
+    )
+    .short(&["hpa"])
+    .categories(&["all"])
+    .status()
+    .initial_status(r#"{"desiredReplicas": 0}"#)
+    .printer(Printer::HorizontalPodAutoscaler)
 }
