@@ -163,6 +163,11 @@ pub struct Flags {
     #[arg(long, default_value = "10.0.0.0/24", value_parser = parse_service_cidrs)]
     pub service_cluster_ip_range: ServiceCidrs,
 
+    /// The ports NodePort and LoadBalancer Services expose on every node
+    /// come from this range (both ends included).
+    #[arg(long, default_value = "30000-32767", value_parser = crate::registry::node_ports::parse_range)]
+    pub service_node_port_range: (u16, u16),
+
     /// Calibration mode: answer every request with a fixed body of this
     /// many bytes through the same serving stack, to measure this
     /// machine's HTTP ceiling (BENCHMARKS.md).
@@ -188,6 +193,9 @@ pub struct ServerConfig {
     /// `--service-cluster-ip-range`: where Services' cluster IPs come
     /// from (the `kubernetes` Service has the primary range's first).
     pub service_cidrs: ServiceCidrs,
+    /// `--service-node-port-range`: the node ports Services hold, shared
+    /// by every executor.
+    pub node_ports: std::sync::Arc<crate::registry::node_ports::NodePorts>,
     /// `--event-ttl`: how long an Event lives after its last write.
     pub event_ttl: std::time::Duration,
     /// `--watch-history-window`: how long list snapshots live.

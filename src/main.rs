@@ -121,6 +121,10 @@ fn serve(mut flags: Flags) -> Result<(), String> {
             header: flags.request_header_timeout,
         },
         service_cidrs: flags.service_cluster_ip_range.clone(),
+        node_ports: Arc::new(registry::node_ports::NodePorts::new(
+            flags.service_node_port_range.0,
+            flags.service_node_port_range.1,
+        )),
         history_window: flags.watch_history_window,
         event_ttl: flags.event_ttl,
         admission: admission::config::AdmissionConfig::from_flags(&flags.admission)?,
@@ -253,6 +257,7 @@ fn start_controllers(
             controllers::kubernetes_service::ensure(&api).await?;
             controllers::system_objects::ensure(&api).await?;
             registry::service_ips::repair(&api).await?;
+            registry::node_ports::repair(&api).await?;
             controllers::security::bootstrap_policy::ensure(&api).await?;
             controllers::security::aggregation::settle(&api).await
         };

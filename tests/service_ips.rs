@@ -181,3 +181,149 @@ fn a_restart_repairs_leaked_and_missing_reservations() {
     );
     assert_eq!(holder(&s, "10.0.0.201").unwrap()["name"], "kept");
 }
+
+fn node_port(svc: &Value, i: usize) -> u64 {
+    svc["spec"]["ports"][i]["nodePort"]
+        .as_u64()
+        .unwrap_or_else(|| panic!("no nodePort {i}: {svc}"))
+}
+
+fn message(st: &Value) -> &str {
+    st["message"].as_str().unwrap_or_default()
+}
+
+/// Node ports come from --service-node-port-range, are never held twice,
+/// stay with their port across updates, go back when the type stops
+/// needing them or the Service is deleted, and are remembered across a
+/// restart.
+#[test]
+fn node_ports_are_allocated_kept_and_released() {
+    let data = tempfile::tempdir().unwrap();
+    let range = ["--service-node-port-range", "30000-30002"];
+    let mut s = Server::launch(2, data.path(), &range).unwrap();
+    let node = |name: &str, node_port: Option<u64>| {
+        let mut svc = service(name, json!({"type": "NodePort"}));
+        if let Some(p) = node_port {
+            svc["spec"]["ports"][0]["nodePort"] = json!(p);
+        }
+        svc
+    };
+    let (code, a) = s.post(SERVICES, &node("a", Some(30001)));
+    assert_eq!(code, 201, "{a}");
+    assert_eq!(node_port(&a, 0), 30001);
+
+    let (code, st) = s.post(SERVICES, &node("b", Some(30001)));
+    assert_eq!(code, 422, "{st}");
+    assert!(
+        message(&st).contains(
+            "spec.ports[0].nodePort: Invalid value: 30001: provided port is already allocated"
+        ),
+        "{st}"
+    );
+    let (code, st) = s.post(SERVICES, &node("b", Some(31000)));
+    assert_eq!(code, 422, "{st}");
+    assert!(
+        message(&st).contains("The range of valid ports is 30000-30002"),
+        "{st}"
+    );
+    let (code, st) = s.post(SERVICES, &{
+        let mut c = service("c", json!({}));
+        c["spec"]["ports"][0]["nodePort"] = json!(30000);
+        c
+    });
+    assert_eq!(code, 422, "a ClusterIP Service has no node ports: {st}");
+    assert!(
+        message(&st).contains("may not be used when `type` is 'ClusterIP'"),
+        "{st}"
+    );
+
+    // Unspecified: any free one; a dry run takes none.
+    let (code, dry) = s.post(&format!("{SERVICES}?dryRun=All"), &node("d", None));
+    assert_eq!(code, 201, "{dry}");
+    let (code, d) = s.post(SERVICES, &node("d", None));
+    assert_eq!(code, 201, "{d}");
+    let d_port = node_port(&d, 0);
+    assert!([30000, 30002].contains(&d_port), "{d}");
+    let (code, e) = s.post(SERVICES, &node("e", None));
+    assert_eq!(code, 201, "{e}");
+    let (code, st) = s.post(SERVICES, &node("f", None));
+    assert_eq!(code, 500, "the range is full: {st}");
+    assert!(message(&st).contains("range 30000-30002 is full"), "{st}");
+
+    // An update that leaves the node port out keeps it.
+    let (_, mut cur) = s.get(&format!("{SERVICES}/a"));
+    cur["spec"]["ports"][0]
+        .as_object_mut()
+        .unwrap()
+        .remove("nodePort");
+    cur["metadata"]["labels"] = json!({"x": "y"});
+    let (code, put) = s.put(&format!("{SERVICES}/a"), &cur);
+    assert_eq!(code, 200, "{put}");
+    assert_eq!(node_port(&put, 0), 30001);
+
+    // Back to ClusterIP: the node port is dropped and free again.
+    let (code, patched) = s.patch(
+        &format!("{SERVICES}/a"),
+        "application/merge-patch+json",
+        &json!({"spec": {"type": "ClusterIP"}}),
+    );
+    assert_eq!(code, 200, "{patched}");
+    assert!(
+        patched["spec"]["ports"][0].get("nodePort").is_none(),
+        "{patched}"
+    );
+    let (code, f) = s.post(SERVICES, &node("f", Some(30001)));
+    assert_eq!(code, 201, "released on the type change: {f}");
+
+    // Deleting gives the port back.
+    assert_eq!(s.delete(&format!("{SERVICES}/e")).0, 200);
+    let (code, g) = s.post(SERVICES, &node("g", None));
+    assert_eq!(code, 201, "released on delete: {g}");
+
+    // After a restart the stored Services' ports are still taken.
+    s.stop();
+    let s = Server::launch(2, data.path(), &range).unwrap();
+    for p in [30000, 30001, 30002] {
+        let (code, st) = s.post(SERVICES, &node("h", Some(p)));
+        assert_eq!(code, 422, "{p} is held: {st}");
+    }
+}
+
+/// A LoadBalancer with a local traffic policy gets a health-check node
+/// port; a Service turned ExternalName gives its cluster IP back and one
+/// turned back gets a new one.
+#[test]
+fn type_changes_allocate_and_release() {
+    let s = Server::start_with(1, &["--service-cluster-ip-range", "10.96.0.0/29"]);
+    let (code, lb) = s.post(
+        SERVICES,
+        &service(
+            "lb",
+            json!({"type": "LoadBalancer", "externalTrafficPolicy": "Local"}),
+        ),
+    );
+    assert_eq!(code, 201, "{lb}");
+    let check = lb["spec"]["healthCheckNodePort"].as_u64().unwrap();
+    assert!((30000..=32767).contains(&check), "{lb}");
+    assert_ne!(check, node_port(&lb, 0));
+
+    let (code, a) = s.post(SERVICES, &service("a", json!({})));
+    assert_eq!(code, 201, "{a}");
+    let ip = a["spec"]["clusterIP"].as_str().unwrap().to_string();
+    let (code, ext) = s.patch(
+        &format!("{SERVICES}/a"),
+        "application/merge-patch+json",
+        &json!({"spec": {"type": "ExternalName", "externalName": "example.com"}}),
+    );
+    assert_eq!(code, 200, "{ext}");
+    assert!(ext["spec"].get("clusterIP").is_none(), "{ext}");
+    assert!(holder(&s, &ip).is_none(), "{ip} released");
+    let (code, back) = s.patch(
+        &format!("{SERVICES}/a"),
+        "application/merge-patch+json",
+        &json!({"spec": {"type": "ClusterIP", "externalName": null}}),
+    );
+    assert_eq!(code, 200, "{back}");
+    let again = back["spec"]["clusterIP"].as_str().unwrap();
+    assert_eq!(holder(&s, again).unwrap()["name"], "a", "{back}");
+}

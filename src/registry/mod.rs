@@ -6,8 +6,10 @@
 //! write means the same thing whoever makes it.
 
 mod delete;
+pub mod node_ports;
 pub mod ownership;
 mod rbac_escalation;
+pub mod service_alloc;
 pub mod service_ips;
 pub mod store;
 pub mod strategy;

@@ -22,7 +22,7 @@
 //! must see first steps back to the slow path.
 
 use super::rbac_escalation::{self as escalation, EscalationCheck};
-use super::service_ips;
+use super::service_alloc::{self, Taken};
 use super::strategy::{shape, Ownership, Part};
 use crate::admission::{Admission, Attributes, Operation, Options};
 use crate::context::Api;
@@ -187,19 +187,19 @@ impl<'a> Store<'a> {
                     )),
                 );
             }
-            // A Service's cluster IPs are reserved before it is stored,
-            // and given back if it is not.
-            let reserved = if info.strategy.kind_hooks == KindHooks::Service {
-                service_ips::allocate(self.api, &mut candidate, w.dry_run).await?
+            // A Service's cluster IPs and node ports are reserved before
+            // it is stored, and given back if it is not.
+            let taken = if info.strategy.kind_hooks == KindHooks::Service {
+                service_alloc::before_write(self.api, &mut candidate, None, w.dry_run).await?
             } else {
-                Vec::new()
+                Taken::default()
             };
-            let held_by = (!reserved.is_empty()).then(|| meta::name(&candidate).to_string());
+            let held_by = (!taken.is_empty()).then(|| meta::name(&candidate).to_string());
             let attempt = self
                 .store_new(w, info, &attrs, &ownership, candidate, generate)
                 .await;
             if let (Some(held_by), false) = (held_by, matches!(attempt, Ok(Attempt::Stored(_)))) {
-                service_ips::release(self.api, &namespace, &held_by, &reserved).await;
+                service_alloc::undo(self.api, &namespace, &held_by, taken).await;
             }
             match attempt? {
                 Attempt::Stored(stored) => return Ok(stored),
@@ -299,12 +299,13 @@ impl<'a> Store<'a> {
                 },
             })
         };
-        let admit_updates = admission_sees(Operation::Update);
-        // A create by PUT goes the slow way when admission must see it or
-        // it needs more than its own shard (a Service's cluster IPs).
-        let admit_creates = creates == Creates::Allowed
-            && (admission_sees(Operation::Create)
-                || t.info.strategy.kind_hooks == KindHooks::Service);
+        // A Service's writes need more than its own shard (its cluster
+        // IPs and node ports), so they go the slow way.
+        let is_service = t.info.strategy.kind_hooks == KindHooks::Service;
+        let admit_updates = admission_sees(Operation::Update) || is_service;
+        // A create by PUT goes the slow way when admission must see it.
+        let admit_creates =
+            creates == Creates::Allowed && (admission_sees(Operation::Create) || is_service);
         let guards = Guards {
             check,
             create_refusal,
@@ -411,11 +412,13 @@ impl<'a> Store<'a> {
             },
         };
         self.admission().admit(&attrs, Some(&mut new)).await?;
-        // A Service created by PUT gets its cluster IPs as a POSTed one does.
-        let reserved = if old.is_none() && t.info.strategy.kind_hooks == KindHooks::Service {
-            service_ips::allocate(self.api, &mut new, w.dry_run).await?
+        // A Service gets (and gives up) cluster IPs and node ports as its
+        // type and ports change; one created by PUT as a POSTed one does.
+        let is_service = t.info.strategy.kind_hooks == KindHooks::Service;
+        let taken = if is_service {
+            service_alloc::before_write(self.api, &mut new, old_value.as_ref(), w.dry_run).await?
         } else {
-            Vec::new()
+            Taken::default()
         };
         let written = self
             .store_update(
@@ -430,8 +433,15 @@ impl<'a> Store<'a> {
                 guards,
             )
             .await;
-        if written.is_err() && !reserved.is_empty() {
-            service_ips::release(self.api, t.namespace, t.name, &reserved).await;
+        match (&written, old_value.as_ref()) {
+            (Err(_), _) if !taken.is_empty() => {
+                service_alloc::undo(self.api, t.namespace, t.name, taken).await;
+            }
+            (Ok(stored), Some(old)) if is_service && !w.dry_run => {
+                let new = stored.object.to_value();
+                service_alloc::after_update(self.api, t.namespace, t.name, old, &new).await;
+            }
+            _ => {}
         }
         written
     }
@@ -547,8 +557,7 @@ impl<'a> Store<'a> {
         if let (KindHooks::Service, DeleteOutcome::Deleted(gone), false) =
             (info.strategy.kind_hooks, &outcome, opts.dry_run)
         {
-            let ips = service_ips::held(&gone.to_value());
-            service_ips::release(self.api, namespace, name, &ips).await;
+            service_alloc::after_delete(self.api, namespace, name, &gone.to_value()).await;
         }
         Ok(outcome)
     }
