@@ -165,7 +165,7 @@ pub struct Flags {
 
     /// The ports NodePort and LoadBalancer Services expose on every node
     /// come from this range (both ends included).
-    #[arg(long, default_value = "30000-32767", value_parser = crate::registry::node_ports::parse_range)]
+    #[arg(long, default_value = "30000-32767", value_parser = kubeshard_core::portpool::parse_range)]
     pub service_node_port_range: (u16, u16),
 
     /// Calibration mode: answer every request with a fixed body of this
@@ -195,7 +195,7 @@ pub struct ServerConfig {
     pub service_cidrs: ServiceCidrs,
     /// `--service-node-port-range`: the node ports Services hold, shared
     /// by every executor.
-    pub node_ports: std::sync::Arc<crate::registry::node_ports::NodePorts>,
+    pub node_ports: std::sync::Arc<kubeshard_core::portpool::PortPool>,
     /// `--event-ttl`: how long an Event lives after its last write.
     pub event_ttl: std::time::Duration,
     /// `--watch-history-window`: how long list snapshots live.

@@ -542,7 +542,7 @@ mod tests {
         let v1 = &doc["items"][0]["versions"][0];
         assert_eq!(v1["freshness"], "Current");
         let want = format!(
-            r#"{{"resource":"pods","responseKind":{POD},"scope":"Namespaced","singularResource":"pod","verbs":{ALL},"shortNames":["po"],"categories":["all"],"subresources":[{{"subresource":"binding","responseKind":{BINDING},"verbs":["create"]}},{{"subresource":"eviction","responseKind":{EVICTION},"verbs":["create"]}},{{"subresource":"status","responseKind":{POD},"verbs":{RW}}}]}}"#
+            r#"{{"resource":"pods","responseKind":{POD},"scope":"Namespaced","singularResource":"pod","verbs":{ALL},"shortNames":["po"],"categories":["all"],"subresources":[{{"subresource":"binding","responseKind":{BINDING},"verbs":["create"]}},{{"subresource":"ephemeralcontainers","responseKind":{POD},"verbs":{RW}}},{{"subresource":"eviction","responseKind":{EVICTION},"verbs":["create"]}},{{"subresource":"resize","responseKind":{POD},"verbs":{RW}}},{{"subresource":"status","responseKind":{POD},"verbs":{RW}}}]}}"#
         );
         assert_eq!(find(&v1["resources"], "resource", "pods"), want);
         assert!(find(&v1["resources"], "resource", "namespaces").contains(r#""scope":"Cluster""#));

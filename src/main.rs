@@ -121,7 +121,7 @@ fn serve(mut flags: Flags) -> Result<(), String> {
             header: flags.request_header_timeout,
         },
         service_cidrs: flags.service_cluster_ip_range.clone(),
-        node_ports: Arc::new(registry::node_ports::NodePorts::new(
+        node_ports: Arc::new(kubeshard_core::portpool::PortPool::new(
             flags.service_node_port_range.0,
             flags.service_node_port_range.1,
         )),

@@ -319,6 +319,8 @@ fn a_copying_json_patch_cannot_multiply_an_object() {
     assert!(stored["data"].get("b").is_none());
 }
 
+const TEMPLATES: &str = "/api/v1/namespaces/default/podtemplates";
+
 #[test]
 fn strategic_merge_of_thousands_of_containers_does_not_hold_the_core() {
     // One shard: the patch and the administrator's request share a core.
@@ -331,13 +333,16 @@ fn strategic_merge_of_thousands_of_containers_does_not_hold_the_core() {
         ),
         ("repeated", "one name repeated", |_| "dup".to_string()),
     ] {
-        let p = json!({"metadata": {"name": pod}, "spec": {"containers": [{"name": "c0", "image": "x"}]}});
-        assert_eq!(s.post("/api/v1/namespaces/default/pods", &p).0, 201);
+        // A PodTemplate: its pod spec merges as a pod's (whose own spec
+        // is immutable).
+        let p = json!({"metadata": {"name": pod},
+            "template": {"spec": {"containers": [{"name": "c0", "image": "x"}]}}});
+        assert_eq!(s.post(TEMPLATES, &p).0, 201);
         let containers: Vec<Value> = (0..16_000)
             .map(|i| json!({"name": name_of(i), "image": "x"}))
             .collect();
-        let patch = json!({"spec": {"containers": containers}});
-        let url = s.url(&format!("/api/v1/namespaces/default/pods/{pod}"));
+        let patch = json!({"template": {"spec": {"containers": containers}}});
+        let url = s.url(&format!("{TEMPLATES}/{pod}"));
         let sent = std::thread::spawn(move || {
             let t = Instant::now();
             let code = ureq::agent()
@@ -362,8 +367,20 @@ fn strategic_merge_of_thousands_of_containers_does_not_hold_the_core() {
         );
         admin_answers_promptly(&s);
     }
-    let (_, p) = s.get("/api/v1/namespaces/default/pods/distinct");
-    assert_eq!(p["spec"]["containers"].as_array().unwrap().len(), 16_000);
-    let (_, p) = s.get("/api/v1/namespaces/default/pods/repeated");
-    assert_eq!(p["spec"]["containers"].as_array().unwrap().len(), 2);
+    let (_, p) = s.get(&format!("{TEMPLATES}/distinct"));
+    assert_eq!(
+        p["template"]["spec"]["containers"]
+            .as_array()
+            .unwrap()
+            .len(),
+        16_000
+    );
+    let (_, p) = s.get(&format!("{TEMPLATES}/repeated"));
+    assert_eq!(
+        p["template"]["spec"]["containers"]
+            .as_array()
+            .unwrap()
+            .len(),
+        2
+    );
 }

@@ -1,5 +1,5 @@
 //! PATCH over HTTP, one section per content type: JSON patch, merge patch,
-//! strategic merge patch on pod and deployment specs.
+//! strategic merge patch on pod template and deployment specs.
 
 mod common;
 
@@ -44,6 +44,18 @@ fn patch(s: &Server, path: &str, ct: &str, body: Value) -> Value {
     out
 }
 
+/// A strategic merge patch of a PodTemplate written as one of its pod:
+/// `spec` goes under `template`, and the answer shows the template's
+/// spec at `spec`.
+fn template_patch(s: &Server, path: &str, mut body: Value) -> Value {
+    if let Some(spec) = body.as_object_mut().and_then(|m| m.remove("spec")) {
+        body["template"] = json!({"spec": spec});
+    }
+    let mut out = patch(s, path, SMP, body);
+    out["spec"] = out["template"]["spec"].clone();
+    out
+}
+
 fn names(list: &Value) -> Vec<&str> {
     list.as_array()
         .unwrap()
@@ -53,15 +65,17 @@ fn names(list: &Value) -> Vec<&str> {
 }
 
 #[test]
-fn strategic_merge_on_pod_spec() {
+fn strategic_merge_on_a_pod_templates_spec() {
     let s = Server::start(2);
-    let path = &create(&s, "/api/v1/namespaces/default/pods", &pod("p"));
+    // A pod's spec is immutable; a PodTemplate's holds the same pod spec
+    // and merges by the same rules.
+    let template = json!({"metadata": {"name": "p"}, "template": {"spec": pod("p")["spec"]}});
+    let path = &create(&s, "/api/v1/namespaces/default/podtemplates", &template);
 
     // Containers merge by name: only app's image changes, sidecar stays.
-    let out = patch(
+    let out = template_patch(
         &s,
         path,
-        SMP,
         json!({"spec": {"containers": [{"name": "app", "image": "nginx:1.26"}]}}),
     );
     let containers = &out["spec"]["containers"];
@@ -71,10 +85,9 @@ fn strategic_merge_on_pod_spec() {
     assert_eq!(containers[1]["image"], "busybox:1");
 
     // env merges by name; $patch: delete removes one entry.
-    let out = patch(
+    let out = template_patch(
         &s,
         path,
-        SMP,
         json!({"spec": {"containers": [{"name": "app",
         "env": [{"name": "C", "value": "3"}, {"name": "A", "$patch": "delete"}]}]}}),
     );
@@ -82,10 +95,9 @@ fn strategic_merge_on_pod_spec() {
     assert_eq!(names(env), ["C", "B"]);
 
     // ports merge by containerPort.
-    let out = patch(
+    let out = template_patch(
         &s,
         path,
-        SMP,
         json!({"spec": {"containers": [{"name": "app",
         "ports": [{"containerPort": 80, "name": "http"}, {"containerPort": 443}]}]}}),
     );
@@ -98,10 +110,9 @@ fn strategic_merge_on_pod_spec() {
         .any(|p| p["containerPort"] == 80 && p["name"] == "http" && p["protocol"] == "TCP"));
 
     // volumeMounts merge by mountPath.
-    let out = patch(
+    let out = template_patch(
         &s,
         path,
-        SMP,
         json!({"spec": {"containers": [{"name": "app",
         "volumeMounts": [{"mountPath": "/cache", "name": "data"}]}]}}),
     );
@@ -114,10 +125,9 @@ fn strategic_merge_on_pod_spec() {
     );
 
     // Tolerations are atomic: the patch replaces the list.
-    let out = patch(
+    let out = template_patch(
         &s,
         path,
-        SMP,
         json!({"spec": {"tolerations": [{"key": "b", "operator": "Exists"}]}}),
     );
     assert_eq!(
@@ -126,10 +136,9 @@ fn strategic_merge_on_pod_spec() {
     );
 
     // Volumes merge by name with $retainKeys swapping the source.
-    let out = patch(
+    let out = template_patch(
         &s,
         path,
-        SMP,
         json!({"spec": {"volumes": [{"name": "data",
         "$retainKeys": ["configMap", "name"], "configMap": {"name": "cm"}}]}}),
     );
@@ -139,35 +148,31 @@ fn strategic_merge_on_pod_spec() {
     );
 
     // $setElementOrder reorders containers.
-    let out = patch(
+    let out = template_patch(
         &s,
         path,
-        SMP,
         json!({"spec": {"$setElementOrder/containers": [{"name": "sidecar"}, {"name": "app"}]}}),
     );
     assert_eq!(names(&out["spec"]["containers"]), ["sidecar", "app"]);
 
     // null deletes a map key; labels merge.
-    patch(
+    template_patch(
         &s,
         path,
-        SMP,
         json!({"metadata": {"labels": {"a": "1", "b": "2"}}}),
     );
-    let out = patch(&s, path, SMP, json!({"metadata": {"labels": {"a": null}}}));
+    let out = template_patch(&s, path, json!({"metadata": {"labels": {"a": null}}}));
     assert_eq!(out["metadata"]["labels"], json!({"b": "2"}));
 
     // $deleteFromPrimitiveList on finalizers.
-    patch(
+    template_patch(
         &s,
         path,
-        SMP,
         json!({"metadata": {"finalizers": ["x/one", "x/two"]}}),
     );
-    let out = patch(
+    let out = template_patch(
         &s,
         path,
-        SMP,
         json!({"metadata": {"$deleteFromPrimitiveList/finalizers": ["x/one"]}}),
     );
     assert_eq!(out["metadata"]["finalizers"], json!(["x/two"]));

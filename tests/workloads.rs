@@ -359,3 +359,102 @@ fn a_job_whose_pods_restart_always_is_refused() {
     let (code, _) = s.get("/apis/batch/v1/namespaces/default/jobs/bad");
     assert_eq!(code, 404);
 }
+
+/// `kubectl create cronjob` writes kube's CronJob, and `kubectl describe`
+/// works on every workload kind (it reads the object, its events by field
+/// selector, and for some kinds the pods and revisions it owns).
+#[test]
+fn kubectl_creates_cronjobs_and_describes_every_workload() {
+    let s = Server::start(1);
+    let k = Kubectl::new(&s);
+    let out = k.ok(&[
+        "create",
+        "cronjob",
+        "nightly",
+        "--image=busybox",
+        "--schedule=*/5 * * * *",
+        "--",
+        "date",
+    ]);
+    assert_eq!(out.trim(), "cronjob.batch/nightly created");
+    let cj = k.get_json(&["cronjob", "nightly"]);
+    assert_eq!(cj["spec"]["schedule"], "*/5 * * * *");
+    let pod = &cj["spec"]["jobTemplate"]["spec"]["template"]["spec"];
+    assert_eq!(pod["restartPolicy"], "OnFailure");
+    assert_eq!(pod["containers"][0]["command"], json!(["date"]));
+    assert_eq!(cj["spec"]["concurrencyPolicy"], "Allow", "defaulted: {cj}");
+
+    k.ok(&[
+        "create",
+        "deployment",
+        "web",
+        "--image=nginx",
+        "--replicas=2",
+    ]);
+    for (path, manifest, _, _) in kinds() {
+        let (code, created) = s.post(path, &manifest);
+        assert_eq!(code, 201, "{created}");
+    }
+    for (kind, name, shows) in [
+        ("deployment", "web", "Replicas:"),
+        ("replicaset", "rs", "Replicas:"),
+        ("statefulset", "sts", "Replicas:"),
+        ("daemonset", "ds", "Desired Number of Nodes Scheduled:"),
+        ("replicationcontroller", "rc", "Replicas:"),
+        ("job", "job", "Parallelism:"),
+        ("cronjob", "cj", "Schedule:"),
+    ] {
+        let out = k.ok(&["describe", kind, name]);
+        assert!(
+            out.starts_with("Name:") && out.contains(name),
+            "{kind}: {out}"
+        );
+        assert!(out.contains(shows), "{kind} shows {shows}: {out}");
+        assert!(out.contains("Events:"), "{kind}: {out}");
+    }
+}
+
+/// `kubectl rollout status` follows a Deployment until the controller
+/// (simulated here by status writes) reports the rollout complete.
+#[test]
+fn kubectl_rollout_status_waits_for_the_controller() {
+    let s = Server::start(1);
+    let k = Kubectl::new(&s);
+    k.ok(&[
+        "create",
+        "deployment",
+        "web",
+        "--image=nginx",
+        "--replicas=3",
+    ]);
+    let waiting = k
+        .command(&["rollout", "status", "deployment/web", "--timeout=60s"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (_, d) = s.get("/apis/apps/v1/namespaces/default/deployments/web");
+    let generation = d["metadata"]["generation"].clone();
+    for ready in 0..=3 {
+        let (code, st) = s.patch(
+            "/apis/apps/v1/namespaces/default/deployments/web/status",
+            "application/merge-patch+json",
+            &json!({"status": {"observedGeneration": generation, "replicas": 3,
+                "updatedReplicas": 3, "readyReplicas": ready, "availableReplicas": ready,
+                "conditions": [{"type": "Progressing", "status": "True",
+                    "reason": "NewReplicaSetAvailable", "message": "progressing"}]}}),
+        );
+        assert_eq!(code, 200, "{st}");
+    }
+    let out = waiting.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("deployment \"web\" successfully rolled out"),
+        "{stdout}"
+    );
+}

@@ -230,7 +230,9 @@ pub struct WatchArgs {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum BindMode {
-    /// PUT the pod with spec.nodeName set (kubeshard; kwok-style harnesses).
+    /// PUT the pod with spec.nodeName set: what permissive stand-ins
+    /// allow; kube-apiserver and kubeshard refuse it (a pod's spec is
+    /// immutable but for images and a few more fields).
     Update,
     /// POST pods/NAME/binding, as the scheduler does with kube-apiserver.
     Binding,
@@ -253,7 +255,7 @@ pub struct ClusterArgs {
     /// Informers doing list+watch on pods.
     #[arg(long, default_value_t = 5)]
     pub informers: usize,
-    #[arg(long, value_enum, default_value_t = BindMode::Update)]
+    #[arg(long, value_enum, default_value_t = BindMode::Binding)]
     pub bind: BindMode,
 }
 

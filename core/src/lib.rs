@@ -18,6 +18,7 @@ pub mod fieldvalidation;
 pub mod keys;
 pub mod meta;
 pub mod patch;
+pub mod portpool;
 pub mod protobuf;
 pub mod rbac;
 pub mod registry;

@@ -4,109 +4,16 @@
 //! with `externalTrafficPolicy: Local`.
 //!
 //! kube keeps the taken ports as a bitmap in storage; kubeshard keeps them
-//! in memory, shared by every executor under one lock (writes of Services
-//! are rare), and rebuilds them from the stored Services at start — what
-//! kube's repair loop does — before any Service write is served. A port
+//! in memory ([`PortPool`], shared by every executor) and rebuilds them
+//! from the stored Services at start — what kube's repair loop does —
+//! before any Service write may draw from them. A port
 //! is reserved before the Service is stored and given back when the write
 //! fails, when the Service stops using it, or when it is deleted.
 
 use crate::context::Api;
+use kubeshard_core::portpool::{PortPool, Refused};
 use kubeshard_core::status::{field_forbidden, field_invalid_raw, ApiError, StatusCause};
-use parking_lot::Mutex;
-use rand::Rng;
 use serde_json::{json, Value};
-use std::collections::BTreeSet;
-use std::sync::atomic::{AtomicBool, Ordering};
-
-/// The taken node ports of one range.
-#[derive(Debug)]
-pub struct NodePorts {
-    first: u16,
-    last: u16,
-    taken: Mutex<BTreeSet<u16>>,
-    /// The stored Services' ports are known (repair done).
-    ready: AtomicBool,
-}
-
-/// Why a port asked for cannot be had.
-enum Refused {
-    OutOfRange,
-    Taken,
-}
-
-impl NodePorts {
-    pub fn new(first: u16, last: u16) -> Self {
-        Self {
-            first,
-            last,
-            taken: Mutex::new(BTreeSet::new()),
-            ready: AtomicBool::new(false),
-        }
-    }
-
-    /// `30000-32767`, as kube prints the range in its messages.
-    pub fn range(&self) -> String {
-        format!("{}-{}", self.first, self.last)
-    }
-
-    fn reserve(&self, port: u16, dry_run: bool) -> Result<(), Refused> {
-        if !(self.first..=self.last).contains(&port) {
-            return Err(Refused::OutOfRange);
-        }
-        let mut taken = self.taken.lock();
-        if taken.contains(&port) {
-            return Err(Refused::Taken);
-        }
-        if !dry_run {
-            taken.insert(port);
-        }
-        Ok(())
-    }
-
-    /// Any free port: a random start, then the range in order from there.
-    fn reserve_any(&self, dry_run: bool) -> Option<u16> {
-        let start = rand::thread_rng().gen_range(self.first..=self.last);
-        let mut taken = self.taken.lock();
-        let port = (start..=self.last)
-            .chain(self.first..start)
-            .find(|p| !taken.contains(p))?;
-        if !dry_run {
-            taken.insert(port);
-        }
-        Some(port)
-    }
-
-    pub fn release(&self, ports: &[u16]) {
-        let mut taken = self.taken.lock();
-        for p in ports {
-            taken.remove(p);
-        }
-    }
-
-    fn check_ready(&self) -> Result<(), ApiError> {
-        if self.ready.load(Ordering::Acquire) {
-            return Ok(());
-        }
-        Err(ApiError::new(
-            503,
-            "ServiceUnavailable",
-            "the node port allocator is still loading the stored Services; try again",
-        ))
-    }
-}
-
-/// Parses `--service-node-port-range` (`30000-32767`, both ends taken).
-pub fn parse_range(s: &str) -> Result<(u16, u16), String> {
-    let (a, b) = s
-        .split_once('-')
-        .ok_or_else(|| format!("{s:?}: expected FIRST-LAST"))?;
-    let first: u16 = a.trim().parse().map_err(|e| format!("{a:?}: {e}"))?;
-    let last: u16 = b.trim().parse().map_err(|e| format!("{b:?}: {e}"))?;
-    if first == 0 || first > last {
-        return Err(format!("{s:?}: not a range of ports"));
-    }
-    Ok((first, last))
-}
 
 fn spec_str<'a>(svc: &'a Value, key: &str) -> &'a str {
     svc.get("spec")
@@ -224,7 +131,7 @@ enum Fill {
 }
 
 fn fill(
-    pool: &NodePorts,
+    pool: &PortPool,
     new: &mut Value,
     old: Option<&Value>,
     before: &[u16],
@@ -341,51 +248,8 @@ pub fn release_dropped(api: &Api, old: &Value, new: &Value) {
 pub async fn repair(api: &Api) -> Result<(), ApiError> {
     let services = api.builtin("", "services")?;
     let listed = crate::storage::list_all(api.storage(), &services).await?;
-    let pool = &api.config.node_ports;
-    {
-        let mut taken = pool.taken.lock();
-        for svc in &listed {
-            taken.extend(held(&svc.to_value()));
-        }
-    }
-    pool.ready.store(true, Ordering::Release);
+    api.config
+        .node_ports
+        .load(listed.iter().flat_map(|svc| held(&svc.to_value())));
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn ranges_parse_as_kube_writes_them() {
-        assert_eq!(parse_range("30000-32767").unwrap(), (30000, 32767));
-        assert!(parse_range("32767-30000").is_err());
-        assert!(parse_range("30000").is_err());
-        assert!(parse_range("0-10").is_err());
-    }
-
-    #[test]
-    fn the_pool_never_gives_a_port_twice() {
-        let pool = NodePorts::new(30000, 30009);
-        assert!(pool.reserve(30005, false).is_ok());
-        assert!(matches!(pool.reserve(30005, false), Err(Refused::Taken)));
-        assert!(matches!(
-            pool.reserve(40000, false),
-            Err(Refused::OutOfRange)
-        ));
-        let mut got: Vec<u16> = (0..9).map(|_| pool.reserve_any(false).unwrap()).collect();
-        got.sort_unstable();
-        assert_eq!(
-            got,
-            (30000..=30009).filter(|p| *p != 30005).collect::<Vec<_>>()
-        );
-        assert!(pool.reserve_any(false).is_none());
-        pool.release(&[30001]);
-        assert_eq!(pool.reserve_any(true), Some(30001));
-        assert_eq!(
-            pool.reserve_any(false),
-            Some(30001),
-            "a dry run keeps nothing"
-        );
-    }
 }

@@ -13,7 +13,7 @@ use super::ownership::Tracking;
 use super::store::{Old, Requested};
 use kubeshard_core::catalog::{KindHooks, ResourceInfo};
 use kubeshard_core::meta;
-use kubeshard_core::registry::{self, certificates, lifecycle, CreateContext};
+use kubeshard_core::registry::{self, certificates, lifecycle, pod, CreateContext};
 use kubeshard_core::status::ApiError;
 use serde_json::{json, Value};
 use std::cell::RefCell;
@@ -33,6 +33,12 @@ pub enum Part {
     /// A certificate signing request's `/approval`: only the conditions
     /// (and metadata) are taken.
     Approval,
+    /// A pod's `/ephemeralcontainers`: only `spec.ephemeralContainers`
+    /// is taken, and existing ones may not change.
+    EphemeralContainers,
+    /// A pod's `/resize`: only its containers' resources and resize
+    /// policies are taken.
+    Resize,
 }
 
 impl Part {
@@ -42,6 +48,8 @@ impl Part {
             "finalize" => Part::Finalize,
             "binding" => Part::Binding,
             "approval" => Part::Approval,
+            "ephemeralcontainers" => Part::EphemeralContainers,
+            "resize" => Part::Resize,
             _ => Part::Main,
         }
     }
@@ -85,7 +93,16 @@ pub fn shape(
     let mut out = match part {
         Part::Finalize => finalized(requested, old),
         Part::Binding => bound(requested, old),
-        Part::Approval => validated(info, certificates::approval(&requested, old), old)?,
+        Part::Approval => validated(info, certificates::approval(&requested, old), old, vec![])?,
+        Part::EphemeralContainers => {
+            let (mut new, causes) = pod::with_ephemeral_containers(&requested, old);
+            kubeshard_core::defaults::apply(&info.group, &info.kind, &mut new);
+            validated(info, new, old, causes)?
+        }
+        Part::Resize => {
+            let (new, causes) = pod::resized(&requested, old);
+            validated(info, new, old, causes)?
+        }
         Part::Status if info.strategy.kind_hooks == KindHooks::CertificateSigningRequest => {
             let causes = certificates::status_update_causes(&requested, old);
             if !causes.is_empty() {
@@ -198,20 +215,32 @@ pub fn apply_update(
     old: &Value,
     status_only: bool,
 ) -> Result<Value, ApiError> {
-    let out = if status_only {
-        registry::prepare_for_status_update(info, &new, old)
+    let (out, causes) = if status_only {
+        (registry::prepare_for_status_update(info, &new, old), vec![])
     } else {
         registry::prepare_for_update(info, &mut new, old);
-        new
+        let causes = if info.strategy.kind_hooks == KindHooks::Pod {
+            pod::spec_update_causes(&new, old)
+        } else {
+            vec![]
+        };
+        (new, causes)
     };
-    validated(info, out, old)
+    validated(info, out, old, causes)
 }
 
 /// The shaped update without its resourceVersion (the store stamps it),
-/// if it passes the kind's update validation.
-fn validated(info: &ResourceInfo, mut out: Value, old: &Value) -> Result<Value, ApiError> {
+/// if it passes the kind's update validation and has none of the `part`
+/// causes its part's strategy found.
+fn validated(
+    info: &ResourceInfo,
+    mut out: Value,
+    old: &Value,
+    part: Vec<kubeshard_core::status::StatusCause>,
+) -> Result<Value, ApiError> {
     meta::remove_meta(&mut out, "resourceVersion");
-    let causes = registry::validate_update(info, &out, old);
+    let mut causes = part;
+    causes.extend(registry::validate_update(info, &out, old));
     if !causes.is_empty() {
         return Err(ApiError::invalid(
             &info.group,

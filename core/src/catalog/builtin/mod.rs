@@ -227,6 +227,8 @@ pub fn builtin_resources() -> Vec<ResourceInfo> {
             .status()
             .subresource("binding")
             .subresource("eviction")
+            .subresource("ephemeralcontainers")
+            .subresource("resize")
             .generation()
             .returns_deleted()
             .hooks(KindHooks::Pod)
