@@ -51,8 +51,8 @@ pub async fn bind_collection(
     (info.resource, info.subresource, info.name) = ("pods".into(), "binding".into(), name);
     let pod = ResourceRequest {
         info,
-        resource: pods.clone(),
-        stored: pods,
+        resource: pods,
+        storage: None,
         query: rr.query.clone(),
         render: rr.render,
         conn: rr.conn.clone(),

@@ -46,9 +46,9 @@ async fn create_decoded(
     let info = &rr.resource;
     check_type(info, &mut obj)?;
     bind_namespace(info, &rr.info.namespace, &mut obj)?;
-    kubeshard_core::conversion::convert(&mut obj, &rr.stored.group, &rr.stored.version)?;
+    kubeshard_core::conversion::convert(&mut obj, &rr.stored().group, &rr.stored().version)?;
     let stored = Store::new(api)
-        .create(writer(rr)?, &rr.stored, obj, Ownership::Tracked(tracking))
+        .create(writer(rr)?, rr.stored(), obj, Ownership::Tracked(tracking))
         .await?;
     Ok(response::object(
         StatusCode::CREATED,

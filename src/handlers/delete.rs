@@ -83,7 +83,7 @@ pub async fn delete(api: &Rc<Api>, rr: &ResourceRequest, req: Request<Incoming>)
         ""
     };
     let deletion = Store::new(api)
-        .delete(deleter(rr, &opts), &rr.stored, ns, &rr.info.name, &opts)
+        .delete(deleter(rr, &opts), rr.stored(), ns, &rr.info.name, &opts)
         .await?;
     Ok(deletion_response(&info, &deletion, &opts, rr))
 }
@@ -148,7 +148,7 @@ pub async fn delete_collection(
         match store
             .delete(
                 deleter(rr, &opts),
-                &rr.stored,
+                rr.stored(),
                 &obj.namespace,
                 &obj.name,
                 &opts,

@@ -37,9 +37,11 @@ use std::sync::Arc;
 pub struct ResourceRequest {
     pub info: RequestInfo,
     pub resource: Arc<ResourceInfo>,
-    /// The entry objects are stored through: `resource` itself, or the
-    /// storage version a request at another version converts to.
-    pub stored: Arc<ResourceInfo>,
+    /// The storage version a request at another version converts to
+    /// (None: `resource` is stored as served). An Option, not a second
+    /// handle on `resource`: cloning the shared `Arc` costs an atomic
+    /// on the hot path every executor contends for.
+    pub storage: Option<Arc<ResourceInfo>>,
     pub query: Query,
     pub render: Render,
     /// How to cut the response off (its HTTP/2 stream, or its
@@ -50,6 +52,13 @@ pub struct ResourceRequest {
 }
 
 pub type HandlerResult = Result<Response<Body>, ApiError>;
+
+impl ResourceRequest {
+    /// The entry objects are stored through.
+    pub fn stored(&self) -> &Arc<ResourceInfo> {
+        self.storage.as_ref().unwrap_or(&self.resource)
+    }
+}
 
 impl Api {
     /// Serves one request that passed the filter chain (which parsed its
@@ -101,10 +110,14 @@ impl Api {
             .lookup(&info.group, &info.version, &info.resource)
             .cloned()
             .ok_or_else(not_found_path)?;
-        let stored = catalog
-            .storage_for(&resource)
-            .cloned()
-            .ok_or_else(|| ApiError::internal("the storage version is not served"))?;
+        let storage = if resource.is_storage_version() {
+            None
+        } else {
+            let stored = catalog
+                .storage_for(&resource)
+                .ok_or_else(|| ApiError::internal("the storage version is not served"))?;
+            Some(stored.clone())
+        };
         if !info.subresource.is_empty() && !resource.has_subresource(&info.subresource) {
             return Err(not_found_path());
         }
@@ -158,7 +171,7 @@ impl Api {
         let rr = ResourceRequest {
             info,
             resource,
-            stored,
+            storage,
             query,
             render,
             conn,

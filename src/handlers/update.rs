@@ -69,10 +69,9 @@ pub async fn write(
     ownership: Ownership,
     creates: Creates,
 ) -> Result<Written, ApiError> {
-    let requested = if rr.resource.is_storage_version() {
-        requested
-    } else {
-        converting(rr.resource.clone(), rr.stored.clone(), requested)
+    let requested = match &rr.storage {
+        None => requested,
+        Some(stored) => converting(rr.resource.clone(), stored.clone(), requested),
     };
     Store::new(api)
         .update(writer(rr)?, target(rr), requested, ownership, creates)
@@ -133,7 +132,7 @@ pub fn writer(rr: &ResourceRequest) -> Result<Writer<'_>, ApiError> {
 /// The object (or part of it) a request addresses.
 pub fn target(rr: &ResourceRequest) -> Target<'_> {
     Target {
-        info: &rr.stored,
+        info: rr.stored(),
         namespace: if rr.resource.namespaced {
             &rr.info.namespace
         } else {

@@ -116,7 +116,7 @@ pub async fn watch(api: &Rc<Api>, rr: &ResourceRequest) -> HandlerResult {
             &ResourceRequest {
                 info: rr.info.clone(),
                 resource: info.clone(),
-                stored: rr.stored.clone(),
+                storage: rr.storage.clone(),
                 query: list_rr_query,
                 render: rr.render,
                 conn: None,
