@@ -147,3 +147,48 @@ fn created_objects_start_with_kubes_status() {
     );
     assert_eq!(svc["status"], json!({"loadBalancer": {}}));
 }
+
+/// Quantities are stored as kube stores them, in canonical form, whatever
+/// the write: create, patch, apply.
+#[test]
+fn quantities_are_canonicalised_on_every_write() {
+    let s = Server::start(1);
+    let pods = "/api/v1/namespaces/default/pods";
+    let (code, p) = s.post(
+        pods,
+        &json!({"metadata": {"name": "q"}, "spec": {"containers": [{"name": "c", "image": "x",
+            "resources": {"requests": {"cpu": "0.5", "memory": "1024Mi"},
+                          "limits": {"cpu": 1, "memory": 1073741824}}}]}}),
+    );
+    assert_eq!(code, 201, "{p}");
+    let r = &p["spec"]["containers"][0]["resources"];
+    assert_eq!(r["requests"], json!({"cpu": "500m", "memory": "1Gi"}));
+    // A bare number is decimal: kube writes it back as it is.
+    assert_eq!(r["limits"], json!({"cpu": "1", "memory": "1073741824"}));
+
+    let pvcs = "/api/v1/namespaces/default/persistentvolumeclaims";
+    let (code, c) = s.post(
+        pvcs,
+        &json!({"metadata": {"name": "data"}, "spec": {"accessModes": ["ReadWriteOnce"],
+            "resources": {"requests": {"storage": "1.5Gi"}}}}),
+    );
+    assert_eq!(code, 201, "{c}");
+    assert_eq!(c["spec"]["resources"]["requests"]["storage"], "1536Mi");
+    let (code, c) = s.patch(
+        &format!("{pvcs}/data"),
+        "application/merge-patch+json",
+        &json!({"spec": {"resources": {"requests": {"storage": "2048Mi"}}}}),
+    );
+    assert_eq!(code, 200, "{c}");
+    assert_eq!(c["spec"]["resources"]["requests"]["storage"], "2Gi");
+
+    let (code, q) = s.apply_yaml(
+        "/api/v1/namespaces/default/resourcequotas/quota?fieldManager=test",
+        "apiVersion: v1\nkind: ResourceQuota\nmetadata:\n  name: quota\nspec:\n  hard:\n    pods: \"1000\"\n    requests.memory: 0.5Gi\n",
+    );
+    assert_eq!(code, 201, "{q}");
+    assert_eq!(
+        q["spec"]["hard"],
+        json!({"pods": "1k", "requests.memory": "512Mi"})
+    );
+}

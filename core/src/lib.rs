@@ -20,6 +20,7 @@ pub mod meta;
 pub mod patch;
 pub mod portpool;
 pub mod protobuf;
+pub mod quantity;
 pub mod rbac;
 pub mod registry;
 pub mod schema;

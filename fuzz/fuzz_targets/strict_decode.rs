@@ -1,7 +1,8 @@
 //! The field-validating decoders on arbitrary bodies: the JSON decoder
 //! (duplicates, unknown fields against the deployment schema), the YAML
-//! duplicate-key scanner, the pruning of a decoded YAML body and the type
-//! check every decoded body goes through.
+//! duplicate-key scanner, the pruning of a decoded YAML body, the type
+//! check every decoded body goes through, and the quantity canonicaliser
+//! it calls (whose output must be its own canonical form).
 #![no_main]
 
 use kubeshard_core::{fieldvalidation, schema};
@@ -15,6 +16,9 @@ fuzz_target!(|data: &[u8]| {
         }
     }
     let text = String::from_utf8_lossy(data);
+    if let Some(c) = kubeshard_core::quantity::canonical(&text) {
+        assert_eq!(kubeshard_core::quantity::canonical(&c).as_deref(), Some(c.as_str()));
+    }
     let _ = fieldvalidation::duplicate_keys(&text);
     if let Ok(mut v) = serde_yaml::from_str::<serde_json::Value>(&text) {
         let _ = fieldvalidation::prune(&mut v, deployment);

@@ -7,7 +7,8 @@
 //! (client-go informers, `kubectl describe`).
 //!
 //! Integers given as whole floats (`3.0`, which YAML decoders produce)
-//! are stored as integers so typed clients can read them back.
+//! are stored as integers so typed clients can read them back, and
+//! quantities in kube's canonical form (`1024Mi` as `1Gi`).
 
 use crate::schema::{Node, Scalar, Schema};
 use serde_json::Value;
@@ -137,6 +138,20 @@ fn walk<'v>(
             bad_quantity,
         }))
     };
+    if matches!(schema.node(), Node::Quantity) {
+        // kube stores every quantity it decodes in canonical form.
+        let canonical = match &*value {
+            Value::Number(n) => crate::quantity::canonical_number(n),
+            Value::String(s) if is_quantity(s.trim()) => {
+                crate::quantity::canonical(s).filter(|c| c != s)
+            }
+            _ => None,
+        };
+        if let Some(c) = canonical {
+            *value = Value::String(c);
+            return Ok(());
+        }
+    }
     let int32 = match schema.node() {
         Node::Scalar(Scalar::Int32) | Node::IntOrString => Some(true),
         Node::Scalar(Scalar::Integer) => Some(false),
