@@ -458,3 +458,57 @@ fn kubectl_rollout_status_waits_for_the_controller() {
         "{stdout}"
     );
 }
+
+/// A workload's selector must pick its template's pods, and an apps
+/// kind's selector never changes (kube's 422s).
+#[test]
+fn selectors_must_match_templates_and_stay_put() {
+    let s = Server::start(1);
+    let deployments = "/apis/apps/v1/namespaces/default/deployments";
+    let body = |selector: Value, app: &str| {
+        json!({"metadata": {"name": "web"}, "spec": {"selector": selector,
+            "template": template(app, None)}})
+    };
+    let (code, st) = s.post(
+        deployments,
+        &body(json!({"matchLabels": {"app": "web"}}), "api"),
+    );
+    assert_eq!(code, 422, "{st}");
+    assert_eq!(
+        st["details"]["causes"][0]["field"],
+        "spec.template.metadata.labels"
+    );
+    assert!(
+        st["message"]
+            .as_str()
+            .unwrap()
+            .contains(r#"Invalid value: map[string]string{"app":"api"}: `selector` does not match template `labels`"#),
+        "{st}"
+    );
+    let (code, st) = s.post(deployments, &body(json!({}), "web"));
+    assert_eq!(code, 422, "{st}");
+    assert!(st["message"]
+        .as_str()
+        .unwrap()
+        .contains("empty selector is invalid for deployment"));
+    let (code, d) = s.post(
+        deployments,
+        &body(json!({"matchLabels": {"app": "web"}}), "web"),
+    );
+    assert_eq!(code, 201, "{d}");
+    let (code, st) = s.patch(
+        &format!("{deployments}/web"),
+        "application/merge-patch+json",
+        &json!({"spec": {"selector": {"matchLabels": {"app": "api"}},
+            "template": {"metadata": {"labels": {"app": "api"}}}}}),
+    );
+    assert_eq!(code, 422, "{st}");
+    assert_eq!(st["details"]["causes"][0]["field"], "spec.selector");
+    assert!(
+        st["message"]
+            .as_str()
+            .unwrap()
+            .contains("field is immutable"),
+        "{st}"
+    );
+}

@@ -29,6 +29,24 @@ pub fn canonical_number(n: &serde_json::Number) -> Option<String> {
     canonical(&n.to_string())
 }
 
+/// A quantity in billionths of its unit (`500m` → 500 000 000), rounded
+/// up below that as kube parses it (saturating far past any real
+/// amount); None when it does not parse. For comparing and adding
+/// quantities (QoS classes, sizes).
+pub fn nanos(q: &serde_json::Value) -> Option<i128> {
+    let text = match q {
+        serde_json::Value::String(s) => s.trim().to_string(),
+        serde_json::Value::Number(n) => n.to_string(),
+        _ => return None,
+    };
+    let (negative, mantissa, exponent, _) = parse(&text)?;
+    let scale = 10i128.checked_pow(u32::try_from(exponent + 9).ok()?);
+    let amount = scale
+        .and_then(|s| i128::try_from(mantissa).ok()?.checked_mul(s))
+        .unwrap_or(i128::MAX);
+    Some(if negative { -amount } else { amount })
+}
+
 /// sign, |value| = mantissa × 10^exponent (exponent ≥ -9), format.
 fn parse(s: &str) -> Option<(bool, u128, i32, Format)> {
     let (negative, unsigned) = match s.as_bytes().first()? {

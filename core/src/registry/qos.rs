@@ -4,6 +4,7 @@
 //! when nothing requests or limits cpu or memory, Burstable otherwise.
 //! Pod-level resources, when given, decide instead of the containers.
 
+use crate::quantity::nanos;
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 
@@ -65,67 +66,6 @@ fn add_positive(
         found.push(resource);
     }
     found
-}
-
-/// A quantity in billionths of its unit (`500m` → 500 000 000), rounded
-/// up below that; None when it does not parse.
-pub fn nanos(q: &Value) -> Option<i128> {
-    let text = match q {
-        Value::String(s) => s.trim().to_string(),
-        Value::Number(n) => n.to_string(),
-        _ => return None,
-    };
-    let (negative, unsigned) = match text.strip_prefix('-') {
-        Some(rest) => (true, rest),
-        None => (false, text.strip_prefix('+').unwrap_or(&text)),
-    };
-    let end = unsigned
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(unsigned.len());
-    let (number, suffix) = unsigned.split_at(end);
-    let (whole, fraction) = number.split_once('.').unwrap_or((number, ""));
-    if whole.is_empty() && fraction.is_empty() {
-        return None;
-    }
-    let digits = format!("{whole}{fraction}");
-    let mut mantissa: i128 = digits.parse().ok()?;
-    // value = mantissa × 10^exp10 × 2^exp2, in nano units.
-    let mut exp10 = 9 - fraction.len() as i32;
-    let mut exp2 = 0u32;
-    match suffix {
-        "" => {}
-        "n" => exp10 -= 9,
-        "u" => exp10 -= 6,
-        "m" => exp10 -= 3,
-        "k" => exp10 += 3,
-        "M" => exp10 += 6,
-        "G" => exp10 += 9,
-        "T" => exp10 += 12,
-        "P" => exp10 += 15,
-        "E" => exp10 += 18,
-        "Ki" => exp2 = 10,
-        "Mi" => exp2 = 20,
-        "Gi" => exp2 = 30,
-        "Ti" => exp2 = 40,
-        "Pi" => exp2 = 50,
-        "Ei" => exp2 = 60,
-        e => {
-            let exp = e.strip_prefix(['e', 'E'])?;
-            exp10 += exp.parse::<i32>().ok()?;
-        }
-    }
-    mantissa = mantissa.checked_mul(1i128 << exp2).unwrap_or(i128::MAX);
-    if exp10 >= 0 {
-        for _ in 0..exp10.min(40) {
-            mantissa = mantissa.saturating_mul(10);
-        }
-    } else {
-        let div = 10i128
-            .checked_pow(exp10.unsigned_abs())
-            .unwrap_or(i128::MAX);
-        mantissa = mantissa / div + i128::from(mantissa % div != 0);
-    }
-    Some(if negative { -mantissa } else { mantissa })
 }
 
 #[cfg(test)]

@@ -55,6 +55,7 @@ pub fn validate_object(info: &ResourceInfo, obj: &Value) -> Vec<StatusCause> {
         }
     }
     causes.extend(super::lifecycle::validate_lifecycle_metadata(obj));
+    causes.extend(super::workloads::validate(&info.group, &info.kind, obj));
     if info.strategy.kind_hooks == KindHooks::Secret {
         causes.extend(validate_secret(obj));
     }
@@ -102,6 +103,12 @@ pub fn validate_update(info: &ResourceInfo, new: &Value, old: &Value) -> Vec<Sta
     if info.strategy.kind_hooks == KindHooks::Service {
         causes.extend(super::service::validate_update(new, old));
     }
+    causes.extend(super::workloads::validate_update(
+        &info.group,
+        &info.kind,
+        new,
+        old,
+    ));
     causes
 }
 
