@@ -273,3 +273,54 @@ fn printer_cells_are_kubectls() {
         [&json!("pods: 3/10"), &json!("limits.cpu: 0/4")]
     );
 }
+
+/// A claim's spec is fixed once created; a bound claim may grow, not
+/// shrink below its capacity (kube's 422s).
+#[test]
+fn a_claims_spec_changes_only_as_kube_allows() {
+    let s = Server::start(1);
+    let pvcs = "/api/v1/namespaces/default/persistentvolumeclaims";
+    let (code, c) = s.post(
+        pvcs,
+        &json!({"metadata": {"name": "data"}, "spec": {"accessModes": ["ReadWriteOnce"],
+            "resources": {"requests": {"storage": "1Gi"}}}}),
+    );
+    assert_eq!(code, 201, "{c}");
+    let path = format!("{pvcs}/data");
+    let merge = "application/merge-patch+json";
+    let (code, st) = s.patch(
+        &path,
+        merge,
+        &json!({"spec": {"accessModes": ["ReadWriteMany"]}}),
+    );
+    assert_eq!(code, 422, "{st}");
+    assert!(st["message"]
+        .as_str()
+        .unwrap()
+        .contains("spec is immutable after creation"));
+    // The binder names the volume; then the claim is bound and may grow.
+    let (code, c) = s.patch(&path, merge, &json!({"spec": {"volumeName": "pv-1"}}));
+    assert_eq!(code, 200, "{c}");
+    let (code, c) = s.patch(
+        &format!("{path}/status"),
+        merge,
+        &json!({"status": {"phase": "Bound", "capacity": {"storage": "1Gi"}}}),
+    );
+    assert_eq!(code, 200, "{c}");
+    let (code, c) = s.patch(
+        &path,
+        merge,
+        &json!({"spec": {"resources": {"requests": {"storage": "2Gi"}}}}),
+    );
+    assert_eq!(code, 200, "{c}");
+    let (code, st) = s.patch(
+        &path,
+        merge,
+        &json!({"spec": {"resources": {"requests": {"storage": "512Mi"}}}}),
+    );
+    assert_eq!(code, 422, "{st}");
+    assert_eq!(
+        st["details"]["causes"][0]["field"],
+        "spec.resources.requests.storage"
+    );
+}

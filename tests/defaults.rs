@@ -174,14 +174,6 @@ fn quantities_are_canonicalised_on_every_write() {
     );
     assert_eq!(code, 201, "{c}");
     assert_eq!(c["spec"]["resources"]["requests"]["storage"], "1536Mi");
-    let (code, c) = s.patch(
-        &format!("{pvcs}/data"),
-        "application/merge-patch+json",
-        &json!({"spec": {"resources": {"requests": {"storage": "2048Mi"}}}}),
-    );
-    assert_eq!(code, 200, "{c}");
-    assert_eq!(c["spec"]["resources"]["requests"]["storage"], "2Gi");
-
     let (code, q) = s.apply_yaml(
         "/api/v1/namespaces/default/resourcequotas/quota?fieldManager=test",
         "apiVersion: v1\nkind: ResourceQuota\nmetadata:\n  name: quota\nspec:\n  hard:\n    pods: \"1000\"\n    requests.memory: 0.5Gi\n",
@@ -191,4 +183,11 @@ fn quantities_are_canonicalised_on_every_write() {
         q["spec"]["hard"],
         json!({"pods": "1k", "requests.memory": "512Mi"})
     );
+    let (code, q) = s.patch(
+        "/api/v1/namespaces/default/resourcequotas/quota",
+        "application/merge-patch+json",
+        &json!({"spec": {"hard": {"requests.memory": "2048Mi"}}}),
+    );
+    assert_eq!(code, 200, "{q}");
+    assert_eq!(q["spec"]["hard"]["requests.memory"], "2Gi");
 }

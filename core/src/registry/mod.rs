@@ -14,6 +14,7 @@ pub mod pod;
 mod qos;
 mod service;
 mod validate;
+mod volumes;
 mod workloads;
 
 pub use lifecycle::should_delete_during_update;

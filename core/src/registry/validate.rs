@@ -103,6 +103,9 @@ pub fn validate_update(info: &ResourceInfo, new: &Value, old: &Value) -> Vec<Sta
     if info.strategy.kind_hooks == KindHooks::Service {
         causes.extend(super::service::validate_update(new, old));
     }
+    if (info.group.as_str(), info.kind.as_str()) == ("", "PersistentVolumeClaim") {
+        causes.extend(super::volumes::validate_claim_update(new, old));
+    }
     causes.extend(super::workloads::validate_update(
         &info.group,
         &info.kind,
