@@ -91,6 +91,7 @@ pub async fn watch(api: &Rc<Api>, rr: &ResourceRequest) -> HandlerResult {
         ));
     }
     let mut framer = Framer {
+        as_stored: !rr.render.output.is_transformed() && info.is_storage_version(),
         info: info.clone(),
         render: rr.render,
         headers_sent: false,
@@ -215,7 +216,7 @@ fn stream_response(stream: Pin<Box<dyn ChunkStream>>, render: Render) -> Respons
 /// The synthetic ADDED line for an object of the initial state: its own
 /// frame when that is an ADDED one, else a new line around its JSON.
 fn initial_frame(framer: &mut Framer, o: &StoredObject) -> Bytes {
-    if framer.as_stored() && o.frame_kind() == EventType::Added {
+    if framer.as_stored && o.frame_kind() == EventType::Added {
         return o.frame().clone();
     }
     framer.frame(EventType::Added, o.json_slice())
@@ -224,18 +225,15 @@ fn initial_frame(framer: &mut Framer, o: &StoredObject) -> Bytes {
 /// Builds a watcher's frames in the form it asked for. A Table watch
 /// sends column definitions with its first event only, as kube does.
 struct Framer {
+    /// Stored frames go out as they are (plain JSON at the storage
+    /// version): decided once, not per event and watcher.
+    as_stored: bool,
     info: Arc<ResourceInfo>,
     render: Render,
     headers_sent: bool,
 }
 
 impl Framer {
-    /// Stored frames go out as they are: plain JSON at the storage
-    /// version.
-    fn as_stored(&self) -> bool {
-        !self.render.output.is_transformed() && self.info.is_storage_version()
-    }
-
     fn frame(&mut self, kind: EventType, object: &[u8]) -> Bytes {
         if !self.render.output.is_transformed() {
             if self.info.is_storage_version() {
@@ -324,7 +322,7 @@ fn frame_for_event(filter: &Filter, framer: &mut Framer, e: &Arc<Event>) -> Opti
         _ => return None,
     };
     let stopped_matching = kind == EventType::Deleted && e.kind == EventType::Modified;
-    let plain = framer.as_stored();
+    let plain = framer.as_stored;
     match () {
         _ if plain && kind == e.kind => Some(e.frame().clone()),
         _ if plain && stopped_matching => e.prev_deleted_frame().cloned(),
