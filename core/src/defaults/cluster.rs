@@ -111,3 +111,44 @@ pub fn horizontal_pod_autoscaler(obj: &mut Value) {
         }
     }
 }
+
+/// Sets `key` to `value` when absent, null or zero (Go's zero value, which
+/// kube's flowcontrol defaults replace).
+fn set_unless_nonzero(obj: &mut Value, key: &str, value: i64) {
+    if obj.get(key).and_then(Value::as_i64).unwrap_or(0) == 0 {
+        if let Some(m) = obj.as_object_mut() {
+            m.insert(key.into(), json!(value));
+        }
+    }
+}
+
+/// A FlowSchema without a precedence matches at 1000.
+pub fn flow_schema(obj: &mut Value) {
+    if let Some(spec) = child(obj, "spec") {
+        set_unless_nonzero(spec, "matchingPrecedence", 1000);
+    }
+}
+
+/// A priority level's shares and lending (30 shares for a limited one, 0
+/// for an exempt one, lending nothing) and its queues (64 queues, hands
+/// of 8, 50 requests each).
+pub fn priority_level_configuration(obj: &mut Value) {
+    let Some(spec) = obj.get_mut("spec").filter(|s| s.is_object()) else {
+        return;
+    };
+    for (level, shares) in [("exempt", 0), ("limited", 30)] {
+        let Some(l) = spec.get_mut(level).filter(|l| l.is_object()) else {
+            continue;
+        };
+        set(l, "nominalConcurrencyShares", shares);
+        set(l, "lendablePercent", 0);
+    }
+    if let Some(q) = spec
+        .pointer_mut("/limited/limitResponse/queuing")
+        .filter(|q| q.is_object())
+    {
+        set_unless_nonzero(q, "handSize", 8);
+        set_unless_nonzero(q, "queues", 64);
+        set_unless_nonzero(q, "queueLengthLimit", 50);
+    }
+}

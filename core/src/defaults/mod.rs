@@ -42,6 +42,10 @@ pub fn apply(group: &str, kind: &str, obj: &mut Value) {
         ("networking.k8s.io", "NetworkPolicy") => cluster::network_policy(obj),
         ("discovery.k8s.io", "EndpointSlice") => cluster::endpoint_slice(obj),
         ("autoscaling", "HorizontalPodAutoscaler") => cluster::horizontal_pod_autoscaler(obj),
+        ("flowcontrol.apiserver.k8s.io", "FlowSchema") => cluster::flow_schema(obj),
+        ("flowcontrol.apiserver.k8s.io", "PriorityLevelConfiguration") => {
+            cluster::priority_level_configuration(obj)
+        }
         _ => {}
     }
 }

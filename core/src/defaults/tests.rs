@@ -159,3 +159,37 @@ fn autoscaler_defaults() {
     assert_eq!(b["scaleUp"]["stabilizationWindowSeconds"], 0);
     assert_eq!(b["scaleUp"]["policies"].as_array().unwrap().len(), 2);
 }
+
+#[test]
+fn flowcontrol_defaults() {
+    let mut fs = json!({"spec": {"priorityLevelConfiguration": {"name": "x"}}});
+    apply("flowcontrol.apiserver.k8s.io", "FlowSchema", &mut fs);
+    assert_eq!(fs["spec"]["matchingPrecedence"], 1000);
+    let mut kept = json!({"spec": {"matchingPrecedence": 500}});
+    apply("flowcontrol.apiserver.k8s.io", "FlowSchema", &mut kept);
+    assert_eq!(kept["spec"]["matchingPrecedence"], 500);
+    let mut plc = json!({"spec": {"type": "Limited", "limited": {"limitResponse": {
+        "type": "Queue", "queuing": {"queues": 0}}}}});
+    apply(
+        "flowcontrol.apiserver.k8s.io",
+        "PriorityLevelConfiguration",
+        &mut plc,
+    );
+    let l = &plc["spec"]["limited"];
+    assert_eq!(l["nominalConcurrencyShares"], 30);
+    assert_eq!(l["lendablePercent"], 0);
+    assert_eq!(
+        l["limitResponse"]["queuing"],
+        json!({"queues": 64, "handSize": 8, "queueLengthLimit": 50})
+    );
+    let mut exempt = json!({"spec": {"type": "Exempt", "exempt": {}}});
+    apply(
+        "flowcontrol.apiserver.k8s.io",
+        "PriorityLevelConfiguration",
+        &mut exempt,
+    );
+    assert_eq!(
+        exempt["spec"]["exempt"],
+        json!({"nominalConcurrencyShares": 0, "lendablePercent": 0})
+    );
+}
