@@ -6,6 +6,7 @@
 
 use super::{node_ports, service_ips};
 use crate::context::Api;
+use kubeshard_core::registry::is_external_name;
 use kubeshard_core::status::ApiError;
 use serde_json::Value;
 
@@ -20,10 +21,6 @@ impl Taken {
     pub fn is_empty(&self) -> bool {
         self.ips.is_empty() && self.node_ports.is_empty()
     }
-}
-
-fn is_external_name(svc: &Value) -> bool {
-    svc.pointer("/spec/type").and_then(Value::as_str) == Some("ExternalName")
 }
 
 /// Before a Service is stored: `new` (created when `old` is None) gets

@@ -188,10 +188,7 @@ pub(super) fn v2_to_v1(obj: &mut Value) {
             }
         }
     }
-    let annotations = annotations_mut(o);
-    for key in ROUND_TRIP {
-        annotations.remove(key);
-    }
+    let annotations = round_trip_cleared(o);
     for (key, value) in notes {
         annotations.insert(key.into(), Value::String(value));
     }
@@ -248,10 +245,7 @@ pub(super) fn v1_to_v2(obj: &mut Value) {
             status.insert("conditions".into(), c);
         }
     }
-    let annotations = annotations_mut(o);
-    for key in ROUND_TRIP {
-        annotations.remove(key);
-    }
+    round_trip_cleared(o);
     drop_if_empty(o);
 }
 
@@ -373,6 +367,16 @@ fn go_field_names(v: &Value, to_go: bool) -> Value {
         Value::Array(a) => Value::Array(a.iter().map(|v| go_field_names(v, to_go)).collect()),
         other => other.clone(),
     }
+}
+
+/// The object's annotations without the ones conversion owns: what
+/// either direction starts its own from.
+fn round_trip_cleared(o: &mut Map<String, Value>) -> &mut Map<String, Value> {
+    let annotations = annotations_mut(o);
+    for key in ROUND_TRIP {
+        annotations.remove(key);
+    }
+    annotations
 }
 
 fn annotations_mut(o: &mut Map<String, Value>) -> &mut Map<String, Value> {

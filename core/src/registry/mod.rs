@@ -18,6 +18,7 @@ mod volumes;
 mod workloads;
 
 pub use lifecycle::should_delete_during_update;
+pub use service::is_external_name;
 pub use validate::{validate_object, validate_update};
 
 use crate::catalog::{ResourceInfo, StatusMetadata};

@@ -8,7 +8,8 @@ use serde_json::Value;
 
 const ALLOCATED: [&str; 4] = ["clusterIP", "clusterIPs", "ipFamilies", "ipFamilyPolicy"];
 
-fn is_external_name(obj: &Value) -> bool {
+/// An ExternalName Service: a DNS alias, holding no cluster address.
+pub fn is_external_name(obj: &Value) -> bool {
     obj.pointer("/spec/type").and_then(Value::as_str) == Some("ExternalName")
 }
 

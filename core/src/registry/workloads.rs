@@ -73,9 +73,6 @@ pub(super) fn validate(group: &str, kind: &str, obj: &Value) -> Vec<StatusCause>
         {
             return vec![]
         }
-        (SelectorRule::Required { .. } | SelectorRule::LabelMap, None) => {
-            return vec![field_required("spec.selector", "")]
-        }
         (_, None) => return vec![field_required("spec.selector", "")],
         (SelectorRule::LabelMap, Some(Value::Object(m))) => {
             let wanted = serde_json::json!({ "matchLabels": m });
