@@ -24,6 +24,9 @@ pub struct RequestInfo {
     pub subresource: String,
     pub name: String,
     pub path: String,
+    /// The `fieldSelector` of a list, watch or deletecollection, for the
+    /// authorizers that scope reads by field.
+    pub field_selector: String,
 }
 
 /// Query parameters, first value wins (as Go's `url.Values.Get`).
@@ -160,6 +163,9 @@ impl RequestInfo {
         };
         if matches!(info.verb.as_str(), "list" | "watch") && info.name.is_empty() {
             info.name = selected_name(query).unwrap_or_default();
+        }
+        if matches!(info.verb.as_str(), "list" | "watch" | "deletecollection") {
+            info.field_selector = query.get("fieldSelector").unwrap_or("").to_string();
         }
         info
     }

@@ -17,6 +17,7 @@ pub mod defaults;
 pub mod fieldvalidation;
 pub mod keys;
 pub mod meta;
+pub mod nodeauthz;
 pub mod patch;
 pub mod portpool;
 pub mod protobuf;

@@ -15,6 +15,7 @@
 mod always;
 pub mod config;
 mod namespace_lifecycle;
+mod node_restriction;
 pub mod plugins;
 mod recorder;
 

@@ -5,9 +5,11 @@
 //! whatever order the flags name them in.
 
 use super::config::AdmissionConfig;
+use super::node_restriction::{self, NodeRestriction};
 use super::recorder::{self, TestRecorder};
 use super::{Admission, AlwaysAdmit, AlwaysDeny, NamespaceLifecycle};
 use crate::informer::Informers;
+use crate::security::Security;
 use kubeshard_core::keys::KeyLayout;
 use kubeshard_shards::ExecutorContext;
 use std::rc::Rc;
@@ -79,7 +81,12 @@ pub const DEFAULT_ON: &[&str] = &[
 ];
 
 /// The plugins kubeshard has.
-pub const IMPLEMENTED: &[&str] = &["AlwaysAdmit", "NamespaceLifecycle", "AlwaysDeny"];
+pub const IMPLEMENTED: &[&str] = &[
+    "AlwaysAdmit",
+    "NamespaceLifecycle",
+    "NodeRestriction",
+    "AlwaysDeny",
+];
 
 /// Plugins only debug builds have, for the test suite (see
 /// [`super::recorder`]); they run after kube's.
@@ -154,6 +161,8 @@ pub struct PluginInit<'a> {
     pub informers: &'a Rc<Informers>,
     /// Where the kinds plugins read are stored.
     pub keys: &'a KeyLayout,
+    /// This executor's authorizers (plugins that ask permission questions).
+    pub security: &'a Rc<Security>,
 }
 
 pub fn build(config: &AdmissionConfig, init: &PluginInit<'_>) -> Admission {
@@ -164,6 +173,9 @@ pub fn build(config: &AdmissionConfig, init: &PluginInit<'_>) -> Admission {
                 chain = chain.with_mutating(Rc::new(NamespaceLifecycle::start(init)));
             }
             "AlwaysAdmit" => chain = chain.with_mutating(Rc::new(AlwaysAdmit)),
+            node_restriction::NAME => {
+                chain = chain.with_mutating(Rc::new(NodeRestriction::new(init)));
+            }
             "AlwaysDeny" => chain = chain.with_validating(Rc::new(AlwaysDeny)),
             recorder::NAME => {
                 let r = Rc::new(

@@ -72,6 +72,7 @@ impl Api {
                 ctx: &exec,
                 informers: &security.informers,
                 keys: &config.keys,
+                security: &security,
             },
         );
         Self {

@@ -47,6 +47,7 @@ pub fn attributes(info: &RequestInfo) -> Attributes {
             subresource: info.subresource.clone(),
             name: info.name.clone(),
             path: info.path.clone(),
+            field_selector: info.field_selector.clone(),
         }
     } else {
         Attributes::non_resource(&info.verb, &info.path)

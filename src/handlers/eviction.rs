@@ -32,7 +32,7 @@ const BUDGET_VIOLATED: &str = "Cannot evict pod as it would violate the pod's di
 pub async fn evict(api: &Rc<Api>, rr: &ResourceRequest, req: Request<Incoming>) -> HandlerResult {
     let (input, body) = read_body(req).await?;
     let (namespace, name) = (rr.info.namespace.as_str(), rr.info.name.as_str());
-    let eviction = read_subresource_body(
+    let mut eviction = read_subresource_body(
         input,
         &body,
         &["policy/v1", "policy/v1beta1"],
@@ -44,6 +44,11 @@ pub async fn evict(api: &Rc<Api>, rr: &ResourceRequest, req: Request<Incoming>) 
         None => DeleteOptions::default(),
     };
     let pods = &rr.resource;
+    let mut writer = super::update::writer(rr)?;
+    writer.dry_run |= opts.dry_run;
+    Store::new(api)
+        .admit_subresource_create(writer, pods, "eviction", namespace, name, &mut eviction)
+        .await?;
     let pod = api
         .storage()
         .get(&pods.storage_key, namespace, name)
@@ -51,8 +56,6 @@ pub async fn evict(api: &Rc<Api>, rr: &ResourceRequest, req: Request<Incoming>) 
         .or_status()?
         .ok_or_else(|| ApiError::not_found("", "pods", name))?
         .to_value();
-    let mut writer = super::update::writer(rr)?;
-    writer.dry_run |= opts.dry_run;
     if !ignores_budgets(&pod) {
         spend_disruption(api, namespace, &pod, writer.dry_run).await?;
     }

@@ -131,6 +131,36 @@ impl<'a> Store<'a> {
         &self.api.admission
     }
 
+    /// Admits a create on a subresource that is not stored as an object
+    /// of its own (an Eviction, a TokenRequest), as kube runs those
+    /// through the chain: plugins see the request body as the new object.
+    pub async fn admit_subresource_create(
+        &self,
+        w: Writer<'_>,
+        info: &ResourceInfo,
+        subresource: &str,
+        namespace: &str,
+        name: &str,
+        body: &mut Value,
+    ) -> Result<(), ApiError> {
+        let attrs = Attributes {
+            operation: Operation::Create,
+            resource: info,
+            subresource,
+            namespace,
+            name,
+            old_object: None,
+            user: w.user,
+            dry_run: w.dry_run,
+            options: Options::Create { field_manager: "" },
+        };
+        if !self.admission().handles(&attrs) {
+            return Ok(());
+        }
+        self.admission().admit(&attrs, Some(body)).await?;
+        self.admission().validate(&attrs, Some(body)).await
+    }
+
     /// POST: creates `obj` (already type-checked and bound to its
     /// namespace), answering the stored object. With `generateName` and no
     /// name, a few random names are tried.

@@ -1,12 +1,13 @@
 //! Authorization: the ordered union of `--authorization-mode` authorizers
 //! behind the system:masters short cut kube-apiserver always puts first.
 //! The first authorizer with an opinion (allow or deny) decides; none
-//! means forbidden. Places for the Node and Webhook authorizers are in
-//! [`Mode`].
+//! means forbidden, with the reasons the authorizers gave. A place for
+//! the Webhook authorizer is in [`Mode`].
 
 use super::Security;
 use kubeshard_cache::Hub;
 use kubeshard_core::authn::{Attributes, UserInfo, MASTERS};
+use kubeshard_core::nodeauthz;
 use kubeshard_core::rbac::{Allowed, PolicyRule};
 use kubeshard_core::status::ApiError;
 use std::cell::RefCell;
@@ -16,7 +17,9 @@ pub enum Mode {
     AlwaysAllow,
     AlwaysDeny,
     Rbac,
-    // Node and Webhook take their places here.
+    /// kube's Node authorizer: kubelets read only what their pods use.
+    Node,
+    // Webhook takes its place here.
 }
 
 impl Mode {
@@ -25,9 +28,8 @@ impl Mode {
             "AlwaysAllow" => Ok(Mode::AlwaysAllow),
             "AlwaysDeny" => Ok(Mode::AlwaysDeny),
             "RBAC" => Ok(Mode::Rbac),
-            "Node" | "Webhook" | "ABAC" => {
-                Err(format!("--authorization-mode {s} is not supported yet"))
-            }
+            "Node" => Ok(Mode::Node),
+            "Webhook" | "ABAC" => Err(format!("--authorization-mode {s} is not supported yet")),
             other => Err(format!("unknown --authorization-mode {other:?}")),
         }
     }
@@ -37,13 +39,15 @@ impl Mode {
 pub enum Reason {
     Masters,
     AlwaysAllow,
+    Node,
     Rbac(Allowed),
 }
 
 pub enum Decision {
     Allow(Reason),
     Deny(&'static str),
-    NoOpinion,
+    /// No authorizer allowed it; what those with a reason said.
+    NoOpinion(String),
 }
 
 impl Decision {
@@ -54,12 +58,10 @@ impl Decision {
     /// The text kube puts in `authorization.k8s.io/reason` and reviews.
     pub fn reason(&self, user: &UserInfo) -> String {
         match self {
-            Decision::Allow(Reason::Masters) | Decision::Allow(Reason::AlwaysAllow) => {
-                String::new()
-            }
+            Decision::Allow(Reason::Masters | Reason::AlwaysAllow | Reason::Node) => String::new(),
             Decision::Allow(Reason::Rbac(a)) => a.reason(user),
             Decision::Deny(r) => r.to_string(),
-            Decision::NoOpinion => String::new(),
+            Decision::NoOpinion(r) => r.clone(),
         }
     }
 }
@@ -69,6 +71,8 @@ pub fn decide(sec: &Security, user: &UserInfo, attrs: &Attributes) -> Decision {
     if user.in_group(MASTERS) {
         return Decision::Allow(Reason::Masters);
     }
+    // kube's union authorizer joins the reasons of those that passed.
+    let mut reasons = String::new();
     for mode in &sec.config.modes {
         match mode {
             Mode::AlwaysAllow => return Decision::Allow(Reason::AlwaysAllow),
@@ -78,9 +82,22 @@ pub fn decide(sec: &Security, user: &UserInfo, attrs: &Attributes) -> Decision {
                     return Decision::Allow(Reason::Rbac(a));
                 }
             }
+            Mode::Node => {
+                let graph = sec.node_graph.borrow();
+                match nodeauthz::authorize(user, attrs, &graph, nodeauthz::node_rules()) {
+                    Some(Ok(())) => return Decision::Allow(Reason::Node),
+                    Some(Err(why)) if !why.is_empty() => {
+                        if !reasons.is_empty() {
+                            reasons.push('\n');
+                        }
+                        reasons.push_str(&why);
+                    }
+                    _ => {}
+                }
+            }
         }
     }
-    Decision::NoOpinion
+    Decision::NoOpinion(reasons)
 }
 
 /// A decision that does not deny on stale state: a request that would be
@@ -95,10 +112,16 @@ pub async fn decide_fresh(
     arrived_at: u64,
 ) -> Decision {
     let first = decide(sec, user, attrs);
-    if first.allowed() || !sec.config.modes.contains(&Mode::Rbac) {
+    if first.allowed() {
         return first;
     }
-    if sec.rbac.borrow().revision() >= arrived_at {
+    // A kubelet asks for a pod's Secret right after the pod was bound to
+    // it: the node graph must have seen the binding.
+    let node_graph_may_lag =
+        sec.config.modes.contains(&Mode::Node) && nodeauthz::node_identity(user).is_some();
+    let rbac_may_lag =
+        sec.config.modes.contains(&Mode::Rbac) && sec.rbac.borrow().revision() < arrived_at;
+    if !node_graph_may_lag && !rbac_may_lag {
         return first;
     }
     sec.informers.catch_up(hub, arrived_at).await;
@@ -162,6 +185,11 @@ pub fn rules_for(
                 rules.extend(r);
                 errors.extend(e);
             }
+            // What a node may do depends on the object, not only on rules.
+            Mode::Node if nodeauthz::node_identity(user).is_some() => {
+                errors.push("node authorizer does not support user rule resolution".into());
+            }
+            Mode::Node => {}
         }
     }
     (rules, errors)

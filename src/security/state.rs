@@ -8,6 +8,7 @@ use crate::serving::timer::CoarseTimer;
 use kubeshard_cache::{Filter, StoredObject};
 use kubeshard_core::authn::bootstrap_token;
 use kubeshard_core::keys::KeyLayout;
+use kubeshard_core::nodeauthz::graph::{NodeGraph, Vertex};
 use kubeshard_core::rbac::{RbacIndex, RbacKind};
 use kubeshard_core::selector::fields::FieldSelector;
 use kubeshard_shards::ExecutorContext;
@@ -40,6 +41,9 @@ pub struct Security {
     pub token_cache: RefCell<crate::security::authn::TokenCache>,
     /// Woken when a ClusterRole changes (the aggregation controller).
     pub cluster_roles_changed: Rc<event_listener::Event>,
+    /// What each node may reach, for the Node authorizer (kept only when
+    /// that authorizer is on).
+    pub node_graph: Rc<RefCell<NodeGraph>>,
 }
 
 impl Security {
@@ -54,6 +58,7 @@ impl Security {
             timer: Rc::new(CoarseTimer::default()),
             token_cache: RefCell::default(),
             cluster_roles_changed: Rc::new(event_listener::Event::new()),
+            node_graph: Rc::default(),
         }
     }
 
@@ -100,6 +105,9 @@ impl Security {
             Filter::default(),
             mirror(self.accounts.clone(), |o| Some(key_of(o)), record_of),
         );
+        if self.config.modes.contains(&super::authz::Mode::Node) {
+            self.start_node_graph(ctx);
+        }
         if self.config.bootstrap_tokens {
             let filter = Filter {
                 namespace: Some(bootstrap_token::NAMESPACE.into()),
@@ -120,6 +128,56 @@ impl Security {
                     },
                     StoredObject::to_value,
                 ),
+            );
+        }
+    }
+}
+
+impl Security {
+    /// Feeds the node graph from pods, PersistentVolumes,
+    /// VolumeAttachments and ResourceSlices, as kube's graph populator.
+    fn start_node_graph(&self, ctx: &Rc<ExecutorContext>) {
+        let kinds = [
+            ("", "pods", Vertex::Pod),
+            ("", "persistentvolumes", Vertex::Volume),
+            (
+                "storage.k8s.io",
+                "volumeattachments",
+                Vertex::VolumeAttachment,
+            ),
+            ("resource.k8s.io", "resourceslices", Vertex::ResourceSlice),
+        ];
+        for (group, plural, kind) in kinds {
+            let graph = self.node_graph.clone();
+            self.informers.start(
+                ctx,
+                self.keys.builtin(group, plural),
+                Filter::default(),
+                Box::new(move |change| {
+                    let mut g = graph.borrow_mut();
+                    match change {
+                        Change::Reset => g.clear(kind),
+                        Change::Upsert(o) => {
+                            let v = o.to_value();
+                            match kind {
+                                Vertex::Pod => g.upsert_pod(&v),
+                                Vertex::Volume => g.upsert_volume(&v),
+                                _ => {
+                                    let node = v
+                                        .pointer("/spec/nodeName")
+                                        .and_then(Value::as_str)
+                                        .unwrap_or("");
+                                    g.set_node_of(kind, &o.name, node);
+                                }
+                            }
+                        }
+                        Change::Delete(o) => match kind {
+                            Vertex::Pod => g.remove_pod(&o.namespace, &o.name),
+                            Vertex::Volume => g.remove_volume(&o.name),
+                            _ => g.set_node_of(kind, &o.name, ""),
+                        },
+                    }
+                }),
             );
         }
     }

@@ -112,6 +112,9 @@ pub struct Attributes {
     pub subresource: String,
     pub name: String,
     pub path: String,
+    /// The raw `fieldSelector` of a list, watch or deletecollection:
+    /// authorizers that scope reads by field (the Node authorizer) read it.
+    pub field_selector: String,
 }
 
 impl Attributes {

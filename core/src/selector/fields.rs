@@ -211,6 +211,14 @@ impl FieldSelector {
             .map(|r| r.value.as_str())
     }
 
+    /// True when one of the terms is `field=value` (kube's authorizers
+    /// look for such a term among all of them, not only the first).
+    pub fn requires_equal(&self, field: &str, value: &str) -> bool {
+        self.requirements
+            .iter()
+            .any(|r| !r.negate && r.field == field && r.value == value)
+    }
+
     /// Every field the selector mentions, for checking them against the
     /// resource's supported field labels.
     pub fn fields(&self) -> impl Iterator<Item = &str> {

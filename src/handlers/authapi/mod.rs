@@ -65,6 +65,20 @@ pub async fn serve(
     let (input, body) = read_body(req).await?;
     let mut obj = parse_object(input, &body)?;
     if token_request {
+        let writer = crate::registry::Writer {
+            user: &user,
+            dry_run: false,
+        };
+        crate::registry::Store::new(api)
+            .admit_subresource_create(
+                writer,
+                resource,
+                "token",
+                &info.namespace,
+                &info.name,
+                &mut obj,
+            )
+            .await?;
         let out = token_request::issue_token(api, info, obj).await?;
         return Ok(created(out, render));
     }
