@@ -145,6 +145,9 @@ pub struct Flags {
     #[command(flatten)]
     pub admission: crate::admission::config::AdmissionFlags,
 
+    #[command(flatten)]
+    pub kubelet: crate::proxy::flags::KubeletFlags,
+
     /// Set the garbage collector's finalizers (`orphan`,
     /// `foregroundDeletion`) on deletes that ask for them, as
     /// kube-apiserver's flag of the same name does. Turn off only when no
@@ -204,6 +207,8 @@ pub struct ServerConfig {
     pub admission: crate::admission::config::AdmissionConfig,
     /// Where each kind is stored (`--etcd-prefix`).
     pub keys: KeyLayout,
+    /// How kubelets and other backends are reached (`--kubelet-*`).
+    pub backends: std::sync::Arc<crate::proxy::flags::Backends>,
 }
 
 impl ServerConfig {

@@ -274,12 +274,19 @@ struct Subresource<'a> {
 const SUBRESOURCE_VERBS: &[&str] = &["get", "patch", "update"];
 const FINALIZE_VERBS: &[&str] = &["update"];
 const CREATE_ONLY: &[&str] = &["create"];
+const GET_ONLY: &[&str] = &["get"];
+/// Streams are opened with GET or POST.
+const CONNECT_VERBS: &[&str] = &["create", "get"];
+const PROXY_VERBS: &[&str] = &["create", "delete", "get", "patch", "update"];
 
 impl Subresource<'_> {
     fn verbs(&self) -> &'static [&'static str] {
         match self.name {
             "finalize" => FINALIZE_VERBS,
             "token" | "binding" | "eviction" => CREATE_ONLY,
+            "log" => GET_ONLY,
+            "exec" | "attach" | "portforward" => CONNECT_VERBS,
+            "proxy" => PROXY_VERBS,
             _ => SUBRESOURCE_VERBS,
         }
     }
@@ -316,6 +323,10 @@ fn subresources(r: &ResourceInfo) -> Vec<Subresource<'_>> {
                 "token" => ("authentication.k8s.io", "v1", "TokenRequest"),
                 "binding" => ("", "", "Binding"),
                 "eviction" => ("policy", "v1", "Eviction"),
+                "exec" => ("", "", "PodExecOptions"),
+                "attach" => ("", "", "PodAttachOptions"),
+                "portforward" => ("", "", "PodPortForwardOptions"),
+                "proxy" => ("", "", proxy_options(&r.kind)),
                 // status (and anything unknown) answers with the parent object.
                 _ => ("", "", r.kind.as_str()),
             };
@@ -329,6 +340,15 @@ fn subresources(r: &ResourceInfo) -> Vec<Subresource<'_>> {
         .collect();
     subs.sort_by_key(|s| s.name);
     subs
+}
+
+/// The options kind a `proxy` subresource answers with in discovery.
+fn proxy_options(kind: &str) -> &'static str {
+    match kind {
+        "Pod" => "PodProxyOptions",
+        "Node" => "NodeProxyOptions",
+        _ => "ServiceProxyOptions",
+    }
 }
 
 /// kube lists verbs sorted; the catalog promises no order.
@@ -542,7 +562,7 @@ mod tests {
         let v1 = &doc["items"][0]["versions"][0];
         assert_eq!(v1["freshness"], "Current");
         let want = format!(
-            r#"{{"resource":"pods","responseKind":{POD},"scope":"Namespaced","singularResource":"pod","verbs":{ALL},"shortNames":["po"],"categories":["all"],"subresources":[{{"subresource":"binding","responseKind":{BINDING},"verbs":["create"]}},{{"subresource":"ephemeralcontainers","responseKind":{POD},"verbs":{RW}}},{{"subresource":"eviction","responseKind":{EVICTION},"verbs":["create"]}},{{"subresource":"resize","responseKind":{POD},"verbs":{RW}}},{{"subresource":"status","responseKind":{POD},"verbs":{RW}}}]}}"#
+            r#"{{"resource":"pods","responseKind":{POD},"scope":"Namespaced","singularResource":"pod","verbs":{ALL},"shortNames":["po"],"categories":["all"],"subresources":[{{"subresource":"attach","responseKind":{{"group":"","version":"","kind":"PodAttachOptions"}},"verbs":["create","get"]}},{{"subresource":"binding","responseKind":{BINDING},"verbs":["create"]}},{{"subresource":"ephemeralcontainers","responseKind":{POD},"verbs":{RW}}},{{"subresource":"eviction","responseKind":{EVICTION},"verbs":["create"]}},{{"subresource":"exec","responseKind":{{"group":"","version":"","kind":"PodExecOptions"}},"verbs":["create","get"]}},{{"subresource":"log","responseKind":{POD},"verbs":["get"]}},{{"subresource":"portforward","responseKind":{{"group":"","version":"","kind":"PodPortForwardOptions"}},"verbs":["create","get"]}},{{"subresource":"proxy","responseKind":{{"group":"","version":"","kind":"PodProxyOptions"}},"verbs":["create","delete","get","patch","update"]}},{{"subresource":"resize","responseKind":{POD},"verbs":{RW}}},{{"subresource":"status","responseKind":{POD},"verbs":{RW}}}]}}"#
         );
         assert_eq!(find(&v1["resources"], "resource", "pods"), want);
         assert!(find(&v1["resources"], "resource", "namespaces").contains(r#""scope":"Cluster""#));

@@ -12,6 +12,7 @@ mod metrics;
 mod openapi;
 mod openapi_pb;
 mod pki;
+mod proxy;
 mod registry;
 mod render;
 mod request;
@@ -129,6 +130,7 @@ fn serve(mut flags: Flags) -> Result<(), String> {
         event_ttl: flags.event_ttl,
         admission: admission::config::AdmissionConfig::from_flags(&flags.admission)?,
         keys: flags.etcd_prefix.clone(),
+        backends: flags.kubelet.backends()?,
     });
     let limits = RingLimits {
         max_events: flags.watch_history_max_events,

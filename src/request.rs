@@ -24,6 +24,9 @@ pub struct RequestInfo {
     pub subresource: String,
     pub name: String,
     pub path: String,
+    /// What follows the subresource in the path: the path a `proxy`
+    /// subresource forwards to.
+    pub subpath: String,
     /// The `fieldSelector` of a list, watch or deletecollection, for the
     /// authorizers that scope reads by field.
     pub field_selector: String,
@@ -60,6 +63,18 @@ impl Query {
 }
 
 impl RequestInfo {
+    /// kube's long-running requests: watches, and the connect subresources
+    /// (logs, streams, proxies), which run as long as their client wants
+    /// and are neither timed out nor counted against the in-flight limit.
+    pub fn is_long_running(&self) -> bool {
+        self.is_resource_request
+            && (self.verb == "watch"
+                || matches!(
+                    self.subresource.as_str(),
+                    "attach" | "exec" | "proxy" | "log" | "portforward"
+                ))
+    }
+
     pub fn parse(method: &http::Method, path: &str, query: &Query) -> Self {
         let mut info = RequestInfo {
             path: path.to_string(),
@@ -118,21 +133,19 @@ impl RequestInfo {
             if let Some(n) = rest.get(1) {
                 info.name = n.to_string();
             }
-            if let Some(s) = rest.get(2) {
-                info.subresource = s.to_string();
-            }
-            if rest.len() > 3 {
-                info.subresource = rest[2..].join("/");
-            }
         } else {
             info.resource = rest[0].to_string();
             if let Some(n) = rest.get(1) {
                 info.name = n.to_string();
             }
-            if let Some(s) = rest.get(2) {
-                info.subresource = rest[2..].join("/");
-                let _ = s;
-            }
+        }
+        // As kube: the subresource is the third part; what follows is the
+        // path a `proxy` subresource forwards (and a 404 for any other).
+        if let Some(s) = rest.get(2) {
+            info.subresource = s.to_string();
+        }
+        if rest.len() > 3 {
+            info.subpath = rest[3..].join("/");
         }
         if info.resource == "namespaces" && !info.name.is_empty() && info.namespace.is_empty() {
             info.namespace = info.name.clone();

@@ -12,6 +12,7 @@ use crate::serving::conn::ConnInfo;
 use crate::serving::connections::{Admit, ConnState};
 use crate::serving::cut::Cut;
 use crate::serving::io::{HyperIo, LocalExec, PlainStream, TlsTransport};
+use crate::serving::upgrade::{Http1, Upgradable};
 use futures_lite::future;
 use futures_lite::FutureExt;
 use glommio::net::TcpListener;
@@ -52,6 +53,7 @@ impl Transport {
 }
 
 /// Which hyper server a connection gets.
+#[derive(Clone, Copy, PartialEq, Eq)]
 enum Protocol {
     /// Plain port: HTTP/2 if the client opens with its preface.
     Detect,
@@ -198,7 +200,7 @@ async fn serve_connection(
         let io = HyperIo::over(Combining::new(PlainStream(stream.buffered())), state);
         drive(io, api, conn, Protocol::Detect).await;
     } else {
-        drive(HyperIo::new(stream, state), api, conn, Protocol::Detect).await;
+        drive(HyperIo::new(stream, state), api, conn, Protocol::Http1).await;
     }
 }
 
@@ -272,9 +274,15 @@ where
     I: hyper::rt::Read + hyper::rt::Write + Unpin + 'static,
 {
     let abort = conn.state.abort.clone();
+    let conn_state = conn.state.clone();
     let chain = api.clone();
+    // Only HTTP/1.1 connections can be handed to a tunnel after a 101.
+    let upgradable = (protocol == Protocol::Http1).then(Upgradable::new);
     let service = service_fn(move |mut req: Request<Incoming>| {
         let (api, conn) = (chain.clone(), conn.clone());
+        if let Some(u) = upgradable {
+            req.extensions_mut().insert(u);
+        }
         // Counted from here until its response body is done (or dropped):
         // the connection is busy, not idle, all that time.
         let active = conn.state.request_started();
@@ -319,7 +327,9 @@ where
         }
         Protocol::Http1 => {
             let builder = hyper::server::conn::http1::Builder::new();
-            run(builder.serve_connection(io, service), &api, abort).await;
+            let served = builder.serve_connection(io, service);
+            let id = upgradable.expect("set for HTTP/1.1");
+            run(Http1::new(served, id, conn_state), &api, abort).await;
         }
     }
 }
@@ -350,7 +360,20 @@ macro_rules! graceful {
 
 graceful!(auto::Connection<'_, I, S, E>, E: hyper::rt::bounds::Http2ServerConnExec<S::Future, S::ResBody>);
 graceful!(hyper::server::conn::http2::Connection<I, S, E>, E: hyper::rt::bounds::Http2ServerConnExec<S::Future, S::ResBody>);
-graceful!(hyper::server::conn::http1::Connection<I, S>,);
+impl<I, S, B> Graceful for Http1<I, S>
+where
+    Self: Future,
+    I: hyper::rt::Read + hyper::rt::Write + Unpin + 'static,
+    S: hyper::service::HttpService<Incoming, ResBody = B> + Unpin,
+    S::Future: Unpin,
+    S::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    B: hyper::body::Body + 'static,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    fn graceful(self: Pin<&mut Self>) {
+        self.get_mut().graceful_shutdown();
+    }
+}
 
 /// Drives a connection until it ends, the server shuts down (then
 /// gracefully: in-flight requests finish), it is closed as idle (also

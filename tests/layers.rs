@@ -10,6 +10,7 @@ const LAYERS: &[&str] = &[
     "pki",
     "serving",
     "render",
+    "proxy",
     "request",
     "storage",
     "informer",

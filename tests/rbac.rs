@@ -276,12 +276,13 @@ const MATRIX: &[Cell] = &[
         403,
         Some(&["list", "pods", "-A"]),
     ),
-    // Authorized for pods/log, which this server does not serve: 404.
+    // Authorized for pods/log: the pod is not scheduled, so its log is
+    // empty (200), as kube answers.
     cell(
         "alice",
         "GET",
         "/api/v1/namespaces/ns-a/pods/p1/log",
-        404,
+        200,
         Some(&["get", "pods/p1", "--subresource", "log", "-n", "ns-a"]),
     ),
     cell(

@@ -154,7 +154,7 @@ pub async fn serve(api: &Rc<Api>, conn: &ConnInfo, mut req: Request<Incoming>) -
         }
     };
     let budget = timeout::budget(config.request_timeout, query.get("timeout"));
-    let long_running = info.is_resource_request && info.verb == "watch";
+    let long_running = info.is_long_running();
     let cut = req.extensions().get::<Cut>().cloned();
     // The handler's future is boxed before it is wrapped: `limit` and
     // `catch_unwind` take their futures by value, and moving the unboxed

@@ -4,6 +4,7 @@
 mod apply;
 pub mod authapi;
 mod binding;
+mod connect;
 mod create;
 mod decode;
 mod delete;
@@ -121,6 +122,10 @@ impl Api {
         if !info.subresource.is_empty() && !resource.has_subresource(&info.subresource) {
             return Err(not_found_path());
         }
+        // Only a proxy has a path past its subresource.
+        if !info.subpath.is_empty() && info.subresource != "proxy" {
+            return Err(not_found_path());
+        }
         // Tables and metadata-only views exist for kinds that can be
         // listed; a review kind answers only in its own encodings.
         if render.output.is_transformed() && !resource.supports("list") {
@@ -146,6 +151,7 @@ impl Api {
         );
         let allowed = match info.subresource.as_str() {
             "" => resource.supports(verb),
+            s if connect::serves(s, verb).is_some() => connect::serves(s, verb) == Some(true),
             "finalize" => verb == "update",
             "binding" | "eviction" => verb == "create",
             _ => matches!(verb, "get" | "update" | "patch"),
@@ -185,6 +191,9 @@ impl Api {
             "finalize" => return namespaces::finalize(self, &rr, req).await,
             "binding" => return binding::bind(self, &rr, req).await,
             "eviction" => return eviction::evict(self, &rr, req).await,
+            s if connect::serves(s, "get").is_some() => {
+                return connect::serve(self, &rr, req).await
+            }
             _ => {}
         }
         match rr.info.verb.as_str() {

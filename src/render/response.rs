@@ -208,6 +208,16 @@ pub fn list(
 
 /// The `Success` Status (201) a create-only subresource answers with
 /// (a pod's binding, an eviction).
+/// A plain-text answer (an empty log).
+pub fn text(body: &str) -> Response<Body> {
+    let mut resp = Response::new(Body::full(body.to_string()));
+    resp.headers_mut().insert(
+        http::header::CONTENT_TYPE,
+        http::HeaderValue::from_static("text/plain"),
+    );
+    resp
+}
+
 pub fn created_success(render: Render) -> Response<Body> {
     let status = serde_json::json!({"kind": "Status", "apiVersion": "v1", "metadata": {},
         "status": "Success", "code": 201});

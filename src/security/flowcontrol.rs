@@ -77,7 +77,7 @@ pub fn metrics(inflight: &Inflight) -> String {
 }
 
 fn exempt(user: &UserInfo, info: &RequestInfo) -> bool {
-    if info.is_resource_request && info.verb == "watch" {
+    if info.is_long_running() {
         return true;
     }
     if user.in_group(MASTERS) {

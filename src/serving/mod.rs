@@ -11,3 +11,4 @@ pub mod io;
 pub mod joined;
 pub mod timer;
 pub mod tls;
+pub mod upgrade;

@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod kubectl;
+pub mod kubelet;
 pub mod tls;
 pub mod verbs;
 

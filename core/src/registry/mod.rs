@@ -10,6 +10,7 @@ pub mod certificates;
 pub mod deletion;
 mod hooks;
 pub mod lifecycle;
+pub mod location;
 pub mod pod;
 mod qos;
 mod service;

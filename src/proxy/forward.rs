@@ -1,0 +1,201 @@
+//! Forwarding one request to a backend and its answer back: streamed both
+//! ways, and for a protocol upgrade (exec, attach, port-forward, a
+//! WebSocket through a proxy) the 101 passed on and the two connections
+//! joined by a tunnel.
+
+use super::dial::{BackendIo, Dialer, Endpoint};
+use super::tunnel::splice;
+use crate::serving::body::{Body, ChunkStream};
+use crate::serving::frames::Frames;
+use crate::serving::upgrade::{ClientIo, Upgradable};
+use http::{header, HeaderMap, HeaderValue, Request, Response, StatusCode};
+use hyper::body::{Body as _, Incoming};
+use kubeshard_core::status::ApiError;
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+/// Headers that describe one connection, not the message (RFC 9110
+/// 7.6.1), and the caller's credentials, which are for this server only.
+const NOT_FORWARDED: &[&str] = &[
+    "connection",
+    "keep-alive",
+    "proxy-connection",
+    "proxy-authenticate",
+    "proxy-authorization",
+    "te",
+    "trailer",
+    "transfer-encoding",
+    "upgrade",
+    "authorization",
+    "host",
+];
+
+fn is_upgrade(headers: &HeaderMap) -> bool {
+    headers.contains_key(header::UPGRADE)
+        && headers
+            .get_all(header::CONNECTION)
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .flat_map(|v| v.split(','))
+            .any(|t| t.trim().eq_ignore_ascii_case("upgrade"))
+}
+
+fn copy_headers(from: &HeaderMap, to: &mut HeaderMap, upgrade: bool) {
+    for (name, value) in from {
+        let n = name.as_str();
+        if NOT_FORWARDED.contains(&n) || n.starts_with("impersonate-") {
+            continue;
+        }
+        to.append(name.clone(), value.clone());
+    }
+    if upgrade {
+        for h in [header::CONNECTION, header::UPGRADE] {
+            for v in from.get_all(&h) {
+                to.append(h.clone(), v.clone());
+            }
+        }
+    }
+}
+
+/// Why the backend could not be reached, as kube words it for this kind
+/// of backend.
+pub struct Unreachable {
+    pub code: u16,
+    pub prefix: &'static str,
+}
+
+/// kubelets: `error dialing backend: …` (500).
+pub const KUBELET: Unreachable = Unreachable {
+    code: 500,
+    prefix: "error dialing backend",
+};
+/// pods, services, nodes through `proxy`: 503.
+pub const PROXIED: Unreachable = Unreachable {
+    code: 503,
+    prefix: "error trying to reach service",
+};
+
+fn unreachable_error(u: &Unreachable, e: impl std::fmt::Display) -> ApiError {
+    let reason = if u.code == 503 {
+        "ServiceUnavailable"
+    } else {
+        "InternalError"
+    };
+    ApiError::new(u.code, reason, format!("{}: {e}", u.prefix))
+}
+
+/// Sends `req` to `path_and_query` at `ep` and answers what came back.
+pub async fn forward(
+    dialer: &Dialer,
+    ep: &Endpoint,
+    path_and_query: &str,
+    req: Request<Incoming>,
+    unreachable: &Unreachable,
+) -> Result<Response<Body>, ApiError> {
+    let upgrade = is_upgrade(req.headers());
+    let upgradable = req.extensions().get::<Upgradable>().copied();
+    if upgrade && upgradable.is_none() {
+        return Err(ApiError::bad_request(
+            "protocol upgrades need an HTTP/1.1 connection",
+        ));
+    }
+    let stream = dialer
+        .dial(ep)
+        .await
+        .map_err(|e| unreachable_error(unreachable, e))?;
+    let (parts, body) = req.into_parts();
+    let mut out = Request::builder()
+        .method(parts.method.clone())
+        .uri(path_and_query)
+        .body(body)
+        .map_err(|e| ApiError::bad_request(format!("cannot forward this request: {e}")))?;
+    copy_headers(&parts.headers, out.headers_mut(), upgrade);
+    if let Ok(host) = HeaderValue::from_str(&ep.authority()) {
+        out.headers_mut().insert(header::HOST, host);
+    }
+    let (mut sender, conn) = hyper::client::conn::http1::handshake(BackendIo(stream))
+        .await
+        .map_err(|e| unreachable_error(unreachable, e))?;
+    let mut conn = Box::pin(conn.without_shutdown());
+    let mut sent = Box::pin(sender.send_request(out));
+    // The backend's connection may finish (a `Connection: close` answer
+    // read to its end) before the response is picked up: it is there.
+    let mut conn_done = None;
+    let answer = std::future::poll_fn(|cx| {
+        if let Poll::Ready(r) = sent.as_mut().poll(cx) {
+            return Poll::Ready(r.map_err(|e| e.to_string()));
+        }
+        if conn_done.is_none() {
+            match conn.as_mut().poll(cx) {
+                Poll::Ready(Ok(parts)) => conn_done = Some(parts),
+                Poll::Ready(Err(e)) => return Poll::Ready(Err(e.to_string())),
+                Poll::Pending => return Poll::Pending,
+            }
+            if let Poll::Ready(r) = sent.as_mut().poll(cx) {
+                return Poll::Ready(r.map_err(|e| e.to_string()));
+            }
+        }
+        Poll::Ready(Err("the backend closed the connection".into()))
+    })
+    .await
+    .map_err(|e| unreachable_error(unreachable, e))?;
+    drop(sent);
+    let (head, backend_body) = answer.into_parts();
+    let mut resp = Response::builder().status(head.status);
+    let switching = head.status == StatusCode::SWITCHING_PROTOCOLS;
+    if let Some(h) = resp.headers_mut() {
+        copy_headers(&head.headers, h, switching);
+    }
+    if switching {
+        let Some(id) = upgradable.filter(|_| upgrade) else {
+            return Err(ApiError::internal("the backend switched protocols unasked"));
+        };
+        // The backend's side is ready once its connection has handed
+        // over the socket.
+        let backend = match conn_done {
+            Some(parts) => parts,
+            None => conn.await.map_err(|e| unreachable_error(unreachable, e))?,
+        };
+        let (backend_io, backend_early): (Box<dyn ClientIo>, _) =
+            (Box::new(backend.io), backend.read_buf);
+        id.set(Box::new(move |client, client_early| {
+            Box::pin(splice(client, client_early, backend_io, backend_early))
+        }));
+        return resp
+            .body(Body::full(bytes::Bytes::new()))
+            .map_err(|e| ApiError::internal(&e.to_string()));
+    }
+    // The backend connection carries the body: it runs until the body is
+    // read (or the client goes and the body is dropped).
+    if conn_done.is_none() {
+        glommio::spawn_local(async move {
+            let _ = conn.await;
+        })
+        .detach();
+    }
+    resp.body(Body::Stream(Box::pin(Forwarded(backend_body))))
+        .map_err(|e| ApiError::internal(&e.to_string()))
+}
+
+/// A backend's response body, passed on as it arrives.
+struct Forwarded(Incoming);
+
+impl ChunkStream for Forwarded {
+    fn poll_chunk(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Frames>> {
+        loop {
+            match std::task::ready!(Pin::new(&mut self.0).poll_frame(cx)) {
+                Some(Ok(frame)) => {
+                    if let Ok(data) = frame.into_data() {
+                        if !data.is_empty() {
+                            return Poll::Ready(Some(Frames::from(data)));
+                        }
+                    }
+                }
+                // A backend that fails mid-body ends the response short,
+                // as a proxy can do no better once the head is sent.
+                Some(Err(_)) | None => return Poll::Ready(None),
+            }
+        }
+    }
+}

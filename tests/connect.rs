@@ -1,0 +1,179 @@
+//! The connect subresources against a stand-in kubelet: `kubectl logs`
+//! and `kubectl exec` (a WebSocket upgrade tunnelled through the server),
+//! a raw protocol upgrade, `nodes/proxy`, `services/proxy` to an endpoint,
+//! and the clear errors when there is nothing to reach.
+
+mod common;
+use common::kubectl::Kubectl;
+use common::kubelet::FakeKubelet;
+use common::*;
+use serde_json::json;
+use std::io::{Read, Write};
+
+/// A node "n1" whose kubelet is `kubelet`, and pod "web" on it.
+fn cluster(s: &Server, kubelet: &FakeKubelet) {
+    namespace(s, "apps");
+    let (code, body) = s.post(
+        "/api/v1/nodes",
+        &json!({"metadata": {"name": "n1"}, "status": {
+            "addresses": [{"type": "InternalIP", "address": "127.0.0.1"}],
+            "daemonEndpoints": {"kubeletEndpoint": {"Port": kubelet.port}}}}),
+    );
+    assert_eq!(code, 201, "{body}");
+    for (name, node) in [("web", "n1"), ("pending", "")] {
+        let mut spec = json!({"containers": [{"name": "c", "image": "busybox"}]});
+        if !node.is_empty() {
+            spec["nodeName"] = json!(node);
+        }
+        let (code, body) = s.post(
+            "/api/v1/namespaces/apps/pods",
+            &json!({"metadata": {"name": name}, "spec": spec}),
+        );
+        assert_eq!(code, 201, "{body}");
+    }
+}
+
+#[test]
+fn logs_and_exec_reach_the_kubelet() {
+    let kubelet = FakeKubelet::start();
+    let s = Server::start(1);
+    cluster(&s, &kubelet);
+    let k = Kubectl::new(&s);
+
+    let out = k.ok(&["logs", "-n", "apps", "web", "--tail=2"]);
+    assert_eq!(out, "log line 1\nlog line 2\n");
+    let seen = kubelet.saw("GET /containerLogs/apps/web/c").unwrap();
+    assert!(seen.contains("tailLines=2"), "{seen}");
+
+    // kubectl exec: a WebSocket through the server to the kubelet.
+    let out = k.ok(&["exec", "-n", "apps", "web", "--", "echo", "hi"]);
+    assert_eq!(out, "hello from exec\n");
+    let seen = kubelet.saw("GET /exec/apps/web/c").unwrap();
+    assert!(
+        seen.contains("command=echo&command=hi") && seen.contains("output=1"),
+        "{seen}"
+    );
+
+    // What cannot be reached says why.
+    let (code, body) = s.get("/api/v1/namespaces/apps/pods/pending/exec?command=ls&stdout=true");
+    assert_eq!(code, 400, "{body}");
+    assert_eq!(body["message"], "pod pending does not have a host assigned");
+    let (code, body) = s.get("/api/v1/namespaces/apps/pods/web/exec?stdout=true");
+    assert_eq!(code, 400, "{body}");
+    assert_eq!(body["message"], "you must specify at least 1 command");
+    let (code, body) = s.get("/api/v1/namespaces/apps/pods/web/log?container=nope");
+    assert_eq!(code, 400, "{body}");
+    assert_eq!(body["message"], "container nope is not valid for pod web");
+    // A pod not yet scheduled has no logs, and that is not an error.
+    let (code, _, text) = s.get_with("/api/v1/namespaces/apps/pods/pending/log", "*/*");
+    assert_eq!((code, text.as_str()), (200, ""));
+    let (code, body) = s.get("/api/v1/namespaces/apps/pods/ghost/log");
+    assert_eq!(code, 404, "{body}");
+    // The kubelet gone: the dial error, not a hang.
+    let (code, body) = s.post(
+        "/api/v1/nodes",
+        &json!({"metadata": {"name": "n2"}, "status": {
+            "addresses": [{"type": "InternalIP", "address": "127.0.0.1"}],
+            "daemonEndpoints": {"kubeletEndpoint": {"Port": 1}}}}),
+    );
+    assert_eq!(code, 201, "{body}");
+    let (code, body) = s.get("/api/v1/nodes/n2/proxy/healthz");
+    assert_eq!(code, 503, "{body}");
+    assert!(
+        body["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("error trying to reach service"),
+        "{body}"
+    );
+}
+
+#[test]
+fn upgrades_are_tunnelled_both_ways() {
+    let kubelet = FakeKubelet::start();
+    let s = Server::start(1);
+    cluster(&s, &kubelet);
+    let mut c = std::net::TcpStream::connect(("127.0.0.1", s.port)).unwrap();
+    c.set_read_timeout(Some(std::time::Duration::from_secs(20)))
+        .unwrap();
+    write!(
+        c,
+        "POST /api/v1/namespaces/apps/pods/web/attach?stdin=true&stdout=true HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: echo\r\n\r\n"
+    )
+    .unwrap();
+    let mut head = Vec::new();
+    let mut byte = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") {
+        c.read_exact(&mut byte).unwrap();
+        head.push(byte[0]);
+    }
+    let head = String::from_utf8(head).unwrap();
+    assert!(head.starts_with("HTTP/1.1 101"), "{head}");
+    assert!(
+        head.to_ascii_lowercase().contains("upgrade: echo"),
+        "{head}"
+    );
+    for msg in ["ping", "and again"] {
+        c.write_all(msg.as_bytes()).unwrap();
+        let mut back = vec![0u8; msg.len()];
+        c.read_exact(&mut back).unwrap();
+        assert_eq!(back, msg.as_bytes());
+    }
+    assert!(kubelet
+        .saw("POST /attach/apps/web/c?input=1&output=1")
+        .is_some());
+}
+
+#[test]
+fn proxies_reach_nodes_and_service_endpoints() {
+    let kubelet = FakeKubelet::start();
+    let s = Server::start(1);
+    cluster(&s, &kubelet);
+    let (code, _, text) = s.get_with("/api/v1/nodes/n1/proxy/stats/summary?only=cpu", "*/*");
+    assert_eq!(code, 200, "{text}");
+    assert_eq!(text, "kubelet saw GET /stats/summary?only=cpu\n");
+
+    // A Service whose endpoint is a pod at the kubelet's address (the
+    // stand-in answers HTTPS), reached by port name.
+    let (code, body) = s.post(
+        "/api/v1/namespaces/apps/services",
+        &json!({"metadata": {"name": "web"}, "spec": {"ports": [{"name": "https", "port": 443}]}}),
+    );
+    assert_eq!(code, 201, "{body}");
+    let (code, body) = s.get("/api/v1/namespaces/apps/services/https:web:https/proxy/");
+    assert_eq!(code, 503, "{body}");
+    assert_eq!(
+        body["message"],
+        "no endpoints available for service \"web\""
+    );
+    let (code, body) = s.patch(
+        "/api/v1/namespaces/apps/pods/web/status",
+        "application/merge-patch+json",
+        &json!({"status": {"podIP": "127.0.0.1"}}),
+    );
+    assert_eq!(code, 200, "{body}");
+    let (code, body) = s.post(
+        "/api/v1/namespaces/apps/endpoints",
+        &json!({"metadata": {"name": "web"}, "subsets": [{
+            "addresses": [{"ip": "127.0.0.1", "targetRef": {"kind": "Pod", "name": "web", "namespace": "apps"}}],
+            "ports": [{"name": "https", "port": kubelet.port}]}]}),
+    );
+    assert_eq!(code, 201, "{body}");
+    let (code, _, text) = s.get_with(
+        "/api/v1/namespaces/apps/services/https:web:https/proxy/ready",
+        "*/*",
+    );
+    assert_eq!(code, 200, "{text}");
+    assert_eq!(text, "kubelet saw GET /ready\n");
+
+    // Pods are reached only at routable addresses: never the server's own
+    // loopback.
+    let (code, body) = s.get("/api/v1/namespaces/apps/pods/web:8080/proxy/");
+    assert_eq!(code, 400, "{body}");
+    assert_eq!(body["message"], "address not allowed");
+    // Past the subresource, only a proxy has a path.
+    assert_eq!(
+        s.get("/api/v1/namespaces/apps/pods/web/status/extra").0,
+        404
+    );
+}
