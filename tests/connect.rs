@@ -177,3 +177,54 @@ fn proxies_reach_nodes_and_service_endpoints() {
         404
     );
 }
+
+#[test]
+fn component_statuses_ask_the_components() {
+    let s = Server::start(1);
+    let (code, list) = s.get("/api/v1/componentstatuses");
+    assert_eq!(code, 200, "{list}");
+    assert_eq!(list["kind"], "ComponentStatusList");
+    assert_eq!(names(&list), ["controller-manager", "scheduler", "storage"]);
+    for item in list["items"].as_array().unwrap() {
+        let c = &item["conditions"][0];
+        assert_eq!(c["type"], "Healthy", "{item}");
+        // Nothing listens on the components' ports in a test run, unless
+        // a real control plane does: either way the answer says which.
+        if c["status"] == "False" {
+            let port = if item["metadata"]["name"] == "scheduler" {
+                "10259"
+            } else {
+                "10257"
+            };
+            assert!(
+                c["error"]
+                    .as_str()
+                    .unwrap()
+                    .contains(&format!("127.0.0.1:{port}/healthz")),
+                "{item}"
+            );
+        }
+    }
+    let (code, one) = s.get("/api/v1/componentstatuses/storage");
+    assert_eq!(code, 200, "{one}");
+    assert_eq!(one["conditions"][0]["status"], "True");
+    assert_eq!(s.get("/api/v1/componentstatuses/etcd-9").0, 404);
+    let (code, body) = s.post(
+        "/api/v1/componentstatuses",
+        &json!({"metadata": {"name": "x"}}),
+    );
+    assert_eq!(code, 405, "{body}");
+
+    let k = Kubectl::new(&s);
+    let out = k.command(&["get", "cs"]).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("v1 ComponentStatus is deprecated in v1.19+"),
+        "{stderr}"
+    );
+    let rows = common::kubectl::words(&stdout);
+    assert_eq!(rows[0], ["NAME", "STATUS", "MESSAGE", "ERROR"]);
+    assert_eq!(rows.last().unwrap()[..3], ["storage", "Healthy", "ok"]);
+}

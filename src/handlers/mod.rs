@@ -4,6 +4,7 @@
 mod apply;
 pub mod authapi;
 mod binding;
+mod component_status;
 mod connect;
 mod create;
 mod decode;
@@ -130,6 +131,9 @@ impl Api {
         // listed; a review kind answers only in its own encodings.
         if render.output.is_transformed() && !resource.supports("list") {
             return Err(ApiError::not_acceptable(negotiation::PRODUCIBLE));
+        }
+        if component_status::serves(&resource) {
+            return component_status::serve(self, &info, &resource, render).await;
         }
         if authapi::serves(&info, &resource) {
             return authapi::serve(self, req, &info, &resource, render).await;

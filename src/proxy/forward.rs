@@ -199,3 +199,40 @@ impl ChunkStream for Forwarded {
         }
     }
 }
+
+/// A GET of `path` at `ep` for a health check: the status and body (at
+/// most 64 KiB of it), or why there was none.
+pub async fn probe(dialer: &Dialer, ep: &Endpoint, path: &str) -> Result<(u16, String), String> {
+    use http_body_util::BodyExt;
+    let url = format!(
+        "{}://{}{path}",
+        if ep.scheme == super::Scheme::Https {
+            "https"
+        } else {
+            "http"
+        },
+        ep.authority()
+    );
+    let failed = |e: &dyn std::fmt::Display| format!("Get {url:?}: {e}");
+    let stream = dialer.dial(ep).await.map_err(|e| failed(&e))?;
+    let (mut sender, conn) = hyper::client::conn::http1::handshake(BackendIo(stream))
+        .await
+        .map_err(|e| failed(&e))?;
+    glommio::spawn_local(async move {
+        let _ = conn.await;
+    })
+    .detach();
+    let req = Request::builder()
+        .uri(path)
+        .header(header::HOST, ep.authority())
+        .body(http_body_util::Empty::<bytes::Bytes>::new())
+        .map_err(|e| failed(&e))?;
+    let resp = sender.send_request(req).await.map_err(|e| failed(&e))?;
+    let status = resp.status().as_u16();
+    let body = http_body_util::Limited::new(resp.into_body(), 64 * 1024)
+        .collect()
+        .await
+        .map_err(|e| failed(&e))?
+        .to_bytes();
+    Ok((status, String::from_utf8_lossy(&body).into_owned()))
+}

@@ -103,6 +103,33 @@ pub fn object(
     json_bytes(status, Body::full(obj.json()), render)
 }
 
+/// Objects computed on request (not stored): one, or a list of them, in
+/// the negotiated form.
+pub fn computed(
+    info: &ResourceInfo,
+    objects: &[serde_json::Value],
+    one: bool,
+    render: Render,
+) -> Response<Body> {
+    if render.output.is_transformed() {
+        let meta = TableMeta::default();
+        let shape = if one {
+            Shape::Object
+        } else {
+            Shape::List(&meta)
+        };
+        let body = table::transform_values(info, objects, render, shape, true);
+        return transformed_response(StatusCode::OK, body, render);
+    }
+    let body = if one {
+        objects.first().cloned().unwrap_or_default()
+    } else {
+        serde_json::json!({"kind": info.list_kind, "apiVersion": info.api_version(), "metadata": {}, "items": objects})
+    };
+    let bytes = serde_json::to_vec(&body).expect("a Value always serializes");
+    json_bytes(StatusCode::OK, Body::full(bytes), render)
+}
+
 /// A stored object's JSON at the version `info` serves (Tables and
 /// metadata views are built from the stored form: printers read it).
 pub fn converted_json(info: &ResourceInfo, stored: &[u8]) -> Result<Vec<u8>, ApiError> {

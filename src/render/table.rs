@@ -28,6 +28,17 @@ pub fn transform(
     headers: bool,
 ) -> Result<Value, ApiError> {
     let values: Vec<Value> = items.iter().map(|o| o.to_value()).collect();
+    transform_values(info, &values, render, shape, headers)
+}
+
+/// [`transform`] of objects that are not stored (computed on request).
+pub fn transform_values(
+    info: &ResourceInfo,
+    values: &[Value],
+    render: Render,
+    shape: Shape<'_>,
+    headers: bool,
+) -> Result<Value, ApiError> {
     let now = chrono::Utc::now();
     let object_meta = || TableMeta {
         resource_version: values
@@ -47,13 +58,13 @@ pub fn transform(
                 Shape::Object => object_meta(),
                 Shape::List(m) => m.clone(),
             };
-            Ok(table::table(info, &values, &opts, &list, now))
+            Ok(table::table(info, values, &opts, &list, now))
         }
         (Output::PartialObject(v), Shape::Object) => Ok(table::partial_object(
             values.first().unwrap_or(&Value::Null),
             v,
         )),
-        (Output::PartialList(v), Shape::List(m)) => Ok(table::partial_list(&values, v, m)),
+        (Output::PartialList(v), Shape::List(m)) => Ok(table::partial_list(values, v, m)),
         (Output::PartialObject(_), Shape::List(_)) => Err(not_acceptable(format!(
             "you requested PartialObjectMetadata, but the requested object is a list ({})",
             info.list_kind

@@ -84,6 +84,7 @@ pub enum Printer {
     /// Columns given as data (a CRD's additionalPrinterColumns).
     Columns(Arc<crate::table::CustomColumns>),
     Pod,
+    ComponentStatus,
     Service,
     Node,
     Namespace,

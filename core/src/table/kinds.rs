@@ -564,3 +564,41 @@ pub fn event_row(o: &Value, now: DateTime<Utc>) -> Row {
         name(o),
     ])
 }
+
+pub const COMPONENT_STATUS: &[Column] = &[
+    Column::name(),
+    Column::new(
+        "Status",
+        "string",
+        "Whether the component answered healthy.",
+        0,
+    ),
+    Column::new("Message", "string", "What the component answered.", 0),
+    Column::new(
+        "Error",
+        "string",
+        "Why the component could not be asked.",
+        0,
+    ),
+];
+
+/// kube's printer: the Healthy condition as Healthy, Unhealthy or Unknown.
+pub fn component_status_row(o: &Value) -> Row {
+    let healthy = o
+        .get("conditions")
+        .and_then(Value::as_array)
+        .and_then(|c| c.iter().find(|c| c["type"] == "Healthy"));
+    let (status, message, error) = match healthy {
+        Some(c) => (
+            if c["status"] == "True" {
+                "Healthy"
+            } else {
+                "Unhealthy"
+            },
+            str_at(c, "/message"),
+            str_at(c, "/error"),
+        ),
+        None => ("Unknown", "", ""),
+    };
+    row(vec![name(o), json!(status), json!(message), json!(error)])
+}

@@ -252,6 +252,11 @@ pub fn builtin_resources() -> Vec<ResourceInfo> {
         // The legacy way to bind a pod: create-only, the pod named by the
         // Binding (handled as the pod's `binding` subresource).
         entry("", "v1", "Binding", "bindings", true).verbs(&["create"]),
+        // Not stored: the server asks the components when it is read.
+        entry("", "v1", "ComponentStatus", "componentstatuses", false)
+            .short(&["cs"])
+            .verbs(&["get", "list"])
+            .printer(Printer::ComponentStatus),
         entry("", "v1", "PodTemplate", "podtemplates", true)
             .generation()
             .printer(Printer::PodTemplate),
