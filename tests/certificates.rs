@@ -3,7 +3,7 @@
 //! stays.
 
 mod common;
-use common::tls::Who;
+use common::tls::{self, Who};
 use common::*;
 use serde_json::{json, Value};
 
@@ -203,4 +203,90 @@ fn approved_requests_are_signed_and_the_certificate_works() {
         let (_, csr) = s.get(&format!("{CSRS}/{name}"));
         assert!(csr["status"]["certificate"].is_null(), "{csr}");
     }
+}
+
+/// CertificateApproval: updating `/approval` is not enough; the approver
+/// needs `approve` on the request's signer (by name or `<domain>/*`).
+#[test]
+fn approving_needs_the_approve_verb_on_the_signer() {
+    use common::tls::rbac::{bind, cluster_role, rule};
+    let s = Server::start(1);
+    s.post(CSRS, &csr("one", "kubernetes.io/kube-apiserver-client"));
+    s.post(CSRS, &csr("two", "example.com/custom"));
+    cluster_role(
+        &s,
+        "csr-approver",
+        json!({}),
+        vec![
+            rule(
+                &["get", "list", "watch"],
+                &["certificates.k8s.io"],
+                &["certificatesigningrequests"],
+            ),
+            rule(
+                &["update"],
+                &["certificates.k8s.io"],
+                &["certificatesigningrequests/approval"],
+            ),
+        ],
+    );
+    let subject = json!({"kind": "User", "name": "carol", "apiGroup": "rbac.authorization.k8s.io"});
+    bind(
+        &s,
+        "",
+        "carol-approves",
+        "ClusterRole",
+        "csr-approver",
+        vec![subject.clone()],
+    );
+    let kc = s.kubeconfig(&Who::cert("carol", &[]));
+    let (code, out, err) = tls::kubectl(&kc, &["certificate", "approve", "one"]);
+    assert_ne!(code, 0, "{out}");
+    assert!(
+        err.contains("user not permitted to approve requests with signerName \"kubernetes.io/kube-apiserver-client\""),
+        "{err}"
+    );
+    // Granted the signer by name: that one, and not the other signer.
+    cluster_role(
+        &s,
+        "client-signer-approver",
+        json!({}),
+        vec![
+            json!({"verbs": ["approve"], "apiGroups": ["certificates.k8s.io"], "resources": ["signers"],
+                    "resourceNames": ["kubernetes.io/kube-apiserver-client"]}),
+        ],
+    );
+    bind(
+        &s,
+        "",
+        "carol-signer",
+        "ClusterRole",
+        "client-signer-approver",
+        vec![subject.clone()],
+    );
+    let (code, out, err) = tls::kubectl(&kc, &["certificate", "approve", "one"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let (code, _, err) = tls::kubectl(&kc, &["certificate", "approve", "two"]);
+    assert_ne!(code, 0);
+    assert!(err.contains("signerName \"example.com/custom\""), "{err}");
+    // A domain wildcard covers every signer of the domain.
+    cluster_role(
+        &s,
+        "example-approver",
+        json!({}),
+        vec![
+            json!({"verbs": ["approve"], "apiGroups": ["certificates.k8s.io"], "resources": ["signers"],
+                    "resourceNames": ["example.com/*"]}),
+        ],
+    );
+    bind(
+        &s,
+        "",
+        "carol-example",
+        "ClusterRole",
+        "example-approver",
+        vec![subject],
+    );
+    let (code, out, err) = tls::kubectl(&kc, &["certificate", "approve", "two"]);
+    assert_eq!(code, 0, "{out}{err}");
 }

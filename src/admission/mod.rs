@@ -13,6 +13,7 @@
 //! webhook).
 
 mod always;
+mod certificates;
 pub mod config;
 mod namespace_lifecycle;
 mod node_restriction;

@@ -4,6 +4,7 @@
 //! `--disable-admission-plugins` takes away; the order is always kube's,
 //! whatever order the flags name them in.
 
+use super::certificates::{self, SignerPermission};
 use super::config::AdmissionConfig;
 use super::node_restriction::{self, NodeRestriction};
 use super::recorder::{self, TestRecorder};
@@ -85,6 +86,8 @@ pub const IMPLEMENTED: &[&str] = &[
     "AlwaysAdmit",
     "NamespaceLifecycle",
     "NodeRestriction",
+    "CertificateApproval",
+    "CertificateSigning",
     "AlwaysDeny",
 ];
 
@@ -173,6 +176,12 @@ pub fn build(config: &AdmissionConfig, init: &PluginInit<'_>) -> Admission {
                 chain = chain.with_mutating(Rc::new(NamespaceLifecycle::start(init)));
             }
             "AlwaysAdmit" => chain = chain.with_mutating(Rc::new(AlwaysAdmit)),
+            certificates::APPROVAL => {
+                chain = chain.with_validating(Rc::new(SignerPermission::approval(init)));
+            }
+            certificates::SIGNING => {
+                chain = chain.with_validating(Rc::new(SignerPermission::signing(init)));
+            }
             node_restriction::NAME => {
                 chain = chain.with_mutating(Rc::new(NodeRestriction::new(init)));
             }
@@ -200,16 +209,22 @@ mod tests {
 
     #[test]
     fn flags_follow_kube() {
-        assert_eq!(resolve(&[], &[]).unwrap(), ["NamespaceLifecycle"]);
-        assert!(resolve(&[], &names(&["NamespaceLifecycle"]))
-            .unwrap()
-            .is_empty());
+        let defaults = [
+            "NamespaceLifecycle",
+            "CertificateApproval",
+            "CertificateSigning",
+        ];
+        assert_eq!(resolve(&[], &[]).unwrap(), defaults);
+        assert_eq!(
+            resolve(&[], &names(&["NamespaceLifecycle"])).unwrap(),
+            defaults[1..]
+        );
         assert!(resolve(&names(&["Bogus"]), &[])
             .unwrap_err()
             .contains("not a known plugin"));
         assert_eq!(
             resolve(&names(&["AlwaysDeny"]), &[]).unwrap(),
-            ["NamespaceLifecycle", "AlwaysDeny"]
+            [&defaults[..], &["AlwaysDeny"]].concat()
         );
         assert!(resolve(&names(&["AlwaysPullImages"]), &[])
             .unwrap_err()
@@ -221,10 +236,7 @@ mod tests {
         .unwrap_err()
         .contains("both"));
         // Disabling one kube has but kubeshard lacks is fine.
-        assert_eq!(
-            resolve(&[], &names(&["ResourceQuota"])).unwrap(),
-            ["NamespaceLifecycle"]
-        );
+        assert_eq!(resolve(&[], &names(&["ResourceQuota"])).unwrap(), defaults);
         assert!(!missing_defaults(&names(&["ResourceQuota"])).contains(&"ResourceQuota"));
         assert!(missing_defaults(&[]).contains(&"LimitRanger"));
     }
