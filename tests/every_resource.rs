@@ -153,6 +153,24 @@ fn kind_rules_refuse_what_kube_refuses() {
             "spec.clusterIPs[0]",
         ),
         (
+            "core/v1/pods",
+            "/api/v1/namespaces/default/pods",
+            json!({"spec": {"containers": null}}),
+            "spec.containers",
+        ),
+        (
+            "core/v1/pods",
+            "/api/v1/namespaces/default/pods",
+            json!({"spec": {"containers": [{"name": "No_Such", "image": "x", "ports": [{"containerPort": 70000}]}]}}),
+            "spec.containers[0].ports[0].containerPort",
+        ),
+        (
+            "apps/v1/deployments",
+            "/apis/apps/v1/namespaces/default/deployments",
+            json!({"spec": {"template": {"spec": {"containers": [{"name": "c", "image": ""}]}}}}),
+            "spec.template.spec.containers[0].image",
+        ),
+        (
             "networking.k8s.io/v1/ipaddresses",
             "/apis/networking.k8s.io/v1/ipaddresses",
             json!({"metadata": {"name": "fd00:0::1"}}),

@@ -12,6 +12,7 @@ mod hooks;
 pub mod lifecycle;
 pub mod location;
 pub mod pod;
+pub mod podspec;
 mod qos;
 mod service;
 mod validate;

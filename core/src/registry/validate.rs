@@ -56,6 +56,7 @@ pub fn validate_object(info: &ResourceInfo, obj: &Value) -> Vec<StatusCause> {
     }
     causes.extend(super::lifecycle::validate_lifecycle_metadata(obj));
     causes.extend(super::workloads::validate(&info.group, &info.kind, obj));
+    causes.extend(super::podspec::validate(&info.group, &info.kind, obj));
     if info.strategy.kind_hooks == KindHooks::Secret {
         causes.extend(validate_secret(obj));
     }
