@@ -110,29 +110,77 @@ pub(super) fn validate(group: &str, kind: &str, obj: &Value) -> Vec<StatusCause>
     }
 }
 
-/// The causes a workload update is refused with: an apps kind's selector
-/// never changes once set.
+/// StatefulSet spec fields an update may change (kube's list).
+const STATEFUL_SET_MUTABLE: &[&str] = &[
+    "replicas",
+    "ordinals",
+    "template",
+    "updateStrategy",
+    "revisionHistoryLimit",
+    "persistentVolumeClaimRetentionPolicy",
+    "minReadySeconds",
+];
+
+fn immutable(path: &str, after: Option<&Value>) -> StatusCause {
+    field_invalid_raw(
+        path,
+        &after.map(Value::to_string).unwrap_or_else(|| "null".into()),
+        "field is immutable",
+    )
+}
+
+/// The causes a workload update is refused with: an apps kind's or a
+/// Job's selector never changes once set; a Job's pod template only while
+/// it is suspended; a StatefulSet's spec only in its mutable fields.
 pub(super) fn validate_update(
     group: &str,
     kind: &str,
     new: &Value,
     old: &Value,
 ) -> Vec<StatusCause> {
-    if !matches!(
+    let mut causes = Vec::new();
+    let fixed_selector = matches!(
         selector_rule(group, kind),
-        Some(SelectorRule::Required { .. })
-    ) {
-        return vec![];
-    }
+        Some(SelectorRule::Required { .. } | SelectorRule::Manual)
+    );
     let (before, after) = (old.pointer("/spec/selector"), new.pointer("/spec/selector"));
-    if before.is_none() || before == after {
-        return vec![];
+    if fixed_selector && before.is_some() && before != after {
+        causes.push(immutable("spec.selector", after));
     }
-    vec![field_invalid_raw(
-        "spec.selector",
-        &after.map(Value::to_string).unwrap_or_else(|| "null".into()),
-        "field is immutable",
-    )]
+    match (group, kind) {
+        ("batch", "Job") => {
+            let suspended = old.pointer("/spec/suspend") == Some(&Value::Bool(true));
+            let template = new.pointer("/spec/template");
+            if !suspended && old.pointer("/spec/template") != template {
+                causes.push(immutable("spec.template", template));
+            }
+        }
+        ("apps", "StatefulSet") => {
+            let frozen = |o: &Value| {
+                let mut spec = o.get("spec").cloned().unwrap_or_default();
+                if let Some(m) = spec.as_object_mut() {
+                    m.retain(|k, _| !STATEFUL_SET_MUTABLE.contains(&k.as_str()));
+                }
+                spec
+            };
+            if frozen(old) != frozen(new) {
+                let allowed: Vec<String> = STATEFUL_SET_MUTABLE
+                    .iter()
+                    .map(|f| format!("'{f}'"))
+                    .collect();
+                let (last, rest) = allowed.split_last().expect("a non-empty list");
+                causes.push(crate::status::field_forbidden(
+                    "spec",
+                    &format!(
+                        "updates to statefulset spec for fields other than {} and {last} are forbidden",
+                        rest.join(", ")
+                    ),
+                ));
+            }
+        }
+        _ => {}
+    }
+    causes
 }
 
 #[cfg(test)]
@@ -142,6 +190,39 @@ mod tests {
 
     fn deployment(selector: Value, labels: Value) -> Value {
         json!({"spec": {"selector": selector, "template": {"metadata": {"labels": labels}}}})
+    }
+
+    #[test]
+    fn jobs_and_stateful_sets_keep_their_fixed_fields() {
+        let job = |image: &str, suspend: bool| {
+            json!({"spec": {"suspend": suspend, "selector": {"matchLabels": {"a": "b"}},
+            "template": {"spec": {"containers": [{"name": "c", "image": image}]}}}})
+        };
+        let c = validate_update("batch", "Job", &job("v2", false), &job("v1", false));
+        assert_eq!(c.len(), 1);
+        assert_eq!(c[0].field, "spec.template");
+        assert!(validate_update("batch", "Job", &job("v2", true), &job("v1", true)).is_empty());
+        let mut moved = job("v1", false);
+        moved["spec"]["selector"] = json!({"matchLabels": {"a": "c"}});
+        assert_eq!(
+            validate_update("batch", "Job", &moved, &job("v1", false))[0].field,
+            "spec.selector"
+        );
+
+        let sts = |replicas: u32, service: &str| {
+            json!({"spec": {"replicas": replicas, "serviceName": service,
+            "selector": {"matchLabels": {"a": "b"}}}})
+        };
+        assert!(validate_update("apps", "StatefulSet", &sts(5, "web"), &sts(3, "web")).is_empty());
+        let c = validate_update("apps", "StatefulSet", &sts(3, "other"), &sts(3, "web"));
+        assert_eq!(c[0].field, "spec");
+        assert!(
+            c[0].message.starts_with(
+                "Forbidden: updates to statefulset spec for fields other than 'replicas'"
+            ),
+            "{}",
+            c[0].message
+        );
     }
 
     #[test]
