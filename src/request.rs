@@ -24,12 +24,10 @@ pub struct RequestInfo {
     pub subresource: String,
     pub name: String,
     pub path: String,
-    /// What follows the subresource in the path: the path a `proxy`
-    /// subresource forwards to.
-    pub subpath: String,
-    /// The `fieldSelector` of a list, watch or deletecollection, for the
-    /// authorizers that scope reads by field.
-    pub field_selector: String,
+    /// The path goes on past the subresource: only a `proxy` subresource
+    /// has such a path (the one it forwards to). A flag, not the path:
+    /// this struct is moved with every request's future.
+    pub past_subresource: bool,
 }
 
 /// Query parameters, first value wins (as Go's `url.Values.Get`).
@@ -144,9 +142,7 @@ impl RequestInfo {
         if let Some(s) = rest.get(2) {
             info.subresource = s.to_string();
         }
-        if rest.len() > 3 {
-            info.subpath = rest[3..].join("/");
-        }
+        info.past_subresource = rest.len() > 3;
         if info.resource == "namespaces" && !info.name.is_empty() && info.namespace.is_empty() {
             info.namespace = info.name.clone();
         }
@@ -176,9 +172,6 @@ impl RequestInfo {
         };
         if matches!(info.verb.as_str(), "list" | "watch") && info.name.is_empty() {
             info.name = selected_name(query).unwrap_or_default();
-        }
-        if matches!(info.verb.as_str(), "list" | "watch" | "deletecollection") {
-            info.field_selector = query.get("fieldSelector").unwrap_or("").to_string();
         }
         info
     }

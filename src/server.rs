@@ -280,7 +280,8 @@ where
     let upgradable = (protocol == Protocol::Http1).then(Upgradable::new);
     let service = service_fn(move |mut req: Request<Incoming>| {
         let (api, conn) = (chain.clone(), conn.clone());
-        if let Some(u) = upgradable {
+        // Only a request asking to upgrade needs to know it may.
+        if let Some(u) = upgradable.filter(|_| req.headers().contains_key(http::header::UPGRADE)) {
             req.extensions_mut().insert(u);
         }
         // Counted from here until its response body is done (or dropped):

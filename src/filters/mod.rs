@@ -35,7 +35,7 @@ pub struct RequestUser(pub Arc<UserInfo>);
 const AUDIT_ID: http::HeaderName = http::HeaderName::from_static("audit-id");
 
 /// The authorizer's view of a request.
-pub fn attributes(info: &RequestInfo) -> Attributes {
+pub fn attributes(info: &RequestInfo, query: &Query) -> Attributes {
     if info.is_resource_request {
         Attributes {
             verb: info.verb.clone(),
@@ -47,7 +47,14 @@ pub fn attributes(info: &RequestInfo) -> Attributes {
             subresource: info.subresource.clone(),
             name: info.name.clone(),
             path: info.path.clone(),
-            field_selector: info.field_selector.clone(),
+            // Authorizers that scope reads by field (the Node authorizer)
+            // see the selector of a list, watch or deletecollection.
+            field_selector: match info.verb.as_str() {
+                "list" | "watch" | "deletecollection" => {
+                    query.get("fieldSelector").unwrap_or("").to_string()
+                }
+                _ => String::new(),
+            },
         }
     } else {
         Attributes::non_resource(&info.verb, &info.path)
@@ -114,7 +121,7 @@ pub async fn serve(api: &Rc<Api>, conn: &ConnInfo, mut req: Request<Incoming>) -
         .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
     let query = Query::parse(req.uri().query());
     let info = RequestInfo::parse(req.method(), req.uri().path(), &query);
-    let attrs = attributes(&info);
+    let attrs = attributes(&info, &query);
     let config = api.security.config.clone();
     let incoming = || audit::Incoming {
         audit_id: &audit_id,
@@ -161,7 +168,9 @@ pub async fn serve(api: &Rc<Api>, conn: &ConnInfo, mut req: Request<Incoming>) -
     // state machine copied several kilobytes per request.
     let handled = std::panic::AssertUnwindSafe(async {
         if long_running {
-            Ok(api.handle(req, info, query).await)
+            // Boxed as below: inline, the handler's whole state would be
+            // part of this future, which every request moves.
+            Ok(Box::pin(api.handle(req, info, query)).await)
         } else {
             api.security
                 .timer

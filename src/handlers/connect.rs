@@ -80,10 +80,8 @@ fn enc(segment: &str) -> String {
 pub async fn serve(api: &Rc<Api>, rr: &ResourceRequest, req: Request<Incoming>) -> HandlerResult {
     let kind = (rr.resource.group.as_str(), rr.resource.plural.as_str());
     match (kind, rr.info.subresource.as_str()) {
-        (("", "pods"), "proxy") => pod_proxy(api, rr, req).await,
+        (("", "pods" | "nodes" | "services"), "proxy") => proxy_subresource(api, rr, req).await,
         (("", "pods"), sub) => kubelet_stream(api, rr, sub, req).await,
-        (("", "nodes"), "proxy") => node_proxy(api, rr, req).await,
-        (("", "services"), "proxy") => service_proxy(api, rr, req).await,
         _ => Err(super::not_found_path()),
     }
 }
@@ -228,30 +226,24 @@ fn proxied_path(req: &Request<Incoming>) -> String {
     }
 }
 
-fn invalid_target(kind: &str, id: &str) -> ApiError {
-    ApiError::bad_request(format!("invalid {kind} request {id:?}"))
+/// The target a proxy subresource names: `name`, `name:port` or
+/// `scheme:name:port`.
+fn target<'a>(kind: &str, id: &'a str) -> Result<(Scheme, &'a str, &'a str), ApiError> {
+    let invalid = || ApiError::bad_request(format!("invalid {kind} request {id:?}"));
+    let (scheme, name, port) = location::split_scheme_name_port(id).ok_or_else(invalid)?;
+    Ok((Scheme::parse(scheme).ok_or_else(invalid)?, name, port))
 }
 
-async fn node_proxy(api: &Api, rr: &ResourceRequest, req: Request<Incoming>) -> HandlerResult {
-    let id = rr.info.name.as_str();
-    let (scheme, name, port) =
-        location::split_scheme_name_port(id).ok_or_else(|| invalid_target("node", id))?;
-    let kubelet = kubelet_of(api, name).await?;
-    let ep = if port.is_empty() || port.parse::<u16>().ok() == Some(kubelet.port) {
-        kubelet
-    } else {
-        // Another port on the node: plain by default, no kubelet
-        // credentials, and never the node's own loopback or link-local.
-        let addr: Option<std::net::IpAddr> = kubelet.host.parse().ok();
-        if addr.is_some_and(|a| !location::is_global_unicast(&a)) {
-            return Err(ApiError::bad_request("address not allowed"));
-        }
-        Endpoint {
-            scheme: Scheme::parse(scheme).ok_or_else(|| invalid_target("node", id))?,
-            host: kubelet.host,
-            port: port.parse().map_err(|_| invalid_target("node", id))?,
-            kubelet: false,
-        }
+/// `nodes/proxy`, `pods/proxy`, `services/proxy`: where to, then forward.
+async fn proxy_subresource(
+    api: &Api,
+    rr: &ResourceRequest,
+    req: Request<Incoming>,
+) -> HandlerResult {
+    let ep = match rr.resource.plural.as_str() {
+        "nodes" => node_target(api, rr).await?,
+        "pods" => pod_target(api, rr).await?,
+        _ => service_target(api, rr).await?,
     };
     let path = proxied_path(&req);
     proxy::forward(
@@ -264,36 +256,43 @@ async fn node_proxy(api: &Api, rr: &ResourceRequest, req: Request<Incoming>) -> 
     .await
 }
 
-async fn pod_proxy(api: &Api, rr: &ResourceRequest, req: Request<Incoming>) -> HandlerResult {
-    let id = rr.info.name.as_str();
-    let (scheme, name, port) =
-        location::split_scheme_name_port(id).ok_or_else(|| invalid_target("pod", id))?;
+async fn node_target(api: &Api, rr: &ResourceRequest) -> Result<Endpoint, ApiError> {
+    let (scheme, name, port) = target("node", &rr.info.name)?;
+    let kubelet = kubelet_of(api, name).await?;
+    if port.is_empty() || port.parse::<u16>().ok() == Some(kubelet.port) {
+        return Ok(kubelet);
+    }
+    // Another port on the node: plain by default, no kubelet credentials,
+    // and never the node's own loopback or link-local.
+    let addr: Option<std::net::IpAddr> = kubelet.host.parse().ok();
+    if addr.is_some_and(|a| !location::is_global_unicast(&a)) {
+        return Err(ApiError::bad_request("address not allowed"));
+    }
+    Ok(Endpoint {
+        scheme,
+        host: kubelet.host,
+        port: port
+            .parse()
+            .map_err(|_| ApiError::bad_request(format!("invalid port {port:?}")))?,
+        kubelet: false,
+    })
+}
+
+async fn pod_target(api: &Api, rr: &ResourceRequest) -> Result<Endpoint, ApiError> {
+    let (scheme, name, port) = target("pod", &rr.info.name)?;
     let pod = fetch(api, "pods", &rr.info.namespace, name).await?;
     let (host, port) = location::pod_address(&pod, port)?;
-    let scheme = Scheme::parse(scheme).ok_or_else(|| invalid_target("pod", id))?;
-    let ep = Endpoint {
+    Ok(Endpoint {
         scheme,
         host,
         port: port.unwrap_or(if scheme == Scheme::Https { 443 } else { 80 }),
         kubelet: false,
-    };
-    let path = proxied_path(&req);
-    proxy::forward(
-        &api.config.backends.dialer,
-        &ep,
-        &path,
-        req,
-        &proxy::PROXIED,
-    )
-    .await
+    })
 }
 
-async fn service_proxy(api: &Api, rr: &ResourceRequest, req: Request<Incoming>) -> HandlerResult {
-    let id = rr.info.name.as_str();
+async fn service_target(api: &Api, rr: &ResourceRequest) -> Result<Endpoint, ApiError> {
     let ns = rr.info.namespace.as_str();
-    let (scheme, name, port) =
-        location::split_scheme_name_port(id).ok_or_else(|| invalid_target("service", id))?;
-    let scheme = Scheme::parse(scheme).ok_or_else(|| invalid_target("service", id))?;
+    let (scheme, name, port) = target("service", &rr.info.name)?;
     let service = fetch(api, "services", ns, name).await?;
     let endpoints = fetch(api, "endpoints", ns, name).await.ok();
     // The pods the endpoints name, for checking each address is theirs.
@@ -328,21 +327,12 @@ async fn service_proxy(api: &Api, rr: &ResourceRequest, req: Request<Incoming>) 
         |_, pod| pods.get(pod).cloned().unwrap_or_default(),
         |n| rand::random::<usize>() % n,
     )?;
-    let ep = Endpoint {
+    Ok(Endpoint {
         scheme,
         host,
         port,
         kubelet: false,
-    };
-    let path = proxied_path(&req);
-    proxy::forward(
-        &api.config.backends.dialer,
-        &ep,
-        &path,
-        req,
-        &proxy::PROXIED,
-    )
-    .await
+    })
 }
 
 fn pod_ips(pod: &Value) -> Vec<String> {

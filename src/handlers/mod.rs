@@ -124,7 +124,7 @@ impl Api {
             return Err(not_found_path());
         }
         // Only a proxy has a path past its subresource.
-        if !info.subpath.is_empty() && info.subresource != "proxy" {
+        if info.past_subresource && info.subresource != "proxy" {
             return Err(not_found_path());
         }
         // Tables and metadata-only views exist for kinds that can be
@@ -133,10 +133,12 @@ impl Api {
             return Err(ApiError::not_acceptable(negotiation::PRODUCIBLE));
         }
         if component_status::serves(&resource) {
-            return component_status::serve(self, &info, &resource, render).await;
+            // Boxed, as the other rare handlers below: a large future kept
+            // inline would grow this one, which every request moves.
+            return Box::pin(component_status::serve(self, &info, &resource, render)).await;
         }
         if authapi::serves(&info, &resource) {
-            return authapi::serve(self, req, &info, &resource, render).await;
+            return Box::pin(authapi::serve(self, req, &info, &resource, render)).await;
         }
         if !resource.namespaced && !info.namespace.is_empty() && info.resource != "namespaces" {
             return Err(not_found_path());
@@ -194,9 +196,9 @@ impl Api {
             "scale" => return scale::serve(self, &rr, req).await,
             "finalize" => return namespaces::finalize(self, &rr, req).await,
             "binding" => return binding::bind(self, &rr, req).await,
-            "eviction" => return eviction::evict(self, &rr, req).await,
+            "eviction" => return Box::pin(eviction::evict(self, &rr, req)).await,
             s if connect::serves(s, "get").is_some() => {
-                return connect::serve(self, &rr, req).await
+                return Box::pin(connect::serve(self, &rr, req)).await
             }
             _ => {}
         }

@@ -3,6 +3,7 @@
 //! to every object written through create, update and patch, so what is
 //! stored and returned matches what kube would store and return.
 
+mod admission;
 mod apps;
 mod cluster;
 mod pod;
@@ -42,6 +43,22 @@ pub fn apply(group: &str, kind: &str, obj: &mut Value) {
         ("networking.k8s.io", "NetworkPolicy") => cluster::network_policy(obj),
         ("discovery.k8s.io", "EndpointSlice") => cluster::endpoint_slice(obj),
         ("autoscaling", "HorizontalPodAutoscaler") => cluster::horizontal_pod_autoscaler(obj),
+        ("admissionregistration.k8s.io", "ValidatingWebhookConfiguration") => {
+            admission::webhook_configuration(obj, false)
+        }
+        ("admissionregistration.k8s.io", "MutatingWebhookConfiguration") => {
+            admission::webhook_configuration(obj, true)
+        }
+        ("admissionregistration.k8s.io", "ValidatingAdmissionPolicy") => {
+            admission::admission_policy(obj)
+        }
+        ("admissionregistration.k8s.io", "ValidatingAdmissionPolicyBinding") => {
+            admission::admission_policy_binding(obj)
+        }
+        ("resource.k8s.io", "ResourceClaim") => admission::resource_claim_spec(obj.get_mut("spec")),
+        ("resource.k8s.io", "ResourceClaimTemplate") => {
+            admission::resource_claim_spec(obj.pointer_mut("/spec/spec"))
+        }
         ("flowcontrol.apiserver.k8s.io", "FlowSchema") => cluster::flow_schema(obj),
         ("flowcontrol.apiserver.k8s.io", "PriorityLevelConfiguration") => {
             cluster::priority_level_configuration(obj)

@@ -193,3 +193,62 @@ fn flowcontrol_defaults() {
         json!({"nominalConcurrencyShares": 0, "lendablePercent": 0})
     );
 }
+
+#[test]
+fn webhooks_policies_and_claims_get_kubes_defaults() {
+    let mut hooks = json!({"webhooks": [{"name": "a.example.com",
+        "clientConfig": {"service": {"namespace": "ns", "name": "svc"}},
+        "rules": [{"operations": ["CREATE"], "apiGroups": [""], "apiVersions": ["v1"], "resources": ["pods"]}],
+        "timeoutSeconds": 3}]});
+    apply(
+        "admissionregistration.k8s.io",
+        "MutatingWebhookConfiguration",
+        &mut hooks,
+    );
+    let h = &hooks["webhooks"][0];
+    assert_eq!(h["failurePolicy"], "Fail");
+    assert_eq!(h["matchPolicy"], "Equivalent");
+    assert_eq!(h["namespaceSelector"], json!({}));
+    assert_eq!(h["objectSelector"], json!({}));
+    assert_eq!(h["timeoutSeconds"], 3, "what was given stays");
+    assert_eq!(h["reinvocationPolicy"], "Never");
+    assert_eq!(h["rules"][0]["scope"], "*");
+    assert_eq!(h["clientConfig"]["service"]["port"], 443);
+    let mut validating = json!({"webhooks": [{"name": "v.example.com"}]});
+    apply(
+        "admissionregistration.k8s.io",
+        "ValidatingWebhookConfiguration",
+        &mut validating,
+    );
+    assert!(validating["webhooks"][0]
+        .get("reinvocationPolicy")
+        .is_none());
+
+    let mut policy =
+        json!({"spec": {"matchConstraints": {"resourceRules": [{"resources": ["deployments"]}]}}});
+    apply(
+        "admissionregistration.k8s.io",
+        "ValidatingAdmissionPolicy",
+        &mut policy,
+    );
+    assert_eq!(policy["spec"]["failurePolicy"], "Fail");
+    assert_eq!(
+        policy["spec"]["matchConstraints"]["matchPolicy"],
+        "Equivalent"
+    );
+    assert_eq!(
+        policy["spec"]["matchConstraints"]["resourceRules"][0]["scope"],
+        "*"
+    );
+
+    let mut claim = json!({"spec": {"devices": {"requests": [
+        {"name": "gpu", "exactly": {"deviceClassName": "gpu.example.com"}},
+        {"name": "all", "exactly": {"deviceClassName": "x", "allocationMode": "All"}},
+        {"name": "any", "firstAvailable": [{"name": "big", "deviceClassName": "x"}]}]}}});
+    apply("resource.k8s.io", "ResourceClaim", &mut claim);
+    let r = &claim["spec"]["devices"]["requests"];
+    assert_eq!(r[0]["exactly"]["allocationMode"], "ExactCount");
+    assert_eq!(r[0]["exactly"]["count"], 1);
+    assert!(r[1]["exactly"].get("count").is_none());
+    assert_eq!(r[2]["firstAvailable"][0]["count"], 1);
+}

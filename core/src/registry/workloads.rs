@@ -138,13 +138,18 @@ pub(super) fn validate_update(
     new: &Value,
     old: &Value,
 ) -> Vec<StatusCause> {
-    let mut causes = Vec::new();
     let fixed_selector = matches!(
         selector_rule(group, kind),
         Some(SelectorRule::Required { .. } | SelectorRule::Manual)
     );
+    // Every update of every kind passes here: kinds without these rules
+    // leave at once.
+    if !fixed_selector {
+        return Vec::new();
+    }
+    let mut causes = Vec::new();
     let (before, after) = (old.pointer("/spec/selector"), new.pointer("/spec/selector"));
-    if fixed_selector && before.is_some() && before != after {
+    if before.is_some() && before != after {
         causes.push(immutable("spec.selector", after));
     }
     match (group, kind) {
