@@ -213,10 +213,28 @@ fn approving_needs_the_approve_verb_on_the_signer() {
     let s = Server::start(1);
     s.post(CSRS, &csr("one", "kubernetes.io/kube-apiserver-client"));
     s.post(CSRS, &csr("two", "example.com/custom"));
-    cluster_role(
-        &s,
+    // carol gets a ClusterRole of these rules, bound to her by name.
+    let grant = |role: &str, rules: Vec<Value>| {
+        cluster_role(&s, role, json!({}), rules);
+        let carol =
+            json!({"kind": "User", "name": "carol", "apiGroup": "rbac.authorization.k8s.io"});
+        bind(
+            &s,
+            "",
+            &format!("carol-{role}"),
+            "ClusterRole",
+            role,
+            vec![carol],
+        );
+    };
+    let approve_signer = |signer: &str| {
+        vec![
+            json!({"verbs": ["approve"], "apiGroups": ["certificates.k8s.io"],
+                    "resources": ["signers"], "resourceNames": [signer]}),
+        ]
+    };
+    grant(
         "csr-approver",
-        json!({}),
         vec![
             rule(
                 &["get", "list", "watch"],
@@ -230,63 +248,26 @@ fn approving_needs_the_approve_verb_on_the_signer() {
             ),
         ],
     );
-    let subject = json!({"kind": "User", "name": "carol", "apiGroup": "rbac.authorization.k8s.io"});
-    bind(
-        &s,
-        "",
-        "carol-approves",
-        "ClusterRole",
-        "csr-approver",
-        vec![subject.clone()],
-    );
     let kc = s.kubeconfig(&Who::cert("carol", &[]));
-    let (code, out, err) = tls::kubectl(&kc, &["certificate", "approve", "one"]);
+    let approve = |name: &str| tls::kubectl(&kc, &["certificate", "approve", name]);
+    let (code, out, err) = approve("one");
     assert_ne!(code, 0, "{out}");
     assert!(
         err.contains("user not permitted to approve requests with signerName \"kubernetes.io/kube-apiserver-client\""),
         "{err}"
     );
     // Granted the signer by name: that one, and not the other signer.
-    cluster_role(
-        &s,
+    grant(
         "client-signer-approver",
-        json!({}),
-        vec![
-            json!({"verbs": ["approve"], "apiGroups": ["certificates.k8s.io"], "resources": ["signers"],
-                    "resourceNames": ["kubernetes.io/kube-apiserver-client"]}),
-        ],
+        approve_signer("kubernetes.io/kube-apiserver-client"),
     );
-    bind(
-        &s,
-        "",
-        "carol-signer",
-        "ClusterRole",
-        "client-signer-approver",
-        vec![subject.clone()],
-    );
-    let (code, out, err) = tls::kubectl(&kc, &["certificate", "approve", "one"]);
+    let (code, out, err) = approve("one");
     assert_eq!(code, 0, "{out}{err}");
-    let (code, _, err) = tls::kubectl(&kc, &["certificate", "approve", "two"]);
+    let (code, _, err) = approve("two");
     assert_ne!(code, 0);
     assert!(err.contains("signerName \"example.com/custom\""), "{err}");
     // A domain wildcard covers every signer of the domain.
-    cluster_role(
-        &s,
-        "example-approver",
-        json!({}),
-        vec![
-            json!({"verbs": ["approve"], "apiGroups": ["certificates.k8s.io"], "resources": ["signers"],
-                    "resourceNames": ["example.com/*"]}),
-        ],
-    );
-    bind(
-        &s,
-        "",
-        "carol-example",
-        "ClusterRole",
-        "example-approver",
-        vec![subject],
-    );
-    let (code, out, err) = tls::kubectl(&kc, &["certificate", "approve", "two"]);
+    grant("example-approver", approve_signer("example.com/*"));
+    let (code, out, err) = approve("two");
     assert_eq!(code, 0, "{out}{err}");
 }

@@ -32,6 +32,12 @@ fn message(body: &Value) -> &str {
     body["message"].as_str().unwrap_or("")
 }
 
+/// A 403 whose message says `why`.
+fn refused(code: u16, body: &Value, why: &str) {
+    assert_eq!(code, 403, "{body}");
+    assert!(message(body).contains(why), "{body}");
+}
+
 fn pod(name: &str, node: &str, secret: &str) -> Value {
     json!({"metadata": {"name": name}, "spec": {
         "nodeName": node,
@@ -73,10 +79,10 @@ fn a_node_reads_only_what_its_pods_use() {
     let (n1, n2) = (node(&s, "n1"), node(&s, "n2"));
     assert_eq!(n1.get("/api/v1/namespaces/apps/secrets/web-tls").0, 200);
     let (code, body) = n1.get("/api/v1/namespaces/apps/secrets/db-pass");
-    assert_eq!(code, 403, "{body}");
-    assert!(
-        message(&body).ends_with("no relationship found between node 'n1' and this object"),
-        "{body}"
+    refused(
+        code,
+        &body,
+        "no relationship found between node 'n1' and this object",
     );
     assert_eq!(n2.get("/api/v1/namespaces/apps/secrets/web-tls").0, 403);
     // A kubelet watches one Secret through a name selector; a list of all
@@ -98,18 +104,17 @@ fn a_node_reads_only_what_its_pods_use() {
         200
     );
     let (code, body) = n1.get("/api/v1/pods");
-    assert_eq!(code, 403);
-    assert!(
-        message(&body).ends_with("can only list/watch pods with spec.nodeName field selector"),
-        "{body}"
+    refused(
+        code,
+        &body,
+        "can only list/watch pods with spec.nodeName field selector",
     );
     assert_eq!(n1.get("/api/v1/namespaces/apps/pods/web").0, 200);
     assert_eq!(n1.get("/api/v1/namespaces/apps/pods/db").0, 403);
 
     // Its own Node only; the static rules for the rest.
     let (code, body) = n1.get("/api/v1/nodes");
-    assert_eq!(code, 403);
-    assert!(message(&body).contains("cannot read all nodes"), "{body}");
+    refused(code, &body, "cannot read all nodes");
     assert_eq!(n1.get("/api/v1/services").0, 200);
     assert_eq!(n1.get("/apis/apps/v1/deployments").0, 403);
 
@@ -127,11 +132,7 @@ fn a_node_reads_only_what_its_pods_use() {
     // A member of system:nodes whose name names no node reads nothing.
     let nameless = s.client(&Who::cert("kubelet", &["system:nodes"]));
     let (code, body) = nameless.get("/api/v1/namespaces/apps/secrets/db-pass");
-    assert_eq!(code, 403);
-    assert!(
-        message(&body).contains("unknown node for user \"kubelet\""),
-        "{body}"
-    );
+    refused(code, &body, "unknown node for user \"kubelet\"");
 }
 
 #[test]
@@ -148,10 +149,10 @@ fn a_node_writes_only_its_own_objects() {
     assert_eq!(code, 201, "{body}");
     let node_uid = body["metadata"]["uid"].as_str().unwrap().to_string();
     let (code, body) = n1.post("/api/v1/nodes", &json!({"metadata": {"name": "n2"}}));
-    assert_eq!(code, 403);
-    assert!(
-        message(&body).ends_with("node \"n1\" is not allowed to modify node \"n2\""),
-        "{body}"
+    refused(
+        code,
+        &body,
+        "node \"n1\" is not allowed to modify node \"n2\"",
     );
     let (code, body) = n1.post(
         "/api/v1/nodes",
@@ -183,18 +184,13 @@ fn a_node_writes_only_its_own_objects() {
         "/api/v1/nodes/n1",
         json!({"metadata": {"labels": {"node-role.kubernetes.io/control-plane": ""}}}),
     );
-    assert_eq!(code, 403);
-    assert!(
-        message(&body)
-            .ends_with("is not allowed to modify labels: node-role.kubernetes.io/control-plane"),
-        "{body}"
+    refused(
+        code,
+        &body,
+        "is not allowed to modify labels: node-role.kubernetes.io/control-plane",
     );
     let (code, body) = merge(&n1, "/api/v1/nodes/n1", json!({"spec": {"taints": null}}));
-    assert_eq!(code, 403);
-    assert!(
-        message(&body).ends_with("is not allowed to modify taints"),
-        "{body}"
-    );
+    refused(code, &body, "is not allowed to modify taints");
 
     // Its Lease and CSINode.
     let lease = |name: &str| json!({"metadata": {"name": name}, "spec": {"holderIdentity": name}});
@@ -210,11 +206,10 @@ fn a_node_writes_only_its_own_objects() {
         "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases",
         &lease("n2"),
     );
-    assert_eq!(code, 403);
-    assert!(
-        message(&body)
-            .ends_with("can only access node lease with the same name as the requesting node"),
-        "{body}"
+    refused(
+        code,
+        &body,
+        "can only access node lease with the same name as the requesting node",
     );
     let csinode = |name: &str| json!({"metadata": {"name": name}, "spec": {"drivers": []}});
     assert_eq!(
@@ -243,22 +238,14 @@ fn a_node_writes_only_its_own_objects() {
         "/api/v1/namespaces/apps/pods/web/status",
         json!({"metadata": {"labels": {"x": "y"}}}),
     );
-    assert_eq!(code, 403);
-    assert!(
-        message(&body).ends_with("cannot update labels through pod status"),
-        "{body}"
-    );
+    refused(code, &body, "cannot update labels through pod status");
     let (code, body) = merge(
         &n1,
         "/api/v1/namespaces/apps/pods/web",
         json!({"metadata": {"labels": {"x": "y"}}}),
     );
     // The authorizer already refuses a node's pod patch.
-    assert_eq!(code, 403);
-    assert!(
-        message(&body).contains("cannot patch resource \"pods\""),
-        "{body}"
-    );
+    refused(code, &body, "cannot patch resource \"pods\"");
 
     // Mirror pods: annotated, bound to it, owned by its Node, referencing
     // nothing it could not read anyway.
@@ -284,24 +271,17 @@ fn a_node_writes_only_its_own_objects() {
             json!({"volumes": [{"name": "s", "secret": {"secretName": "db-pass"}}]}),
         ),
     );
-    assert_eq!(code, 403);
-    assert!(
-        message(&body).ends_with("can not create pods that reference secrets"),
-        "{body}"
-    );
+    refused(code, &body, "can not create pods that reference secrets");
     let plain = pod("sneaky", "n1", "web-tls");
     let (code, body) = n1.post("/api/v1/namespaces/apps/pods", &plain);
-    assert_eq!(code, 403);
-    assert!(
-        message(&body).contains("can only create mirror pods"),
-        "{body}"
-    );
+    refused(code, &body, "can only create mirror pods");
 
     // Tokens: bound to its own pod, for an audience that pod asks for.
-    let web_uid = s.get("/api/v1/namespaces/apps/pods/web").1["metadata"]["uid"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let uid_of = |pod: &str| {
+        let (_, p) = s.get(&format!("/api/v1/namespaces/apps/pods/{pod}"));
+        p["metadata"]["uid"].as_str().unwrap().to_string()
+    };
+    let web_uid = uid_of("web");
     let token = |audience: &str, pod: &str, uid: &str| {
         json!({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
                "spec": {"audiences": [audience], "boundObjectRef": {"apiVersion": "v1", "kind": "Pod", "name": pod, "uid": uid}}})
@@ -310,25 +290,22 @@ fn a_node_writes_only_its_own_objects() {
     let (code, body) = n1.post(path, &token("vault", "web", &web_uid));
     assert_eq!(code, 201, "{body}");
     let (code, body) = n1.post(path, &token("elsewhere", "web", &web_uid));
-    assert_eq!(code, 403);
-    assert!(
-        message(&body).contains("audience \"elsewhere\" not found in pod spec volume"),
-        "{body}"
+    refused(
+        code,
+        &body,
+        "audience \"elsewhere\" not found in pod spec volume",
     );
-    let db_uid = s.get("/api/v1/namespaces/apps/pods/db").1["metadata"]["uid"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let db_uid = uid_of("db");
     let (code, body) = n1.post(path, &token("vault", "db", &db_uid));
     assert_eq!(code, 403, "{body}");
 
     // Evictions of its own pods only.
     let eviction = |name: &str| json!({"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": name}});
     let (code, body) = n1.post("/api/v1/namespaces/apps/pods/db/eviction", &eviction("db"));
-    assert_eq!(code, 403);
-    assert!(
-        message(&body).ends_with("node n1 can only evict pods with spec.nodeName set to itself"),
-        "{body}"
+    refused(
+        code,
+        &body,
+        "node n1 can only evict pods with spec.nodeName set to itself",
     );
     let (code, body) = n1.post(
         "/api/v1/namespaces/apps/pods/web/eviction",
