@@ -130,7 +130,9 @@ fn serve(mut flags: Flags) -> Result<(), String> {
         event_ttl: flags.event_ttl,
         admission: admission::config::AdmissionConfig::from_flags(&flags.admission)?,
         keys: flags.etcd_prefix.clone(),
-        backends: flags.kubelet.backends()?,
+        backends: flags
+            .kubelet
+            .backends(insecure.as_ref().map(|i| i.addr.port()))?,
     });
     let limits = RingLimits {
         max_events: flags.watch_history_max_events,

@@ -171,6 +171,24 @@ fn proxies_reach_nodes_and_service_endpoints() {
     let (code, body) = s.get("/api/v1/namespaces/apps/pods/web:8080/proxy/");
     assert_eq!(code, 400, "{body}");
     assert_eq!(body["message"], "address not allowed");
+    // The plain-HTTP port (system:masters for whoever reaches it) is never
+    // a backend, whatever a Node's status says.
+    let (code, body) = s.post(
+        "/api/v1/nodes",
+        &json!({"metadata": {"name": "sneaky"}, "status": {
+            "addresses": [{"type": "InternalIP", "address": "127.0.0.1"}],
+            "daemonEndpoints": {"kubeletEndpoint": {"Port": s.port}}}}),
+    );
+    assert_eq!(code, 201, "{body}");
+    let (code, body) = s.get("/api/v1/nodes/sneaky/proxy/api/v1/secrets");
+    assert_eq!(code, 503, "{body}");
+    assert!(
+        body["message"]
+            .as_str()
+            .unwrap()
+            .contains("address not allowed"),
+        "{body}"
+    );
     // Past the subresource, only a proxy has a path.
     assert_eq!(
         s.get("/api/v1/namespaces/apps/pods/web/status/extra").0,

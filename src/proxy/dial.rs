@@ -67,19 +67,36 @@ pub struct Dialer {
     /// (kube's proxy transport).
     anonymous: Arc<rustls::ClientConfig>,
     pub timeout: Duration,
+    /// The plain-HTTP port, which acts as system:masters for whoever
+    /// reaches it on loopback: never a backend, whatever a Node's status
+    /// or a Service's endpoints say.
+    privileged_port: Option<u16>,
 }
 
 impl Dialer {
-    pub fn new(kubelet: rustls::ClientConfig, timeout: Duration) -> Self {
+    pub fn new(
+        kubelet: rustls::ClientConfig,
+        timeout: Duration,
+        privileged_port: Option<u16>,
+    ) -> Self {
         Self {
             kubelet: Arc::new(kubelet),
             anonymous: Arc::new(unverified_config()),
             timeout,
+            privileged_port,
         }
     }
 
     pub async fn dial(&self, ep: &Endpoint) -> io::Result<Stream> {
         let addr = resolve(&ep.host, ep.port).await?;
+        let ip = addr.ip().to_canonical();
+        let local = ip.is_loopback() || ip.is_unspecified();
+        if local && self.privileged_port == Some(addr.port()) {
+            return Err(io::Error::new(
+                io::ErrorKind::PermissionDenied,
+                format!("address not allowed: {addr} is this server's privileged port"),
+            ));
+        }
         let tcp = TcpStream::connect_timeout(addr, self.timeout)
             .await
             .map_err(io::Error::from)?;

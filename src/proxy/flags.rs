@@ -43,7 +43,8 @@ pub struct Backends {
 }
 
 impl KubeletFlags {
-    pub fn backends(&self) -> Result<Arc<Backends>, String> {
+    /// `privileged_port`: the plain-HTTP port, which no backend may be.
+    pub fn backends(&self, privileged_port: Option<u16>) -> Result<Arc<Backends>, String> {
         let builder = match &self.kubelet_certificate_authority {
             None => unverified_builder(),
             Some(path) => {
@@ -75,7 +76,7 @@ impl KubeletFlags {
             }
         };
         Ok(Arc::new(Backends {
-            dialer: Dialer::new(config, self.kubelet_timeout),
+            dialer: Dialer::new(config, self.kubelet_timeout, privileged_port),
             preferred_address_types: self.kubelet_preferred_address_types.clone(),
         }))
     }
