@@ -159,12 +159,47 @@ fn proxies_reach_nodes_and_service_endpoints() {
             "ports": [{"name": "https", "port": kubelet.port}]}]}),
     );
     assert_eq!(code, 201, "{body}");
-    let (code, _, text) = s.get_with(
-        "/api/v1/namespaces/apps/services/https:web:https/proxy/ready",
-        "*/*",
+    // The endpoint is found (its pod has that address), and then refused:
+    // like pods, Service endpoints are reached only at routable
+    // addresses, never the server's own loopback (unit tests in
+    // core/src/registry/location.rs cover the choice of endpoint).
+    let (code, body) = s.get("/api/v1/namespaces/apps/services/https:web:https/proxy/ready");
+    assert_eq!(code, 503, "{body}");
+    assert!(
+        body["message"]
+            .as_str()
+            .unwrap()
+            .contains("address not allowed: 127.0.0.1"),
+        "{body}"
     );
+    // A path past a name that itself says "proxy" goes where it should.
+    let (code, body) = s.post(
+        "/api/v1/nodes",
+        &json!({"metadata": {"name": "proxy"}, "status": {
+            "addresses": [{"type": "InternalIP", "address": "127.0.0.1"}],
+            "daemonEndpoints": {"kubeletEndpoint": {"Port": kubelet.port}}}}),
+    );
+    assert_eq!(code, 201, "{body}");
+    let (code, _, text) = s.get_with("/api/v1/nodes/proxy/proxy/proxy/x", "*/*");
     assert_eq!(code, 200, "{text}");
-    assert_eq!(text, "kubelet saw GET /ready\n");
+    assert_eq!(text, "kubelet saw GET /proxy/x\n");
+    // A name that resolves to loopback does not reach another port there.
+    let (code, body) = s.post(
+        "/api/v1/nodes",
+        &json!({"metadata": {"name": "local"}, "status": {
+            "addresses": [{"type": "Hostname", "address": "localhost"}],
+            "daemonEndpoints": {"kubeletEndpoint": {"Port": kubelet.port}}}}),
+    );
+    assert_eq!(code, 201, "{body}");
+    let (code, body) = s.get("/api/v1/nodes/local:2379/proxy/health");
+    assert_eq!(code, 503, "{body}");
+    assert!(
+        body["message"]
+            .as_str()
+            .unwrap()
+            .contains("address not allowed"),
+        "{body}"
+    );
 
     // Pods are reached only at routable addresses: never the server's own
     // loopback.

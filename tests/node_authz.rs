@@ -313,6 +313,31 @@ fn a_node_writes_only_its_own_objects() {
     );
     assert_eq!(code, 201, "{body}");
 
+    // Its ResourceSlices stay its own: created for itself, never moved.
+    let slice = |node: &str| {
+        json!({"metadata": {"name": "n1-gpu"}, "spec": {"driver": "gpu.example.com", "nodeName": node,
+               "pool": {"name": "n1", "generation": 1, "resourceSliceCount": 1}, "devices": [{"name": "gpu-0"}]}})
+    };
+    let slices = "/apis/resource.k8s.io/v1/resourceslices";
+    let (code, body) = n1.post(slices, &slice("n2"));
+    refused(
+        code,
+        &body,
+        "can only create ResourceSlice with the same NodeName",
+    );
+    let (code, body) = n1.post(slices, &slice("n1"));
+    assert_eq!(code, 201, "{body}");
+    let (code, body) = merge(
+        &n1,
+        &format!("{slices}/n1-gpu"),
+        json!({"spec": {"nodeName": "n2"}}),
+    );
+    refused(
+        code,
+        &body,
+        "can only update ResourceSlice with the same NodeName",
+    );
+
     // Without the Node authorizer's identity, RBAC alone decides.
     let stranger = s.client(&Who::cert("system:node:n1", &[]));
     assert_eq!(

@@ -42,6 +42,7 @@ async fn probe(api: &Api, name: &str, port: u16) -> Value {
         host: "127.0.0.1".into(),
         port,
         kubelet: false,
+        routable_only: false,
     };
     match proxy::forward::probe(&api.config.backends.dialer, &ep, "/healthz").await {
         Ok((code, body)) if (200..400).contains(&code) => status(name, true, &body, ""),

@@ -105,6 +105,7 @@ async fn kubelet_of(api: &Api, node_name: &str) -> Result<Endpoint, ApiError> {
         host,
         port,
         kubelet: true,
+        routable_only: false,
     })
 }
 
@@ -214,11 +215,18 @@ async fn kubelet_stream(
 
 /// What follows `/proxy` in the request path (kept as sent, trailing
 /// slash included), plus the query.
-fn proxied_path(req: &Request<Incoming>) -> String {
+fn proxied_path(rr: &ResourceRequest, req: &Request<Incoming>) -> String {
     let path = req.uri().path();
+    // Segments before the forwarded path: /api/v1 or /apis/{g}/{v},
+    // /namespaces/{ns} when namespaced, then {resource}/{name}/proxy —
+    // counted, not searched for: a name may well contain "proxy".
+    let prefix = if rr.info.api_prefix == "api" { 2 } else { 3 };
+    let scoped = if rr.info.namespace.is_empty() { 0 } else { 2 };
+    let skip = prefix + scoped + 3;
     let rest = path
-        .find("/proxy")
-        .map_or("", |i| &path[i + "/proxy".len()..]);
+        .match_indices('/')
+        .nth(skip)
+        .map_or("", |(i, _)| &path[i..]);
     let rest = if rest.is_empty() { "/" } else { rest };
     match req.uri().query() {
         Some(q) => format!("{rest}?{q}"),
@@ -245,7 +253,7 @@ async fn proxy_subresource(
         "pods" => pod_target(api, rr).await?,
         _ => service_target(api, rr).await?,
     };
-    let path = proxied_path(&req);
+    let path = proxied_path(rr, &req);
     proxy::forward(
         &api.config.backends.dialer,
         &ep,
@@ -263,11 +271,7 @@ async fn node_target(api: &Api, rr: &ResourceRequest) -> Result<Endpoint, ApiErr
         return Ok(kubelet);
     }
     // Another port on the node: plain by default, no kubelet credentials,
-    // and never the node's own loopback or link-local.
-    let addr: Option<std::net::IpAddr> = kubelet.host.parse().ok();
-    if addr.is_some_and(|a| !location::is_global_unicast(&a)) {
-        return Err(ApiError::bad_request("address not allowed"));
-    }
+    // and never (once resolved) the node's own loopback or link-local.
     Ok(Endpoint {
         scheme,
         host: kubelet.host,
@@ -275,6 +279,7 @@ async fn node_target(api: &Api, rr: &ResourceRequest) -> Result<Endpoint, ApiErr
             .parse()
             .map_err(|_| ApiError::bad_request(format!("invalid port {port:?}")))?,
         kubelet: false,
+        routable_only: true,
     })
 }
 
@@ -287,6 +292,7 @@ async fn pod_target(api: &Api, rr: &ResourceRequest) -> Result<Endpoint, ApiErro
         host,
         port: port.unwrap_or(if scheme == Scheme::Https { 443 } else { 80 }),
         kubelet: false,
+        routable_only: true,
     })
 }
 
@@ -332,6 +338,7 @@ async fn service_target(api: &Api, rr: &ResourceRequest) -> Result<Endpoint, Api
         host,
         port,
         kubelet: false,
+        routable_only: true,
     })
 }
 

@@ -39,6 +39,10 @@ pub struct Endpoint {
     pub port: u16,
     /// Connect with the kubelet client configuration (else anonymous).
     pub kubelet: bool,
+    /// Only globally routable addresses (pods, Service endpoints, other
+    /// ports of nodes): checked once the host is resolved, so a name
+    /// cannot lead to the server's own loopback.
+    pub routable_only: bool,
 }
 
 impl Endpoint {
@@ -91,6 +95,14 @@ impl Dialer {
         let addr = resolve(&ep.host, ep.port).await?;
         let ip = addr.ip().to_canonical();
         let local = ip.is_loopback() || ip.is_unspecified();
+        let not_routable =
+            ep.routable_only && !kubeshard_core::registry::location::is_global_unicast(&ip);
+        if not_routable {
+            return Err(io::Error::new(
+                io::ErrorKind::PermissionDenied,
+                format!("address not allowed: {ip}"),
+            ));
+        }
         if local && self.privileged_port == Some(addr.port()) {
             return Err(io::Error::new(
                 io::ErrorKind::PermissionDenied,

@@ -10,6 +10,11 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 
 const BUFFER: usize = 32 * 1024;
+/// Buffers moved in one turn before the tunnel lets other tasks run.
+const YIELD_AFTER: usize = 16;
+/// How long the two sides may take to close (a TLS close_notify to a
+/// client that no longer reads must not hold the connection).
+const CLOSE_GRACE: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// One direction: what was read and not yet written.
 struct Pump {
@@ -37,7 +42,14 @@ impl Pump {
         mut from: Pin<&mut dyn ClientIo>,
         mut to: Pin<&mut dyn ClientIo>,
     ) -> Poll<io::Result<()>> {
+        // Two fast peers must not keep the executor to themselves.
+        let mut turns = 0;
         loop {
+            turns += 1;
+            if turns > YIELD_AFTER {
+                cx.waker().wake_by_ref();
+                return Poll::Pending;
+            }
             if !self.early.is_empty() {
                 let n = std::task::ready!(to.as_mut().poll_write(cx, &self.early))?;
                 if n == 0 {
@@ -100,6 +112,13 @@ pub async fn splice(
     if let Err(e) = ended {
         tracing::debug!(error = %e, "tunnel ended");
     }
-    let _ = std::future::poll_fn(|cx| Pin::new(client.as_mut()).poll_shutdown(cx)).await;
-    let _ = std::future::poll_fn(|cx| Pin::new(backend.as_mut()).poll_shutdown(cx)).await;
+    let both = futures_lite::future::zip(
+        std::future::poll_fn(|cx| Pin::new(client.as_mut()).poll_shutdown(cx)),
+        std::future::poll_fn(|cx| Pin::new(backend.as_mut()).poll_shutdown(cx)),
+    );
+    let _ = futures_lite::future::or(async { Some(both.await) }, async {
+        glommio::timer::sleep(CLOSE_GRACE).await;
+        None
+    })
+    .await;
 }

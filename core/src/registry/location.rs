@@ -152,7 +152,8 @@ pub fn pod_address(pod: &Value, port: &str) -> Result<(String, Option<u16>), Api
 /// Go's `IP.IsGlobalUnicast`: not unspecified, loopback, multicast,
 /// link-local or the IPv4 broadcast address.
 pub fn is_global_unicast(ip: &IpAddr) -> bool {
-    match ip {
+    // An IPv4-mapped IPv6 address is judged as the IPv4 address it is.
+    match ip.to_canonical() {
         IpAddr::V4(a) => {
             !(a.is_unspecified()
                 || a.is_loopback()
@@ -331,7 +332,15 @@ mod tests {
             ("10.0.0.5".into(), Some(8080))
         );
         assert_eq!(pod_address(&pod("10.0.0.5"), "81").unwrap().1, Some(81));
-        for bad in ["127.0.0.1", "169.254.169.254", "::1", "", "fe80::1"] {
+        for bad in [
+            "127.0.0.1",
+            "169.254.169.254",
+            "::1",
+            "",
+            "fe80::1",
+            "::ffff:127.0.0.1",
+            "::ffff:169.254.169.254",
+        ] {
             assert_eq!(
                 pod_address(&pod(bad), "").unwrap_err().message,
                 "address not allowed",

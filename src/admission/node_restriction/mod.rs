@@ -163,6 +163,12 @@ impl Check<'_> {
             Operation::Delete if !slice_node(self.old()) => self.refuse(
                 "can only delete ResourceSlice with the same NodeName as the requesting node",
             ),
+            // Nothing else keeps a slice's node fixed: a node must not move
+            // its slice to another node.
+            Operation::Update if !slice_node(self.old()) || !slice_node(self.new_object()) => self
+                .refuse(
+                    "can only update ResourceSlice with the same NodeName as the requesting node",
+                ),
             _ => Ok(()),
         }
     }
@@ -190,6 +196,14 @@ impl Check<'_> {
                     "allocatedResourceStatuses",
                 ] {
                     s.remove(f);
+                }
+            }
+            // No status and an emptied one are the same.
+            if let Some(m) = o.as_object_mut() {
+                if m.get("status")
+                    .is_some_and(|s| s.as_object().is_some_and(|s| s.is_empty()))
+                {
+                    m.remove("status");
                 }
             }
             o
