@@ -42,9 +42,20 @@ fn is_upgrade(headers: &HeaderMap) -> bool {
 }
 
 fn copy_headers(from: &HeaderMap, to: &mut HeaderMap, upgrade: bool) {
+    // Headers the sender named in `Connection` are for this hop only too.
+    let per_hop: Vec<String> = from
+        .get_all(header::CONNECTION)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .map(|t| t.trim().to_ascii_lowercase())
+        .collect();
     for (name, value) in from {
         let n = name.as_str();
-        if NOT_FORWARDED.contains(&n) || n.starts_with("impersonate-") {
+        if NOT_FORWARDED.contains(&n)
+            || n.starts_with("impersonate-")
+            || per_hop.iter().any(|h| h == n)
+        {
             continue;
         }
         to.append(name.clone(), value.clone());
@@ -235,4 +246,34 @@ pub async fn probe(dialer: &Dialer, ep: &Endpoint, path: &str) -> Result<(u16, S
         .map_err(|e| failed(&e))?
         .to_bytes();
     Ok((status, String::from_utf8_lossy(&body).into_owned()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_end_to_end_headers_are_forwarded() {
+        let mut from = HeaderMap::new();
+        for (k, v) in [
+            ("connection", "keep-alive, x-trace-hop"),
+            ("x-trace-hop", "1"),
+            ("authorization", "Bearer secret"),
+            ("impersonate-user", "root"),
+            ("accept", "text/plain"),
+            ("transfer-encoding", "chunked"),
+        ] {
+            from.append(k, HeaderValue::from_static(v));
+        }
+        let mut to = HeaderMap::new();
+        copy_headers(&from, &mut to, false);
+        let names: Vec<&str> = to.keys().map(|k| k.as_str()).collect();
+        assert_eq!(names, ["accept"]);
+        let mut up = HeaderMap::new();
+        from.insert("connection", HeaderValue::from_static("Upgrade"));
+        from.insert("upgrade", HeaderValue::from_static("websocket"));
+        copy_headers(&from, &mut up, true);
+        assert_eq!(up["upgrade"], "websocket");
+        assert_eq!(up["connection"], "Upgrade");
+    }
 }
