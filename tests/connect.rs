@@ -10,16 +10,27 @@ use common::*;
 use serde_json::json;
 use std::io::{Read, Write};
 
+/// A Node whose kubelet is at `address` (type, address) and `port`.
+fn node(s: &Server, name: &str, address: (&str, &str), port: u16) {
+    let (code, body) = s.post(
+        "/api/v1/nodes",
+        &json!({"metadata": {"name": name}, "status": {
+            "addresses": [{"type": address.0, "address": address.1}],
+            "daemonEndpoints": {"kubeletEndpoint": {"Port": port}}}}),
+    );
+    assert_eq!(code, 201, "{body}");
+}
+
+/// A 503 whose message says `why`.
+fn unavailable(code: u16, body: &serde_json::Value, why: &str) {
+    assert_eq!(code, 503, "{body}");
+    assert!(body["message"].as_str().unwrap().contains(why), "{body}");
+}
+
 /// A node "n1" whose kubelet is `kubelet`, and pod "web" on it.
 fn cluster(s: &Server, kubelet: &FakeKubelet) {
     namespace(s, "apps");
-    let (code, body) = s.post(
-        "/api/v1/nodes",
-        &json!({"metadata": {"name": "n1"}, "status": {
-            "addresses": [{"type": "InternalIP", "address": "127.0.0.1"}],
-            "daemonEndpoints": {"kubeletEndpoint": {"Port": kubelet.port}}}}),
-    );
-    assert_eq!(code, 201, "{body}");
+    node(s, "n1", ("InternalIP", "127.0.0.1"), kubelet.port);
     for (name, node) in [("web", "n1"), ("pending", "")] {
         let mut spec = json!({"containers": [{"name": "c", "image": "busybox"}]});
         if !node.is_empty() {
@@ -70,15 +81,9 @@ fn logs_and_exec_reach_the_kubelet() {
     let (code, body) = s.get("/api/v1/namespaces/apps/pods/ghost/log");
     assert_eq!(code, 404, "{body}");
     // The kubelet gone: the dial error, not a hang.
-    let (code, body) = s.post(
-        "/api/v1/nodes",
-        &json!({"metadata": {"name": "n2"}, "status": {
-            "addresses": [{"type": "InternalIP", "address": "127.0.0.1"}],
-            "daemonEndpoints": {"kubeletEndpoint": {"Port": 1}}}}),
-    );
-    assert_eq!(code, 201, "{body}");
+    node(&s, "n2", ("InternalIP", "127.0.0.1"), 1);
     let (code, body) = s.get("/api/v1/nodes/n2/proxy/healthz");
-    assert_eq!(code, 503, "{body}");
+    unavailable(code, &body, "error trying to reach service");
     assert!(
         body["message"]
             .as_str()
@@ -164,42 +169,16 @@ fn proxies_reach_nodes_and_service_endpoints() {
     // addresses, never the server's own loopback (unit tests in
     // core/src/registry/location.rs cover the choice of endpoint).
     let (code, body) = s.get("/api/v1/namespaces/apps/services/https:web:https/proxy/ready");
-    assert_eq!(code, 503, "{body}");
-    assert!(
-        body["message"]
-            .as_str()
-            .unwrap()
-            .contains("address not allowed: 127.0.0.1"),
-        "{body}"
-    );
+    unavailable(code, &body, "address not allowed: 127.0.0.1");
     // A path past a name that itself says "proxy" goes where it should.
-    let (code, body) = s.post(
-        "/api/v1/nodes",
-        &json!({"metadata": {"name": "proxy"}, "status": {
-            "addresses": [{"type": "InternalIP", "address": "127.0.0.1"}],
-            "daemonEndpoints": {"kubeletEndpoint": {"Port": kubelet.port}}}}),
-    );
-    assert_eq!(code, 201, "{body}");
+    node(&s, "proxy", ("InternalIP", "127.0.0.1"), kubelet.port);
     let (code, _, text) = s.get_with("/api/v1/nodes/proxy/proxy/proxy/x", "*/*");
     assert_eq!(code, 200, "{text}");
     assert_eq!(text, "kubelet saw GET /proxy/x\n");
     // A name that resolves to loopback does not reach another port there.
-    let (code, body) = s.post(
-        "/api/v1/nodes",
-        &json!({"metadata": {"name": "local"}, "status": {
-            "addresses": [{"type": "Hostname", "address": "localhost"}],
-            "daemonEndpoints": {"kubeletEndpoint": {"Port": kubelet.port}}}}),
-    );
-    assert_eq!(code, 201, "{body}");
+    node(&s, "local", ("Hostname", "localhost"), kubelet.port);
     let (code, body) = s.get("/api/v1/nodes/local:2379/proxy/health");
-    assert_eq!(code, 503, "{body}");
-    assert!(
-        body["message"]
-            .as_str()
-            .unwrap()
-            .contains("address not allowed"),
-        "{body}"
-    );
+    unavailable(code, &body, "address not allowed");
 
     // Pods are reached only at routable addresses: never the server's own
     // loopback.
@@ -208,22 +187,9 @@ fn proxies_reach_nodes_and_service_endpoints() {
     assert_eq!(body["message"], "address not allowed");
     // The plain-HTTP port (system:masters for whoever reaches it) is never
     // a backend, whatever a Node's status says.
-    let (code, body) = s.post(
-        "/api/v1/nodes",
-        &json!({"metadata": {"name": "sneaky"}, "status": {
-            "addresses": [{"type": "InternalIP", "address": "127.0.0.1"}],
-            "daemonEndpoints": {"kubeletEndpoint": {"Port": s.port}}}}),
-    );
-    assert_eq!(code, 201, "{body}");
+    node(&s, "sneaky", ("InternalIP", "127.0.0.1"), s.port);
     let (code, body) = s.get("/api/v1/nodes/sneaky/proxy/api/v1/secrets");
-    assert_eq!(code, 503, "{body}");
-    assert!(
-        body["message"]
-            .as_str()
-            .unwrap()
-            .contains("address not allowed"),
-        "{body}"
-    );
+    unavailable(code, &body, "address not allowed");
     // Past the subresource, only a proxy has a path.
     assert_eq!(
         s.get("/api/v1/namespaces/apps/pods/web/status/extra").0,

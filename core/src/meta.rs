@@ -47,6 +47,19 @@ pub fn metadata_mut(obj: &mut Value) -> &mut Map<String, Value> {
     md.as_object_mut().expect("just set")
 }
 
+/// A string at a JSON pointer, "" when absent.
+pub fn str_at<'a>(obj: &'a Value, pointer: &str) -> &'a str {
+    obj.pointer(pointer).and_then(Value::as_str).unwrap_or("")
+}
+
+/// The array at a JSON pointer, empty when absent.
+pub fn array_at<'a>(obj: &'a Value, pointer: &str) -> &'a [Value] {
+    obj.pointer(pointer)
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or(&[])
+}
+
 pub fn meta_str<'a>(obj: &'a Value, field: &str) -> Option<&'a str> {
     member(metadata(obj)?, field)?.as_str()
 }

@@ -36,9 +36,7 @@ fn allowed_for_signer(sec: &Security, user: &UserInfo, verb: &str, signer: &str)
 }
 
 fn signer_of(csr: &Value) -> &str {
-    csr.pointer("/spec/signerName")
-        .and_then(Value::as_str)
-        .unwrap_or("")
+    kubeshard_core::meta::str_at(csr, "/spec/signerName")
 }
 
 fn is_csr(a: &Attributes<'_>) -> bool {

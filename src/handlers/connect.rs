@@ -128,10 +128,7 @@ async fn kubelet_stream(
     let path = match sub {
         "log" => {
             let container = location::container(&pod, param("container"))?;
-            let node = pod
-                .pointer("/spec/nodeName")
-                .and_then(Value::as_str)
-                .unwrap_or("");
+            let node = kubeshard_core::meta::str_at(&pod, "/spec/nodeName");
             if node.is_empty() {
                 // Not scheduled: no logs yet, and no error (as kube).
                 return Ok(crate::render::response::text(""));

@@ -163,10 +163,7 @@ impl Security {
                                 Vertex::Pod => g.upsert_pod(&v),
                                 Vertex::Volume => g.upsert_volume(&v),
                                 _ => {
-                                    let node = v
-                                        .pointer("/spec/nodeName")
-                                        .and_then(Value::as_str)
-                                        .unwrap_or("");
+                                    let node = kubeshard_core::meta::str_at(&v, "/spec/nodeName");
                                     g.set_node_of(kind, &o.name, node);
                                 }
                             }

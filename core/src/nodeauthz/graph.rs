@@ -67,10 +67,6 @@ fn each_ref(refs: &PodRefs, mut f: impl FnMut(Vertex, &str)) {
     }
 }
 
-fn str_at<'a>(v: &'a Value, pointer: &str) -> &'a str {
-    v.pointer(pointer).and_then(Value::as_str).unwrap_or("")
-}
-
 impl NodeGraph {
     /// Records a pod as it is now. A pod not yet bound to a node grants
     /// nothing.
@@ -80,7 +76,7 @@ impl NodeGraph {
             crate::meta::name(pod).to_string(),
         );
         self.remove_pod(&key.0, &key.1);
-        let node = str_at(pod, "/spec/nodeName");
+        let node = crate::meta::str_at(pod, "/spec/nodeName");
         if node.is_empty() {
             return;
         }

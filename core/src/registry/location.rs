@@ -3,6 +3,7 @@
 //! kubelet or a port on the node, `pods/proxy` to a pod's address,
 //! `services/proxy` to one of the Service's endpoints.
 
+use crate::meta::{array_at, str_at};
 use crate::status::ApiError;
 use serde_json::Value;
 use std::net::IpAddr;
@@ -10,15 +11,8 @@ use std::net::IpAddr;
 /// kube's default port for kubelets that do not publish theirs.
 pub const DEFAULT_KUBELET_PORT: u16 = 10250;
 
-fn str_at<'a>(v: &'a Value, pointer: &str) -> &'a str {
-    v.pointer(pointer).and_then(Value::as_str).unwrap_or("")
-}
-
 fn items<'a>(v: &'a Value, pointer: &str) -> impl Iterator<Item = &'a Value> {
-    v.pointer(pointer)
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
+    array_at(v, pointer).iter()
 }
 
 /// `name`, `name:port` or `scheme:name:port` (scheme http or https), as

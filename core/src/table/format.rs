@@ -70,20 +70,10 @@ pub fn label_pairs(v: Option<&Value>) -> String {
     pairs.join(",")
 }
 
-/// A string at a JSON pointer, "" when absent.
-pub fn str_at<'a>(obj: &'a Value, pointer: &str) -> &'a str {
-    obj.pointer(pointer).and_then(Value::as_str).unwrap_or("")
-}
+pub use crate::meta::{array_at, str_at};
 
 pub fn int_at(obj: &Value, pointer: &str) -> i64 {
     obj.pointer(pointer).and_then(Value::as_i64).unwrap_or(0)
-}
-
-pub fn array_at<'a>(obj: &'a Value, pointer: &str) -> &'a [Value] {
-    obj.pointer(pointer)
-        .and_then(Value::as_array)
-        .map(Vec::as_slice)
-        .unwrap_or(&[])
 }
 
 pub fn len_of(obj: &Value, pointer: &str) -> i64 {

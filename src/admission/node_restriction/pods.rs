@@ -9,9 +9,7 @@ use kubeshard_core::status::ApiError;
 use serde_json::Value;
 
 fn node_name_of(pod: &Value) -> &str {
-    pod.pointer("/spec/nodeName")
-        .and_then(Value::as_str)
-        .unwrap_or("")
+    meta::str_at(pod, "/spec/nodeName")
 }
 
 /// kube's informer-style 404 (singular resource).

@@ -6,16 +6,12 @@
 use super::{Check, NodeRestriction};
 use crate::security::authz;
 use kubeshard_core::authn::Attributes as AuthzAttributes;
-use kubeshard_core::meta;
+use kubeshard_core::meta::{self, str_at};
 use kubeshard_core::status::ApiError;
 use serde_json::Value;
 
 /// The verb a node needs for an audience its pods do not ask for.
 const AUDIENCE_VERB: &str = "request-serviceaccounts-token-audience";
-
-fn str_at<'v>(v: &'v Value, pointer: &str) -> &'v str {
-    v.pointer(pointer).and_then(Value::as_str).unwrap_or("")
-}
 
 impl NodeRestriction {
     pub(super) async fn token(&self, c: &Check<'_>) -> Result<(), ApiError> {
