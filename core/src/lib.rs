@@ -13,6 +13,7 @@ pub mod authn;
 pub mod catalog;
 pub mod cidr;
 pub mod conversion;
+pub mod crd;
 pub mod defaults;
 pub mod fieldvalidation;
 pub mod keys;

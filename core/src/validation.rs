@@ -141,6 +141,24 @@ pub fn is_dns1123_subdomain(value: &str) -> Vec<String> {
     dns1123_subdomain_errors(value.as_bytes())
 }
 
+/// kube's `IsDNS1035Label` (CRD plurals, version names); empty result
+/// means valid.
+pub fn is_dns1035_label(value: &str) -> Vec<String> {
+    let b = value.as_bytes();
+    let mut errs = Vec::new();
+    if b.len() > DNS1123_LABEL_MAX_LENGTH {
+        errs.push(max_len_error(DNS1123_LABEL_MAX_LENGTH));
+    }
+    if !(matches_dns_label(b) && b[0].is_ascii_lowercase()) {
+        errs.push(regex_error(
+            "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character",
+            "[a-z]([-a-z0-9]*[a-z0-9])?",
+            &["my-name", "abc-123"],
+        ));
+    }
+    errs
+}
+
 /// kube's `IsQualifiedName` (label keys, annotation keys, finalizers).
 pub fn is_qualified_name(value: &str) -> Vec<String> {
     let mut errs = Vec::new();

@@ -187,6 +187,10 @@ pub enum KindHooks {
     /// CertificateSigningRequests: requester stamped, spec immutable,
     /// decisions only through `/approval`.
     CertificateSigningRequest,
+    /// CustomResourceDefinitions: validated as kube's apiextensions
+    /// server does, stored versions recorded, instances cleaned up before
+    /// the CRD goes.
+    CustomResourceDefinition,
 }
 
 /// One selectable field: its label as clients write it and where it lives in
@@ -239,6 +243,9 @@ pub struct ResourceInfo {
     /// defaulting, field ownership and OpenAPI all read it through
     /// [`ResourceInfo::schema`].
     pub schema_source: SchemaSource,
+    /// A custom resource's own rules (its CRD version's structural schema,
+    /// CEL rules, defaults); None for built-in kinds.
+    pub custom: Option<Arc<crate::crd::CustomRules>>,
 }
 
 /// Where a kind's schema lives.
@@ -274,6 +281,44 @@ impl std::fmt::Debug for SchemaSource {
 }
 
 impl ResourceInfo {
+    /// A fully served kind with kube's default strategy: every verb, no
+    /// subresources, the name-and-age printer, stored where kube stores it.
+    pub fn new(group: &str, version: &str, kind: &str, plural: &str, namespaced: bool) -> Self {
+        ResourceInfo {
+            group: group.into(),
+            version: version.into(),
+            kind: kind.into(),
+            list_kind: format!("{kind}List"),
+            plural: plural.into(),
+            singular: kind.to_lowercase(),
+            short_names: vec![],
+            categories: vec![],
+            namespaced,
+            subresources: vec![],
+            verbs: ALL_VERBS.iter().map(|v| v.to_string()).collect(),
+            selectable_fields: vec![],
+            strategy: Strategy {
+                name_rule: NameRule::Dns1123Subdomain,
+                tracks_generation: false,
+                allow_unconditional_update: true,
+                allow_create_on_update: false,
+                keep_status_on_create: false,
+                initial_status: None,
+                return_deleted_object: false,
+                kind_hooks: KindHooks::None,
+                gc_policy: GcPolicy::DeleteDependents,
+                status_metadata: StatusMetadata::Written,
+            },
+            printer: Printer::Default,
+            scale: None,
+            storage_key: crate::keys::KeyLayout::default().builtin(group, plural),
+            storage_group: group.to_string(),
+            storage_version: version.to_string(),
+            schema_source: SchemaSource::Builtin,
+            custom: None,
+        }
+    }
+
     /// `v1` for the core group, `apps/v1` otherwise: the apiVersion of objects.
     pub fn api_version(&self) -> String {
         if self.group.is_empty() {

@@ -43,6 +43,7 @@ pub fn apply(group: &str, kind: &str, obj: &mut Value) {
         ("networking.k8s.io", "NetworkPolicy") => cluster::network_policy(obj),
         ("discovery.k8s.io", "EndpointSlice") => cluster::endpoint_slice(obj),
         ("autoscaling", "HorizontalPodAutoscaler") => cluster::horizontal_pod_autoscaler(obj),
+        ("apiextensions.k8s.io", "CustomResourceDefinition") => crate::crd::set_defaults(obj),
         ("admissionregistration.k8s.io", "ValidatingWebhookConfiguration") => {
             admission::webhook_configuration(obj, false)
         }

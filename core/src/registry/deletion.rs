@@ -252,6 +252,9 @@ pub fn plan_delete(
     if pending {
         return Ok(DeleteStep::Pending);
     }
+    if info.strategy.kind_hooks == KindHooks::CustomResourceDefinition {
+        crate::crd::mark_for_cleanup(&mut obj, &super::lifecycle::format_time(ctx.now));
+    }
     let had_finalizers = !finalizers(&obj).is_empty();
     let gc_update = if ctx.gc_enabled {
         gc_finalizers(info, &obj, opts)

@@ -4,6 +4,9 @@ use crate::catalog::{KindHooks, ResourceInfo};
 use serde_json::{json, Value};
 
 pub(super) fn on_create(info: &ResourceInfo, obj: &mut Value) {
+    if info.strategy.kind_hooks == KindHooks::CustomResourceDefinition {
+        crate::crd::record_stored_version(obj);
+    }
     let qos = (info.strategy.kind_hooks == KindHooks::Pod).then(|| super::qos::qos_class(obj));
     let Some(root) = obj.as_object_mut() else {
         return;
@@ -38,6 +41,7 @@ pub(super) fn on_create(info: &ResourceInfo, obj: &mut Value) {
         }
         KindHooks::Job => job_selector(root),
         KindHooks::Service
+        | KindHooks::CustomResourceDefinition
         | KindHooks::Rbac
         | KindHooks::CertificateSigningRequest
         | KindHooks::None => {}
@@ -120,6 +124,9 @@ pub(super) fn on_update(info: &ResourceInfo, new: &mut Value, old: &Value) {
     }
     if info.strategy.kind_hooks == KindHooks::CertificateSigningRequest {
         super::certificates::keep_spec(new, old);
+    }
+    if info.strategy.kind_hooks == KindHooks::CustomResourceDefinition {
+        crate::crd::record_stored_version(new);
     }
     if info.strategy.kind_hooks == KindHooks::Service {
         super::service::keep_allocated(new, old);

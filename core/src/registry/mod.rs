@@ -38,7 +38,7 @@ pub struct CreateContext<'a> {
 /// generation, and resets fields clients may not set (status for kinds that
 /// have a status subresource).
 pub fn prepare_for_create(info: &ResourceInfo, obj: &mut Value, ctx: &CreateContext<'_>) {
-    crate::defaults::apply(&info.group, &info.kind, obj);
+    default(info, obj);
     let md = meta::metadata_mut(obj);
     md.insert("uid".into(), json!(ctx.uid));
     md.insert("creationTimestamp".into(), json!(ctx.now));
@@ -70,7 +70,7 @@ pub fn prepare_for_create(info: &ResourceInfo, obj: &mut Value, ctx: &CreateCont
 /// status subresource. Bumps generation when anything but metadata and
 /// status changed.
 pub fn prepare_for_update(info: &ResourceInfo, new: &mut Value, old: &Value) {
-    crate::defaults::apply(&info.group, &info.kind, new);
+    default(info, new);
     copy_system_metadata(new, old);
     if info.has_status() {
         set_top(new, "status", old.get("status").cloned());
@@ -101,8 +101,19 @@ pub fn prepare_for_status_update(info: &ResourceInfo, body: &Value, old: &Value)
     if info.strategy.kind_hooks == crate::catalog::KindHooks::CertificateSigningRequest {
         certificates::on_status_update(&mut out, old);
     }
-    crate::defaults::apply(&info.group, &info.kind, &mut out);
+    default(info, &mut out);
     out
+}
+
+/// kube's defaults for the kind: the built-in defaulters, or a custom
+/// resource's schema defaults.
+pub fn default(info: &ResourceInfo, obj: &mut Value) {
+    match &info.custom {
+        Some(rules) => {
+            rules.default(obj);
+        }
+        None => crate::defaults::apply(&info.group, &info.kind, obj),
+    }
 }
 
 fn copy_system_metadata(new: &mut Value, old: &Value) {
@@ -130,18 +141,20 @@ fn bump_generation(info: &ResourceInfo, new: &mut Value, old: &Value) {
         .and_then(|m| m.get("generation"))
         .and_then(Value::as_i64)
         .unwrap_or(0);
-    let changed = !same_besides_meta_and_status(new, old);
+    let changed = !same_besides_meta_and_status(new, old, info.has_status());
     let gen = if changed { old_gen + 1 } else { old_gen };
     meta::set_meta(new, "generation", json!(gen));
 }
 
 /// Whether two objects agree on everything but metadata and status
 /// (compared in place: this runs on every update).
-fn same_besides_meta_and_status(a: &Value, b: &Value) -> bool {
+fn same_besides_meta_and_status(a: &Value, b: &Value, status_apart: bool) -> bool {
     let (Some(a), Some(b)) = (a.as_object(), b.as_object()) else {
         return a == b;
     };
-    let counted = |k: &String| k != "metadata" && k != "status";
+    // Without a status subresource the status is part of what a write
+    // changes (a custom resource's generation counts it).
+    let counted = |k: &String| k != "metadata" && (k != "status" || !status_apart);
     a.keys().filter(|k| counted(k)).count() == b.keys().filter(|k| counted(k)).count()
         && a.iter()
             .filter(|(k, _)| counted(k))

@@ -9,6 +9,22 @@ use serde_json::Value;
 
 /// All problems found, as kube's field causes; empty means valid.
 pub fn validate_object(info: &ResourceInfo, obj: &Value) -> Vec<StatusCause> {
+    let mut causes = validate_common(info, obj);
+    match info.strategy.kind_hooks {
+        KindHooks::CustomResourceDefinition => {
+            causes.extend(crate::crd::definition::validate_create(obj).causes)
+        }
+        _ => {
+            if let Some(rules) = &info.custom {
+                causes.extend(rules.validate(obj, None));
+            }
+        }
+    }
+    causes
+}
+
+/// What every write of the kind checks, create or update.
+fn validate_common(info: &ResourceInfo, obj: &Value) -> Vec<StatusCause> {
     let mut causes = Vec::new();
     let md = meta::metadata(obj);
     let name = meta::name(obj);
@@ -96,7 +112,17 @@ fn validate_job_restart_policy(obj: &Value) -> Vec<StatusCause> {
 /// Validation of an update: the object's own rules plus what may not
 /// change on the way from `old` (no new finalizers while deleting).
 pub fn validate_update(info: &ResourceInfo, new: &Value, old: &Value) -> Vec<StatusCause> {
-    let mut causes = validate_object(info, new);
+    let mut causes = validate_common(info, new);
+    match info.strategy.kind_hooks {
+        KindHooks::CustomResourceDefinition => {
+            causes.extend(crate::crd::definition::validate_update(new, old).causes)
+        }
+        _ => {
+            if let Some(rules) = &info.custom {
+                causes.extend(rules.validate(new, Some(old)));
+            }
+        }
+    }
     causes.extend(super::lifecycle::validate_lifecycle_update(new, old));
     if info.strategy.kind_hooks == KindHooks::CertificateSigningRequest {
         causes.extend(super::certificates::validate_update(new, old));

@@ -5,7 +5,7 @@
 //! flow-control layers' business.
 
 use super::{entry, Entry};
-use crate::catalog::Printer;
+use crate::catalog::{KindHooks, Printer};
 
 /// kube's category for these kinds (`kubectl get api-extensions`).
 const API_EXTENSIONS: &[&str] = &["api-extensions"];
@@ -50,6 +50,8 @@ pub(super) fn resources() -> Vec<Entry> {
             false,
         )
         .short(&["crd", "crds"])
+        .hooks(KindHooks::CustomResourceDefinition)
+        .conditional_updates()
         .categories(API_EXTENSIONS)
         .status()
         .generation()

@@ -10,8 +10,8 @@ mod storage;
 mod workloads;
 
 use super::{
-    field_path, GcPolicy, KindHooks, NameRule, Printer, ResourceInfo, ScaleSelector, ScaleSpec,
-    SchemaSource, SelectableField, StatusMetadata, Strategy,
+    field_path, KindHooks, NameRule, Printer, ResourceInfo, ScaleSelector, ScaleSpec,
+    SelectableField, StatusMetadata,
 };
 
 /// Every verb a fully served resource supports.
@@ -39,38 +39,7 @@ pub(super) fn entry(
     namespaced: bool,
 ) -> Entry {
     Entry {
-        info: ResourceInfo {
-            group: group.into(),
-            version: version.into(),
-            kind: kind.into(),
-            list_kind: format!("{kind}List"),
-            plural: plural.into(),
-            singular: kind.to_lowercase(),
-            short_names: vec![],
-            categories: vec![],
-            namespaced,
-            subresources: vec![],
-            verbs: ALL_VERBS.iter().map(|v| v.to_string()).collect(),
-            selectable_fields: vec![],
-            strategy: Strategy {
-                name_rule: NameRule::Dns1123Subdomain,
-                tracks_generation: false,
-                allow_unconditional_update: true,
-                allow_create_on_update: false,
-                keep_status_on_create: false,
-                initial_status: None,
-                return_deleted_object: false,
-                kind_hooks: KindHooks::None,
-                gc_policy: GcPolicy::DeleteDependents,
-                status_metadata: StatusMetadata::Written,
-            },
-            printer: Printer::Default,
-            scale: None,
-            storage_key: crate::keys::KeyLayout::default().builtin(group, plural),
-            storage_group: group.to_string(),
-            storage_version: version.to_string(),
-            schema_source: SchemaSource::Builtin,
-        },
+        info: ResourceInfo::new(group, version, kind, plural, namespaced),
     }
 }
 

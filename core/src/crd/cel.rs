@@ -1,0 +1,537 @@
+//! `x-kubernetes-validations`: CEL rules compiled once with the CRD and
+//! run against every custom resource written, with kube's variables
+//! (`self`, `oldSelf`), the library functions rules commonly use (lists,
+//! sets, regex, quantities, IPs and CIDRs, on top of CEL's strings and
+//! lists extensions), kube's messages and a cost budget.
+//!
+//! The interpreter (the `cel` crate) counts nothing itself, so each
+//! compiled rule carries a copy of its syntax tree whose comprehension
+//! steps first call `tick()`: one unit per loop iteration, charged to the
+//! evaluating thread, refused once kube's per-call limit is spent.
+
+use super::structural::{Structural, Type};
+use crate::status::{
+    field_duplicate, field_forbidden, field_invalid_raw, field_required, StatusCause,
+};
+use cel::common::ast::{operators, CallExpr, Expr, IdedExpr};
+
+use cel::{Context, Env, ExecutionError, Program, Value as Cel};
+use serde_json::Value;
+use std::cell::Cell;
+use std::collections::HashMap;
+use std::sync::{Arc, OnceLock};
+
+/// kube's runtime limit per rule call (cost units; here loop iterations).
+pub const PER_CALL_LIMIT: u64 = 1_000_000;
+
+/// kube's runtime budget for all rules of one object.
+pub const PER_OBJECT_BUDGET: u64 = 10_000_000;
+
+/// The rules of one schema node.
+pub struct RuleSet {
+    rules: Vec<Rule>,
+    /// The node's type as kube names it in errors (`"object"`).
+    type_name: &'static str,
+}
+
+impl std::fmt::Debug for RuleSet {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "RuleSet({} rules)", self.rules.len())
+    }
+}
+
+impl Clone for RuleSet {
+    fn clone(&self) -> Self {
+        Self {
+            rules: self.rules.clone(),
+            type_name: self.type_name,
+        }
+    }
+}
+
+#[derive(Clone)]
+struct Rule {
+    source: String,
+    /// The counted syntax tree, or why the rule does not compile.
+    program: Result<Arc<IdedExpr>, String>,
+    message: Option<String>,
+    message_expression: Option<Arc<IdedExpr>>,
+    reason: Option<String>,
+    field_path: Option<String>,
+    transition: bool,
+    optional_old_self: bool,
+}
+
+/// Why a rule is refused when the CRD is written: the rule's field the
+/// error is about, and kube's message.
+pub struct CheckError {
+    pub field: &'static str,
+    pub message: String,
+}
+
+/// The environment every rule compiles in: CEL's standard library with
+/// the strings, lists and math extensions.
+fn env() -> &'static Arc<Env> {
+    static ENV: OnceLock<Arc<Env>> = OnceLock::new();
+    ENV.get_or_init(|| {
+        let mut env = Env::stdlib();
+        for ext in [
+            cel::extensions::strings as fn(&mut Env) -> _,
+            cel::extensions::lists,
+            cel::extensions::math,
+        ] {
+            env.add_extension(ext)
+                .expect("CEL extensions declare distinct names");
+        }
+        Arc::new(env)
+    })
+}
+
+/// The root context: kube's library functions (declared once; each
+/// evaluation opens a child scope for its variables).
+fn base() -> &'static Context<'static, 'static> {
+    static BASE: OnceLock<Context<'static, 'static>> = OnceLock::new();
+    BASE.get_or_init(|| {
+        let mut ctx = Context::with_env(env().clone());
+        super::cel_library::register(&mut ctx);
+        ctx.add_function("tick", tick)
+            .expect("tick is not a CEL name");
+        ctx
+    })
+}
+
+thread_local! {
+    /// Cost units left for the rule running on this thread.
+    static LEFT: Cell<u64> = const { Cell::new(0) };
+}
+
+fn tick() -> Result<bool, ExecutionError> {
+    LEFT.with(|left| match left.get() {
+        0 => Err(ExecutionError::function_error(
+            "cost",
+            "call cost exceeds limit",
+        )),
+        n => {
+            left.set(n - 1);
+            Ok(true)
+        }
+    })
+}
+
+/// A rule's source, compiled: its tree with every comprehension step
+/// counted, or the compile error as kube words it.
+fn compile(source: &str) -> Result<(Arc<IdedExpr>, bool), String> {
+    let program: Program = env()
+        .compile(source)
+        .map_err(|e| format!("compilation failed: {e}"))?;
+    let refs = program.references();
+    let mut bound = Vec::new();
+    loop_variables(program.expression(), &mut bound);
+    for v in refs.variables() {
+        if v != "self" && v != "oldSelf" && !bound.iter().any(|b| b == v) {
+            return Err(format!(
+                "compilation failed: ERROR: <input>:1:1: undeclared reference to '{v}' (in container '')"
+            ));
+        }
+    }
+    let transition = refs.has_variable("oldSelf");
+    let mut expr = program.expression().clone();
+    count_loops(&mut expr);
+    Ok((Arc::new(expr), transition))
+}
+
+fn loop_variables(e: &IdedExpr, out: &mut Vec<String>) {
+    walk(e, &mut |e| {
+        if let Expr::Comprehension(c) = &e.expr {
+            out.push(c.iter_var.clone());
+            out.push(c.accu_var.clone());
+            out.extend(c.iter_var2.clone());
+        }
+    });
+}
+
+fn walk(e: &IdedExpr, f: &mut impl FnMut(&IdedExpr)) {
+    f(e);
+    match &e.expr {
+        Expr::Call(c) => {
+            if let Some(t) = &c.target {
+                walk(t, f);
+            }
+            c.args.iter().for_each(|a| walk(a, f));
+        }
+        Expr::Comprehension(c) => {
+            for x in [
+                &c.iter_range,
+                &c.accu_init,
+                &c.loop_cond,
+                &c.loop_step,
+                &c.result,
+            ] {
+                walk(x, f);
+            }
+        }
+        Expr::List(l) => l.elements.iter().for_each(|a| walk(a, f)),
+        Expr::Map(m) => m.entries.iter().for_each(|en| {
+            if let cel::common::ast::EntryExpr::MapEntry(me) = &en.expr {
+                walk(&me.key, f);
+                walk(&me.value, f);
+            }
+        }),
+        Expr::Select(s) => walk(&s.operand, f),
+        _ => {}
+    }
+}
+
+/// Rewrites every comprehension step `S` as `tick() ? S : S`.
+fn count_loops(e: &mut IdedExpr) {
+    match &mut e.expr {
+        Expr::Call(c) => {
+            if let Some(t) = &mut c.target {
+                count_loops(t);
+            }
+            c.args.iter_mut().for_each(count_loops);
+        }
+        Expr::Comprehension(c) => {
+            for x in [
+                &mut c.iter_range,
+                &mut c.accu_init,
+                &mut c.loop_cond,
+                &mut c.result,
+            ] {
+                count_loops(x);
+            }
+            count_loops(&mut c.loop_step);
+            let step = std::mem::take(&mut c.loop_step);
+            let tick = IdedExpr {
+                id: 0,
+                expr: Expr::Call(CallExpr {
+                    func_name: "tick".into(),
+                    target: None,
+                    args: vec![],
+                }),
+            };
+            c.loop_step = IdedExpr {
+                id: step.id,
+                expr: Expr::Call(CallExpr {
+                    func_name: operators::CONDITIONAL.into(),
+                    target: None,
+                    args: vec![tick, step.clone(), step],
+                }),
+            };
+        }
+        Expr::List(l) => l.elements.iter_mut().for_each(count_loops),
+        Expr::Select(s) => count_loops(&mut s.operand),
+        _ => {}
+    }
+}
+
+impl RuleSet {
+    /// Compiles a node's `x-kubernetes-validations`.
+    pub fn compile(list: &[Value], node: &Structural) -> RuleSet {
+        let rules = list
+            .iter()
+            .map(|r| {
+                let get = |k: &str| r.get(k).and_then(Value::as_str).map(str::to_string);
+                let source = get("rule").unwrap_or_default();
+                let (program, transition) = match compile(&source) {
+                    Ok((p, t)) => (Ok(p), t),
+                    Err(e) => (Err(e), false),
+                };
+                Rule {
+                    message_expression: get("messageExpression")
+                        .and_then(|m| compile(&m).ok())
+                        .map(|(p, _)| p),
+                    message: get("message"),
+                    reason: get("reason"),
+                    field_path: get("fieldPath"),
+                    optional_old_self: r.get("optionalOldSelf").and_then(Value::as_bool)
+                        == Some(true),
+                    source,
+                    program,
+                    transition,
+                }
+            })
+            .collect();
+        RuleSet {
+            rules,
+            type_name: type_name(node),
+        }
+    }
+}
+
+fn type_name(node: &Structural) -> &'static str {
+    if node.int_or_string {
+        return "integer";
+    }
+    match node.ty {
+        Some(Type::Any) | None => "object",
+        Some(t) => t.name(),
+    }
+}
+
+/// Checks a rule as the CRD's validation does.
+pub fn check(rule: &Value) -> Result<(), CheckError> {
+    let get = |k: &str| rule.get(k).and_then(Value::as_str);
+    let transition = match compile(get("rule").unwrap_or("")) {
+        Err(message) => {
+            return Err(CheckError {
+                field: "rule",
+                message,
+            })
+        }
+        Ok((_, t)) => t,
+    };
+    if let Some(m) = get("messageExpression") {
+        if let Err(message) = compile(m) {
+            return Err(CheckError {
+                field: "messageExpression",
+                message: message.replacen(
+                    "compilation failed",
+                    "messageExpression compilation failed",
+                    1,
+                ),
+            });
+        }
+    }
+    if rule.get("optionalOldSelf").and_then(Value::as_bool) == Some(true) && !transition {
+        return Err(CheckError {
+            field: "optionalOldSelf",
+            message: "may not be set if oldSelf is not used in rule".into(),
+        });
+    }
+    Ok(())
+}
+
+/// A rule as Go prints kube's `ValidationRule` struct (the value of a
+/// compile error).
+pub fn go_rule(rule: &Value) -> String {
+    let get = |k: &str| crate::status::go_quote(rule.get(k).and_then(Value::as_str).unwrap_or(""));
+    let ptr = |k: &str, t: &str| match rule.get(k) {
+        Some(Value::String(s)) => format!("&{s:?}"),
+        Some(Value::Bool(b)) => format!("&{b}"),
+        _ => format!("(*{t})(nil)"),
+    };
+    format!(
+        "apiextensions.ValidationRule{{Rule:{}, Message:{}, MessageExpression:{}, Reason:{}, FieldPath:{}, OptionalOldSelf:{}}}",
+        get("rule"),
+        get("message"),
+        get("messageExpression"),
+        ptr("reason", "apiextensions.FieldValueErrorReason"),
+        get("fieldPath"),
+        ptr("optionalOldSelf", "bool"),
+    )
+}
+
+/// Runs every rule of `schema` (and its children) on `obj`, with `old`
+/// for transition rules.
+pub fn validate(schema: &Structural, obj: &Value, old: Option<&Value>, out: &mut Vec<StatusCause>) {
+    let mut budget = PER_OBJECT_BUDGET;
+    node(schema, obj, old, "", &mut budget, out);
+}
+
+fn node(
+    s: &Structural,
+    v: &Value,
+    old: Option<&Value>,
+    path: &str,
+    budget: &mut u64,
+    out: &mut Vec<StatusCause>,
+) {
+    if let Some(rules) = &s.rules {
+        run(rules, s, v, old, path, budget, out);
+    }
+    let child = |key: &str| {
+        if path.is_empty() {
+            key.to_string()
+        } else {
+            format!("{path}.{key}")
+        }
+    };
+    match v {
+        Value::Object(map) => {
+            for (k, child_v) in map {
+                if let Some(sub) = s.member(k).filter(|sub| sub.has_rules()) {
+                    node(
+                        sub,
+                        child_v,
+                        old.and_then(|o| o.get(k)),
+                        &child(k),
+                        budget,
+                        out,
+                    );
+                }
+            }
+        }
+        Value::Array(items) => {
+            if let Some(item) = s.items.as_deref().filter(|i| i.has_rules()) {
+                let keys = (s.list_type.as_deref() == Some("map")).then_some(&s.list_map_keys);
+                for (i, child_v) in items.iter().enumerate() {
+                    let old_item = match (keys, old.and_then(Value::as_array)) {
+                        (Some(keys), Some(olds)) => olds
+                            .iter()
+                            .find(|o| keys.iter().all(|k| o.get(&**k) == child_v.get(&**k))),
+                        _ => None,
+                    };
+                    node(
+                        item,
+                        child_v,
+                        old_item,
+                        &format!("{path}[{i}]"),
+                        budget,
+                        out,
+                    );
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+fn run(
+    rules: &RuleSet,
+    s: &Structural,
+    v: &Value,
+    old: Option<&Value>,
+    path: &str,
+    budget: &mut u64,
+    out: &mut Vec<StatusCause>,
+) {
+    let this = to_cel(v, Some(s));
+    let previous = old.map(|o| to_cel(o, Some(s)));
+    for rule in &rules.rules {
+        let field = match &rule.field_path {
+            Some(fp) => format!("{path}{}", fp),
+            None => path.to_string(),
+        };
+        let field = field.trim_start_matches('.').to_string();
+        let field = if field.is_empty() {
+            "<nil>".to_string()
+        } else {
+            field
+        };
+        let value = crate::status::go_quote(rules.type_name);
+        let program = match &rule.program {
+            Ok(p) => p,
+            Err(e) => {
+                out.push(field_invalid_raw(&field, &value, e));
+                continue;
+            }
+        };
+        if rule.transition && previous.is_none() && !rule.optional_old_self {
+            continue;
+        }
+        if *budget == 0 {
+            out.push(field_invalid_raw(
+                &field,
+                &value,
+                "validation failed due to running out of cost budget, no further validation rules will be run",
+            ));
+            return;
+        }
+        let mut ctx = base().new_inner_scope();
+        ctx.add_variable_from_value("self", this.clone());
+        if rule.transition {
+            let old_value = match (&previous, rule.optional_old_self) {
+                (Some(p), false) => p.clone(),
+                (Some(p), true) => {
+                    Cel::Opaque(Arc::new(cel::objects::OptionalValue::of(p.clone())))
+                }
+                (None, _) => Cel::Opaque(Arc::new(cel::objects::OptionalValue::none())),
+            };
+            ctx.add_variable_from_value("oldSelf", old_value);
+        }
+        let limit = PER_CALL_LIMIT.min(*budget);
+        LEFT.with(|l| l.set(limit));
+        let result = Cel::resolve(program, &ctx);
+        let used = limit - LEFT.with(Cell::get);
+        *budget -= used;
+        if used >= limit {
+            out.push(field_invalid_raw(
+                &field,
+                &value,
+                &format!("call cost exceeds limit for rule: {}", rule.source.trim()),
+            ));
+            continue;
+        }
+        match result {
+            Ok(Cel::Bool(true)) => {}
+            Ok(Cel::Bool(false)) => {
+                let detail = message(rule, &ctx);
+                out.push(match rule.reason.as_deref() {
+                    Some("FieldValueForbidden") => field_forbidden(&field, &detail),
+                    Some("FieldValueRequired") => field_required(&field, &detail),
+                    Some("FieldValueDuplicate") => field_duplicate(&field, rules.type_name),
+                    _ => field_invalid_raw(&field, &value, &detail),
+                });
+            }
+            Ok(other) => out.push(field_invalid_raw(
+                &field,
+                &value,
+                &format!("rule result is not a boolean: {other:?}"),
+            )),
+            Err(e) => out.push(field_invalid_raw(&field, &value, &error_text(&e))),
+        }
+    }
+}
+
+/// The message of a failed rule: its messageExpression's result, its
+/// message, or kube's default.
+fn message(rule: &Rule, ctx: &Context<'_, '_>) -> String {
+    if let Some(expr) = &rule.message_expression {
+        LEFT.with(|l| l.set(PER_CALL_LIMIT));
+        if let Ok(Cel::String(s)) = Cel::resolve(expr, ctx) {
+            if !s.trim().is_empty() && !s.contains('\n') {
+                return s.to_string();
+            }
+        }
+    }
+    match &rule.message {
+        Some(m) => m.clone(),
+        None => format!("failed rule: {}", rule.source.trim()),
+    }
+}
+
+fn error_text(e: &ExecutionError) -> String {
+    let text = e.to_string();
+    match text.strip_prefix("No such key: ") {
+        Some(key) => format!("no such key: {key}"),
+        None => text,
+    }
+}
+
+/// A JSON value as CEL sees it under `schema`: integers as int, numbers
+/// as double, date-times and durations as their CEL types.
+pub(super) fn to_cel(v: &Value, schema: Option<&Structural>) -> Cel {
+    match v {
+        Value::Null => Cel::Null,
+        Value::Bool(b) => Cel::Bool(*b),
+        Value::Number(n) => match schema.and_then(|s| s.ty) {
+            Some(Type::Number) => Cel::Float(n.as_f64().unwrap_or(0.0)),
+            _ => match (n.as_i64(), n.as_u64()) {
+                (Some(i), _) => Cel::Int(i),
+                (None, Some(u)) => Cel::UInt(u),
+                _ => Cel::Float(n.as_f64().unwrap_or(0.0)),
+            },
+        },
+        Value::String(s) => {
+            let format = schema.and_then(|s| s.format.as_deref());
+            match format {
+                Some("date-time") | Some("datetime") => chrono::DateTime::parse_from_rfc3339(s)
+                    .map(Cel::Timestamp)
+                    .unwrap_or_else(|_| Cel::String(Arc::new(s.clone()))),
+                _ => Cel::String(Arc::new(s.clone())),
+            }
+        }
+        Value::Array(items) => {
+            let item = schema.and_then(|s| s.items.as_deref());
+            Cel::List(Arc::new(items.iter().map(|i| to_cel(i, item)).collect()))
+        }
+        Value::Object(map) => {
+            let m: HashMap<String, Cel> = map
+                .iter()
+                .map(|(k, v)| (k.clone(), to_cel(v, schema.and_then(|s| s.member(k)))))
+                .collect();
+            Cel::from(m)
+        }
+    }
+}

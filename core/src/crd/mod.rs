@@ -1,0 +1,272 @@
+//! CustomResourceDefinitions: what a CRD means to the server (kube's
+//! apiextensions-apiserver), as pure data and functions.
+//!
+//! - [`definition`] validates a CRD object itself, as kube's CRD strategy
+//!   does, structural-schema rules included;
+//! - [`names`] decides whether a CRD's names are free (`NamesAccepted`);
+//! - [`kinds`] turns an accepted CRD into catalog entries, one per served
+//!   version, carrying a [`CustomRules`] each;
+//! - [`structural`], [`validate`], [`default`] and [`cel`] are what those
+//!   rules do to every custom resource written: the schema parsed once,
+//!   value validation with kube's messages, defaulting, and the
+//!   `x-kubernetes-validations` rules.
+//!
+//! The server side (the controller that establishes CRDs and cleans up
+//! after them) lives in the server crate; custom resources themselves go
+//! through the same registry, store and watch cache as built-in kinds.
+
+pub mod cel;
+mod cel_library;
+pub mod default;
+pub mod definition;
+mod formats;
+pub mod kinds;
+pub mod names;
+mod rules;
+pub mod schema;
+pub mod structural;
+pub mod validate;
+
+use serde_json::Value;
+use structural::Structural;
+
+/// The finalizer kube puts on every CRD: its instances are deleted
+/// before the CRD goes.
+pub const CLEANUP_FINALIZER: &str = "customresourcecleanup.apiextensions.k8s.io";
+
+/// kube's v1 defaults of a CRD: the singular and list kind from the kind,
+/// conversion `None`, a webhook service on port 443.
+pub fn set_defaults(crd: &mut Value) {
+    let Some(spec) = crd.get_mut("spec").and_then(Value::as_object_mut) else {
+        return;
+    };
+    if let Some(names) = spec.get_mut("names").and_then(Value::as_object_mut) {
+        let kind = names
+            .get("kind")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
+        let empty = |v: Option<&Value>| v.and_then(Value::as_str).is_none_or(str::is_empty);
+        if empty(names.get("singular")) && !kind.is_empty() {
+            names.insert("singular".into(), Value::String(kind.to_lowercase()));
+        }
+        if empty(names.get("listKind")) && !kind.is_empty() {
+            names.insert("listKind".into(), Value::String(format!("{kind}List")));
+        }
+    }
+    let conversion = spec
+        .entry("conversion")
+        .or_insert_with(|| serde_json::json!({"strategy": "None"}));
+    if let Some(svc) = conversion
+        .pointer_mut("/webhook/clientConfig/service")
+        .and_then(Value::as_object_mut)
+    {
+        svc.entry("port").or_insert(serde_json::json!(443));
+    }
+}
+
+/// The storage version a CRD names (`storage: true`).
+pub fn storage_version(crd: &Value) -> Option<&str> {
+    crate::meta::array_at(crd, "/spec/versions")
+        .iter()
+        .find(|v| v.get("storage").and_then(Value::as_bool) == Some(true))
+        .and_then(|v| v.get("name"))
+        .and_then(Value::as_str)
+}
+
+/// Records the storage version in `status.storedVersions` (kube's CRD
+/// strategy on every create and update; only `/status` removes one).
+pub fn record_stored_version(crd: &mut Value) {
+    let Some(storage) = storage_version(crd).map(str::to_string) else {
+        return;
+    };
+    let Some(root) = crd.as_object_mut() else {
+        return;
+    };
+    let status = root
+        .entry("status")
+        .or_insert_with(|| serde_json::json!({}));
+    if !status.is_object() {
+        *status = serde_json::json!({});
+    }
+    let stored = status
+        .as_object_mut()
+        .expect("made an object")
+        .entry("storedVersions")
+        .or_insert_with(|| serde_json::json!([]));
+    if !stored.is_array() {
+        *stored = serde_json::json!([]);
+    }
+    let list = stored.as_array_mut().expect("made an array");
+    if !list.iter().any(|v| v == storage.as_str()) {
+        list.push(Value::String(storage));
+    }
+}
+
+/// The first DELETE of a CRD: its instances go first, so it takes the
+/// cleanup finalizer and says it is terminating.
+pub fn mark_for_cleanup(crd: &mut Value, now: &str) {
+    if crate::meta::metadata(crd).is_some_and(|m| m.contains_key("deletionTimestamp")) {
+        return;
+    }
+    let md = crate::meta::metadata_mut(crd);
+    let list = md
+        .entry("finalizers")
+        .or_insert_with(|| serde_json::json!([]));
+    if !list.is_array() {
+        *list = serde_json::json!([]);
+    }
+    let list = list.as_array_mut().expect("made an array");
+    if !list.iter().any(|f| f == CLEANUP_FINALIZER) {
+        list.push(Value::String(CLEANUP_FINALIZER.into()));
+    }
+    set_condition(
+        crd,
+        "Terminating",
+        "True",
+        "InstanceDeletionPending",
+        "CustomResourceDefinition marked for deletion; CustomResource deletion will begin soon",
+        now,
+    );
+}
+
+/// Sets a status condition, keeping its transition time when its status
+/// does not change. Returns whether anything changed.
+pub fn set_condition(
+    crd: &mut Value,
+    kind: &str,
+    status: &str,
+    reason: &str,
+    message: &str,
+    now: &str,
+) -> bool {
+    let Some(root) = crd.as_object_mut() else {
+        return false;
+    };
+    let st = root
+        .entry("status")
+        .or_insert_with(|| serde_json::json!({}));
+    if !st.is_object() {
+        *st = serde_json::json!({});
+    }
+    let conditions = st
+        .as_object_mut()
+        .expect("made an object")
+        .entry("conditions")
+        .or_insert_with(|| serde_json::json!([]));
+    if !conditions.is_array() {
+        *conditions = serde_json::json!([]);
+    }
+    let list = conditions.as_array_mut().expect("made an array");
+    let wanted = |at: &str| {
+        serde_json::json!({"type": kind, "status": status, "reason": reason,
+            "message": message, "lastTransitionTime": at})
+    };
+    match list
+        .iter_mut()
+        .find(|c| c.get("type").and_then(Value::as_str) == Some(kind))
+    {
+        Some(c) => {
+            let same_status = c.get("status").and_then(Value::as_str) == Some(status);
+            let at = match c.get("lastTransitionTime").and_then(Value::as_str) {
+                Some(t) if same_status => t.to_string(),
+                _ => now.to_string(),
+            };
+            let new = wanted(&at);
+            if *c == new {
+                return false;
+            }
+            *c = new;
+        }
+        None => list.push(wanted(now)),
+    }
+    true
+}
+
+/// Removes a status condition. Returns whether it was there.
+pub fn remove_condition(crd: &mut Value, kind: &str) -> bool {
+    let Some(list) = crd
+        .pointer_mut("/status/conditions")
+        .and_then(Value::as_array_mut)
+    else {
+        return false;
+    };
+    let before = list.len();
+    list.retain(|c| c.get("type").and_then(Value::as_str) != Some(kind));
+    list.len() != before
+}
+
+/// Whether a CRD's condition `kind` is `True`.
+pub fn condition_true(crd: &Value, kind: &str) -> bool {
+    crate::meta::array_at(crd, "/status/conditions")
+        .iter()
+        .any(|c| {
+            c.get("type").and_then(Value::as_str) == Some(kind)
+                && c.get("status").and_then(Value::as_str) == Some("True")
+        })
+}
+
+/// Whether a CRD is established (its kind is served).
+pub fn is_established(crd: &Value) -> bool {
+    condition_true(crd, "Established")
+}
+
+/// What one served version of a custom resource kind checks and fills on
+/// every write.
+pub struct CustomRules {
+    /// The version's `openAPIV3Schema`, parsed.
+    pub schema: Structural,
+    /// The schema declares defaults somewhere.
+    pub defaults: bool,
+    /// The version has the status subresource.
+    pub status: bool,
+    /// `deprecationWarning` (or kube's default text) for a deprecated version.
+    pub warning: Option<String>,
+}
+
+impl CustomRules {
+    pub fn new(schema: &Value, status: bool, warning: Option<String>) -> Self {
+        let schema = Structural::parse(schema);
+        Self {
+            defaults: schema.has_defaults(),
+            schema,
+            status,
+            warning,
+        }
+    }
+
+    /// Fills the schema's defaults into `obj` (and drops the nulls the
+    /// schema does not allow), as every write does.
+    pub fn default(&self, obj: &mut Value) -> bool {
+        default::apply(obj, &self.schema)
+    }
+
+    /// Every problem with `obj` (its previous state `old` for an update):
+    /// schema values, embedded resources, list invariants, then the CEL
+    /// rules if nothing so far blocks them.
+    pub fn validate(&self, obj: &Value, old: Option<&Value>) -> Vec<crate::status::StatusCause> {
+        validate::custom_resource(&self.schema, obj, old)
+    }
+}
+
+/// Rules are compared by identity: an entry rebuilt from a changed CRD is
+/// a different entry.
+impl PartialEq for CustomRules {
+    fn eq(&self, other: &Self) -> bool {
+        std::ptr::eq(self, other)
+    }
+}
+
+impl Eq for CustomRules {}
+
+impl std::fmt::Debug for CustomRules {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CustomRules")
+            .field("defaults", &self.defaults)
+            .field("status", &self.status)
+            .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests;
