@@ -1,6 +1,7 @@
 //! kubeshard: a Kubernetes-compatible API server, sharded thread-per-core.
 
 mod admission;
+mod apiextensions;
 mod config;
 mod context;
 mod controllers;
@@ -263,10 +264,12 @@ fn start_controllers(
             registry::service_ips::repair(&api).await?;
             registry::node_ports::repair(&api).await?;
             controllers::security::bootstrap_policy::ensure(&api).await?;
-            controllers::security::aggregation::settle(&api).await
+            controllers::security::aggregation::settle(&api).await?;
+            apiextensions::restore(&api, &catalog).await
         };
         match boot.await {
             Ok(()) => {
+                apiextensions::start(api.clone(), catalog.clone());
                 glommio::spawn_local(controllers::run(api.clone(), catalog, enabled)).detach();
                 api.mark_ready();
                 tracing::info!("ready");

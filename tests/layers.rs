@@ -21,6 +21,7 @@ const LAYERS: &[&str] = &[
     "registry",
     "filters",
     "controllers",
+    "apiextensions",
     "openapi_pb",
     "openapi",
     "discovery",

@@ -156,7 +156,11 @@ impl Api {
                 | "deletecollection"
         );
         let allowed = match info.subresource.as_str() {
-            "" => resource.supports(verb),
+            "" => {
+                resource.supports(verb)
+                    // A terminating CRD's kind answers creates with its 403.
+                    || (verb == "create" && resource.custom.is_some())
+            }
             s if connect::serves(s, verb).is_some() => connect::serves(s, verb) == Some(true),
             "finalize" => verb == "update",
             "binding" | "eviction" => verb == "create",

@@ -171,6 +171,13 @@ impl<'a> Store<'a> {
         mut obj: Value,
         ownership: Ownership,
     ) -> Result<Arc<StoredObject>, ApiError> {
+        if info.custom.as_ref().is_some_and(|c| c.terminating) {
+            return Err(ApiError::new(
+                403,
+                "Forbidden",
+                "create not allowed while custom resource definition is terminating",
+            ));
+        }
         let namespace = meta::namespace(&obj).to_string();
         escalation::check_create(self.api, w.user, info, &namespace, &obj).await?;
         let name = meta::name(&obj).to_string();

@@ -546,6 +546,29 @@ impl Catalog {
         self.generation.fetch_add(1, Ordering::Release);
     }
 
+    /// Swaps a set of entries in one step (a CRD's served versions):
+    /// removes `remove` (group, version, plural), then adds `add`. Readers
+    /// see the old set or the new one, never a mix.
+    pub fn replace(&self, remove: &[(String, String, String)], add: Vec<ResourceInfo>) {
+        let mut guard = self.inner.write();
+        let mut by_gvr = guard.by_gvr.clone();
+        for key in remove {
+            by_gvr.remove(key);
+        }
+        for info in add {
+            by_gvr.insert(
+                (
+                    info.group.clone(),
+                    info.version.clone(),
+                    info.plural.clone(),
+                ),
+                Arc::new(info),
+            );
+        }
+        *guard = Arc::new(CatalogSnapshot::new(by_gvr));
+        self.generation.fetch_add(1, Ordering::Release);
+    }
+
     /// Removes a resource (a deleted CRD).
     pub fn unregister(&self, group: &str, version: &str, plural: &str) {
         let mut guard = self.inner.write();

@@ -109,7 +109,12 @@ pub fn resources(crd: &Value, layout: &KeyLayout) -> Result<Vec<ResourceInfo>, S
                 .map(str::to_string)
                 .unwrap_or_else(|| format!("{group}/{version} {kind} is deprecated"))
         });
-        info.custom = Some(Arc::new(CustomRules::new(schema, status, warning)));
+        let mut rules = CustomRules::new(schema, status, warning);
+        rules.terminating = super::condition_true(crd, "Terminating");
+        if rules.terminating {
+            info.verbs.retain(|v| v != "create");
+        }
+        info.custom = Some(Arc::new(rules));
         out.push(info);
     }
     Ok(out)

@@ -222,6 +222,8 @@ pub struct CustomRules {
     pub status: bool,
     /// `deprecationWarning` (or kube's default text) for a deprecated version.
     pub warning: Option<String>,
+    /// The CRD is being deleted: no new instances.
+    pub terminating: bool,
 }
 
 impl CustomRules {
@@ -232,6 +234,7 @@ impl CustomRules {
             schema,
             status,
             warning,
+            terminating: false,
         }
     }
 

@@ -62,11 +62,18 @@ impl CustomColumns {
         })
     }
 
-    pub(super) fn row(&self, obj: &Value) -> Row {
+    pub(super) fn row(&self, obj: &Value, now: chrono::DateTime<chrono::Utc>) -> Row {
         let mut cells = Vec::with_capacity(self.columns.len());
         cells.push(Value::String(crate::meta::name(obj).to_string()));
         for (spec, path) in self.specs.iter().zip(&self.paths) {
-            cells.push(cell(spec, path.query(obj).first()));
+            let found = path.query(obj).first();
+            cells.push(match (spec.kind.as_str(), found) {
+                // kube shows a date column as the time since it.
+                ("date", Some(ts @ Value::String(_))) => {
+                    Value::String(super::format::since(Some(ts), now))
+                }
+                _ => cell(spec, found),
+            });
         }
         Row {
             cells,
@@ -136,7 +143,7 @@ mod tests {
             "spec": {"replicas": 3, "image": "nginx", "ports": [80, 443]},
             "status": {"conditions": [{"type": "Other", "status": "False"},
                                       {"type": "Ready", "status": "True"}]}});
-        let row = cols.row(&obj);
+        let row = cols.row(&obj, chrono::Utc::now());
         assert_eq!(
             row.cells,
             vec![

@@ -153,7 +153,7 @@ pub fn columns(printer: &Printer) -> &[Column] {
 /// One object's row.
 pub fn row(printer: &Printer, obj: &Value, now: DateTime<Utc>) -> Row {
     match printer {
-        Printer::Columns(custom) => custom.row(obj),
+        Printer::Columns(custom) => custom.row(obj, now),
         Printer::Default => kinds::default_row(obj, now),
         Printer::Pod => pod::row(obj, now),
         Printer::Service => kinds::service_row(obj, now),
