@@ -20,7 +20,6 @@
 use base64::Engine;
 use kubeshard_core::catalog::{CatalogSnapshot, ResourceInfo};
 use serde_json::{json, Value};
-use std::cmp::Reverse;
 
 /// Echoed back so client-go recognises the body as aggregated: it checks the
 /// `g`, `v` and `as` parameters of the response Content-Type.
@@ -219,26 +218,8 @@ fn named_groups(cat: &CatalogSnapshot) -> Vec<String> {
 /// Versions in preference order; the first is what clients use by default.
 fn preferred_versions(cat: &CatalogSnapshot, group: &str) -> Vec<String> {
     let mut versions = cat.versions(group);
-    versions.sort_by_cached_key(|v| version_rank(v));
+    versions.sort_by_cached_key(|v| kubeshard_core::catalog::version_rank(v));
     versions
-}
-
-/// kube's version-aware order: `v2 > v1 > v1beta2 > v1beta1 > v1alpha1`,
-/// then versions that do not look like kube's, by name.
-fn version_rank(v: &str) -> (u8, Reverse<u64>, Reverse<u64>, String) {
-    let parsed = v.strip_prefix('v').and_then(|rest| {
-        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
-        let major = rest[..digits].parse::<u64>().ok()?;
-        let (class, minor) = match &rest[digits..] {
-            "" => return Some((0, major, 0)),
-            s if s.starts_with("beta") => (1, &s[4..]),
-            s if s.starts_with("alpha") => (2, &s[5..]),
-            _ => return None,
-        };
-        Some((class, major, minor.parse::<u64>().ok()?))
-    });
-    let (class, major, minor) = parsed.unwrap_or((3, 0, 0));
-    (class, Reverse(major), Reverse(minor), v.to_string())
 }
 
 /// An APIGroup; `kind` is set for the standalone `/apis/{g}` document and
@@ -624,7 +605,7 @@ mod tests {
         let mut v = [
             "v1alpha1", "foo", "v1", "v2beta1", "v10", "v1beta2", "v1beta1", "v2",
         ];
-        v.sort_by_cached_key(|s| version_rank(s));
+        v.sort_by_cached_key(|s| kubeshard_core::catalog::version_rank(s));
         let want = [
             "v10", "v2", "v1", "v2beta1", "v1beta2", "v1beta1", "v1alpha1", "foo",
         ];

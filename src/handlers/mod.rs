@@ -112,6 +112,28 @@ impl Api {
             .lookup(&info.group, &info.version, &info.resource)
             .cloned()
             .ok_or_else(not_found_path)?;
+        // A deprecated custom resource version warns on every request.
+        if let Some(warning) = resource.custom.as_ref().and_then(|c| c.warning.clone()) {
+            let served =
+                Box::pin(self.serve_resource(req, info, query, render, resource, &catalog)).await;
+            let resp = served.unwrap_or_else(|e| response::error(&e, render));
+            let warnings = crate::render::warnings::Warnings::default();
+            warnings.extend([warning]);
+            return Ok(warnings.apply(resp));
+        }
+        self.serve_resource(req, info, query, render, resource, &catalog)
+            .await
+    }
+
+    async fn serve_resource(
+        self: &Rc<Self>,
+        req: Request<Incoming>,
+        info: RequestInfo,
+        query: Query,
+        render: Render,
+        resource: Arc<ResourceInfo>,
+        catalog: &kubeshard_core::catalog::CatalogSnapshot,
+    ) -> HandlerResult {
         let storage = if resource.is_storage_version() {
             None
         } else {

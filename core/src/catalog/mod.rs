@@ -9,6 +9,7 @@
 mod builtin;
 
 use parking_lot::RwLock;
+use std::cmp::Reverse;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -393,6 +394,24 @@ impl ResourceInfo {
     pub fn supports_field(&self, label: &str) -> bool {
         self.field_labels().any(|l| l == label)
     }
+}
+
+/// kube's version-aware order: `v2 > v1 > v1beta2 > v1beta1 > v1alpha1`,
+/// then versions that do not look like kube's, by name.
+pub fn version_rank(v: &str) -> (u8, Reverse<u64>, Reverse<u64>, String) {
+    let parsed = v.strip_prefix('v').and_then(|rest| {
+        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+        let major = rest[..digits].parse::<u64>().ok()?;
+        let (class, minor) = match &rest[digits..] {
+            "" => return Some((0, major, 0)),
+            s if s.starts_with("beta") => (1, &s[4..]),
+            s if s.starts_with("alpha") => (2, &s[5..]),
+            _ => return None,
+        };
+        Some((class, major, minor.parse::<u64>().ok()?))
+    });
+    let (class, major, minor) = parsed.unwrap_or((3, 0, 0));
+    (class, Reverse(major), Reverse(minor), v.to_string())
 }
 
 /// Shared, rarely-changing catalog. Writers (CRD registration) bump the

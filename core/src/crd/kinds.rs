@@ -5,8 +5,8 @@
 
 use super::CustomRules;
 use crate::catalog::{
-    field_path, FieldPath, Printer, ResourceInfo, ScaleSelector, ScaleSpec, SchemaSource,
-    SelectableField,
+    field_path, version_rank, FieldPath, Printer, ResourceInfo, ScaleSelector, ScaleSpec,
+    SchemaSource, SelectableField,
 };
 use crate::keys::KeyLayout;
 use crate::table::{ColumnSpec, CustomColumns};
@@ -107,7 +107,7 @@ pub fn resources(crd: &Value, layout: &KeyLayout) -> Result<Vec<ResourceInfo>, S
             v.get("deprecationWarning")
                 .and_then(Value::as_str)
                 .map(str::to_string)
-                .unwrap_or_else(|| format!("{group}/{version} {kind} is deprecated"))
+                .unwrap_or_else(|| deprecation(group, version, kind, &served))
         });
         let mut rules = CustomRules::new(schema, status, warning);
         rules.terminating = super::condition_true(crd, "Terminating");
@@ -118,6 +118,22 @@ pub fn resources(crd: &Value, layout: &KeyLayout) -> Result<Vec<ResourceInfo>, S
         out.push(info);
     }
     Ok(out)
+}
+
+/// kube's default deprecation warning: the newest served version that is
+/// not deprecated and is newer than this one is named as the one to use.
+fn deprecation(group: &str, version: &str, kind: &str, served: &[&Value]) -> String {
+    let mut text = format!("{group}/{version} {kind} is deprecated");
+    let newer = served
+        .iter()
+        .filter(|v| v.get("deprecated").and_then(Value::as_bool) != Some(true))
+        .map(|v| str_at(v, "name"))
+        .filter(|v| version_rank(v) < version_rank(version))
+        .min_by_key(|v| version_rank(v));
+    if let Some(newer) = newer {
+        text.push_str(&format!("; use {group}/{newer} {kind}"));
+    }
+    text
 }
 
 /// A version's printer columns; kube shows the age when it declares none.

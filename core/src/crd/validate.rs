@@ -64,7 +64,7 @@ pub fn custom_resource(schema: &Structural, obj: &Value, old: Option<&Value>) ->
         }
         let old_v = old.and_then(|o| o.get(&**key));
         match map.get(&**key) {
-            Some(v) => node(prop, v, old_v, &key.to_string(), &mut out),
+            Some(v) => node(prop, v, old_v, key.as_ref(), &mut out),
             None if schema.checks.required.iter().any(|r| r == key) => {
                 out.push(field_required(key, ""))
             }

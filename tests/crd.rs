@@ -1,0 +1,512 @@
+//! CustomResourceDefinitions end to end: a CRD is accepted or refused as
+//! kube does, becomes Established and served (discovery, OpenAPI,
+//! tables), its custom resources are pruned, defaulted and validated by
+//! the schema and its CEL rules, keep status and scale apart, are
+//! watched, listed by selectable fields and converted between served
+//! versions, and go away with the CRD — their finalizers honoured, a
+//! restart in the middle included.
+
+mod common;
+use common::*;
+use serde_json::{json, Value};
+
+const CRDS: &str = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
+const WIDGETS: &str = "/apis/example.com/v1/namespaces/default/widgets";
+
+/// A CRD with everything the server acts on: two versions (v1 stored),
+/// status and scale, printer columns, a selectable field, defaults, value
+/// validations and CEL rules (one a transition rule).
+fn widget_crd() -> Value {
+    let schema = json!({"type": "object", "properties": {
+        "spec": {"type": "object", "required": ["size"],
+            "x-kubernetes-validations": [
+                {"rule": "self.replicas <= self.maxReplicas", "message": "replicas may not exceed maxReplicas"},
+                {"rule": "!has(oldSelf.size) || self.size == oldSelf.size", "message": "size is immutable"}],
+            "properties": {
+                "size": {"type": "string", "enum": ["S", "M", "L"]},
+                "color": {"type": "string", "default": "blue"},
+                "replicas": {"type": "integer", "minimum": 0, "default": 1},
+                "maxReplicas": {"type": "integer", "default": 10},
+                "ports": {"type": "array", "x-kubernetes-list-type": "map",
+                    "x-kubernetes-list-map-keys": ["name"],
+                    "items": {"type": "object", "required": ["name"], "properties": {
+                        "name": {"type": "string"}, "port": {"type": "integer"}}}}}},
+        "status": {"type": "object", "properties": {
+            "replicas": {"type": "integer"}, "selector": {"type": "string"},
+            "phase": {"type": "string"}}}}});
+    let version = |name: &str, storage: bool, deprecated: bool| {
+        json!({"name": name, "served": true, "storage": storage, "deprecated": deprecated,
+            "schema": {"openAPIV3Schema": schema.clone()},
+            "subresources": {"status": {}, "scale": {"specReplicasPath": ".spec.replicas",
+                "statusReplicasPath": ".status.replicas", "labelSelectorPath": ".status.selector"}},
+            "additionalPrinterColumns": [
+                {"name": "Size", "type": "string", "jsonPath": ".spec.size"},
+                {"name": "Replicas", "type": "integer", "jsonPath": ".spec.replicas"}],
+            "selectableFields": [{"jsonPath": ".spec.color"}]})
+    };
+    json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "widgets.example.com"},
+        "spec": {"group": "example.com", "scope": "Namespaced",
+            "names": {"plural": "widgets", "singular": "widget", "kind": "Widget",
+                "shortNames": ["wd"], "categories": ["all"]},
+            "versions": [version("v1", true, false), version("v1beta1", false, true)]}})
+}
+
+fn widget(name: &str, spec: Value) -> Value {
+    json!({"apiVersion": "example.com/v1", "kind": "Widget",
+        "metadata": {"name": name}, "spec": spec})
+}
+
+/// Creates `crd` and waits until its kind is served.
+fn establish(s: &Server, crd: &Value) -> Value {
+    let (code, created) = s.post(CRDS, crd);
+    assert_eq!(code, 201, "{created}");
+    let name = created["metadata"]["name"].as_str().unwrap().to_string();
+    eventually(5, "the CRD to be established", || {
+        let (_, c) = s.get(&format!("{CRDS}/{name}"));
+        let established = c["status"]["conditions"].as_array().is_some_and(|cs| {
+            cs.iter()
+                .any(|c| c["type"] == "Established" && c["status"] == "True")
+        });
+        established.then_some(c)
+    })
+}
+
+fn causes(body: &Value) -> Vec<String> {
+    body["details"]["causes"]
+        .as_array()
+        .map(|cs| {
+            cs.iter()
+                .map(|c| {
+                    format!(
+                        "{}: {}",
+                        c["field"].as_str().unwrap_or(""),
+                        c["message"].as_str().unwrap_or("")
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+fn a_crd_is_established_with_kubes_status_and_served_everywhere() {
+    let s = Server::start(2);
+    let crd = establish(&s, &widget_crd());
+    let status = &crd["status"];
+    assert_eq!(status["acceptedNames"]["kind"], "Widget");
+    assert_eq!(status["acceptedNames"]["listKind"], "WidgetList");
+    assert_eq!(status["storedVersions"], json!(["v1"]));
+    let names = status["conditions"].as_array().unwrap();
+    let accepted = names.iter().find(|c| c["type"] == "NamesAccepted").unwrap();
+    assert_eq!(
+        (&accepted["reason"], &accepted["message"]),
+        (&json!("NoConflicts"), &json!("no conflicts found"))
+    );
+    assert_eq!(crd["spec"]["conversion"], json!({"strategy": "None"}));
+
+    // Discovery: the group, both versions, short names and categories.
+    let (code, group) = s.get("/apis/example.com");
+    assert_eq!(code, 200, "{group}");
+    assert_eq!(group["preferredVersion"]["version"], "v1");
+    let (_, v1) = s.get("/apis/example.com/v1");
+    let widgets = v1["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["name"] == "widgets")
+        .unwrap()
+        .clone();
+    assert_eq!(widgets["shortNames"], json!(["wd"]));
+    assert_eq!(widgets["categories"], json!(["all"]));
+    assert_eq!(widgets["namespaced"], true);
+    let subs: Vec<&str> = v1["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|r| r["name"].as_str())
+        .collect();
+    assert!(
+        subs.contains(&"widgets/status") && subs.contains(&"widgets/scale"),
+        "{subs:?}"
+    );
+    // OpenAPI v3 for the group version documents the schema.
+    let (code, doc) = s.get("/openapi/v3/apis/example.com/v1");
+    assert_eq!(code, 200, "{doc}");
+    let def = &doc["components"]["schemas"]["com.example.v1.Widget"];
+    assert_eq!(
+        def["properties"]["spec"]["properties"]["size"]["enum"],
+        json!(["S", "M", "L"]),
+        "{def}"
+    );
+
+    // Table columns from additionalPrinterColumns.
+    let (code, _) = s.post(WIDGETS, &widget("a", json!({"size": "S"})));
+    assert_eq!(code, 201);
+    let (table, columns) = table(&s, WIDGETS);
+    assert_eq!(columns, ["Name", "Size", "Replicas"]);
+    assert_eq!(table["rows"][0]["cells"], json!(["a", "S", 1]));
+
+    // A second CRD of the group that wants a taken short name is told so.
+    let mut gadget = widget_crd();
+    gadget["metadata"]["name"] = json!("gadgets.example.com");
+    gadget["spec"]["names"] = json!({"plural": "gadgets", "kind": "Gadget", "shortNames": ["wd"]});
+    let (code, _) = s.post(CRDS, &gadget);
+    assert_eq!(code, 201);
+    let conflict = eventually(5, "the names conflict", || {
+        let (_, c) = s.get(&format!("{CRDS}/gadgets.example.com"));
+        c["status"]["conditions"].as_array().and_then(|cs| {
+            cs.iter()
+                .find(|c| c["type"] == "NamesAccepted" && c["status"] == "False")
+                .cloned()
+        })
+    });
+    assert_eq!(conflict["reason"], "ShortNamesConflict");
+    assert_eq!(conflict["message"], "\"wd\" is already in use");
+}
+
+#[test]
+fn crd_definitions_are_refused_with_kubes_messages() {
+    let s = Server::start(1);
+    type Edit = Box<dyn Fn(&mut Value)>;
+    let cases: Vec<(Edit, &str)> = vec![
+        (Box::new(|c| c["metadata"]["name"] = json!("wrong.example.com")),
+            "metadata.name: Invalid value: \"wrong.example.com\": must be spec.names.plural+\".\"+spec.group"),
+        (Box::new(|c| c["spec"]["group"] = json!("nodots")),
+            "spec.group: Invalid value: \"nodots\": should be a domain with at least one dot"),
+        (Box::new(|c| c["spec"]["versions"][1]["storage"] = json!(true)),
+            "spec.versions: Invalid value:"),
+        (Box::new(|c| c["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["x"] = json!({})),
+            "spec.versions[0].schema.openAPIV3Schema.properties[spec].properties[x].type: Required value: must not be empty for specified object fields"),
+        (Box::new(|c| c["spec"]["versions"][0]["additionalPrinterColumns"][0]["type"] = json!("text")),
+            "spec.versions[0].additionalPrinterColumns[0].type: Invalid value: \"text\": must be one of boolean,date,integer,number,string"),
+        (Box::new(|c| c["spec"]["versions"][0]["subresources"]["scale"]["specReplicasPath"] = json!(".status.replicas")),
+            "spec.versions[0].subresources.scale.specReplicasPath: Invalid value: \".status.replicas\": should be a json path under .spec"),
+        (Box::new(|c| c["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["x-kubernetes-validations"] = json!([{"rule": "self.spec.size =="}])),
+            "spec.versions[0].schema.openAPIV3Schema.x-kubernetes-validations[0].rule: Invalid value: apiextensions.ValidationRule{Rule:\"self.spec.size ==\""),
+        (Box::new(|c| c["spec"]["conversion"] = json!({"strategy": "Webhook"})),
+            "spec.conversion.webhookClientConfig: Required value: required when strategy is set to Webhook"),
+    ];
+    for (edit, want) in cases {
+        let mut crd = widget_crd();
+        edit(&mut crd);
+        let (code, body) = s.post(CRDS, &crd);
+        assert_eq!(code, 422, "{want}: {body}");
+        let got = causes(&body);
+        assert!(
+            got.iter().any(|c| c.starts_with(want)),
+            "want {want:?} in {got:#?}"
+        );
+    }
+}
+
+#[test]
+fn custom_resources_are_pruned_defaulted_and_validated() {
+    let s = Server::start(2);
+    establish(&s, &widget_crd());
+    // Unknown fields: dropped with a warning, a 400 with Strict.
+    let body = serde_json::to_vec(&widget("w", json!({"size": "M", "extra": 1}))).unwrap();
+    let (code, warnings, created) = s.send_warned("POST", WIDGETS, "application/json", &body);
+    assert_eq!(code, 201, "{created}");
+    assert_eq!(warnings, ["unknown field \"spec.extra\""]);
+    assert_eq!(
+        created["spec"],
+        json!({"size": "M", "color": "blue", "replicas": 1, "maxReplicas": 10})
+    );
+    assert_eq!(created["metadata"]["generation"], 1);
+    let body = serde_json::to_vec(&widget("strict", json!({"size": "M", "extra": 1}))).unwrap();
+    let (code, _, refused) = s.send_warned(
+        "POST",
+        &format!("{WIDGETS}?fieldValidation=Strict"),
+        "application/json",
+        &body,
+    );
+    assert_eq!(code, 400);
+    assert_eq!(refused["message"], "Widget in version \"v1\" cannot be handled as a Widget: strict decoding error: unknown field \"spec.extra\"");
+
+    // Schema errors: kube's 422 with every cause.
+    let (code, refused) = s.post(
+        WIDGETS,
+        &widget(
+            "bad",
+            json!({"size": "XL", "replicas": "3", "ports": [{"name": "a"}, {"name": "a"}]}),
+        ),
+    );
+    assert_eq!(code, 422, "{refused}");
+    let got = causes(&refused);
+    for want in [
+        "spec.size: Unsupported value: \"XL\": supported values: \"S\", \"M\", \"L\"",
+        "spec.replicas: Invalid value: \"string\": spec.replicas in body must be of type integer: \"string\"",
+        "spec.ports[1]: Duplicate value: {\"name\":\"a\"}",
+    ] {
+        assert!(got.contains(&want.to_string()), "want {want:?} in {got:#?}");
+    }
+    assert!(refused["message"]
+        .as_str()
+        .unwrap()
+        .starts_with("Widget.example.com \"bad\" is invalid: ["));
+    let (code, refused) = s.post(WIDGETS, &widget("bad", json!({})));
+    assert_eq!(code, 422);
+    assert_eq!(
+        causes(&refused),
+        [
+            "spec.size: Required value",
+            "<nil>: Invalid value: null: some validation rules were not checked because the object was invalid; correct the existing errors to complete validation"
+        ]
+    );
+
+    // CEL rules, then a transition rule on update.
+    let (code, refused) = s.post(
+        WIDGETS,
+        &widget("big", json!({"size": "S", "replicas": 11})),
+    );
+    assert_eq!(code, 422);
+    assert_eq!(
+        causes(&refused),
+        ["spec: Invalid value: \"object\": replicas may not exceed maxReplicas"]
+    );
+    let one = format!("{WIDGETS}/w");
+    let (code, refused) = s.patch(
+        &one,
+        "application/merge-patch+json",
+        &json!({"spec": {"size": "L"}}),
+    );
+    assert_eq!(code, 422);
+    assert_eq!(
+        causes(&refused),
+        ["spec: Invalid value: \"object\": size is immutable"]
+    );
+
+    // A spec change bumps the generation; a metadata change does not.
+    let (_, patched) = s.patch(
+        &one,
+        "application/merge-patch+json",
+        &json!({"spec": {"replicas": 2}}),
+    );
+    assert_eq!(patched["metadata"]["generation"], 2);
+    let (_, patched) = s.patch(
+        &one,
+        "application/merge-patch+json",
+        &json!({"metadata": {"labels": {"a": "b"}}}),
+    );
+    assert_eq!(patched["metadata"]["generation"], 2);
+}
+
+#[test]
+fn status_and_scale_are_their_own_subresources() {
+    let s = Server::start(2);
+    establish(&s, &widget_crd());
+    let mut w = widget("w", json!({"size": "S"}));
+    w["status"] = json!({"phase": "set by create"});
+    let (_, created) = s.post(WIDGETS, &w);
+    assert!(
+        created.get("status").is_none(),
+        "status is dropped on create: {created}"
+    );
+    let one = format!("{WIDGETS}/w");
+    // The main resource ignores status; /status ignores the spec.
+    let (_, updated) = s.patch(
+        &one,
+        "application/merge-patch+json",
+        &json!({"status": {"phase": "ignored"}}),
+    );
+    assert!(updated.get("status").is_none(), "{updated}");
+    let (code, updated) = s.patch(&format!("{one}/status"), "application/merge-patch+json",
+        &json!({"spec": {"size": "L"}, "status": {"phase": "Ready", "replicas": 1, "selector": "app=w"}}));
+    assert_eq!(code, 200, "{updated}");
+    assert_eq!(updated["spec"]["size"], "S");
+    assert_eq!(updated["status"]["phase"], "Ready");
+    assert_eq!(
+        updated["metadata"]["generation"], 1,
+        "status writes keep the generation"
+    );
+    // Scale reads and writes the CRD's paths.
+    let (code, scale) = s.get(&format!("{one}/scale"));
+    assert_eq!(code, 200, "{scale}");
+    assert_eq!(scale["kind"], "Scale");
+    assert_eq!(scale["spec"]["replicas"], 1);
+    assert_eq!(scale["status"], json!({"replicas": 1, "selector": "app=w"}));
+    let mut scale = scale.clone();
+    scale["spec"]["replicas"] = json!(4);
+    let (code, scaled) = s.put(&format!("{one}/scale"), &scale);
+    assert_eq!(code, 200, "{scaled}");
+    let (_, w) = s.get(&one);
+    assert_eq!(w["spec"]["replicas"], 4);
+    assert_eq!(w["metadata"]["generation"], 2);
+}
+
+#[test]
+fn custom_resources_are_watched_selected_and_served_at_every_version() {
+    let s = Server::start(4);
+    establish(&s, &widget_crd());
+    let (_, list) = s.get(WIDGETS);
+    let mut watch = s.watch(&format!(
+        "{WIDGETS}?watch=true&resourceVersion={}",
+        list["metadata"]["resourceVersion"].as_str().unwrap()
+    ));
+    for (name, color) in [("red", "red"), ("blue", "blue"), ("also-red", "red")] {
+        let (code, _) = s.post(WIDGETS, &widget(name, json!({"size": "S", "color": color})));
+        assert_eq!(code, 201);
+    }
+    let events = watch.until(|e| e["object"]["metadata"]["name"] == "also-red");
+    assert_eq!(events.len(), 3);
+    assert!(events.iter().all(|e| e["type"] == "ADDED"));
+    let (code, reds) = s.get(&format!("{WIDGETS}?fieldSelector=spec.color%3Dred"));
+    assert_eq!(code, 200, "{reds}");
+    assert_eq!(names(&reds), ["also-red", "red"]);
+    let (code, refused) = s.get(&format!("{WIDGETS}?fieldSelector=spec.size%3DS"));
+    assert_eq!(code, 400, "{refused}");
+
+    // v1beta1 (deprecated) reads and writes the same objects, converted by
+    // apiVersion; storage stays v1.
+    let beta = "/apis/example.com/v1beta1/namespaces/default/widgets";
+    let (code, warnings, old) = s.send_warned("GET", &format!("{beta}/red"), "", b"");
+    assert_eq!(code, 200, "{old}");
+    assert_eq!(old["apiVersion"], "example.com/v1beta1");
+    assert_eq!(
+        warnings,
+        ["example.com/v1beta1 Widget is deprecated; use example.com/v1 Widget"]
+    );
+    let mut b = widget("beta", json!({"size": "M"}));
+    b["apiVersion"] = json!("example.com/v1beta1");
+    let (code, created) = s.post(beta, &b);
+    assert_eq!(code, 201, "{created}");
+    let (_, stored) = s.get(&format!("{WIDGETS}/beta"));
+    assert_eq!(stored["apiVersion"], "example.com/v1");
+    assert_eq!(stored["spec"]["color"], "blue");
+}
+
+#[test]
+fn deleting_a_crd_deletes_its_instances_first() {
+    let s = Server::start(2);
+    establish(&s, &widget_crd());
+    for i in 0..50 {
+        let (code, _) = s.post(WIDGETS, &widget(&format!("w{i}"), json!({"size": "S"})));
+        assert_eq!(code, 201);
+    }
+    let mut held = widget("held", json!({"size": "S"}));
+    held["metadata"]["finalizers"] = json!(["example.com/hold"]);
+    assert_eq!(s.post(WIDGETS, &held).0, 201);
+    let crd = format!("{CRDS}/widgets.example.com");
+    let (code, deleting) = s.delete(&crd);
+    assert_eq!(code, 200, "{deleting}");
+    assert!(deleting["metadata"]["finalizers"]
+        .as_array()
+        .unwrap()
+        .contains(&json!("customresourcecleanup.apiextensions.k8s.io")));
+    // The instance with its own finalizer keeps the CRD; creates are refused.
+    eventually(10, "the other instances to go", || {
+        let (_, list) = s.get(WIDGETS);
+        (names(&list) == ["held"]).then_some(())
+    });
+    let (code, refused) = s.post(WIDGETS, &widget("late", json!({"size": "S"})));
+    assert_eq!(code, 403, "{refused}");
+    assert_eq!(
+        refused["message"],
+        "create not allowed while custom resource definition is terminating"
+    );
+    let (_, c) = s.get(&crd);
+    let cond = c["status"]["conditions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["type"] == "Terminating")
+        .unwrap()
+        .clone();
+    assert_eq!(
+        (&cond["status"], &cond["reason"]),
+        (&json!("True"), &json!("InstanceDeletionInProgress"))
+    );
+    let (code, _) = s.patch(
+        &format!("{WIDGETS}/held"),
+        "application/merge-patch+json",
+        &json!({"metadata": {"finalizers": null}}),
+    );
+    assert_eq!(code, 200);
+    s.wait_gone(&crd);
+    let (code, _) = s.get(WIDGETS);
+    assert_eq!(code, 404, "the kind is no longer served");
+    let (code, _) = s.get("/apis/example.com/v1");
+    assert_eq!(code, 404);
+}
+
+#[test]
+fn crds_survive_a_restart_and_cleanup_resumes_after_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let mut s = Server::launch(2, &data, &[]).unwrap();
+    establish(&s, &widget_crd());
+    for i in 0..2000 {
+        let (code, _) = s.post(WIDGETS, &widget(&format!("w{i}"), json!({"size": "S"})));
+        assert_eq!(code, 201);
+    }
+    s.stop();
+    let mut s = Server::launch(2, &data, &[]).unwrap();
+    // Served as soon as the server is ready.
+    let (code, list) = s.get(WIDGETS);
+    assert_eq!(code, 200, "{list}");
+    assert_eq!(list["items"].as_array().unwrap().len(), 2000);
+    // Delete, and stop in the middle of the cleanup.
+    let crd = format!("{CRDS}/widgets.example.com");
+    assert_eq!(s.delete(&crd).0, 200);
+    s.stop();
+    let s = Server::launch(2, &data, &[]).unwrap();
+    s.wait_gone(&crd);
+    assert_eq!(s.get(WIDGETS).0, 404);
+    // The same kind can be defined again, empty.
+    establish(&s, &widget_crd());
+    let (_, list) = s.get(WIDGETS);
+    assert_eq!(list["items"], json!([]));
+}
+
+#[test]
+fn kubectl_works_with_custom_resources() {
+    let s = Server::start(1);
+    let k = common::kubectl::Kubectl::new(&s);
+    let crd = k.file("crd.json", &widget_crd().to_string());
+    k.ok(&["apply", "-f", &crd]);
+    k.ok(&[
+        "wait",
+        "--for=condition=Established",
+        "crd/widgets.example.com",
+        "--timeout=10s",
+    ]);
+    let w = k.file(
+        "w.yaml",
+        "apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: w\nspec:\n  size: M\n",
+    );
+    k.ok(&["apply", "-f", &w]);
+    let out = k.ok(&["get", "wd"]);
+    assert!(out.starts_with("NAME   SIZE   REPLICAS"), "{out}");
+    assert!(out.contains("w      M      1"), "{out}");
+    k.ok(&["scale", "widget/w", "--replicas=3"]);
+    assert_eq!(
+        k.ok(&["get", "widget", "w", "-o", "jsonpath={.spec.replicas}"]),
+        "3"
+    );
+    assert!(k.ok(&["get", "all"]).contains("widget.example.com/w"));
+    assert!(k
+        .ok(&["api-resources", "--api-group=example.com"])
+        .contains("widgets"));
+    let explained = k.ok(&["explain", "widget.spec"]);
+    assert!(
+        explained.contains("size") && explained.contains("replicas"),
+        "{explained}"
+    );
+    let bad = k.file(
+        "bad.yaml",
+        "apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: bad\nspec:\n  size: XL\n",
+    );
+    let err = k.fails(&["apply", "-f", &bad]);
+    assert!(
+        err.contains("spec.size: Unsupported value: \"XL\""),
+        "{err}"
+    );
+    k.ok(&[
+        "delete",
+        "crd",
+        "widgets.example.com",
+        "--wait=true",
+        "--timeout=30s",
+    ]);
+}
