@@ -510,3 +510,52 @@ fn kubectl_works_with_custom_resources() {
         "--timeout=30s",
     ]);
 }
+
+#[test]
+fn defaults_added_later_are_filled_on_read() {
+    let s = Server::start(2);
+    let mut crd = widget_crd();
+    let spec_props = "/spec/versions/0/schema/openAPIV3Schema/properties/spec/properties";
+    crd.pointer_mut(spec_props).unwrap()["color"] = json!({"type": "string"});
+    crd["spec"]["versions"][1] = json!({"name": "v1beta1", "served": false, "storage": false,
+        "schema": crd["spec"]["versions"][0]["schema"].clone()});
+    let crd = establish(&s, &crd);
+    assert_eq!(s.post(WIDGETS, &widget("old", json!({"size": "S"}))).0, 201);
+    let (_, before) = s.get(&format!("{WIDGETS}/old"));
+    assert!(before["spec"].get("color").is_none(), "{before}");
+    // The schema gains a default: objects stored before it read with it.
+    let mut changed = crd.clone();
+    changed.pointer_mut(spec_props).unwrap()["color"] = json!({"type": "string", "default": "green"});
+    let (code, body) = s.put("/apis/apiextensions.k8s.io/v1/customresourcedefinitions/widgets.example.com", &changed);
+    assert_eq!(code, 200, "{body}");
+    let got = eventually(5, "the default on read", || {
+        let (_, w) = s.get(&format!("{WIDGETS}/old"));
+        (w["spec"]["color"] == "green").then_some(w)
+    });
+    assert_eq!(got["metadata"]["resourceVersion"], before["metadata"]["resourceVersion"], "a read writes nothing");
+    let (_, list) = s.get(WIDGETS);
+    assert_eq!(list["items"][0]["spec"]["color"], "green");
+}
+
+#[test]
+fn server_side_apply_merges_list_map_items_by_their_keys() {
+    let s = Server::start(1);
+    establish(&s, &widget_crd());
+    let apply = |manager: &str, ports: &str| {
+        let yaml = format!("apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: w\nspec:\n  size: S\n  ports:\n{ports}");
+        s.apply_yaml(&format!("{WIDGETS}/w?fieldManager={manager}"), &yaml)
+    };
+    let (code, body) = apply("a", "  - name: http\n    port: 80\n");
+    assert_eq!(code, 201, "{body}");
+    let (code, body) = apply("b", "  - name: https\n    port: 443\n");
+    assert_eq!(code, 200, "{body}");
+    // Each manager owns its own item: both stay.
+    let ports: Vec<&str> = body["spec"]["ports"].as_array().unwrap().iter().map(|p| p["name"].as_str().unwrap()).collect();
+    assert_eq!(ports, ["http", "https"]);
+    let owned = body["metadata"]["managedFields"].as_array().unwrap().iter()
+        .find(|m| m["manager"] == "b").unwrap()["fieldsV1"].to_string();
+    assert!(owned.contains("k:{\\\"name\\\":\\\"https\\\"}"), "{owned}");
+    // A conflicting value for a shared field is refused.
+    let (code, body) = apply("b", "  - name: http\n    port: 8080\n");
+    assert_eq!(code, 409, "{body}");
+}

@@ -94,7 +94,7 @@ pub fn object(
         let body = table::transform(info, std::slice::from_ref(obj), render, Shape::Object, true);
         return transformed_response(status, body, render);
     }
-    if !info.is_storage_version() {
+    if !info.reads_as_stored_at(obj.revision) {
         return match converted_json(info, obj.json_slice()) {
             Ok(json) => json_bytes(status, Body::full(json), render),
             Err(e) => error(&e, render),
@@ -135,8 +135,19 @@ pub fn computed(
 pub fn converted_json(info: &ResourceInfo, stored: &[u8]) -> Result<Vec<u8>, ApiError> {
     let mut v: serde_json::Value = serde_json::from_slice(stored)
         .map_err(|e| ApiError::internal(&format!("stored object unreadable: {e}")))?;
-    kubeshard_core::conversion::convert(&mut v, &info.group, &info.version)?;
+    read_form(info, &mut v)?;
     Ok(serde_json::to_vec(&v).expect("a Value always serializes"))
+}
+
+/// A stored object as `info` serves it: converted to its version and,
+/// for a custom resource, defaulted by its schema (kube defaults every
+/// read from storage).
+fn read_form(info: &ResourceInfo, v: &mut serde_json::Value) -> Result<(), ApiError> {
+    kubeshard_core::conversion::convert(v, &info.group, &info.version)?;
+    if let Some(rules) = &info.custom {
+        rules.default_read(v);
+    }
+    Ok(())
 }
 
 /// Stored objects as the version `info` serves them.
@@ -147,8 +158,11 @@ fn converted(
     items
         .iter()
         .map(|o| {
+            if info.reads_as_stored_at(o.revision) {
+                return Ok(o.clone());
+            }
             let mut v = o.to_value();
-            kubeshard_core::conversion::convert(&mut v, &info.group, &info.version)?;
+            read_form(info, &mut v)?;
             Ok(Arc::new(StoredObject::encode(info, &v, o.revision)))
         })
         .collect()
@@ -221,7 +235,7 @@ pub fn list(
         serde_json::Value::from(info.api_version()),
         serde_json::Value::Object(md)
     );
-    let items = if info.is_storage_version() {
+    let items = if info.reads_as_stored() {
         items.to_vec()
     } else {
         match converted(info, items) {

@@ -359,6 +359,18 @@ impl ResourceInfo {
         self.group == self.storage_group && self.version == self.storage_version
     }
 
+    /// Objects are served exactly as stored, whatever their revision: no
+    /// conversion, and no schema defaults to fill on read.
+    pub fn reads_as_stored(&self) -> bool {
+        self.is_storage_version() && self.custom.as_ref().is_none_or(|c| c.defaults_from == 0)
+    }
+
+    /// The object stored at `revision` is served exactly as stored.
+    pub fn reads_as_stored_at(&self, revision: u64) -> bool {
+        self.is_storage_version()
+            && self.custom.as_ref().is_none_or(|c| c.read_as_stored(revision))
+    }
+
     /// The label stored objects carry a selectable field under.
     pub fn stored_field_label<'a>(&'a self, label: &'a str) -> &'a str {
         self.selectable_fields

@@ -111,6 +111,11 @@ pub fn resources(crd: &Value, layout: &KeyLayout) -> Result<Vec<ResourceInfo>, S
         });
         let mut rules = CustomRules::new(schema, status, warning);
         rules.terminating = super::condition_true(crd, "Terminating");
+        if rules.defaults {
+            // Instances older than this version of the CRD may lack what
+            // its schema now defaults.
+            rules.defaults_from = crate::meta::resource_version(crd).parse().unwrap_or(u64::MAX);
+        }
         if rules.terminating {
             info.verbs.retain(|v| v != "create");
         }

@@ -224,6 +224,11 @@ pub struct CustomRules {
     pub warning: Option<String>,
     /// The CRD is being deleted: no new instances.
     pub terminating: bool,
+    /// Objects stored before this revision may predate the schema's
+    /// defaults: they are defaulted when read (kube defaults every read
+    /// from storage; objects written since were defaulted on the way in).
+    /// 0 when the schema has no defaults.
+    pub defaults_from: u64,
 }
 
 impl CustomRules {
@@ -235,6 +240,7 @@ impl CustomRules {
             status,
             warning,
             terminating: false,
+            defaults_from: 0,
         }
     }
 
@@ -242,6 +248,19 @@ impl CustomRules {
     /// schema does not allow), as every write does.
     pub fn default(&self, obj: &mut Value) -> bool {
         default::apply(obj, &self.schema)
+    }
+
+    /// Whether an object stored at `revision` is served as stored (no
+    /// defaults to fill on read).
+    pub fn read_as_stored(&self, revision: u64) -> bool {
+        revision >= self.defaults_from
+    }
+
+    /// Fills what the schema defaults into an object read from storage.
+    pub fn default_read(&self, obj: &mut Value) {
+        if self.defaults {
+            default::apply(obj, &self.schema);
+        }
     }
 
     /// Every problem with `obj` (its previous state `old` for an update):
