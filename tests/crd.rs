@@ -525,14 +525,21 @@ fn defaults_added_later_are_filled_on_read() {
     assert!(before["spec"].get("color").is_none(), "{before}");
     // The schema gains a default: objects stored before it read with it.
     let mut changed = crd.clone();
-    changed.pointer_mut(spec_props).unwrap()["color"] = json!({"type": "string", "default": "green"});
-    let (code, body) = s.put("/apis/apiextensions.k8s.io/v1/customresourcedefinitions/widgets.example.com", &changed);
+    changed.pointer_mut(spec_props).unwrap()["color"] =
+        json!({"type": "string", "default": "green"});
+    let (code, body) = s.put(
+        "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/widgets.example.com",
+        &changed,
+    );
     assert_eq!(code, 200, "{body}");
     let got = eventually(5, "the default on read", || {
         let (_, w) = s.get(&format!("{WIDGETS}/old"));
         (w["spec"]["color"] == "green").then_some(w)
     });
-    assert_eq!(got["metadata"]["resourceVersion"], before["metadata"]["resourceVersion"], "a read writes nothing");
+    assert_eq!(
+        got["metadata"]["resourceVersion"], before["metadata"]["resourceVersion"],
+        "a read writes nothing"
+    );
     let (_, list) = s.get(WIDGETS);
     assert_eq!(list["items"][0]["spec"]["color"], "green");
 }
@@ -550,12 +557,168 @@ fn server_side_apply_merges_list_map_items_by_their_keys() {
     let (code, body) = apply("b", "  - name: https\n    port: 443\n");
     assert_eq!(code, 200, "{body}");
     // Each manager owns its own item: both stay.
-    let ports: Vec<&str> = body["spec"]["ports"].as_array().unwrap().iter().map(|p| p["name"].as_str().unwrap()).collect();
+    let ports: Vec<&str> = body["spec"]["ports"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["name"].as_str().unwrap())
+        .collect();
     assert_eq!(ports, ["http", "https"]);
-    let owned = body["metadata"]["managedFields"].as_array().unwrap().iter()
-        .find(|m| m["manager"] == "b").unwrap()["fieldsV1"].to_string();
+    let owned = body["metadata"]["managedFields"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["manager"] == "b")
+        .unwrap()["fieldsV1"]
+        .to_string();
     assert!(owned.contains("k:{\\\"name\\\":\\\"https\\\"}"), "{owned}");
     // A conflicting value for a shared field is refused.
     let (code, body) = apply("b", "  - name: http\n    port: 8080\n");
     assert_eq!(code, 409, "{body}");
+}
+
+/// `schema` with every `$ref` into `defs` inlined, as controller-gen
+/// writes operators' CRDs, and the patch extensions a CRD cannot carry
+/// dropped.
+fn inline(schema: &Value, defs: &serde_json::Map<String, Value>, depth: usize) -> Value {
+    assert!(depth < 40, "recursive schema");
+    match schema {
+        Value::Object(m) => {
+            if let Some(r) = m.get("$ref").and_then(Value::as_str) {
+                let name = r.rsplit('/').next().unwrap();
+                if name.ends_with("ObjectMeta") {
+                    // controller-gen's generateEmbeddedObjectMeta form
+                    // (without it kube prunes the labels too).
+                    let map = json!({"type": "object", "additionalProperties": {"type": "string"}});
+                    return json!({"type": "object", "properties": {
+                        "name": {"type": "string"}, "labels": map, "annotations": map}});
+                }
+                return inline(&defs[name], defs, depth + 1);
+            }
+            if let Some(Value::Array(all)) = m.get("allOf") {
+                if all.len() == 1 {
+                    let mut inner = inline(&all[0], defs, depth + 1);
+                    for (k, v) in m {
+                        if k != "allOf" && k != "default" {
+                            inner[k] = inline(v, defs, depth + 1);
+                        }
+                    }
+                    return inner;
+                }
+            }
+            let mut out = serde_json::Map::new();
+            for (k, v) in m {
+                // Scalar defaults stay (`protocol: TCP` keys a list map).
+                let object_default = k == "default" && (v.is_object() || v.is_array());
+                if k.starts_with("x-kubernetes-patch")
+                    || k == "x-kubernetes-unions"
+                    || object_default
+                    || k == "x-kubernetes-group-version-kind"
+                {
+                    continue;
+                }
+                out.insert(
+                    k.clone(),
+                    if k == "enum" || k == "required" {
+                        v.clone()
+                    } else {
+                        inline(v, defs, depth)
+                    },
+                );
+            }
+            // controller-gen's form of a quantity or an IntOrString.
+            if out.get("x-kubernetes-int-or-string") == Some(&json!(true)) {
+                out.remove("type");
+                out.remove("format");
+                out.remove("oneOf");
+            }
+            Value::Object(out)
+        }
+        Value::Array(a) => Value::Array(a.iter().map(|v| inline(v, defs, depth)).collect()),
+        other => other.clone(),
+    }
+}
+
+#[test]
+fn an_operator_crd_embedding_a_whole_pod_template_works_as_on_kube() {
+    let s = Server::start(2);
+    let (code, doc) = s.get("/openapi/v3/api/v1");
+    assert_eq!(code, 200);
+    let defs = doc["components"]["schemas"].as_object().unwrap().clone();
+    let mut template = inline(&defs["io.k8s.api.core.v1.PodTemplateSpec"], &defs, 0);
+    // kube's own OpenAPI (and controller-gen) default a port's protocol,
+    // which keys the ports list map.
+    for list in ["containers", "initContainers", "ephemeralContainers"] {
+        let pointer = format!(
+            "/properties/spec/properties/{list}/items/properties/ports/items/properties/protocol"
+        );
+        template.pointer_mut(&pointer).expect(&pointer)["default"] = json!("TCP");
+    }
+    let size = template.to_string().len();
+    assert!(size > 100_000, "a generated-size schema ({size} bytes)");
+    let schema = json!({"type": "object", "properties": {"spec": {"type": "object",
+        "required": ["template"],
+        "properties": {
+            "replicas": {"type": "integer", "format": "int32", "minimum": 0},
+            "strategy": {"type": "string", "enum": ["Canary", "BlueGreen"]},
+            "template": template,
+            "extra": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}},
+        "x-kubernetes-validations": [{"rule": "self.template.spec.containers.all(c, c.name.size() <= 63)",
+            "message": "container names are DNS labels"}]},
+        "status": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}});
+    let crd = json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "rollouts.ops.example.io"},
+        "spec": {"group": "ops.example.io", "scope": "Namespaced",
+            "names": {"plural": "rollouts", "kind": "Rollout"},
+            "versions": [{"name": "v1alpha1", "served": true, "storage": true,
+                "schema": {"openAPIV3Schema": schema}, "subresources": {"status": {}}}]}});
+    establish(&s, &crd);
+    let path = "/apis/ops.example.io/v1alpha1/namespaces/default/rollouts";
+    let rollout = |container: Value| {
+        json!({"apiVersion": "ops.example.io/v1alpha1", "kind": "Rollout", "metadata": {"name": "r"},
+            "spec": {"replicas": 2, "strategy": "Canary", "extra": {"anything": [1, {"goes": true}]},
+                "template": {"metadata": {"labels": {"app": "r"}},
+                    "spec": {"containers": [container]}}}})
+    };
+    let good = json!({"name": "app", "image": "nginx",
+        "ports": [{"containerPort": 80, "protocol": "TCP"}],
+        "resources": {"limits": {"cpu": "500m", "memory": 1048576}},
+        "livenessProbe": {"httpGet": {"port": "http", "path": "/"}}});
+    let (code, created) = s.post(path, &rollout(good.clone()));
+    assert_eq!(code, 201, "{created}");
+    assert_eq!(
+        created["spec"]["extra"],
+        json!({"anything": [1, {"goes": true}]})
+    );
+    assert_eq!(
+        created["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"]["memory"],
+        1048576
+    );
+    // What kube refuses in such a schema, it refuses here.
+    let mut bad = good.clone();
+    bad["ports"][0]["containerPort"] = json!("eighty");
+    let mut r = rollout(bad);
+    r["metadata"]["name"] = json!("bad");
+    let (code, refused) = s.post(path, &r);
+    assert_eq!(code, 422, "{refused}");
+    let got = causes(&refused);
+    let port = "spec.template.spec.containers[0].ports[0].containerPort: Invalid value: \"string\": spec.template.spec.containers[0].ports[0].containerPort in body must be of type integer: \"string\"";
+    assert!(got.contains(&port.to_string()), "{got:#?}");
+    let mut long = rollout(json!({"name": "a".repeat(70), "image": "nginx"}));
+    long["metadata"]["name"] = json!("long");
+    let (code, refused) = s.post(path, &long);
+    assert_eq!(code, 422, "{refused}");
+    assert_eq!(
+        causes(&refused),
+        ["spec: Invalid value: \"object\": container names are DNS labels"]
+    );
+    let mut r = rollout(json!({"name": "app", "image": "nginx", "bogus": 1}));
+    r["metadata"]["name"] = json!("pruned");
+    let body = serde_json::to_vec(&r).unwrap();
+    let (code, warnings, created) = s.send_warned("POST", path, "application/json", &body);
+    assert_eq!(code, 201, "{created}");
+    assert_eq!(
+        warnings,
+        ["unknown field \"spec.template.spec.containers[0].bogus\""]
+    );
 }

@@ -368,7 +368,10 @@ impl ResourceInfo {
     /// The object stored at `revision` is served exactly as stored.
     pub fn reads_as_stored_at(&self, revision: u64) -> bool {
         self.is_storage_version()
-            && self.custom.as_ref().is_none_or(|c| c.read_as_stored(revision))
+            && self
+                .custom
+                .as_ref()
+                .is_none_or(|c| c.read_as_stored(revision))
     }
 
     /// The label stored objects carry a selectable field under.

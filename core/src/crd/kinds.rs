@@ -114,7 +114,9 @@ pub fn resources(crd: &Value, layout: &KeyLayout) -> Result<Vec<ResourceInfo>, S
         if rules.defaults {
             // Instances older than this version of the CRD may lack what
             // its schema now defaults.
-            rules.defaults_from = crate::meta::resource_version(crd).parse().unwrap_or(u64::MAX);
+            rules.defaults_from = crate::meta::resource_version(crd)
+                .parse()
+                .unwrap_or(u64::MAX);
         }
         if rules.terminating {
             info.verbs.retain(|v| v != "create");
