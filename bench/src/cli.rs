@@ -276,6 +276,20 @@ pub struct CompareArgs {
     /// Runs per target.
     #[arg(long, default_value_t = 3)]
     pub rounds: usize,
+    /// B's collection instead of --resource (compare two kinds on one
+    /// server, e.g. a custom resource against ConfigMaps).
+    #[arg(long)]
+    pub b_resource: Option<String>,
+    /// Kind of the objects at --b-resource.
+    #[arg(long)]
+    pub b_kind: Option<String>,
+    /// B's object template instead of --template.
+    #[arg(long)]
+    pub b_template: Option<PathBuf>,
+    /// B's payload size instead of --object-size (to compare objects of
+    /// the same total size when B's template carries fields of its own).
+    #[arg(long)]
+    pub b_object_size: Option<usize>,
     #[command(subcommand)]
     pub workload: Workload,
 }

@@ -39,6 +39,12 @@ pub async fn run(cli: &Cli, args: &CompareArgs) -> Result<CompareResult> {
         let mut pair = Vec::with_capacity(2);
         for (label, target, pid) in [("A", &ta, args.a_pid), ("B", &tb, args.b_pid)] {
             let mut load = cli.load.clone();
+            if label == "B" {
+                load.resource = args.b_resource.clone().or(load.resource);
+                load.kind = args.b_kind.clone().or(load.kind);
+                load.template = args.b_template.clone().or(load.template);
+                load.object_size = args.b_object_size.unwrap_or(load.object_size);
+            }
             // Fresh object names every run, so no run trips on another's.
             load.prefix = Some(format!(
                 "{}-r{round}{}",

@@ -15,6 +15,12 @@ use crate::status::{
 };
 use cel::common::ast::{operators, CallExpr, Expr, IdedExpr};
 
+use cel::common::types::{
+    CelBool, CelDouble, CelInt, CelList, CelMap, CelMapKey, CelNull, CelOptional, CelString,
+    CelTimestamp, CelUInt,
+};
+use cel::common::value::{CowVal, Val};
+use cel::context::VariableResolver;
 use cel::{Context, Env, ExecutionError, Program, Value as Cel};
 use serde_json::Value;
 use std::cell::Cell;
@@ -387,6 +393,23 @@ fn node(
     }
 }
 
+/// `self` and `oldSelf` for one node's rules: converted once, borrowed
+/// by every rule's evaluation.
+struct NodeVars<'a> {
+    this: &'a (dyn Val + 'a),
+    old: Option<&'a (dyn Val + 'a)>,
+}
+
+impl VariableResolver for NodeVars<'_> {
+    fn resolve<'b>(&'b self, variable: &str) -> Option<CowVal<'b, 'b>> {
+        match variable {
+            "self" => Some(CowVal::Borrowed(self.this)),
+            "oldSelf" => self.old.map(CowVal::Borrowed),
+            _ => None,
+        }
+    }
+}
+
 fn run(
     rules: &RuleSet,
     s: &Structural,
@@ -396,8 +419,8 @@ fn run(
     budget: &mut u64,
     out: &mut Vec<StatusCause>,
 ) {
-    let this = to_cel(v, Some(s));
-    let previous = old.map(|o| to_cel(o, Some(s)));
+    let this = to_val(v, Some(s));
+    let previous = old.map(|o| to_val(o, Some(s)));
     for rule in &rules.rules {
         let field = match &rule.field_path {
             Some(fp) => format!("{path}{}", fp),
@@ -428,18 +451,26 @@ fn run(
             ));
             return;
         }
-        let mut ctx = base().new_inner_scope();
-        ctx.add_variable_from_value("self", this.clone());
-        if rule.transition {
-            let old_value = match (&previous, rule.optional_old_self) {
-                (Some(p), false) => p.clone(),
-                (Some(p), true) => {
-                    Cel::Opaque(Arc::new(cel::objects::OptionalValue::of(p.clone())))
-                }
-                (None, _) => Cel::Opaque(Arc::new(cel::objects::OptionalValue::none())),
-            };
-            ctx.add_variable_from_value("oldSelf", old_value);
-        }
+        // `optionalOldSelf`: oldSelf is an optional (none on create).
+        let optional: Option<Box<dyn Val + '_>> =
+            (rule.transition && rule.optional_old_self).then(|| {
+                let inner = old.map(|o| to_val(o, Some(s)));
+                Box::new(match inner {
+                    Some(i) => CelOptional::of(i),
+                    None => CelOptional::none(),
+                }) as Box<dyn Val>
+            });
+        let vars = NodeVars {
+            this: &*this,
+            old: match &optional {
+                Some(o) => Some(&**o),
+                None if rule.transition => previous.as_deref(),
+                None => None,
+            },
+        };
+        let base: &Context<'_, '_> = base();
+        let mut ctx = base.new_inner_scope();
+        ctx.set_variable_resolver(&vars);
         let limit = PER_CALL_LIMIT.min(*budget);
         LEFT.with(|l| l.set(limit));
         let result = Cel::resolve(program, &ctx);
@@ -499,39 +530,47 @@ fn error_text(e: &ExecutionError) -> String {
     }
 }
 
-/// A JSON value as CEL sees it under `schema`: integers as int, numbers
-/// as double, date-times and durations as their CEL types.
-pub(super) fn to_cel(v: &Value, schema: Option<&Structural>) -> Cel {
+/// A JSON value as CEL sees it under `schema` (integers as int, numbers
+/// as double, date-times as timestamps), borrowing its strings: built
+/// once per node, whatever its rules read.
+fn to_val<'a>(v: &'a Value, schema: Option<&Structural>) -> Box<dyn Val + 'a> {
     match v {
-        Value::Null => Cel::Null,
-        Value::Bool(b) => Cel::Bool(*b),
+        Value::Null => Box::new(CelNull),
+        Value::Bool(b) => Box::new(CelBool::from(*b)),
         Value::Number(n) => match schema.and_then(|s| s.ty) {
-            Some(Type::Number) => Cel::Float(n.as_f64().unwrap_or(0.0)),
+            Some(Type::Number) => Box::new(CelDouble::from(n.as_f64().unwrap_or(0.0))),
             _ => match (n.as_i64(), n.as_u64()) {
-                (Some(i), _) => Cel::Int(i),
-                (None, Some(u)) => Cel::UInt(u),
-                _ => Cel::Float(n.as_f64().unwrap_or(0.0)),
+                (Some(i), _) => Box::new(CelInt::from(i)),
+                (None, Some(u)) => Box::new(CelUInt::from(u)),
+                _ => Box::new(CelDouble::from(n.as_f64().unwrap_or(0.0))),
             },
         },
-        Value::String(s) => {
-            let format = schema.and_then(|s| s.format.as_deref());
-            match format {
-                Some("date-time") | Some("datetime") => chrono::DateTime::parse_from_rfc3339(s)
-                    .map(Cel::Timestamp)
-                    .unwrap_or_else(|_| Cel::String(Arc::new(s.clone()))),
-                _ => Cel::String(Arc::new(s.clone())),
+        Value::String(text) => match schema.and_then(|s| s.format.as_deref()) {
+            Some("date-time") | Some("datetime") => {
+                match chrono::DateTime::parse_from_rfc3339(text) {
+                    Ok(t) => Box::new(CelTimestamp::from(t)),
+                    Err(_) => Box::new(CelString::from(text.as_str())),
+                }
             }
-        }
+            _ => Box::new(CelString::from(text.as_str())),
+        },
         Value::Array(items) => {
             let item = schema.and_then(|s| s.items.as_deref());
-            Cel::List(Arc::new(items.iter().map(|i| to_cel(i, item)).collect()))
+            Box::new(CelList::from(
+                items.iter().map(|i| to_val(i, item)).collect::<Vec<_>>(),
+            ))
         }
         Value::Object(map) => {
-            let m: HashMap<String, Cel> = map
+            let m: HashMap<CelMapKey<'a>, Box<dyn Val + 'a>> = map
                 .iter()
-                .map(|(k, v)| (k.clone(), to_cel(v, schema.and_then(|s| s.member(k)))))
+                .map(|(k, v)| {
+                    (
+                        CelMapKey::from(k.as_str()),
+                        to_val(v, schema.and_then(|s| s.member(k))),
+                    )
+                })
                 .collect();
-            Cel::from(m)
+            Box::new(CelMap::from(m))
         }
     }
 }

@@ -5,7 +5,7 @@
 //! defaulted inside too. A `null` where the schema does not allow one is
 //! dropped, or replaced by the default when there is one.
 
-use super::structural::{Additional, Structural};
+use super::structural::Structural;
 use serde_json::Value;
 
 /// Applies `schema`'s defaults to `value`. Returns whether anything changed.
@@ -18,54 +18,46 @@ pub fn apply(value: &mut Value, schema: &Structural) -> bool {
 fn walk(value: &mut Value, schema: &Structural, changed: &mut bool) {
     match value {
         Value::Object(map) => {
-            for (key, prop) in &schema.properties {
-                match map.get_mut(&**key) {
-                    Some(Value::Null) if !prop.nullable => {
-                        match &prop.default {
-                            Some(d) => map.insert(key.to_string(), d.clone()),
-                            None => map.remove(&**key),
-                        };
-                        *changed = true;
-                    }
-                    None => {
-                        if let Some(d) = &prop.default {
+            if schema.has_defaults() {
+                for (key, prop) in &schema.properties {
+                    if let Some(d) = &prop.default {
+                        if !map.contains_key(&**key) {
                             map.insert(key.to_string(), d.clone());
                             *changed = true;
                         }
                     }
-                    Some(_) => {}
                 }
             }
+            // Only nulls and containers need their schema looked up:
+            // scalars are left as they are.
+            let mut dropped = false;
             for (key, v) in map.iter_mut() {
-                let sub = match schema.properties.get(key.as_str()) {
-                    Some(p) => p,
-                    None => match &schema.additional {
-                        Additional::Schema(s) => s,
-                        _ => continue,
-                    },
+                if !(v.is_null() || v.is_object() || v.is_array()) {
+                    continue;
+                }
+                let Some(sub) = schema.member(key) else {
+                    continue;
                 };
-                walk(v, sub, changed);
-            }
-            if let Additional::Schema(values) = &schema.additional {
-                if !values.nullable {
-                    let extra =
-                        |key: &str, v: &Value| v.is_null() && !schema.properties.contains_key(key);
-                    match &values.default {
-                        Some(d) => {
-                            for (key, v) in map.iter_mut() {
-                                if extra(key, v) {
-                                    *v = d.clone();
-                                    *changed = true;
-                                }
-                            }
-                        }
+                if v.is_null() {
+                    if sub.nullable {
+                        continue;
+                    }
+                    *changed = true;
+                    match &sub.default {
+                        Some(d) => *v = d.clone(),
+                        // Dropped below (a retain would visit every key).
                         None => {
-                            let before = map.len();
-                            map.retain(|key, v| !extra(key, v));
-                            *changed |= map.len() != before;
+                            dropped = true;
+                            continue;
                         }
                     }
                 }
+                walk(v, sub, changed);
+            }
+            if dropped {
+                map.retain(|key, v| {
+                    !v.is_null() || schema.member(key).is_none_or(|sub| sub.nullable)
+                });
             }
         }
         Value::Array(items) => {
@@ -77,7 +69,9 @@ fn walk(value: &mut Value, schema: &Structural, changed: &mut bool) {
                             *changed = true;
                         }
                     }
-                    walk(v, item, changed);
+                    if v.is_object() || v.is_array() {
+                        walk(v, item, changed);
+                    }
                 }
             }
         }

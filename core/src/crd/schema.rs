@@ -35,8 +35,9 @@ pub fn registry(group: &str, versions: &[(&str, &str, &Value)]) -> SchemaRegistr
             name,
         );
     }
-    add_referenced_builtins(&mut defs);
-    SchemaRegistry::new(defs, kinds)
+    let borrowed = add_referenced_builtins(&mut defs);
+    // The built-in definitions' text is the built-in registry's to keep.
+    SchemaRegistry::new(defs, kinds).drop_sources(&borrowed)
 }
 
 /// The root of a kind (and every embedded resource) carries apiVersion,
@@ -103,9 +104,10 @@ fn flag(obj: &Map<String, Value>, key: &str) -> bool {
 
 /// Copies the built-in definitions the completed schemas refer to
 /// (ObjectMeta and what it refers to), so the registry compiles alone.
-fn add_referenced_builtins(defs: &mut BTreeMap<String, Value>) {
+fn add_referenced_builtins(defs: &mut BTreeMap<String, Value>) -> Vec<String> {
     let builtin = crate::schema::builtin().definitions();
     let mut todo = vec![OBJECT_META.to_string()];
+    let mut added = Vec::new();
     while let Some(name) = todo.pop() {
         if defs.contains_key(&name) {
             continue;
@@ -114,8 +116,10 @@ fn add_referenced_builtins(defs: &mut BTreeMap<String, Value>) {
             continue;
         };
         collect_refs(def, &mut todo);
-        defs.insert(name, def.clone());
+        defs.insert(name.clone(), def.clone());
+        added.push(name);
     }
+    added
 }
 
 fn collect_refs(v: &Value, out: &mut Vec<String>) {

@@ -8,8 +8,8 @@
 //! kube refuses; a node that names no type accepts any value.
 
 use super::cel::RuleSet;
+use indexmap::IndexMap;
 use serde_json::{Map, Value};
-use std::collections::BTreeMap;
 
 /// What JSON type a node holds (`type:`; `Any` when unset).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -69,7 +69,8 @@ pub struct Structural {
     pub format: Option<Box<str>>,
     pub nullable: bool,
     pub default: Option<Value>,
-    pub properties: BTreeMap<Box<str>, Structural>,
+    /// In schema order; looked up for every field of every object written.
+    pub properties: IndexMap<Box<str>, Structural>,
     pub items: Option<Box<Structural>>,
     pub additional: Additional,
     pub preserve_unknown: bool,
@@ -80,6 +81,10 @@ pub struct Structural {
     pub checks: Checks,
     /// This node's `x-kubernetes-validations`, compiled.
     pub rules: Option<Box<RuleSet>>,
+    /// Rules here or below (decided once: every write asks, per node).
+    rules_below: bool,
+    /// Defaults here or below.
+    defaults_below: bool,
 }
 
 /// The value validations of a node (kube's `ValueValidation`).
@@ -161,6 +166,19 @@ impl Structural {
                 out.rules = Some(Box::new(RuleSet::compile(rules, &out)));
             }
         }
+        let children = || {
+            out.properties
+                .values()
+                .chain(out.items.as_deref())
+                .chain(match &out.additional {
+                    Additional::Schema(s) => Some(&**s),
+                    _ => None,
+                })
+        };
+        let rules_below = out.rules.is_some() || children().any(|c| c.rules_below);
+        let defaults_below = out.default.is_some() || children().any(|c| c.defaults_below);
+        out.rules_below = rules_below;
+        out.defaults_below = defaults_below;
         out
     }
 
@@ -175,18 +193,12 @@ impl Structural {
 
     /// Whether a node (or anything under it) carries a default.
     pub fn has_defaults(&self) -> bool {
-        self.default.is_some()
-            || self.properties.values().any(Structural::has_defaults)
-            || self.items.as_ref().is_some_and(|i| i.has_defaults())
-            || matches!(&self.additional, Additional::Schema(s) if s.has_defaults())
+        self.defaults_below
     }
 
     /// Whether a node (or anything under it) carries CEL rules.
     pub fn has_rules(&self) -> bool {
-        self.rules.is_some()
-            || self.properties.values().any(Structural::has_rules)
-            || self.items.as_ref().is_some_and(|i| i.has_rules())
-            || matches!(&self.additional, Additional::Schema(s) if s.has_rules())
+        self.rules_below
     }
 }
 

@@ -106,6 +106,16 @@ impl SchemaRegistry {
         }
     }
 
+    /// Forgets the source of definitions that were only compiled in (a
+    /// CRD's copy of the built-in ObjectMeta): their nodes stay, and the
+    /// OpenAPI renderer documents them from the built-in registry.
+    pub fn drop_sources(mut self, names: &[String]) -> Self {
+        for n in names {
+            self.defs.remove(n);
+        }
+        self
+    }
+
     /// A kind's full name and schema node, found by borrowed strings.
     fn kind_entry(&self, group: &str, version: &str, kind: &str) -> Option<&(Gvk, NodeId)> {
         self.by_kind
