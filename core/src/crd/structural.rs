@@ -69,8 +69,10 @@ pub struct Structural {
     pub format: Option<Box<str>>,
     pub nullable: bool,
     pub default: Option<Value>,
-    /// In schema order; looked up for every field of every object written.
-    pub properties: IndexMap<Box<str>, Structural>,
+    /// In schema order; looked up for every field of every object written
+    /// (hashed with hashbrown's fast default, not SipHash: the keys are
+    /// the CRD's own).
+    pub properties: IndexMap<Box<str>, Structural, hashbrown::DefaultHashBuilder>,
     pub items: Option<Box<Structural>>,
     pub additional: Additional,
     pub preserve_unknown: bool,

@@ -41,6 +41,25 @@ fn too_long(path: &str, max: u64) -> StatusCause {
     crate::status::field_too_long(path, max as usize)
 }
 
+/// Where a value sits: rendered (`spec.ports[1].name`) only when an
+/// error names it, so a valid object formats no paths.
+#[derive(Clone, Copy)]
+enum Path<'a> {
+    Root(&'a str),
+    Key(&'a Path<'a>, &'a str),
+    Index(&'a Path<'a>, usize),
+}
+
+impl std::fmt::Display for Path<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Path::Root(s) => f.write_str(s),
+            Path::Key(parent, key) => write!(f, "{parent}.{key}"),
+            Path::Index(parent, i) => write!(f, "{parent}[{i}]"),
+        }
+    }
+}
+
 /// Error types that keep kube from running the CEL rules.
 const BLOCKING: [&str; 5] = [
     "FieldValueNotSupported",
@@ -64,7 +83,7 @@ pub fn custom_resource(schema: &Structural, obj: &Value, old: Option<&Value>) ->
         }
         let old_v = old.and_then(|o| o.get(&**key));
         match map.get(&**key) {
-            Some(v) => node(prop, v, old_v, key.as_ref(), &mut out),
+            Some(v) => node(prop, v, old_v, &Path::Root(key), &mut out),
             None if schema.checks.required.iter().any(|r| r == key) => {
                 out.push(field_required(key, ""))
             }
@@ -94,11 +113,17 @@ pub fn custom_resource(schema: &Structural, obj: &Value, old: Option<&Value>) ->
 /// defaults in CRD validation.
 pub fn value(schema: &Structural, v: &Value, path: &str) -> Vec<StatusCause> {
     let mut out = Vec::new();
-    node(schema, v, None, path, &mut out);
+    node(schema, v, None, &Path::Root(path), &mut out);
     out
 }
 
-fn node(s: &Structural, v: &Value, old: Option<&Value>, path: &str, out: &mut Vec<StatusCause>) {
+fn node(
+    s: &Structural,
+    v: &Value,
+    old: Option<&Value>,
+    path: &Path<'_>,
+    out: &mut Vec<StatusCause>,
+) {
     if old == Some(v) {
         return;
     }
@@ -106,7 +131,7 @@ fn node(s: &Structural, v: &Value, old: Option<&Value>, path: &str, out: &mut Ve
         if !s.nullable && s.ty.is_some_and(|t| t != Type::Any) {
             let t = s.ty.map_or("", Type::name);
             out.push(type_invalid(
-                path,
+                &path.to_string(),
                 "null",
                 &format!("{path} in body must be of type {t}: \"null\""),
             ));
@@ -117,7 +142,7 @@ fn node(s: &Structural, v: &Value, old: Option<&Value>, path: &str, out: &mut Ve
         if !(v.is_string() || is_integer(v)) {
             let actual = type_name(v);
             out.push(type_invalid(
-                path,
+                &path.to_string(),
                 actual,
                 &format!("{path} in body must be of type integer,string: {actual:?}"),
             ));
@@ -136,7 +161,7 @@ fn node(s: &Structural, v: &Value, old: Option<&Value>, path: &str, out: &mut Ve
         if !fits {
             let actual = type_name(v);
             out.push(type_invalid(
-                path,
+                &path.to_string(),
                 actual,
                 &format!("{path} in body must be of type {}: {actual:?}", t.name()),
             ));
@@ -153,7 +178,7 @@ fn node(s: &Structural, v: &Value, old: Option<&Value>, path: &str, out: &mut Ve
                         Additional::Schema(a) => a,
                         Additional::Denied if !s.preserve_unknown => {
                             out.push(field_invalid(
-                                path,
+                                &path.to_string(),
                                 key,
                                 &format!("{path}.{key} in body is a forbidden property"),
                             ));
@@ -166,7 +191,7 @@ fn node(s: &Structural, v: &Value, old: Option<&Value>, path: &str, out: &mut Ve
                     continue;
                 }
                 let old_child = old.and_then(|o| o.get(key));
-                node(sub, child, old_child, &format!("{path}.{key}"), out);
+                node(sub, child, old_child, &Path::Key(path, key), out);
             }
             if s.embedded {
                 embedded(map, path, out);
@@ -180,7 +205,7 @@ fn node(s: &Structural, v: &Value, old: Option<&Value>, path: &str, out: &mut Ve
                         (Some(keys), Some(olds)) => olds.iter().find(|o| same_keys(o, child, keys)),
                         _ => None,
                     };
-                    node(item, child, old_child, &format!("{path}[{i}]"), out);
+                    node(item, child, old_child, &Path::Index(path, i), out);
                 }
             }
             list_invariants(s, items, path, out);
@@ -190,7 +215,7 @@ fn node(s: &Structural, v: &Value, old: Option<&Value>, path: &str, out: &mut Ve
 }
 
 /// The value validations of one node (kube-openapi's wording).
-fn checks(s: &Structural, v: &Value, path: &str, out: &mut Vec<StatusCause>) {
+fn checks(s: &Structural, v: &Value, path: &Path<'_>, out: &mut Vec<StatusCause>) {
     let c = &s.checks;
     if !c.enumeration.is_empty() && !c.enumeration.contains(v) {
         let allowed: Vec<String> = c
@@ -223,7 +248,7 @@ fn checks(s: &Structural, v: &Value, path: &str, out: &mut Vec<StatusCause>) {
                         "less than or equal to"
                     };
                     out.push(field_invalid_raw(
-                        path,
+                        &path.to_string(),
                         &shown,
                         &format!("{path} in body should be {how} {}", num(max)),
                     ));
@@ -237,7 +262,7 @@ fn checks(s: &Structural, v: &Value, path: &str, out: &mut Vec<StatusCause>) {
                         "greater than or equal to"
                     };
                     out.push(field_invalid_raw(
-                        path,
+                        &path.to_string(),
                         &shown,
                         &format!("{path} in body should be {how} {}", num(min)),
                     ));
@@ -247,7 +272,7 @@ fn checks(s: &Structural, v: &Value, path: &str, out: &mut Vec<StatusCause>) {
                 let q = x / m;
                 if (q - q.round()).abs() > 1e-9 {
                     out.push(field_invalid_raw(
-                        path,
+                        &path.to_string(),
                         &shown,
                         &format!("{path} in body should be a multiple of {}", num(m)),
                     ));
@@ -258,10 +283,10 @@ fn checks(s: &Structural, v: &Value, path: &str, out: &mut Vec<StatusCause>) {
             let len = text.chars().count() as u64;
             // kube stops at the first failing string check.
             if c.max_length.is_some_and(|max| len > max) {
-                out.push(too_long(path, c.max_length.unwrap_or(0)));
+                out.push(too_long(&path.to_string(), c.max_length.unwrap_or(0)));
             } else if let Some(min) = c.min_length.filter(|min| len < *min) {
                 out.push(field_invalid(
-                    path,
+                    &path.to_string(),
                     text,
                     &format!("{path} in body should be at least {min} chars long"),
                 ));
@@ -271,7 +296,7 @@ fn checks(s: &Structural, v: &Value, path: &str, out: &mut Vec<StatusCause>) {
                 .filter(|p| !p.regex.as_ref().is_some_and(|r| r.is_match(text)))
             {
                 out.push(field_invalid(
-                    path,
+                    &path.to_string(),
                     text,
                     &format!("{path} in body should match '{}'", p.source),
                 ));
@@ -279,7 +304,7 @@ fn checks(s: &Structural, v: &Value, path: &str, out: &mut Vec<StatusCause>) {
             if let Some(f) = s.format.as_deref() {
                 if !super::formats::valid(f, text) {
                     out.push(type_invalid(
-                        path,
+                        &path.to_string(),
                         text,
                         &format!(
                             "{path} in body must be of type {f}: {}",
@@ -292,13 +317,13 @@ fn checks(s: &Structural, v: &Value, path: &str, out: &mut Vec<StatusCause>) {
         Value::Array(items) => {
             if let Some(max) = c.max_items {
                 if items.len() as u64 > max {
-                    out.push(too_many(path, items.len(), max));
+                    out.push(too_many(&path.to_string(), items.len(), max));
                 }
             }
             if let Some(min) = c.min_items {
                 if (items.len() as u64) < min {
                     out.push(field_invalid_raw(
-                        path,
+                        &path.to_string(),
                         &v.to_string(),
                         &format!("{path} in body should have at least {min} items"),
                     ));
@@ -308,13 +333,13 @@ fn checks(s: &Structural, v: &Value, path: &str, out: &mut Vec<StatusCause>) {
         Value::Object(map) => {
             if let Some(max) = c.max_properties {
                 if map.len() as u64 > max {
-                    out.push(too_many(path, map.len(), max));
+                    out.push(too_many(&path.to_string(), map.len(), max));
                 }
             }
             if let Some(min) = c.min_properties {
                 if (map.len() as u64) < min {
                     out.push(field_invalid_raw(
-                        path,
+                        &path.to_string(),
                         &v.to_string(),
                         &format!("{path} in body should have at least {min} properties"),
                     ));
@@ -340,12 +365,14 @@ fn checks(s: &Structural, v: &Value, path: &str, out: &mut Vec<StatusCause>) {
             nested(sub, v, path, out);
         }
         out.push(unbound(&format!(
-            "{path:?} must validate all the schemas (allOf)"
+            "{:?} must validate all the schemas (allOf)",
+            path.to_string()
         )));
     }
     if !c.any_of.is_empty() && !c.any_of.iter().any(passes) {
         out.push(unbound(&format!(
-            "{path:?} must validate at least one schema (anyOf)"
+            "{:?} must validate at least one schema (anyOf)",
+            path.to_string()
         )));
     }
     if !c.one_of.is_empty() {
@@ -357,14 +384,16 @@ fn checks(s: &Structural, v: &Value, path: &str, out: &mut Vec<StatusCause>) {
                 format!("Found {n} valid alternatives")
             };
             out.push(unbound(&format!(
-                "{path:?} must validate one and only one schema (oneOf). {found}"
+                "{:?} must validate one and only one schema (oneOf). {found}",
+                path.to_string()
             )));
         }
     }
     if let Some(not) = &c.not {
         if passes(not) {
             out.push(unbound(&format!(
-                "{path:?} must not validate the schema (not)"
+                "{:?} must not validate the schema (not)",
+                path.to_string()
             )));
         }
     }
@@ -372,12 +401,12 @@ fn checks(s: &Structural, v: &Value, path: &str, out: &mut Vec<StatusCause>) {
 
 /// A value validation's own properties and items (junctors may describe
 /// children too).
-fn nested(s: &Structural, v: &Value, path: &str, out: &mut Vec<StatusCause>) {
+fn nested(s: &Structural, v: &Value, path: &Path<'_>, out: &mut Vec<StatusCause>) {
     match v {
         Value::Object(map) => {
             for (k, sub) in &s.properties {
                 if let Some(child) = map.get(&**k) {
-                    let p = format!("{path}.{k}");
+                    let p = Path::Key(path, k);
                     checks(sub, child, &p, out);
                     nested(sub, child, &p, out);
                 }
@@ -386,7 +415,7 @@ fn nested(s: &Structural, v: &Value, path: &str, out: &mut Vec<StatusCause>) {
         Value::Array(items) => {
             if let Some(item) = &s.items {
                 for (i, child) in items.iter().enumerate() {
-                    let p = format!("{path}[{i}]");
+                    let p = Path::Index(path, i);
                     checks(item, child, &p, out);
                     nested(item, child, &p, out);
                 }
@@ -398,7 +427,7 @@ fn nested(s: &Structural, v: &Value, path: &str, out: &mut Vec<StatusCause>) {
 
 /// Set lists hold no value twice; map lists no two items with the same
 /// keys.
-fn list_invariants(s: &Structural, items: &[Value], path: &str, out: &mut Vec<StatusCause>) {
+fn list_invariants(s: &Structural, items: &[Value], path: &Path<'_>, out: &mut Vec<StatusCause>) {
     match s.list_type.as_deref() {
         Some("set") => {
             for (i, v) in items.iter().enumerate() {
@@ -437,7 +466,7 @@ fn same_keys(a: &Value, b: &Value, keys: &[Box<str>]) -> bool {
 
 /// An embedded resource names its apiVersion and kind, and its metadata
 /// follows the usual rules.
-fn embedded(map: &serde_json::Map<String, Value>, path: &str, out: &mut Vec<StatusCause>) {
+fn embedded(map: &serde_json::Map<String, Value>, path: &Path<'_>, out: &mut Vec<StatusCause>) {
     for key in ["apiVersion", "kind"] {
         match map.get(key) {
             Some(Value::String(s)) if !s.is_empty() => {}
