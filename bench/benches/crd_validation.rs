@@ -36,7 +36,13 @@ fn object() -> Value {
     for i in 0..50 {
         spec.insert(
             format!("p{i}"),
-            [json!(format!("value-{i}")), json!(i * 10), json!(i % 2 == 0), json!(["a", "b", "c"][i % 3])][i % 4].clone(),
+            [
+                json!(format!("value-{i}")),
+                json!(i * 10),
+                json!(i % 2 == 0),
+                json!(["a", "b", "c"][i % 3]),
+            ][i % 4]
+                .clone(),
         );
     }
     json!({"apiVersion": "bench.example.com/v1", "kind": "Widget",
@@ -50,7 +56,9 @@ fn crd_validation(c: &mut Criterion) {
     let mut changed = obj.clone();
     changed["spec"]["p1"] = json!(11);
     let mut g = c.benchmark_group("crd_validation");
-    g.bench_function("compile_schema", |b| b.iter(|| CustomRules::new(black_box(&schema), false, None)));
+    g.bench_function("compile_schema", |b| {
+        b.iter(|| CustomRules::new(black_box(&schema), false, None))
+    });
     g.bench_function("default", |b| {
         b.iter(|| {
             let mut o = obj.clone();
@@ -59,7 +67,9 @@ fn crd_validation(c: &mut Criterion) {
         })
     });
     g.bench_function("clone_only", |b| b.iter(|| black_box(&obj).clone()));
-    g.bench_function("validate_create", |b| b.iter(|| rules.validate(black_box(&obj), None)));
+    g.bench_function("validate_create", |b| {
+        b.iter(|| rules.validate(black_box(&obj), None))
+    });
     g.bench_function("validate_update", |b| {
         b.iter(|| rules.validate(black_box(&changed), Some(&obj)))
     });
@@ -69,7 +79,9 @@ fn crd_validation(c: &mut Criterion) {
         false,
         None,
     );
-    g.bench_function("validate_create_schemaless", |b| b.iter(|| plain.validate(black_box(&obj), None)));
+    g.bench_function("validate_create_schemaless", |b| {
+        b.iter(|| plain.validate(black_box(&obj), None))
+    });
     g.finish();
 }
 

@@ -101,13 +101,37 @@ def compare(binary, out):
             cmd = [bench, "--duration", secs + "s", "--output", os.path.join(out, w + ".json"), "--quiet",
                    "--object-size", str(size), *args[0],
                    "compare", "--a", url, "--b", url, "--rounds", rounds,
+                   "--a-pid", str(proc.pid), "--b-pid", str(proc.pid),
                    "--b-resource", "/apis/bench.example.com/v1/namespaces/default/widgets", "--b-kind", "Widget",
                    "--b-template", template, "--b-object-size", str(b_size), *args[1]]
             res = subprocess.run(cmd, capture_output=True, text=True)
-            text = f"== {w} (A ConfigMaps, B Widgets)\n{res.stdout}{res.stderr}"
+            text = f"== {w} (A ConfigMaps, B Widgets)\n{res.stdout}{res.stderr}{server_cpu(os.path.join(out, w + '.json'))}"
             print(text); summary.write(text); summary.flush()
         finally:
             proc.terminate(); proc.wait()
+
+
+def server_cpu(path):
+    """The server's CPU time per operation, A and B, median over rounds:
+    the client shares the cores and parses every object it lists or
+    watches, so wall-clock throughput charges the server for the
+    client's work too."""
+    try:
+        rounds = json.load(open(path))["rounds"]
+    except Exception:
+        return ""
+    def per_op(run):
+        ops = run["operations"]
+        primary = next((o for o in ops if o["name"] == run["primary"]), ops[0])
+        n = primary["ok"] or 1
+        if "events_delivered" in run.get("extra", {}):
+            n = run["extra"]["events_delivered"] or 1
+        return run["server"]["cpu_seconds"] * 1e6 / n
+    a = sorted(per_op(r["a"]) for r in rounds)
+    b = sorted(per_op(r["b"]) for r in rounds)
+    ratios = sorted(per_op(r["b"]) / per_op(r["a"]) for r in rounds)
+    mid = len(rounds) // 2
+    return f"server CPU per op: A {a[mid]:.1f} µs, B {b[mid]:.1f} µs, B/A median ×{ratios[mid]:.3f}\n"
 
 
 def rss_kib(pid):
