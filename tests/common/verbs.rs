@@ -23,9 +23,17 @@ pub fn every_verb(s: &Server, path: &str, manifest: &Value, inspect: impl FnOnce
         "{path}?watch=1&resourceVersion={}&timeoutSeconds=10",
         rv(&created)
     ));
-    let mut put = got.clone();
-    put["metadata"]["labels"] = json!({"step": "put"});
-    let (code, updated) = s.put(&one, &put);
+    // A read-modify-write, retried on a conflict as clients do: some
+    // kinds have a controller writing them too (a CRD's status).
+    let mut latest = got.clone();
+    let (code, updated) = loop {
+        let mut put = latest.clone();
+        put["metadata"]["labels"] = json!({"step": "put"});
+        match s.put(&one, &put) {
+            (409, _) => latest = s.get(&one).1,
+            answer => break answer,
+        }
+    };
     assert_eq!(code, 200, "{path}: {updated}");
     for (ct, patch) in [
         (

@@ -581,18 +581,7 @@ impl Catalog {
 
     /// Adds or replaces a resource. Readers see it at their next request.
     pub fn register(&self, info: ResourceInfo) {
-        let mut guard = self.inner.write();
-        let mut by_gvr = guard.by_gvr.clone();
-        by_gvr.insert(
-            (
-                info.group.clone(),
-                info.version.clone(),
-                info.plural.clone(),
-            ),
-            Arc::new(info),
-        );
-        *guard = Arc::new(CatalogSnapshot::new(by_gvr));
-        self.generation.fetch_add(1, Ordering::Release);
+        self.replace(&[], vec![info]);
     }
 
     /// Swaps a set of entries in one step (a CRD's served versions):
@@ -620,11 +609,10 @@ impl Catalog {
 
     /// Removes a resource (a deleted CRD).
     pub fn unregister(&self, group: &str, version: &str, plural: &str) {
-        let mut guard = self.inner.write();
-        let mut by_gvr = guard.by_gvr.clone();
-        by_gvr.remove(&(group.to_string(), version.to_string(), plural.to_string()));
-        *guard = Arc::new(CatalogSnapshot::new(by_gvr));
-        self.generation.fetch_add(1, Ordering::Release);
+        self.replace(
+            &[(group.to_string(), version.to_string(), plural.to_string())],
+            Vec::new(),
+        );
     }
 
     pub fn snapshot(&self) -> Arc<CatalogSnapshot> {

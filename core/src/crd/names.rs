@@ -64,32 +64,27 @@ pub fn decide(crd: &Value, others: &[&Value]) -> Naming {
     if !accepted.is_object() {
         accepted = json!({});
     }
-    let mut outcome = (true, "NoConflicts", "no conflicts found".to_string());
-    let mut take = |key: &str, used: &HashSet<&str>, reason: &'static str| {
-        let wanted = requested.get(key).and_then(Value::as_str).unwrap_or("");
-        let current = old.get(key).and_then(Value::as_str).unwrap_or("");
-        if wanted != current && used.contains(wanted) {
-            outcome = (false, reason, format!("{wanted:?} is already in use"));
-        } else {
-            accepted[key] = json!(wanted);
-        }
+    let mut outcome: Outcome = (true, "NoConflicts", "no conflicts found".to_string());
+    let names = Names {
+        requested: &requested,
+        old: &old,
     };
-    take("plural", &resources, "PluralConflict");
-    take("singular", &resources, "SingularConflict");
-    let short: Vec<&str> = requested
-        .get("shortNames")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter_map(Value::as_str)
-        .collect();
-    let old_short: Vec<&str> = old
-        .get("shortNames")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter_map(Value::as_str)
-        .collect();
+    names.take(
+        "plural",
+        &resources,
+        "PluralConflict",
+        &mut accepted,
+        &mut outcome,
+    );
+    names.take(
+        "singular",
+        &resources,
+        "SingularConflict",
+        &mut accepted,
+        &mut outcome,
+    );
+    let short = strings(requested.get("shortNames"));
+    let old_short = strings(old.get("shortNames"));
     let taken: Vec<String> = short
         .iter()
         .filter(|s| !old_short.contains(s) && resources.contains(*s))
@@ -114,17 +109,14 @@ pub fn decide(crd: &Value, others: &[&Value]) -> Naming {
             )
         }
     }
-    let mut take = |key: &str, reason: &'static str| {
-        let wanted = requested.get(key).and_then(Value::as_str).unwrap_or("");
-        let current = old.get(key).and_then(Value::as_str).unwrap_or("");
-        if wanted != current && kinds.contains(wanted) {
-            outcome = (false, reason, format!("{wanted:?} is already in use"));
-        } else {
-            accepted[key] = json!(wanted);
-        }
-    };
-    take("kind", "KindConflict");
-    take("listKind", "ListKindConflict");
+    names.take("kind", &kinds, "KindConflict", &mut accepted, &mut outcome);
+    names.take(
+        "listKind",
+        &kinds,
+        "ListKindConflict",
+        &mut accepted,
+        &mut outcome,
+    );
     match requested.get("categories") {
         Some(c) => accepted["categories"] = c.clone(),
         None => {
@@ -139,6 +131,47 @@ pub fn decide(crd: &Value, others: &[&Value]) -> Naming {
         reason: outcome.1,
         message: outcome.2,
     }
+}
+
+type Outcome = (bool, &'static str, String);
+
+/// A CRD's requested and previously accepted names.
+struct Names<'a> {
+    requested: &'a Value,
+    old: &'a Value,
+}
+
+impl Names<'_> {
+    /// Accepts the requested `key` unless another CRD uses it (keeping
+    /// the one accepted before, and saying why).
+    fn take(
+        &self,
+        key: &str,
+        used: &HashSet<&str>,
+        reason: &'static str,
+        accepted: &mut Value,
+        outcome: &mut Outcome,
+    ) {
+        let wanted = self
+            .requested
+            .get(key)
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        let current = self.old.get(key).and_then(Value::as_str).unwrap_or("");
+        if wanted != current && used.contains(wanted) {
+            *outcome = (false, reason, format!("{wanted:?} is already in use"));
+        } else {
+            accepted[key] = json!(wanted);
+        }
+    }
+}
+
+fn strings(v: Option<&Value>) -> Vec<&str> {
+    v.and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .collect()
 }
 
 #[cfg(test)]

@@ -115,26 +115,11 @@ fn add_referenced_builtins(defs: &mut BTreeMap<String, Value>) -> Vec<String> {
         let Some(def) = builtin.get(&name) else {
             continue;
         };
-        collect_refs(def, &mut todo);
+        crate::schema::openapi::collect_refs(def, &mut todo);
         defs.insert(name.clone(), def.clone());
         added.push(name);
     }
     added
-}
-
-fn collect_refs(v: &Value, out: &mut Vec<String>) {
-    match v {
-        Value::Object(m) => {
-            if let Some(r) = m.get("$ref").and_then(Value::as_str) {
-                if let Some(name) = r.strip_prefix(REF_PREFIX) {
-                    out.push(name.to_string());
-                }
-            }
-            m.values().for_each(|v| collect_refs(v, out));
-        }
-        Value::Array(a) => a.iter().for_each(|v| collect_refs(v, out)),
-        _ => {}
-    }
 }
 
 #[cfg(test)]

@@ -164,7 +164,8 @@ fn watch_event() -> Value {
     })
 }
 
-fn collect_refs(v: &Value, out: &mut Vec<String>) {
+/// The definition names `v` refers to (`$ref`s at any depth).
+pub(crate) fn collect_refs(v: &Value, out: &mut Vec<String>) {
     match v {
         Value::Object(m) => {
             if let Some(r) = m.get("$ref").and_then(Value::as_str) {
