@@ -343,6 +343,12 @@ fn node(
     budget: &mut u64,
     out: &mut Vec<StatusCause>,
 ) {
+    // Ratcheting, as for the schema's values: a value the update leaves
+    // as it was is not judged again (a tightened rule does not lock out
+    // objects that predate it).
+    if old == Some(v) {
+        return;
+    }
     if let Some(rules) = &s.rules {
         run(rules, s, v, old, path, budget, out);
     }

@@ -169,6 +169,18 @@ fn transition_rules_see_the_old_object_and_unchanged_values_ratchet() {
         messages(&cr(json!({"size": "S", "replicas": 4})), None).is_empty(),
         "no old object: transition rules skip"
     );
+    // A rule the stored object breaks does not stop an update that
+    // leaves the ruled value alone.
+    let broken = cr(json!({"size": "S", "replicas": 1, "minReplicas": 2}));
+    let mut relabelled = broken.clone();
+    relabelled["metadata"]["labels"] = json!({"a": "b"});
+    assert!(messages(&relabelled, Some(&broken)).is_empty());
+    let mut changed = broken.clone();
+    changed["spec"]["mode"] = json!("a");
+    assert_eq!(
+        messages(&changed, Some(&broken)),
+        ["spec: Invalid value: \"object\": replicas must be at least minReplicas"]
+    );
     // A stored value the schema now refuses stays writable while unchanged.
     let stored = cr(json!({"size": "S", "replicas": 5, "name": "TOOLONGNAME"}));
     assert!(messages(
