@@ -174,6 +174,9 @@ async fn reconcile(
         let others: Vec<&Value> = s.crds.values().collect();
         with_naming(&crd, &others)
     };
+    // Serve the kind before saying it is Established: a client that saw
+    // the condition finds the kind on every executor.
+    serve(api, catalog, &mut state.borrow_mut(), &wanted);
     if wanted.get("status") != crd.get("status") {
         let status = wanted.get("status").cloned();
         let uid = kubeshard_core::meta::meta_str(&crd, "uid")
@@ -204,7 +207,6 @@ async fn reconcile(
             Err(e) => return Err(e),
         }
     }
-    serve(api, catalog, &mut state.borrow_mut(), &wanted);
     Ok(true)
 }
 
