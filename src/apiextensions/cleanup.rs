@@ -8,6 +8,7 @@ use crate::registry::{self, Addressed, APISERVER};
 use kubeshard_core::catalog::{Catalog, ResourceInfo};
 use kubeshard_core::crd::{self, CLEANUP_FINALIZER};
 use kubeshard_core::registry::deletion::{DeleteOptions, Propagation};
+use kubeshard_core::registry::lifecycle;
 use kubeshard_core::status::ApiError;
 use serde_json::Value;
 use std::sync::Arc;
@@ -19,11 +20,10 @@ pub async fn run(
     info: &Arc<ResourceInfo>,
     crd: &Value,
 ) -> Result<bool, ApiError> {
-    let has_finalizer = kubeshard_core::meta::metadata(crd)
-        .and_then(|m| m.get("finalizers"))
-        .and_then(Value::as_array)
-        .is_some_and(|f| f.iter().any(|x| x == CLEANUP_FINALIZER));
-    if !has_finalizer {
+    if !lifecycle::finalizers(crd)
+        .iter()
+        .any(|f| f == CLEANUP_FINALIZER)
+    {
         return Ok(true);
     }
     let name = kubeshard_core::meta::name(crd).to_string();
@@ -137,12 +137,9 @@ async fn finish(
     write_status(api, info, name, move |obj| {
         let now = crate::registry::strategy::now_rfc3339();
         crd::set_condition(obj, "Terminating", "False", reason, message, &now);
-        if let Some(list) = obj
-            .pointer_mut("/metadata/finalizers")
-            .and_then(Value::as_array_mut)
-        {
-            list.retain(|f| f != CLEANUP_FINALIZER);
-        }
+        let mut list = lifecycle::finalizers(obj);
+        list.retain(|f| f != CLEANUP_FINALIZER);
+        lifecycle::set_finalizers(obj, &list);
         true
     })
     .await

@@ -376,14 +376,8 @@ fn node(
         }
         Value::Array(items) => {
             if let Some(item) = s.items.as_deref().filter(|i| i.has_rules()) {
-                let keys = (s.list_type.as_deref() == Some("map")).then_some(&s.list_map_keys);
                 for (i, child_v) in items.iter().enumerate() {
-                    let old_item = match (keys, old.and_then(Value::as_array)) {
-                        (Some(keys), Some(olds)) => olds
-                            .iter()
-                            .find(|o| keys.iter().all(|k| o.get(&**k) == child_v.get(&**k))),
-                        _ => None,
-                    };
+                    let old_item = s.correlated(old, child_v);
                     node(
                         item,
                         child_v,

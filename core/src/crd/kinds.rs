@@ -9,6 +9,7 @@ use crate::catalog::{
     SchemaSource, SelectableField,
 };
 use crate::keys::KeyLayout;
+use crate::meta::str_at;
 use crate::table::{ColumnSpec, CustomColumns};
 use serde_json::Value;
 use std::sync::Arc;
@@ -18,14 +19,14 @@ use std::sync::Arc;
 /// requested ones).
 pub fn resources(crd: &Value, layout: &KeyLayout) -> Result<Vec<ResourceInfo>, String> {
     let spec = crd.get("spec").ok_or("no spec")?;
-    let group = str_at(spec, "group");
+    let group = str_at(spec, "/group");
     let names = crd
         .pointer("/status/acceptedNames")
-        .filter(|n| !str_at(n, "plural").is_empty())
+        .filter(|n| !str_at(n, "/plural").is_empty())
         .or_else(|| spec.get("names"))
         .ok_or("no names")?;
-    let plural = str_at(names, "plural");
-    let kind = str_at(names, "kind");
+    let plural = str_at(names, "/plural");
+    let kind = str_at(names, "/kind");
     if group.is_empty() || plural.is_empty() || kind.is_empty() {
         return Err("the CRD names no group, plural or kind".into());
     }
@@ -33,12 +34,8 @@ pub fn resources(crd: &Value, layout: &KeyLayout) -> Result<Vec<ResourceInfo>, S
         .get("versions")
         .and_then(Value::as_array)
         .ok_or("no versions")?;
-    let storage = versions
-        .iter()
-        .find(|v| v.get("storage").and_then(Value::as_bool) == Some(true))
-        .map(|v| str_at(v, "name"))
-        .ok_or("no storage version")?;
-    let namespaced = str_at(spec, "scope") != "Cluster";
+    let storage = super::storage_version(crd).ok_or("no storage version")?;
+    let namespaced = str_at(spec, "/scope") != "Cluster";
     let empty = Value::Object(Default::default());
     let schema_of = |v: &'_ Value| {
         v.pointer("/schema/openAPIV3Schema")
@@ -51,7 +48,7 @@ pub fn resources(crd: &Value, layout: &KeyLayout) -> Result<Vec<ResourceInfo>, S
         .collect();
     let schemas: Vec<(String, Value)> = served
         .iter()
-        .map(|v| (str_at(v, "name").to_string(), schema_of(v)))
+        .map(|v| (str_at(v, "/name").to_string(), schema_of(v)))
         .collect();
     let registry = Arc::new(super::schema::registry(
         group,
@@ -64,8 +61,8 @@ pub fn resources(crd: &Value, layout: &KeyLayout) -> Result<Vec<ResourceInfo>, S
     let mut out = Vec::with_capacity(served.len());
     for (v, (version, schema)) in served.iter().zip(&schemas) {
         let mut info = ResourceInfo::new(group, version, kind, plural, namespaced);
-        info.list_kind = non_empty(str_at(names, "listKind"), || format!("{kind}List"));
-        info.singular = non_empty(str_at(names, "singular"), || kind.to_lowercase());
+        info.list_kind = non_empty(str_at(names, "/listKind"), || format!("{kind}List"));
+        info.singular = non_empty(str_at(names, "/singular"), || kind.to_lowercase());
         info.short_names = strings(names.get("shortNames"));
         info.categories = strings(names.get("categories"));
         let status = v.pointer("/subresources/status").is_some();
@@ -75,9 +72,9 @@ pub fn resources(crd: &Value, layout: &KeyLayout) -> Result<Vec<ResourceInfo>, S
         if let Some(scale) = v.pointer("/subresources/scale") {
             info.subresources.push("scale".into());
             info.scale = Some(ScaleSpec {
-                spec_replicas: json_path(str_at(scale, "specReplicasPath")),
-                status_replicas: json_path(str_at(scale, "statusReplicasPath")),
-                selector: ScaleSelector::String(json_path(str_at(scale, "labelSelectorPath"))),
+                spec_replicas: json_path(str_at(scale, "/specReplicasPath")),
+                status_replicas: json_path(str_at(scale, "/statusReplicasPath")),
+                selector: ScaleSelector::String(json_path(str_at(scale, "/labelSelectorPath"))),
             });
         }
         info.strategy.tracks_generation = true;
@@ -89,7 +86,7 @@ pub fn resources(crd: &Value, layout: &KeyLayout) -> Result<Vec<ResourceInfo>, S
             .into_iter()
             .flatten()
             .map(|f| {
-                let path = str_at(f, "jsonPath");
+                let path = str_at(f, "/jsonPath");
                 let label = path.trim_start_matches('.');
                 SelectableField {
                     label: label.into(),
@@ -134,7 +131,7 @@ fn deprecation(group: &str, version: &str, kind: &str, served: &[&Value]) -> Str
     let newer = served
         .iter()
         .filter(|v| v.get("deprecated").and_then(Value::as_bool) != Some(true))
-        .map(|v| str_at(v, "name"))
+        .map(|v| str_at(v, "/name"))
         .filter(|v| version_rank(v) < version_rank(version))
         .min_by_key(|v| version_rank(v));
     if let Some(newer) = newer {
@@ -161,16 +158,16 @@ fn columns(version: &Value) -> Result<CustomColumns, String> {
         Some(cols) => cols
             .iter()
             .map(|c| ColumnSpec {
-                name: str_at(c, "name").to_string(),
-                kind: str_at(c, "type").to_string(),
-                format: str_at(c, "format").to_string(),
-                description: str_at(c, "description").to_string(),
+                name: str_at(c, "/name").to_string(),
+                kind: str_at(c, "/type").to_string(),
+                format: str_at(c, "/format").to_string(),
+                description: str_at(c, "/description").to_string(),
                 priority: c
                     .get("priority")
                     .and_then(Value::as_u64)
                     .unwrap_or(0)
                     .min(u8::MAX as u64) as u8,
-                json_path: str_at(c, "jsonPath").to_string(),
+                json_path: str_at(c, "/jsonPath").to_string(),
             })
             .collect(),
     };
@@ -187,10 +184,6 @@ pub fn json_path(path: &str) -> FieldPath {
     field_path(&keys)
 }
 
-fn str_at<'a>(v: &'a Value, key: &str) -> &'a str {
-    v.get(key).and_then(Value::as_str).unwrap_or("")
-}
-
 fn non_empty(s: &str, or: impl FnOnce() -> String) -> String {
     if s.is_empty() {
         or()
@@ -200,12 +193,5 @@ fn non_empty(s: &str, or: impl FnOnce() -> String) -> String {
 }
 
 fn strings(v: Option<&Value>) -> Vec<String> {
-    v.and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(Value::as_str)
-                .map(str::to_string)
-                .collect()
-        })
-        .unwrap_or_default()
+    super::str_list(v).map(str::to_string).collect()
 }

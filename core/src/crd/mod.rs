@@ -27,12 +27,22 @@ pub mod schema;
 pub mod structural;
 pub mod validate;
 
+use crate::registry::lifecycle;
 use serde_json::Value;
 use structural::Structural;
 
 /// The finalizer kube puts on every CRD: its instances are deleted
 /// before the CRD goes.
 pub const CLEANUP_FINALIZER: &str = "customresourcecleanup.apiextensions.k8s.io";
+
+/// The strings of a JSON array (non-strings skipped), as CRD fields
+/// list names, keys and categories.
+pub(crate) fn str_list(v: Option<&Value>) -> impl Iterator<Item = &str> {
+    v.and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+}
 
 /// kube's v1 defaults of a CRD: the singular and list kind from the kind,
 /// conversion `None`, a webhook service on port 443.
@@ -109,16 +119,10 @@ pub fn mark_for_cleanup(crd: &mut Value, now: &str) {
     if crate::meta::metadata(crd).is_some_and(|m| m.contains_key("deletionTimestamp")) {
         return;
     }
-    let md = crate::meta::metadata_mut(crd);
-    let list = md
-        .entry("finalizers")
-        .or_insert_with(|| serde_json::json!([]));
-    if !list.is_array() {
-        *list = serde_json::json!([]);
-    }
-    let list = list.as_array_mut().expect("made an array");
+    let mut list = lifecycle::finalizers(crd);
     if !list.iter().any(|f| f == CLEANUP_FINALIZER) {
-        list.push(Value::String(CLEANUP_FINALIZER.into()));
+        list.push(CLEANUP_FINALIZER.into());
+        lifecycle::set_finalizers(crd, &list);
     }
     set_condition(
         crd,

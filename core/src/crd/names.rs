@@ -45,15 +45,7 @@ pub fn decide(crd: &Value, others: &[&Value]) -> Naming {
                 resources.insert(n);
             }
         }
-        for n in names
-            .get("shortNames")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .filter_map(Value::as_str)
-        {
-            resources.insert(n);
-        }
+        resources.extend(super::str_list(names.get("shortNames")));
         for key in ["kind", "listKind"] {
             if let Some(n) = names.get(key).and_then(Value::as_str) {
                 kinds.insert(n);
@@ -83,8 +75,8 @@ pub fn decide(crd: &Value, others: &[&Value]) -> Naming {
         &mut accepted,
         &mut outcome,
     );
-    let short = strings(requested.get("shortNames"));
-    let old_short = strings(old.get("shortNames"));
+    let short: Vec<&str> = super::str_list(requested.get("shortNames")).collect();
+    let old_short: Vec<&str> = super::str_list(old.get("shortNames")).collect();
     let taken: Vec<String> = short
         .iter()
         .filter(|s| !old_short.contains(s) && resources.contains(*s))
@@ -164,14 +156,6 @@ impl Names<'_> {
             accepted[key] = json!(wanted);
         }
     }
-}
-
-fn strings(v: Option<&Value>) -> Vec<&str> {
-    v.and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter_map(Value::as_str)
-        .collect()
 }
 
 #[cfg(test)]

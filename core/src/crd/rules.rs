@@ -412,11 +412,7 @@ fn extensions(s: &Map<String, Value>, path: &str, ty: &str, f: &mut Findings) {
             ));
         }
     }
-    let keys: Vec<&str> = s
-        .get("x-kubernetes-list-map-keys")
-        .and_then(Value::as_array)
-        .map(|a| a.iter().filter_map(Value::as_str).collect())
-        .unwrap_or_default();
+    let keys: Vec<&str> = super::str_list(s.get("x-kubernetes-list-map-keys")).collect();
     let lt = s.get("x-kubernetes-list-type").and_then(Value::as_str);
     if !keys.is_empty() && lt != Some("map") {
         let d = "must be map if x-kubernetes-list-map-keys is non-empty";
@@ -530,11 +526,7 @@ fn keyed_items(items: &Map<String, Value>, keys: &[&str], path: &str, lt: &str, 
             &format!("cannot be nullable when x-kubernetes-list-type is {lt}"),
         ));
     }
-    let required: Vec<&str> = items
-        .get("required")
-        .and_then(Value::as_array)
-        .map(|a| a.iter().filter_map(Value::as_str).collect())
-        .unwrap_or_default();
+    let required: Vec<&str> = super::str_list(items.get("required")).collect();
     for k in keys {
         let Some(kp) = items.get("properties").and_then(|p| p.get(*k)) else {
             continue;

@@ -142,7 +142,7 @@ impl Structural {
             embedded: bool_of(s, "x-kubernetes-embedded-resource"),
             int_or_string: bool_of(s, "x-kubernetes-int-or-string"),
             list_type: str_of(s, "x-kubernetes-list-type").map(Box::from),
-            list_map_keys: strings(s.get("x-kubernetes-list-map-keys")),
+            list_map_keys: boxed(s.get("x-kubernetes-list-map-keys")),
             checks: Checks::parse(s),
             ..Structural::default()
         };
@@ -193,6 +193,18 @@ impl Structural {
         })
     }
 
+    /// The item of `old` (this list's previous value) an update's `item`
+    /// corresponds to: for a map list, the one with the same keys; other
+    /// lists correlate nothing (kube's ratcheting does the same).
+    pub fn correlated<'a>(&self, old: Option<&'a Value>, item: &Value) -> Option<&'a Value> {
+        if self.list_type.as_deref() != Some("map") {
+            return None;
+        }
+        old?.as_array()?
+            .iter()
+            .find(|o| same_keys(o, item, &self.list_map_keys))
+    }
+
     /// Whether a node (or anything under it) carries a default.
     pub fn has_defaults(&self) -> bool {
         self.defaults_below
@@ -234,13 +246,18 @@ impl Checks {
             unique_items: bool_of(s, "uniqueItems"),
             max_properties: s.get("maxProperties").and_then(Value::as_u64),
             min_properties: s.get("minProperties").and_then(Value::as_u64),
-            required: strings(s.get("required")),
+            required: boxed(s.get("required")),
             all_of: sub("allOf"),
             any_of: sub("anyOf"),
             one_of: sub("oneOf"),
             not: s.get("not").map(|n| Box::new(Structural::parse(n))),
         }
     }
+}
+
+/// Two map-list items with the same key fields.
+pub fn same_keys(a: &Value, b: &Value, keys: &[Box<str>]) -> bool {
+    keys.iter().all(|k| a.get(&**k) == b.get(&**k))
 }
 
 fn str_of<'a>(s: &'a Map<String, Value>, key: &str) -> Option<&'a str> {
@@ -251,8 +268,6 @@ fn bool_of(s: &Map<String, Value>, key: &str) -> bool {
     s.get(key).and_then(Value::as_bool).unwrap_or(false)
 }
 
-fn strings(v: Option<&Value>) -> Vec<Box<str>> {
-    v.and_then(Value::as_array)
-        .map(|a| a.iter().filter_map(Value::as_str).map(Box::from).collect())
-        .unwrap_or_default()
+fn boxed(v: Option<&Value>) -> Vec<Box<str>> {
+    super::str_list(v).map(Box::from).collect()
 }

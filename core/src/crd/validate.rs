@@ -7,7 +7,7 @@
 //! by its keys) is not checked again, so tightening a schema never locks
 //! out objects stored under the old one.
 
-use super::structural::{Additional, Structural, Type};
+use super::structural::{same_keys, Additional, Structural, Type};
 use crate::status::{field_invalid, field_invalid_raw, field_required, StatusCause};
 use serde_json::Value;
 
@@ -199,12 +199,8 @@ fn node(
         }
         Value::Array(items) => {
             if let Some(item) = &s.items {
-                let keys = (s.list_type.as_deref() == Some("map")).then_some(&s.list_map_keys);
                 for (i, child) in items.iter().enumerate() {
-                    let old_child = match (keys, old.and_then(Value::as_array)) {
-                        (Some(keys), Some(olds)) => olds.iter().find(|o| same_keys(o, child, keys)),
-                        _ => None,
-                    };
+                    let old_child = s.correlated(old, child);
                     node(item, child, old_child, &Path::Index(path, i), out);
                 }
             }
@@ -458,10 +454,6 @@ fn list_invariants(s: &Structural, items: &[Value], path: &Path<'_>, out: &mut V
         }
         _ => {}
     }
-}
-
-fn same_keys(a: &Value, b: &Value, keys: &[Box<str>]) -> bool {
-    keys.iter().all(|k| a.get(&**k) == b.get(&**k))
 }
 
 /// An embedded resource names its apiVersion and kind, and its metadata
