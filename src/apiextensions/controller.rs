@@ -29,8 +29,8 @@ pub(super) struct State {
     crds: BTreeMap<String, Value>,
     /// CRDs to look at.
     dirty: BTreeSet<String>,
-    /// What each CRD has registered in the catalog, and from which
-    /// resourceVersion of it.
+    /// What each CRD has registered in the catalog, and from what it
+    /// was built (see [`served_from`]).
     served: HashMap<String, (String, Vec<Gvr>)>,
 }
 
@@ -264,7 +264,7 @@ pub(super) fn serve(api: &Api, catalog: &Arc<Catalog>, state: &mut State, crd: &
     if !crd::is_established(crd) {
         return;
     }
-    let rv = kubeshard_core::meta::resource_version(crd).to_string();
+    let rv = served_from(crd);
     if state.served.get(&name).is_some_and(|(at, _)| *at == rv) {
         return;
     }
@@ -295,6 +295,22 @@ pub(super) fn serve(api: &Api, catalog: &Arc<Catalog>, state: &mut State, crd: &
         .unwrap_or_default();
     catalog.replace(&old, entries);
     state.served.insert(name, (rv, gvrs));
+}
+
+/// What a CRD's catalog entries are built from: its spec (the
+/// generation), its accepted names and whether it is terminating. A
+/// status write that changes none of them (conditions, stored versions)
+/// leaves the entries as they are rather than rebuilding every schema,
+/// CEL program and catalog snapshot.
+fn served_from(crd: &Value) -> String {
+    format!(
+        "{}/{}/{}",
+        kubeshard_core::meta::metadata(crd)
+            .and_then(|m| m.get("generation"))
+            .unwrap_or(&Value::Null),
+        crd.pointer("/status/acceptedNames").unwrap_or(&Value::Null),
+        crd::condition_true(crd, "Terminating")
+    )
 }
 
 /// Stops serving a CRD's kind (the CRD is gone).
