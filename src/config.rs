@@ -96,6 +96,11 @@ pub struct Flags {
     #[arg(long, default_value = "30s", value_parser = parse_duration)]
     pub watch_stall_timeout: Duration,
 
+    /// How long a CRD's conversion webhook may take to answer before the
+    /// request that needed it fails.
+    #[arg(long, default_value = "30s", value_parser = parse_duration)]
+    pub conversion_webhook_timeout: Duration,
+
     /// How often watchers that asked for bookmarks get one.
     #[arg(long, default_value = "60s", value_parser = parse_duration)]
     pub watch_bookmark_interval: Duration,
@@ -209,6 +214,8 @@ pub struct ServerConfig {
     pub keys: KeyLayout,
     /// How kubelets and other backends are reached (`--kubelet-*`).
     pub backends: std::sync::Arc<crate::proxy::flags::Backends>,
+    /// `--conversion-webhook-timeout`.
+    pub conversion_webhook_timeout: Duration,
 }
 
 impl ServerConfig {

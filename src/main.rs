@@ -21,6 +21,7 @@ mod security;
 mod server;
 mod serving;
 mod storage;
+mod webhook;
 
 use clap::Parser;
 use config::{Flags, ServerConfig};
@@ -111,6 +112,7 @@ fn serve(mut flags: Flags) -> Result<(), String> {
     );
     let config = Arc::new(ServerConfig {
         min_request_timeout: flags.min_request_timeout,
+        conversion_webhook_timeout: flags.conversion_webhook_timeout,
         bookmark_interval: flags.watch_bookmark_interval,
         watch_stall_timeout: flags.watch_stall_timeout,
         bind: secure.addr,

@@ -12,5 +12,6 @@
 
 mod cleanup;
 mod controller;
+pub mod conversion;
 
 pub use controller::{restore, start};

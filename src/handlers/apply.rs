@@ -96,7 +96,7 @@ pub async fn apply(
         Creates::Allowed,
     )
     .await?;
-    Ok(warnings.apply(super::update::written_response(rr, &written)))
+    Ok(warnings.apply(super::update::written_response(api, rr, &written).await?))
 }
 
 /// The configuration (YAML, of which JSON is a subset), with duplicate

@@ -46,10 +46,16 @@ async fn create_decoded(
     let info = &rr.resource;
     check_type(info, &mut obj)?;
     bind_namespace(info, &rr.info.namespace, &mut obj)?;
-    kubeshard_core::conversion::convert(&mut obj, &rr.stored().group, &rr.stored().version)?;
+    crate::apiextensions::conversion::convert_values(
+        api,
+        rr.stored(),
+        std::slice::from_mut(&mut obj),
+    )
+    .await?;
     let stored = Store::new(api)
         .create(writer(rr)?, rr.stored(), obj, Ownership::Tracked(tracking))
         .await?;
+    let stored = crate::apiextensions::conversion::served(api, info, stored).await?;
     Ok(response::object(
         StatusCode::CREATED,
         info,

@@ -85,7 +85,19 @@ pub async fn delete(api: &Rc<Api>, rr: &ResourceRequest, req: Request<Incoming>)
     let deletion = Store::new(api)
         .delete(deleter(rr, &opts), rr.stored(), ns, &rr.info.name, &opts)
         .await?;
-    Ok(deletion_response(&info, &deletion, &opts, rr))
+    let obj = deletion.object().clone();
+    let answered = match deletion {
+        DeleteOutcome::Deleted(_) | DeleteOutcome::Pending(_) => {
+            info.strategy.return_deleted_object
+        }
+        DeleteOutcome::Marked(_) | DeleteOutcome::Unchanged(_) => true,
+    };
+    let served = if answered {
+        crate::apiextensions::conversion::served(api, &info, obj).await?
+    } else {
+        obj
+    };
+    Ok(deletion_response(&info, &deletion, &served, &opts, rr))
 }
 
 /// What kube answers for a deletion: a finished (or already pending) one
@@ -95,14 +107,13 @@ pub async fn delete(api: &Rc<Api>, rr: &ResourceRequest, req: Request<Incoming>)
 fn deletion_response(
     info: &ResourceInfo,
     deletion: &DeleteOutcome,
+    obj: &Arc<StoredObject>,
     opts: &DeleteOptions,
     rr: &ResourceRequest,
 ) -> Response<Body> {
     match deletion {
-        DeleteOutcome::Deleted(obj) | DeleteOutcome::Pending(obj) => {
-            deleted_response(info, obj, rr)
-        }
-        DeleteOutcome::Marked(obj) | DeleteOutcome::Unchanged(obj) => {
+        DeleteOutcome::Deleted(_) | DeleteOutcome::Pending(_) => deleted_response(info, obj, rr),
+        DeleteOutcome::Marked(_) | DeleteOutcome::Unchanged(_) => {
             let code = if opts.orphan_dependents == Some(false) {
                 StatusCode::ACCEPTED
             } else {
@@ -165,5 +176,6 @@ pub async fn delete_collection(
         resource_version: listed.meta.resource_version,
         ..Default::default()
     };
-    Ok(response::list(&info, &listed.items, &meta, rr.render))
+    let items = crate::apiextensions::conversion::served_all(api, &info, listed.items).await?;
+    Ok(response::list(&info, &items, &meta, rr.render))
 }

@@ -37,5 +37,6 @@ pub async fn get(api: &Rc<Api>, rr: &ResourceRequest) -> HandlerResult {
     api.storage()
         .wait_progress(obj.revision, std::time::Duration::from_secs(5))
         .await;
+    let obj = crate::apiextensions::conversion::served(api, info, obj).await?;
     Ok(response::object(StatusCode::OK, info, &obj, rr.render))
 }

@@ -363,9 +363,11 @@ impl Ord for Head {
 pub async fn list(api: &Rc<Api>, rr: &ResourceRequest) -> HandlerResult {
     let filter = filter(&rr.resource, &rr.info.namespace, &rr.info.name, &rr.query)?;
     let listed = list_objects(api, rr, filter).await?;
+    let items =
+        crate::apiextensions::conversion::served_all(api, &rr.resource, listed.items).await?;
     Ok(response::list(
         &rr.resource,
-        &listed.items,
+        &items,
         &listed.meta,
         rr.render,
     ))

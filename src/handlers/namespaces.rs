@@ -64,7 +64,7 @@ pub async fn finalize(
     let rv = meta::resource_version(&obj).to_string();
     let written =
         super::update::change(api, rr, spec_finalizers(name, rv, wanted), tracking).await?;
-    Ok(written_response(rr, &written))
+    written_response(api, rr, &written).await
 }
 
 /// Each `spec.finalizers` entry is a qualified name, and one without a

@@ -69,7 +69,7 @@ pub async fn patch(api: &Rc<Api>, rr: &ResourceRequest, req: Request<Incoming>) 
         Ok(patched)
     });
     let written = super::update::change(api, rr, requested, tracking).await?;
-    Ok(warnings.apply(written_response(rr, &written)))
+    Ok(warnings.apply(written_response(api, rr, &written).await?))
 }
 
 /// The patch types kube accepts for every built-in kind.

@@ -5,13 +5,14 @@ use super::decode::{check_type, read_body};
 use super::fields;
 use super::managers::{self, Tracking};
 use super::{Api, HandlerResult, ResourceRequest};
+use crate::apiextensions::conversion;
 use crate::registry::store::Written;
 use crate::registry::{Creates, Old, Ownership, Requested, Store, Target, Writer};
 use crate::render::response;
 use crate::render::warnings::Warnings;
 use crate::request::Query;
-use crate::serving::body::Body;
-use http::{Request, Response, StatusCode};
+use crate::storage::{Storage, StorageResult};
+use http::{Request, StatusCode};
 use hyper::body::Incoming;
 use kubeshard_core::catalog::ResourceInfo;
 use kubeshard_core::meta;
@@ -57,7 +58,7 @@ pub async fn update(api: &Rc<Api>, rr: &ResourceRequest, req: Request<Incoming>)
     };
     let requested = replace(info, obj);
     let written = write(api, rr, requested, Ownership::Tracked(tracking), creates).await?;
-    Ok(warnings.apply(written_response(rr, &written)))
+    Ok(warnings.apply(written_response(api, rr, &written).await?))
 }
 
 /// A request's update through the Store: its writer, its target, what it
@@ -71,11 +72,75 @@ pub async fn write(
 ) -> Result<Written, ApiError> {
     let requested = match &rr.storage {
         None => requested,
+        Some(stored) if conversion::webhook_of(stored).is_some() => {
+            return write_through_webhook(api, rr, stored, requested, ownership, creates).await
+        }
         Some(stored) => converting(rr.resource.clone(), stored.clone(), requested),
     };
     Store::new(api)
         .update(writer(rr)?, target(rr), requested, ownership, creates)
         .await
+}
+
+/// How often a write through a conversion webhook starts again because
+/// the object changed while the webhook converted it.
+const WEBHOOK_WRITE_ATTEMPTS: usize = 5;
+
+/// A write at a version that converts through a webhook. The Store's
+/// update runs its closure synchronously (and again on conflict), and a
+/// webhook call cannot run there: so the stored object is read and
+/// converted first, the request's change made at its version and
+/// converted back, and the Store stores that only if the object is still
+/// the one converted — else all of it again, as a conflict would.
+async fn write_through_webhook(
+    api: &Api,
+    rr: &ResourceRequest,
+    stored: &Arc<ResourceInfo>,
+    mut requested: Requested,
+    ownership: Ownership,
+    creates: Creates,
+) -> Result<Written, ApiError> {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let t = target(rr);
+    for _ in 0..WEBHOOK_WRITE_ATTEMPTS {
+        let current = api
+            .storage()
+            .get(&stored.storage_key, t.namespace, t.name)
+            .await
+            .or_status()?;
+        let mut seen: Vec<Value> = current.iter().map(|o| o.to_value()).collect();
+        conversion::convert_values(api, &rr.resource, &mut seen).await?;
+        let old = current
+            .as_ref()
+            .zip(seen.first())
+            .map(|(stored, value)| Old { stored, value });
+        let mut new = [requested(old)?];
+        conversion::convert_values(api, stored, &mut new).await?;
+        let [new] = new;
+        let expected = current.as_ref().map(|o| o.revision);
+        let raced = Arc::new(AtomicBool::new(false));
+        let flag = raced.clone();
+        let same_object: Requested = Box::new(move |old: Option<Old<'_>>| {
+            if old.map(|o| o.stored.revision) != expected {
+                flag.store(true, Ordering::Relaxed);
+                return Err(ApiError::internal("changed while converting"));
+            }
+            Ok(new.clone())
+        });
+        match Store::new(api)
+            .update(writer(rr)?, t, same_object, ownership.clone(), creates)
+            .await
+        {
+            Err(_) if raced.load(Ordering::Relaxed) => continue,
+            other => return other,
+        }
+    }
+    Err(ApiError::conflict(
+        &rr.resource.group,
+        &rr.resource.plural,
+        &rr.info.name,
+        "the object kept changing while its conversion webhook converted it; please try again",
+    ))
 }
 
 /// What a request at a version objects are not stored at asks for: it
@@ -144,13 +209,14 @@ pub fn target(rr: &ResourceRequest) -> Target<'_> {
 }
 
 /// 201 with the object an update created, 200 with the one it changed.
-pub fn written_response(rr: &ResourceRequest, written: &Written) -> Response<Body> {
+pub async fn written_response(api: &Api, rr: &ResourceRequest, written: &Written) -> HandlerResult {
     let code = if written.created {
         StatusCode::CREATED
     } else {
         StatusCode::OK
     };
-    response::object(code, &rr.resource, &written.object, rr.render)
+    let obj = conversion::served(api, &rr.resource, written.object.clone()).await?;
+    Ok(response::object(code, &rr.resource, &obj, rr.render))
 }
 
 /// What a PUT asks for: its body, with optimistic concurrency on

@@ -9,6 +9,7 @@
 
 use super::list::{filter, list_objects, wait_not_older_than};
 use super::{Api, HandlerResult, ResourceRequest};
+use crate::apiextensions::conversion;
 use crate::render::negotiation::Output;
 use crate::render::response::{self, Render};
 use crate::render::table;
@@ -90,9 +91,21 @@ pub async fn watch(api: &Rc<Api>, rr: &ResourceRequest) -> HandlerResult {
             &info.kind,
         ));
     }
+    // A kind converting through a webhook is framed at its storage
+    // version and converted a chunk at a time on its way out.
+    let webhook = match &rr.storage {
+        Some(stored)
+            if !rr.render.output.is_transformed() && conversion::webhook_of(stored).is_some() =>
+        {
+            Some(stored.clone())
+        }
+        _ => None,
+    };
+    let framed = webhook.clone().unwrap_or_else(|| info.clone());
     let mut framer = Framer {
-        as_stored: !rr.render.output.is_transformed() && info.is_storage_version(),
-        info: info.clone(),
+        as_stored: !rr.render.output.is_transformed() && framed.is_storage_version(),
+        defaults_from: framed.custom.as_ref().map_or(0, |c| c.defaults_from),
+        info: framed,
         render: rr.render,
         headers_sent: false,
     };
@@ -193,7 +206,91 @@ pub async fn watch(api: &Rc<Api>, rr: &ResourceRequest) -> HandlerResult {
             })
         }
     };
+    let stream: Pin<Box<dyn ChunkStream>> = match webhook {
+        Some(_) => Box::pin(ConvertingWatch {
+            inner: stream,
+            api: api.clone(),
+            info: rr.resource.clone(),
+            pending: None,
+            ended: false,
+        }),
+        None => stream,
+    };
     Ok(stream_response(stream, rr.render))
+}
+
+/// A chunk of events converted, and whether conversion failed.
+type Converted = (Frames, bool);
+
+/// A watch of a kind whose versions convert through a webhook: the
+/// watcher frames objects at their storage version, and each chunk of
+/// events is converted by one webhook call before it goes out. A failed
+/// conversion ends the watch with an ERROR event (the client re-lists).
+struct ConvertingWatch {
+    inner: Pin<Box<dyn ChunkStream>>,
+    api: Rc<Api>,
+    info: Arc<ResourceInfo>,
+    pending: Option<Pin<Box<dyn Future<Output = Converted>>>>,
+    ended: bool,
+}
+
+impl ChunkStream for ConvertingWatch {
+    fn poll_chunk(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Frames>> {
+        let this = &mut *self;
+        loop {
+            if let Some(p) = this.pending.as_mut() {
+                let (frames, failed) = std::task::ready!(p.as_mut().poll(cx));
+                this.pending = None;
+                this.ended = failed;
+                return Poll::Ready(Some(frames));
+            }
+            if this.ended {
+                return Poll::Ready(None);
+            }
+            match std::task::ready!(this.inner.as_mut().poll_chunk(cx)) {
+                None => return Poll::Ready(None),
+                Some(frames) => {
+                    let (api, info) = (this.api.clone(), this.info.clone());
+                    this.pending = Some(Box::pin(async move {
+                        convert_frames(&api, &info, frames).await
+                    }));
+                }
+            }
+        }
+    }
+}
+
+/// The events of `frames` at `info`'s version (bookmarks and errors pass
+/// as they are), and whether conversion failed.
+async fn convert_frames(api: &Api, info: &ResourceInfo, frames: Frames) -> Converted {
+    let mut events: Vec<serde_json::Value> = frames
+        .iter()
+        .map(|f| serde_json::from_slice(f).unwrap_or_default())
+        .collect();
+    let objects: Vec<usize> = (0..events.len())
+        .filter(|&i| {
+            !matches!(
+                events[i]["type"].as_str(),
+                Some("BOOKMARK" | "ERROR") | None
+            )
+        })
+        .collect();
+    let mut values: Vec<serde_json::Value> = objects
+        .iter()
+        .map(|&i| events[i]["object"].take())
+        .collect();
+    if let Err(e) = conversion::convert_values(api, info, &mut values).await {
+        return (error_frame(&e).into(), true);
+    }
+    for (i, v) in objects.into_iter().zip(values) {
+        events[i]["object"] = v;
+    }
+    let mut out = Frames::default();
+    for e in &events {
+        let object = serde_json::to_vec(&e["object"]).expect("serializes");
+        out.push(watch_frame(e["type"].as_str().unwrap_or(""), &object));
+    }
+    (out, false)
 }
 
 /// A watch's 200 response around its event stream.
@@ -216,10 +313,10 @@ fn stream_response(stream: Pin<Box<dyn ChunkStream>>, render: Render) -> Respons
 /// The synthetic ADDED line for an object of the initial state: its own
 /// frame when that is an ADDED one, else a new line around its JSON.
 fn initial_frame(framer: &mut Framer, o: &StoredObject) -> Bytes {
-    if framer.as_stored && o.frame_kind() == EventType::Added {
+    if framer.plain_at(o.revision) && o.frame_kind() == EventType::Added {
         return o.frame().clone();
     }
-    framer.frame(EventType::Added, o.json_slice())
+    framer.frame(EventType::Added, o.json_slice(), o.revision)
 }
 
 /// Builds a watcher's frames in the form it asked for. A Table watch
@@ -228,15 +325,24 @@ struct Framer {
     /// Stored frames go out as they are (plain JSON at the storage
     /// version): decided once, not per event and watcher.
     as_stored: bool,
+    /// Objects stored before this revision are defaulted on their way
+    /// out (their schema gained defaults since; 0: none).
+    defaults_from: u64,
     info: Arc<ResourceInfo>,
     render: Render,
     headers_sent: bool,
 }
 
 impl Framer {
-    fn frame(&mut self, kind: EventType, object: &[u8]) -> Bytes {
+    /// Whether the stored frame of an object stored at `revision` goes
+    /// out as it is (not when it predates its schema's defaults).
+    fn plain_at(&self, revision: u64) -> bool {
+        self.as_stored && revision >= self.defaults_from
+    }
+
+    fn frame(&mut self, kind: EventType, object: &[u8], revision: u64) -> Bytes {
         if !self.render.output.is_transformed() {
-            if self.info.is_storage_version() {
+            if self.info.reads_as_stored_at(revision) {
                 return watch_frame(kind.as_str(), object);
             }
             let converted =
@@ -322,12 +428,16 @@ fn frame_for_event(filter: &Filter, framer: &mut Framer, e: &Arc<Event>) -> Opti
         _ => return None,
     };
     let stopped_matching = kind == EventType::Deleted && e.kind == EventType::Modified;
-    let plain = framer.as_stored;
+    let plain = framer.plain_at(e.object.revision)
+        && e.prev.as_ref().is_none_or(|p| framer.plain_at(p.revision));
     match () {
         _ if plain && kind == e.kind => Some(e.frame().clone()),
         _ if plain && stopped_matching => e.prev_deleted_frame().cloned(),
-        _ if stopped_matching => Some(framer.frame(kind, &e.prev_restamped_json()?)),
-        _ => Some(framer.frame(kind, e.object.json_slice())),
+        _ if stopped_matching => {
+            let prev = e.prev.as_ref()?.revision;
+            Some(framer.frame(kind, &e.prev_restamped_json()?, prev))
+        }
+        _ => Some(framer.frame(kind, e.object.json_slice(), e.object.revision)),
     }
 }
 

@@ -92,6 +92,30 @@ impl Dialer {
     }
 
     pub async fn dial(&self, ep: &Endpoint) -> io::Result<Stream> {
+        let tls = match ep.scheme {
+            Scheme::Http => None,
+            Scheme::Https => {
+                let config = if ep.kubelet {
+                    self.kubelet.clone()
+                } else {
+                    self.anonymous.clone()
+                };
+                let name = ServerName::try_from(ep.host.clone())
+                    .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+                Some((config, name))
+            }
+        };
+        self.connect(ep, tls).await
+    }
+
+    /// A connection to `ep`, over TLS with `tls`'s configuration and the
+    /// server name it is to be verified against (a webhook's Service is
+    /// dialed at an endpoint address but named `<svc>.<ns>.svc`).
+    pub async fn connect(
+        &self,
+        ep: &Endpoint,
+        tls: Option<(Arc<rustls::ClientConfig>, ServerName<'static>)>,
+    ) -> io::Result<Stream> {
         let addr = resolve(&ep.host, ep.port).await?;
         let ip = addr.ip().to_canonical();
         let local = ip.is_loopback() || ip.is_unspecified();
@@ -113,16 +137,9 @@ impl Dialer {
             .await
             .map_err(io::Error::from)?;
         tcp.set_nodelay(true).map_err(io::Error::from)?;
-        if ep.scheme == Scheme::Http {
+        let Some((config, name)) = tls else {
             return Ok(Stream::Plain(tcp));
-        }
-        let config = if ep.kubelet {
-            self.kubelet.clone()
-        } else {
-            self.anonymous.clone()
         };
-        let name = ServerName::try_from(ep.host.clone())
-            .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
         let tls = futures_rustls::TlsConnector::from(config)
             .connect(name, tcp)
             .await?;

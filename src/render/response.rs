@@ -143,6 +143,15 @@ pub fn converted_json(info: &ResourceInfo, stored: &[u8]) -> Result<Vec<u8>, Api
 /// for a custom resource, defaulted by its schema (kube defaults every
 /// read from storage).
 fn read_form(info: &ResourceInfo, v: &mut serde_json::Value) -> Result<(), ApiError> {
+    let webhook = info.custom.as_ref().is_some_and(|c| c.webhook.is_some());
+    if webhook && kubeshard_core::meta::str_at(v, "/apiVersion") != info.api_version() {
+        // Converted by the handler (asynchronously) before it got here;
+        // rewriting apiVersion would pass one version's fields off as
+        // another's.
+        return Err(ApiError::internal(
+            "a custom resource was not converted by its conversion webhook",
+        ));
+    }
     kubeshard_core::conversion::convert(v, &info.group, &info.version)?;
     if let Some(rules) = &info.custom {
         rules.default_read(v);

@@ -52,7 +52,7 @@ impl Frames {
     }
 
     /// The frames not yet fully consumed, in order.
-    fn iter(&self) -> impl Iterator<Item = &Bytes> {
+    pub fn iter(&self) -> impl Iterator<Item = &Bytes> {
         self.parts[self.first..].iter()
     }
 }

@@ -7,6 +7,7 @@ pub mod kubectl;
 pub mod kubelet;
 pub mod tls;
 pub mod verbs;
+pub mod webhook;
 
 use serde_json::Value;
 use std::io::{BufRead, BufReader, Read};

@@ -59,6 +59,7 @@ pub fn resources(crd: &Value, layout: &KeyLayout) -> Result<Vec<ResourceInfo>, S
     ));
     let storage_key = layout.custom(group, plural);
     let mut out = Vec::with_capacity(served.len());
+    let webhook = super::WebhookConversion::of(crd).map(Arc::new);
     for (v, (version, schema)) in served.iter().zip(&schemas) {
         let mut info = ResourceInfo::new(group, version, kind, plural, namespaced);
         info.list_kind = non_empty(str_at(names, "/listKind"), || format!("{kind}List"));
@@ -108,6 +109,7 @@ pub fn resources(crd: &Value, layout: &KeyLayout) -> Result<Vec<ResourceInfo>, S
         });
         let mut rules = CustomRules::new(schema, status, warning);
         rules.terminating = super::condition_true(crd, "Terminating");
+        rules.webhook = webhook.clone();
         if rules.defaults {
             // Instances older than this version of the CRD may lack what
             // its schema now defaults.

@@ -29,6 +29,7 @@ pub mod validate;
 
 use crate::registry::lifecycle;
 use serde_json::Value;
+use std::sync::Arc;
 use structural::Structural;
 
 /// The finalizer kube puts on every CRD: its instances are deleted
@@ -233,6 +234,40 @@ pub struct CustomRules {
     /// from storage; objects written since were defaulted on the way in).
     /// 0 when the schema has no defaults.
     pub defaults_from: u64,
+    /// `conversion.strategy: Webhook`: versions convert through the
+    /// CRD's webhook, not by rewriting apiVersion.
+    pub webhook: Option<Arc<WebhookConversion>>,
+}
+
+/// A CRD's conversion webhook, as its versions call it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WebhookConversion {
+    /// The CRD's name (kube names the webhook after it).
+    pub crd: String,
+    /// `spec.conversion.webhook.clientConfig`, as written.
+    pub client_config: Value,
+    /// `conversionReviewVersions`, in the CRD's order of preference.
+    pub review_versions: Vec<String>,
+}
+
+impl WebhookConversion {
+    /// The webhook a CRD names, if its strategy is `Webhook`.
+    pub fn of(crd: &Value) -> Option<Self> {
+        let conversion = crd.pointer("/spec/conversion")?;
+        if conversion.get("strategy").and_then(Value::as_str) != Some("Webhook") {
+            return None;
+        }
+        Some(Self {
+            crd: crate::meta::name(crd).to_string(),
+            client_config: conversion
+                .pointer("/webhook/clientConfig")
+                .cloned()
+                .unwrap_or(Value::Null),
+            review_versions: str_list(conversion.pointer("/webhook/conversionReviewVersions"))
+                .map(str::to_string)
+                .collect(),
+        })
+    }
 }
 
 impl CustomRules {
@@ -245,6 +280,7 @@ impl CustomRules {
             warning,
             terminating: false,
             defaults_from: 0,
+            webhook: None,
         }
     }
 

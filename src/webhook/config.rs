@@ -1,0 +1,209 @@
+//! A webhook's `clientConfig` and where it leads: a URL as written, or a
+//! Service's ready EndpointSlice address for the Service port named.
+
+use super::endpoint;
+use crate::context::Api;
+use crate::proxy::dial::Endpoint;
+use crate::storage::Storage;
+use kubeshard_core::meta;
+use serde_json::Value;
+
+/// Where a webhook is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Target {
+    /// An `https://` URL (validated when the configuration was written).
+    Url(String),
+    Service {
+        namespace: String,
+        name: String,
+        port: u16,
+        /// Starts with `/` (empty path: `/`).
+        path: String,
+    },
+}
+
+/// A webhook client configuration (`clientConfig` of CRD conversion and
+/// admission webhooks).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClientConfig {
+    pub target: Target,
+    /// PEM roots the webhook's certificate must chain to; empty: the
+    /// system's roots.
+    pub ca_bundle: Vec<u8>,
+}
+
+impl ClientConfig {
+    /// From its JSON form (`caBundle` base64, as the API carries it).
+    pub fn parse(v: &Value) -> Result<Self, String> {
+        use base64::Engine;
+        let ca_bundle = match v.get("caBundle").and_then(Value::as_str) {
+            Some(b) => base64::engine::general_purpose::STANDARD
+                .decode(b)
+                .map_err(|e| format!("caBundle: {e}"))?,
+            None => Vec::new(),
+        };
+        // A bundle of white space is no bundle (kube).
+        let ca_bundle = if ca_bundle.iter().all(u8::is_ascii_whitespace) {
+            Vec::new()
+        } else {
+            ca_bundle
+        };
+        let target = if let Some(url) = v.get("url").and_then(Value::as_str) {
+            Target::Url(url.to_string())
+        } else if let Some(svc) = v.get("service") {
+            let path = meta::str_at(svc, "/path");
+            Target::Service {
+                namespace: meta::str_at(svc, "/namespace").to_string(),
+                name: meta::str_at(svc, "/name").to_string(),
+                port: svc
+                    .get("port")
+                    .and_then(Value::as_u64)
+                    .and_then(|p| u16::try_from(p).ok())
+                    .unwrap_or(443),
+                path: if path.is_empty() {
+                    "/".into()
+                } else {
+                    path.to_string()
+                },
+            }
+        } else {
+            return Err("clientConfig names neither a url nor a service".into());
+        };
+        Ok(Self { target, ca_bundle })
+    }
+}
+
+/// The endpoint to dial, the name its certificate must carry, and the
+/// request path.
+pub(super) async fn resolve(
+    api: &Api,
+    cfg: &ClientConfig,
+) -> Result<(Endpoint, String, String), String> {
+    match &cfg.target {
+        Target::Url(url) => {
+            let uri: http::Uri = url.parse().map_err(|e| format!("invalid url: {e}"))?;
+            if uri.scheme_str() != Some("https") {
+                return Err("only https URLs are called".into());
+            }
+            let host = uri
+                .host()
+                .unwrap_or("")
+                .trim_matches(['[', ']'])
+                .to_string();
+            let port = uri.port_u16().unwrap_or(443);
+            let path = uri
+                .path_and_query()
+                .map_or("/".to_string(), |p| p.as_str().to_string());
+            Ok((endpoint(host.clone(), port), host, path))
+        }
+        Target::Service {
+            namespace,
+            name,
+            port,
+            path,
+        } => {
+            let (host, target_port) = service_endpoint(api, namespace, name, *port).await?;
+            Ok((
+                endpoint(host, target_port),
+                format!("{name}.{namespace}.svc"),
+                path.clone(),
+            ))
+        }
+    }
+}
+
+/// A ready endpoint of Service `namespace/name` behind its port `port`
+/// (kube's endpoint service resolver), chosen at random among them.
+async fn service_endpoint(
+    api: &Api,
+    namespace: &str,
+    name: &str,
+    port: u16,
+) -> Result<(String, u16), String> {
+    let services = api.builtin("", "services").map_err(|e| e.message)?;
+    let service = api
+        .storage()
+        .get(&services.storage_key, namespace, name)
+        .await
+        .map_err(|e| format!("{e:?}"))?
+        .map(|o| o.to_value())
+        .ok_or_else(|| format!("service \"{name}\" not found"))?;
+    if meta::str_at(&service, "/spec/type") == "ExternalName" {
+        let host = meta::str_at(&service, "/spec/externalName");
+        return Ok((host.to_string(), port));
+    }
+    let port_name = meta::array_at(&service, "/spec/ports")
+        .iter()
+        .find(|p| p.get("port").and_then(Value::as_u64) == Some(u64::from(port)))
+        .map(|p| meta::str_at(p, "/name").to_string())
+        .ok_or_else(|| format!("no service port {port} found for service \"{name}\""))?;
+    let slices_info = api
+        .builtin("discovery.k8s.io", "endpointslices")
+        .map_err(|e| e.message)?;
+    let slices = crate::storage::list_in(api.storage(), &slices_info, namespace)
+        .await
+        .map_err(|e| e.message)?;
+    let mut candidates = Vec::new();
+    for slice in slices.iter().map(|s| s.to_value()) {
+        if meta::str_at(&slice, "/metadata/labels/kubernetes.io~1service-name") != name {
+            continue;
+        }
+        let Some(target) = meta::array_at(&slice, "/ports")
+            .iter()
+            .find(|p| meta::str_at(p, "/name") == port_name)
+            .and_then(|p| p.get("port").and_then(Value::as_u64))
+            .and_then(|p| u16::try_from(p).ok())
+        else {
+            continue;
+        };
+        for ep in meta::array_at(&slice, "/endpoints") {
+            if ep.pointer("/conditions/ready").and_then(Value::as_bool) == Some(false) {
+                continue;
+            }
+            if let Some(addr) = meta::array_at(ep, "/addresses")
+                .first()
+                .and_then(Value::as_str)
+            {
+                candidates.push((addr.to_string(), target));
+            }
+        }
+    }
+    if candidates.is_empty() {
+        return Err(format!("no endpoints available for service \"{name}\""));
+    }
+    Ok(candidates.swap_remove(rand::random::<usize>() % candidates.len()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn client_configs_parse_as_kube_reads_them() {
+        let url = ClientConfig::parse(&json!({"url": "https://127.0.0.1:9443/convert"})).unwrap();
+        assert_eq!(
+            url.target,
+            Target::Url("https://127.0.0.1:9443/convert".into())
+        );
+        assert!(url.ca_bundle.is_empty());
+        let svc = ClientConfig::parse(&json!({
+            "service": {"namespace": "ns", "name": "conv"},
+            "caBundle": "ICAK"
+        }))
+        .unwrap();
+        assert_eq!(
+            svc.target,
+            Target::Service {
+                namespace: "ns".into(),
+                name: "conv".into(),
+                port: 443,
+                path: "/".into()
+            }
+        );
+        assert!(svc.ca_bundle.is_empty(), "white space is no bundle");
+        assert_eq!(svc.display_url(), "https://conv.ns.svc:443/");
+        assert!(ClientConfig::parse(&json!({})).is_err());
+        assert!(ClientConfig::parse(&json!({"url": "https://x", "caBundle": "%%"})).is_err());
+    }
+}
