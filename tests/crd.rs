@@ -543,6 +543,10 @@ fn defaults_added_later_are_filled_on_read() {
     );
     let (_, list) = s.get(WIDGETS);
     assert_eq!(list["items"][0]["spec"]["color"], "green");
+    // A watch's initial events are read from storage too.
+    let mut watch = s.watch(&format!("{WIDGETS}?watch=true"));
+    let added = watch.next_event().expect("the initial event");
+    assert_eq!(added["object"]["spec"]["color"], "green", "{added}");
 }
 
 #[test]
