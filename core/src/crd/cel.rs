@@ -134,7 +134,10 @@ fn compile(source: &str) -> Result<(Arc<IdedExpr>, bool), String> {
     let mut bound = Vec::new();
     loop_variables(program.expression(), &mut bound);
     for v in refs.variables() {
-        if v != "self" && v != "oldSelf" && !bound.iter().any(|b| b == v) {
+        // `ip` and `format` are namespaces of library functions
+        // (`ip.isCanonical`, `format.named`), not variables.
+        let namespace = matches!(v, "ip" | "format");
+        if v != "self" && v != "oldSelf" && !namespace && !bound.iter().any(|b| b == v) {
             return Err(format!(
                 "compilation failed: ERROR: <input>:1:1: undeclared reference to '{v}' (in container '')"
             ));

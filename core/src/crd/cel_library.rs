@@ -2,7 +2,9 @@
 //! lacks: list aggregates (`isSorted`, `sum`, `min`, `max`), sets
 //! (`sets.contains`, `sets.equivalent`, `sets.intersects`), regex
 //! (`find`, `findAll`) and quantities (`quantity`, `isQuantity` and the
-//! comparisons and conversions kube's Quantity type has).
+//! comparisons and conversions kube's Quantity type has); URLs, IPs and
+//! CIDRs ([`super::cel_network`]) and named formats
+//! ([`super::cel_format`]).
 
 use cel::extractors::{Arguments, This};
 use cel::objects::Opaque;
@@ -17,6 +19,8 @@ pub fn register(ctx: &mut Context<'static, 'static>) {
             panic!("CEL library function {name}: {e:?}");
         }
     };
+    super::cel_network::register(ctx, &add);
+    super::cel_format::register(ctx, &add);
     add(
         "isSorted",
         ctx.add_function("isSorted", |This(l): This<Arc<Vec<Cel>>>| {

@@ -16,7 +16,9 @@
 //! through the same registry, store and watch cache as built-in kinds.
 
 pub mod cel;
+mod cel_format;
 mod cel_library;
+mod cel_network;
 pub mod default;
 pub mod definition;
 mod formats;

@@ -212,6 +212,128 @@ fn a_rule_over_its_cost_limit_is_stopped() {
     );
 }
 
+/// One rule per library function on a string field; each case is a
+/// value and whether the rule holds for it.
+#[test]
+fn url_ip_cidr_and_format_libraries_answer_as_kubes() {
+    let cases: &[(&str, &str, bool)] = &[
+        ("isURL(self)", "https://example.com:8443/a?b=c", true),
+        ("isURL(self)", "not a url", false),
+        (
+            "url(self).getScheme() == 'https'",
+            "https://example.com/x",
+            true,
+        ),
+        (
+            "url(self).getHost() == 'example.com:8443'",
+            "https://example.com:8443/x",
+            true,
+        ),
+        (
+            "url(self).getHostname() == '::1'",
+            "https://[::1]:80/x",
+            true,
+        ),
+        (
+            "url(self).getPort() == '443'",
+            "https://example.com:443/x",
+            true,
+        ),
+        ("url(self).getPort() == ''", "https://example.com/x", true),
+        (
+            "url(self).getEscapedPath() == '/a%20b'",
+            "https://example.com/a%20b",
+            true,
+        ),
+        (
+            "url(self).getQuery()['k'] == ['1', '2']",
+            "https://example.com/?k=1&k=2",
+            true,
+        ),
+        ("url(self).getScheme() == ''", "/only/a/path", true),
+        ("isIP(self)", "10.0.0.1", true),
+        ("isIP(self)", "::ffff:10.0.0.1", false),
+        ("isIP(self)", "10.0.0", false),
+        ("ip.isCanonical(self)", "2001:db8::1", true),
+        ("ip.isCanonical(self)", "2001:DB8::1", false),
+        ("ip(self).family() == 6", "fe80::1", true),
+        ("ip(self).isLoopback()", "127.0.0.2", true),
+        ("ip(self).isLinkLocalUnicast()", "fe80::1", true),
+        ("ip(self).isLinkLocalMulticast()", "224.0.0.251", true),
+        ("ip(self).isGlobalUnicast()", "10.1.2.3", true),
+        ("ip(self).isUnspecified()", "0.0.0.0", true),
+        ("ip(self) == ip('10.0.0.1')", "10.0.0.1", true),
+        ("isCIDR(self)", "10.0.0.0/8", true),
+        ("isCIDR(self)", "10.0.0.0/33", false),
+        (
+            "cidr(self).containsIP('192.168.1.7')",
+            "192.168.0.0/16",
+            true,
+        ),
+        (
+            "cidr(self).containsIP(ip('10.0.0.1'))",
+            "192.168.0.0/16",
+            false,
+        ),
+        (
+            "cidr(self).containsCIDR('192.168.4.0/24')",
+            "192.168.0.0/16",
+            true,
+        ),
+        (
+            "cidr(self).containsCIDR(cidr('192.0.0.0/8'))",
+            "192.168.0.0/16",
+            false,
+        ),
+        ("cidr(self).prefixLength() == 16", "192.168.0.0/16", true),
+        (
+            "cidr(self).ip() == ip('192.168.3.4')",
+            "192.168.3.4/16",
+            true,
+        ),
+        (
+            "cidr(self).masked() == cidr('192.168.0.0/16')",
+            "192.168.3.4/16",
+            true,
+        ),
+        (
+            "!format.dns1123Label().validate(self).hasValue()",
+            "web-1",
+            true,
+        ),
+        (
+            "!format.dns1123Label().validate(self).hasValue()",
+            "Web_1",
+            false,
+        ),
+        (
+            "format.named('labelValue').value().validate(self).hasValue()",
+            "-bad-",
+            true,
+        ),
+        ("!format.named('nope').hasValue()", "x", true),
+        (
+            "format.uuid().validate(self).value()[0] == 'does not match the UUID format'",
+            "x",
+            true,
+        ),
+    ];
+    for (rule, value, holds) in cases {
+        let r = CustomRules::new(
+            &json!({"type": "object", "properties": {"spec": {"type": "object", "properties": {
+                "v": {"type": "string", "x-kubernetes-validations": [{"rule": rule}]}}}}}),
+            false,
+            None,
+        );
+        let errors = r.validate(&cr(json!({"v": value})), None);
+        assert_eq!(
+            errors.is_empty(),
+            *holds,
+            "{rule} for {value:?}: {errors:?}"
+        );
+    }
+}
+
 fn crd(schema: Value) -> Value {
     json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
         "metadata": {"name": "widgets.example.com"},
