@@ -227,6 +227,7 @@ fn with_naming(crd: &Value, others: &[&Value]) -> Value {
     } else {
         ("False", naming.reason)
     };
+    crd::set_structural_condition(&mut out, &now);
     crd::set_condition(
         &mut out,
         "NamesAccepted",

@@ -190,6 +190,30 @@ pub fn set_condition(
     true
 }
 
+/// kube's NonStructuralSchema condition: set (reason `Violations`) while
+/// a version's schema is not structural, removed once it is. v1 refuses
+/// such schemas on write, so only CRDs stored by older servers (written
+/// as v1beta1, found in a shared etcd) ever carry it.
+pub fn set_structural_condition(crd: &mut Value, now: &str) -> bool {
+    let violations: Vec<String> = definition::validate_create(crd)
+        .causes
+        .iter()
+        .filter(|c| c.field.contains(".openAPIV3Schema"))
+        .map(|c| c.error_string())
+        .collect();
+    if violations.is_empty() {
+        return remove_condition(crd, "NonStructuralSchema");
+    }
+    set_condition(
+        crd,
+        "NonStructuralSchema",
+        "True",
+        "Violations",
+        &format!("[{}]", violations.join(", ")),
+        now,
+    )
+}
+
 /// Removes a status condition. Returns whether it was there.
 pub fn remove_condition(crd: &mut Value, kind: &str) -> bool {
     let Some(list) = crd
