@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Custom resources against ConfigMaps, and the cost of many CRDs.
 
-    bench/scripts/crd.py compare BIN OUT_DIR   (ROUNDS=3 SECS=8 WORKLOADS="create get list watch")
+    bench/scripts/crd.py compare BIN OUT_DIR   (ROUNDS=3 SECS=8 WORKLOADS="create get list watch" A_FIELDS=0|1)
     bench/scripts/crd.py scale BIN OUT_DIR     (CRDS=1000)
 
 compare: one server (memory storage, 2 shards); a CRD whose schema has 50
@@ -88,6 +88,16 @@ def compare(binary, out):
     # the ConfigMap's less what its 50-field spec takes.
     size = int(os.environ.get("SIZE", "1024"))
     b_size = max(0, size - len(json.dumps(rich_object()["spec"], separators=(",", ":"))))
+    # A_FIELDS=1: the ConfigMaps carry the Widget's 50 values as 50 data
+    # keys plus the same payload, so both kinds have as many fields for
+    # the client to parse and the server to decode, own and encode; what
+    # differs is the CRD's own work (schema, CEL rules).
+    a_args = ["--object-size", str(size)]
+    if os.environ.get("A_FIELDS") == "1":
+        a_template = os.path.join(out, "configmap50.json")
+        data = {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in rich_object()["spec"].items()}
+        json.dump({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {}, "data": data}, open(a_template, "w"))
+        a_args = ["--object-size", str(b_size), "--template", a_template]
     summary = open(os.path.join(out, "summary.txt"), "a")
     for w in workloads:
         proc, url = start(binary, out, w)
@@ -99,7 +109,7 @@ def compare(binary, out):
                     "list": (["--concurrency", "4"], ["list", "--objects", "10000"]),
                     "watch": (["--rate", "200", "--http2", "--connections", "16"], ["watch", "--watchers", "10000", "--objects", "100"])}[w]
             cmd = [bench, "--duration", secs + "s", "--output", os.path.join(out, w + ".json"), "--quiet",
-                   "--object-size", str(size), *args[0],
+                   *a_args, *args[0],
                    "compare", "--a", url, "--b", url, "--rounds", rounds,
                    "--a-pid", str(proc.pid), "--b-pid", str(proc.pid),
                    "--b-resource", "/apis/bench.example.com/v1/namespaces/default/widgets", "--b-kind", "Widget",

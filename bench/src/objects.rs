@@ -101,7 +101,11 @@ impl Resource {
     pub fn object(&self, name: &str, labels: &[(&str, &str)]) -> Value {
         let mut obj = self.object_without_data(name, labels);
         if self.is_configmap() {
-            obj["data"] = json!({ "payload": &*self.payload });
+            // A template's own data keys stay, beside the payload.
+            if !obj["data"].is_object() {
+                obj["data"] = json!({});
+            }
+            obj["data"]["payload"] = Value::String(self.payload.to_string());
         }
         obj
     }
@@ -145,13 +149,23 @@ impl Resource {
         let Some(map) = obj.as_object_mut().filter(|_| self.is_configmap()) else {
             return Bytes::from(serde_json::to_vec(&obj).expect("serializable"));
         };
-        map.shift_remove("data");
+        let data = map.shift_remove("data");
         let mut buf = serde_json::to_vec(&obj).expect("serializable");
         buf.pop(); // the object's closing brace
         if buf.len() > 1 {
             buf.push(b',');
         }
-        buf.extend_from_slice(br#""data":{"payload":"#);
+        buf.extend_from_slice(br#""data":"#);
+        match data.filter(|d| d.as_object().is_some_and(|m| !m.is_empty())) {
+            // The template's keys, then the payload.
+            Some(d) => {
+                buf.extend(serde_json::to_vec(&d).expect("serializable"));
+                buf.pop();
+                buf.push(b',');
+            }
+            None => buf.push(b'{'),
+        }
+        buf.extend_from_slice(br#""payload":"#);
         buf.extend_from_slice(&self.payload_json);
         buf.extend_from_slice(b"}}");
         Bytes::from(buf)
@@ -303,6 +317,10 @@ mod tests {
             let labels = [("x", "y"), ("q", "\"quoted\"")];
             let body: Value = serde_json::from_slice(&r.body("a", &labels)).unwrap();
             assert_eq!(body, r.object("a", &labels), "{collection}");
+            if r.is_configmap() && r.template.is_some() {
+                assert_eq!(body["data"]["old"], "x", "a template's data keys stay");
+                assert_eq!(body["data"]["payload"].as_str().unwrap().len(), 64);
+            }
         }
     }
 

@@ -75,7 +75,16 @@ pub async fn served(
     info: &ResourceInfo,
     obj: Arc<StoredObject>,
 ) -> Result<Arc<StoredObject>, ApiError> {
+    if !converts_through_webhook(info) {
+        return Ok(obj);
+    }
     Ok(served_all(api, info, vec![obj]).await?.remove(0))
+}
+
+/// Reads at `info`'s version need the webhook (checked before anything
+/// is allocated: every GET and write response asks).
+fn converts_through_webhook(info: &ResourceInfo) -> bool {
+    webhook_of(info).is_some() && !info.is_storage_version()
 }
 
 /// `items` at `info`'s version (one webhook call for all of them).
@@ -84,7 +93,7 @@ pub async fn served_all(
     info: &ResourceInfo,
     items: Vec<Arc<StoredObject>>,
 ) -> Result<Vec<Arc<StoredObject>>, ApiError> {
-    if webhook_of(info).is_none() || info.is_storage_version() || items.is_empty() {
+    if !converts_through_webhook(info) || items.is_empty() {
         return Ok(items);
     }
     let mut values: Vec<Value> = items.iter().map(|o| o.to_value()).collect();

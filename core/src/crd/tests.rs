@@ -426,7 +426,10 @@ fn established_crds_keep_their_kind_and_scope() {
 fn a_stored_crd_with_a_non_structural_schema_says_so() {
     let mut old = crd(json!({"type": "object", "properties": {
         "spec": {"properties": {"size": {"type": "string"}}}}}));
-    assert!(super::set_structural_condition(&mut old, "2026-01-01T00:00:00Z"));
+    assert!(super::set_structural_condition(
+        &mut old,
+        "2026-01-01T00:00:00Z"
+    ));
     let c = old["status"]["conditions"]
         .as_array()
         .unwrap()
@@ -438,13 +441,18 @@ fn a_stored_crd_with_a_non_structural_schema_says_so() {
     assert_eq!(c["reason"], "Violations");
     let message = c["message"].as_str().unwrap();
     assert!(
-        message.contains("properties[spec].type: Required value: must not be empty for specified object fields"),
+        message.contains(
+            "properties[spec].type: Required value: must not be empty for specified object fields"
+        ),
         "{message}"
     );
     // Fixed: the condition goes.
     old["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["type"] =
         json!("object");
-    assert!(super::set_structural_condition(&mut old, "2026-01-01T00:00:00Z"));
+    assert!(super::set_structural_condition(
+        &mut old,
+        "2026-01-01T00:00:00Z"
+    ));
     assert!(!old["status"]["conditions"]
         .as_array()
         .unwrap()
