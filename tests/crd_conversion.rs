@@ -357,3 +357,49 @@ fn a_webhook_is_found_through_its_services_endpoint_slices() {
         .iter()
         .any(|(path, _)| path == "/convert"));
 }
+
+#[test]
+fn a_write_whose_object_changes_during_conversion_starts_again() {
+    // The webhook, converting a `race` Gadget back to v1 for the first
+    // time, writes to that same object itself: the update converted
+    // against the old object must not overwrite the change.
+    let base: Arc<std::sync::Mutex<String>> = Arc::default();
+    let raced = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let inner = converter();
+    let (b, r) = (base.clone(), raced.clone());
+    let hook = Webhook::start(
+        &[],
+        Arc::new(move |path: &str, review: Value| {
+            let to_v1 = review["request"]["desiredAPIVersion"] == "example.com/v1";
+            let race = review["request"]["objects"][0]["metadata"]["name"] == "race";
+            if to_v1 && race && !r.swap(true, std::sync::atomic::Ordering::SeqCst) {
+                let url = format!("{}{V1}/race", b.lock().unwrap());
+                let code = ureq::agent()
+                    .patch(url)
+                    .header("Content-Type", "application/merge-patch+json")
+                    .send(r#"{"metadata":{"annotations":{"meanwhile":"yes"}}}"#)
+                    .map(|r| r.status().as_u16())
+                    .unwrap_or(0);
+                assert_eq!(code, 200);
+            }
+            inner(path, review)
+        }),
+    );
+    let s = Server::start(2);
+    *base.lock().unwrap() = s.base.clone();
+    establish(&s, &gadget_crd(url(&hook, "/convert")));
+    assert_eq!(s.post(V1, &gadget("v1", "race", "colour", "red")).0, 201);
+    let (code, patched) = s.patch(
+        &format!("{V2}/race"),
+        "application/merge-patch+json",
+        &json!({"spec": {"color": "blue"}}),
+    );
+    assert_eq!(code, 200, "{patched}");
+    assert!(raced.load(std::sync::atomic::Ordering::SeqCst));
+    let (_, stored) = s.get(&format!("{V1}/race"));
+    assert_eq!(stored["spec"], json!({"colour": "blue"}), "{stored}");
+    assert_eq!(
+        stored["metadata"]["annotations"]["meanwhile"], "yes",
+        "the change made during the conversion is kept: {stored}"
+    );
+}

@@ -47,7 +47,10 @@ pub async fn convert_values(
         meta::str_at(&objs[first], "/kind")
     );
     let sent: Vec<Value> = pending.iter().map(|&i| objs[i].clone()).collect();
-    let converted = call(api, hook, &desired, sent)
+    // Boxed: the webhook client's state (TLS, HTTP) would otherwise sit
+    // inside every read and write future that might convert, and most
+    // never do.
+    let converted = Box::pin(call(api, hook, &desired, sent))
         .await
         .map_err(|e| ApiError::internal(&format!("conversion webhook for {what} failed: {e}")))?;
     if converted.len() != pending.len() {

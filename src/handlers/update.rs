@@ -73,7 +73,11 @@ pub async fn write(
     let requested = match &rr.storage {
         None => requested,
         Some(stored) if conversion::webhook_of(stored).is_some() => {
-            return write_through_webhook(api, rr, stored, requested, ownership, creates).await
+            // Boxed: a rare path whose state would double every write's.
+            return Box::pin(write_through_webhook(
+                api, rr, stored, requested, ownership, creates,
+            ))
+            .await;
         }
         Some(stored) => converting(rr.resource.clone(), stored.clone(), requested),
     };
