@@ -53,6 +53,13 @@ pub fn set_defaults(crd: &mut Value) {
     let Some(spec) = crd.get_mut("spec").and_then(Value::as_object_mut) else {
         return;
     };
+    if let Some(versions) = spec.get_mut("versions").and_then(Value::as_array_mut) {
+        for v in versions {
+            if let Some(schema) = v.pointer_mut("/schema/openAPIV3Schema") {
+                drop_zero_values(schema);
+            }
+        }
+    }
     if let Some(names) = spec.get_mut("names").and_then(Value::as_object_mut) {
         let kind = names
             .get("kind")
@@ -75,6 +82,72 @@ pub fn set_defaults(crd: &mut Value) {
         .and_then(Value::as_object_mut)
     {
         svc.entry("port").or_insert(serde_json::json!(443));
+    }
+}
+
+/// Schema keywords whose zero value kube's Go types drop (non-pointer
+/// fields with `omitempty`): a client sending `"id": ""` or
+/// `"nullable": false` (Go clients over protobuf do) means the same as
+/// leaving them out, and kube stores and checks them as left out.
+const OMITTED_WHEN_ZERO: &[&str] = &[
+    "id",
+    "$schema",
+    "description",
+    "type",
+    "format",
+    "title",
+    "pattern",
+    "exclusiveMaximum",
+    "exclusiveMinimum",
+    "uniqueItems",
+    "nullable",
+    "x-kubernetes-embedded-resource",
+    "x-kubernetes-int-or-string",
+    "required",
+    "enum",
+    "allOf",
+    "anyOf",
+    "oneOf",
+    "properties",
+    "patternProperties",
+    "dependencies",
+    "definitions",
+    "x-kubernetes-list-map-keys",
+    "x-kubernetes-validations",
+];
+
+fn drop_zero_values(schema: &mut Value) {
+    let Some(node) = schema.as_object_mut() else {
+        return;
+    };
+    node.retain(|k, v| {
+        let zero = match v {
+            Value::String(s) => s.is_empty(),
+            Value::Bool(b) => !*b,
+            Value::Array(a) => a.is_empty(),
+            Value::Object(o) => o.is_empty(),
+            _ => false,
+        };
+        !(zero && OMITTED_WHEN_ZERO.contains(&k.as_str()))
+    });
+    for (k, v) in node.iter_mut() {
+        match k.as_str() {
+            "properties" | "patternProperties" | "definitions" | "dependencies" => {
+                if let Some(m) = v.as_object_mut() {
+                    m.values_mut().for_each(drop_zero_values);
+                }
+            }
+            "allOf" | "anyOf" | "oneOf" => {
+                if let Some(a) = v.as_array_mut() {
+                    a.iter_mut().for_each(drop_zero_values);
+                }
+            }
+            "items" | "additionalProperties" | "not" | "additionalItems" => match v {
+                Value::Array(a) => a.iter_mut().for_each(drop_zero_values),
+                other => drop_zero_values(other),
+            },
+            _ => {}
+        }
     }
 }
 

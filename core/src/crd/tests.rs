@@ -459,3 +459,21 @@ fn a_stored_crd_with_a_non_structural_schema_says_so() {
         .iter()
         .any(|c| c["type"] == "NonStructuralSchema"));
 }
+
+#[test]
+fn zero_values_go_clients_send_count_as_absent() {
+    let mut c = crd(
+        json!({"type": "object", "id": "", "nullable": false, "description": "",
+        "required": [], "properties": {"spec": {"type": "object", "id": "", "pattern": "",
+            "properties": {"a": {"type": "string", "x-kubernetes-int-or-string": false,
+                "allOf": []}}}}}),
+    );
+    c["spec"]["versions"][0]["subresources"] = json!({"status": {}});
+    super::set_defaults(&mut c);
+    assert_eq!(
+        c["spec"]["versions"][0]["schema"]["openAPIV3Schema"],
+        json!({"type": "object", "properties": {"spec": {"type": "object",
+            "properties": {"a": {"type": "string"}}}}})
+    );
+    assert!(refusals(&c).is_empty(), "{:?}", refusals(&c));
+}
