@@ -18,6 +18,7 @@ const LAYERS: &[&str] = &[
     "admission",
     "config",
     "context",
+    "webhook",
     "registry",
     "filters",
     "controllers",

@@ -23,6 +23,7 @@
 //! absent fields behaves the same for both encodings.
 
 mod decode;
+mod jsonschema;
 mod schema;
 mod special;
 mod wire;
@@ -90,7 +91,16 @@ fn decode_typed(data: &[u8], api_version: &str, kind: &str) -> Result<Value, Str
     out.insert("apiVersion".into(), Value::String(api_version.into()));
     out.insert("kind".into(), Value::String(kind.into()));
     decode::message_into(msg, raw, 1, &mut out)?;
-    Ok(Value::Object(out))
+    Ok(json_form(Value::Object(out)))
+}
+
+/// What Go's JSON encoding gives where a kind's protobuf fields do not
+/// map one to one (a CRD's schemas).
+fn json_form(mut obj: Value) -> Value {
+    if obj.get("kind").and_then(Value::as_str) == Some("CustomResourceDefinition") {
+        jsonschema::crd_schemas_to_json(&mut obj);
+    }
+    obj
 }
 
 /// Decodes a `runtime.Unknown` (without the magic) at nesting `depth`;
@@ -120,7 +130,7 @@ fn decode_envelope(data: &[u8], depth: usize) -> Result<Value, String> {
     out.insert("apiVersion".into(), Value::String(api_version));
     out.insert("kind".into(), Value::String(kind));
     decode::message_into(msg, raw, depth + 1, &mut out)?;
-    Ok(Value::Object(out))
+    Ok(json_form(Value::Object(out)))
 }
 
 /// Reads the Unknown envelope: (apiVersion, kind, raw). contentEncoding and
