@@ -465,3 +465,23 @@ impl Server {
         rustls::StreamOwned::new(conn, sock)
     }
 }
+
+/// A TLS server configuration serving `cert` with `key` (test servers:
+/// the stand-in kubelet, webhooks).
+pub fn server_config(
+    cert: &rcgen::Certificate,
+    key: &rcgen::KeyPair,
+) -> std::sync::Arc<rustls::ServerConfig> {
+    let config = rustls::ServerConfig::builder_with_provider(std::sync::Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .unwrap()
+    .with_no_client_auth()
+    .with_single_cert(
+        vec![cert.der().clone()],
+        rustls_pki_types::PrivateKeyDer::Pkcs8(key.serialize_der().into()),
+    )
+    .unwrap();
+    std::sync::Arc::new(config)
+}

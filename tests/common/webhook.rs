@@ -38,18 +38,7 @@ impl Webhook {
             .unwrap()
             .signed_by(&key, &issuer)
             .unwrap();
-        let config = rustls::ServerConfig::builder_with_provider(Arc::new(
-            rustls::crypto::ring::default_provider(),
-        ))
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .with_no_client_auth()
-        .with_single_cert(
-            vec![leaf.der().clone()],
-            rustls_pki_types::PrivateKeyDer::Pkcs8(key.serialize_der().into()),
-        )
-        .unwrap();
-        let config = Arc::new(config);
+        let config = super::tls::server_config(&leaf, &key);
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let port = listener.local_addr().unwrap().port();
         let requests: Arc<Mutex<Vec<(String, Value)>>> = Arc::default();
