@@ -27,6 +27,11 @@ if ! cargo nextest --version >/dev/null 2>&1; then
   cargo install cargo-nextest --locked
 fi
 
+# A clean CI clone builds once: incremental state would only cost disk.
+if [ -n "${CI:-}" ]; then
+  export CARGO_INCREMENTAL=0
+fi
+
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --features kubeshard-bench/etcd -- -D warnings
 cargo nextest run --workspace --features kubeshard-bench/etcd --no-fail-fast
