@@ -12,6 +12,7 @@ use crate::serving::conn::ConnInfo;
 use crate::serving::connections::{Admit, ConnState};
 use crate::serving::cut::Cut;
 use crate::serving::io::{HyperIo, LocalExec, PlainStream, TlsTransport};
+use crate::serving::unread::BodyRead;
 use crate::serving::upgrade::{Http1, Upgradable};
 use futures_lite::future;
 use futures_lite::FutureExt;
@@ -287,6 +288,7 @@ where
         // Counted from here until its response body is done (or dropped):
         // the connection is busy, not idle, all that time.
         let active = conn.state.request_started();
+        let body_read = BodyRead::watch(&mut req);
         // Boxed: hyper keeps a stream's service future inside its stream
         // task, and glommio's spawn and every layer above move it by value;
         // unboxed, each move copied the whole handler state machine (the
@@ -308,7 +310,11 @@ where
                         crate::render::response::Render::JSON,
                     ))
                 });
-            Ok::<_, Infallible>(served.into_response(active))
+            let mut resp = served.into_response(active);
+            if let Some(read) = body_read {
+                read.close_if_unread(&mut resp);
+            }
+            Ok::<_, Infallible>(resp)
         })
     });
     // kube-apiserver's --http2-max-streams-per-connection default: informers

@@ -333,6 +333,60 @@ fn status_and_scale_are_their_own_subresources() {
     let (_, w) = s.get(&one);
     assert_eq!(w["spec"]["replicas"], 4);
     assert_eq!(w["metadata"]["generation"], 2);
+    // What scale reads must fit a Scale, whatever the schema allows.
+    let (code, refused) = s.patch(
+        &format!("{one}/status"),
+        "application/merge-patch+json",
+        &json!({"status": {"replicas": -1}}),
+    );
+    assert_eq!(code, 422, "{refused}");
+    assert_eq!(
+        causes(&refused),
+        [".status.replicas: Invalid value: -1: should be a non-negative integer"]
+    );
+    let (code, refused) = s.patch(
+        &one,
+        "application/merge-patch+json",
+        &json!({"spec": {"replicas": 3_000_000_000_i64, "maxReplicas": 4_000_000_000_i64}}),
+    );
+    assert_eq!(code, 422, "{refused}");
+    assert_eq!(
+        causes(&refused),
+        [".spec.replicas: Invalid value: 3000000000: should be less than or equal to 2147483647"]
+    );
+}
+
+/// kube warns about finalizer names another controller could also pick
+/// (no path), on the write that adds them only.
+#[test]
+fn unqualified_finalizers_of_custom_resources_are_warned_about() {
+    let s = Server::start(2);
+    establish(&s, &widget_crd());
+    let mut w = widget("f", json!({"size": "S"}));
+    w["metadata"]["finalizers"] = json!(["example.com/cleanup", "cleanup", "kubernetes"]);
+    let body = serde_json::to_vec(&w).unwrap();
+    let (code, warnings, created) = s.send_warned("POST", WIDGETS, "application/json", &body);
+    assert_eq!(code, 201, "{created}");
+    assert_eq!(
+        warnings,
+        ["metadata.finalizers: \"cleanup\": prefer a domain-qualified finalizer name including a path (/) to avoid accidental conflicts with other finalizer writers"]
+    );
+    let patch = |finalizers: Value| {
+        let body = serde_json::to_vec(&json!({"metadata": {"finalizers": finalizers}})).unwrap();
+        s.send_warned(
+            "PATCH",
+            &format!("{WIDGETS}/f"),
+            "application/merge-patch+json",
+            &body,
+        )
+    };
+    let (code, warnings, _) = patch(json!(["cleanup", "other"]));
+    assert_eq!(code, 200);
+    assert_eq!(warnings.len(), 1, "only the added name: {warnings:?}");
+    assert!(warnings[0].contains("\"other\""), "{warnings:?}");
+    let (code, warnings, _) = patch(json!([]));
+    assert_eq!(code, 200);
+    assert!(warnings.is_empty(), "{warnings:?}");
 }
 
 #[test]
@@ -489,6 +543,17 @@ fn kubectl_works_with_custom_resources() {
     assert!(k
         .ok(&["api-resources", "--api-group=example.com"])
         .contains("widgets"));
+    // The envelope is documented as a built-in kind's is.
+    let explained = k.ok(&["explain", "widgets"]);
+    assert!(
+        explained.contains("APIVersion defines the versioned schema"),
+        "{explained}"
+    );
+    let explained = k.ok(&["explain", "widgets.metadata"]);
+    assert!(
+        explained.contains("Standard object's metadata") && explained.contains("creationTimestamp"),
+        "{explained}"
+    );
     let explained = k.ok(&["explain", "widget.spec"]);
     assert!(
         explained.contains("size") && explained.contains("replicas"),

@@ -12,6 +12,7 @@ use http::{Request, StatusCode};
 use hyper::body::Incoming;
 use kubeshard_core::catalog::ResourceInfo;
 use kubeshard_core::meta;
+use kubeshard_core::registry::lifecycle;
 use kubeshard_core::status::ApiError;
 use serde_json::{json, Value};
 use std::rc::Rc;
@@ -30,6 +31,9 @@ pub async fn create(api: &Rc<Api>, rr: &ResourceRequest, req: Request<Incoming>)
     let warnings = Warnings::default();
     let directive = fields::directive(&rr.query, "CreateOptions")?;
     let obj = fields::decode_object(info, input, &body, directive, &warnings)?;
+    if info.custom.is_some() {
+        warnings.extend(lifecycle::finalizer_warnings(&obj, None));
+    }
     create_decoded(api, rr, obj, tracking)
         .await
         .map(|resp| warnings.apply(resp))

@@ -29,6 +29,7 @@ pub async fn read_body(req: Request<Incoming>) -> Result<(Input, Vec<u8>), ApiEr
         .get(header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<usize>().ok());
+    crate::serving::unread::BodyRead::mark(&req);
     let mut body = req.into_body();
     if declared.is_some_and(|len| len > MAX_BODY) {
         drain(&mut body).await;

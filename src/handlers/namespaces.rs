@@ -15,6 +15,7 @@ use crate::storage::{Storage, StorageResult};
 use http::Request;
 use hyper::body::Incoming;
 use kubeshard_core::meta;
+use kubeshard_core::registry::lifecycle::STANDARD_FINALIZERS;
 use kubeshard_core::status::{field_invalid, ApiError, StatusCause};
 use kubeshard_core::validation::is_qualified_name;
 use serde_json::{json, Value};
@@ -24,10 +25,6 @@ use std::rc::Rc;
 /// protected from deletion by the NamespaceLifecycle admission plugin.
 pub const SYSTEM_NAMESPACES: &[&str] =
     &["default", "kube-system", "kube-public", "kube-node-lease"];
-
-/// Finalizer names a namespace's `spec.finalizers` may use without a
-/// domain prefix.
-const STANDARD_FINALIZERS: &[&str] = &["kubernetes", "orphan", "foregroundDeletion"];
 
 /// PUT `namespaces/{name}/finalize`: replaces `spec.finalizers` and nothing
 /// else. Once both finalizer lists of a terminating namespace are empty

@@ -16,7 +16,9 @@ use http::{Request, StatusCode};
 use hyper::body::Incoming;
 use kubeshard_core::catalog::ResourceInfo;
 use kubeshard_core::meta;
+use kubeshard_core::registry::lifecycle;
 use kubeshard_core::status::{field_required, ApiError};
+use parking_lot::Mutex;
 use serde_json::Value;
 use std::rc::Rc;
 use std::sync::Arc;
@@ -64,6 +66,34 @@ pub async fn update(api: &Rc<Api>, rr: &ResourceRequest, req: Request<Incoming>)
 /// A request's update through the Store: its writer, its target, what it
 /// asks for.
 pub async fn write(
+    api: &Api,
+    rr: &ResourceRequest,
+    requested: Requested,
+    ownership: Ownership,
+    creates: Creates,
+) -> Result<Written, ApiError> {
+    if rr.resource.custom.is_none() || !rr.info.subresource.is_empty() {
+        return write_converted(api, rr, requested, ownership, creates).await;
+    }
+    let warned = Arc::new(Mutex::new(Vec::new()));
+    let requested = warning_on_finalizers(requested, warned.clone());
+    let mut written = write_converted(api, rr, requested, ownership, creates).await?;
+    written.warnings = std::mem::take(&mut *warned.lock());
+    Ok(written)
+}
+
+/// Records kube's warnings about the finalizers an update of a custom
+/// resource adds (from its last run: a conflict runs it again).
+fn warning_on_finalizers(mut requested: Requested, warned: Arc<Mutex<Vec<String>>>) -> Requested {
+    Box::new(move |old: Option<Old<'_>>| {
+        let new = requested(old)?;
+        *warned.lock() = lifecycle::finalizer_warnings(&new, old.map(|o| o.value));
+        Ok(new)
+    })
+}
+
+/// [`write`] at the version objects are stored at.
+async fn write_converted(
     api: &Api,
     rr: &ResourceRequest,
     requested: Requested,
@@ -220,7 +250,13 @@ pub async fn written_response(api: &Api, rr: &ResourceRequest, written: &Written
         StatusCode::OK
     };
     let obj = conversion::served(api, &rr.resource, written.object.clone()).await?;
-    Ok(response::object(code, &rr.resource, &obj, rr.render))
+    let resp = response::object(code, &rr.resource, &obj, rr.render);
+    if written.warnings.is_empty() {
+        return Ok(resp);
+    }
+    let warnings = Warnings::default();
+    warnings.extend(written.warnings.iter().cloned());
+    Ok(warnings.apply(resp))
 }
 
 /// What a PUT asks for: its body, with optimistic concurrency on

@@ -115,6 +115,7 @@ pub async fn forward(
         .dial(ep)
         .await
         .map_err(|e| unreachable_error(unreachable, e))?;
+    crate::serving::unread::BodyRead::mark(&req);
     let (parts, body) = req.into_parts();
     let mut out = Request::builder()
         .method(parts.method.clone())

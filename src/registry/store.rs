@@ -91,6 +91,8 @@ pub struct Written {
     pub object: Arc<StoredObject>,
     /// The update created the object (201).
     pub created: bool,
+    /// Warnings for the client about what was written.
+    pub warnings: Vec<String>,
 }
 
 /// One try at storing a new object.
@@ -517,6 +519,7 @@ impl<'a> Store<'a> {
             return Ok(Written {
                 object: Arc::new(StoredObject::encode(t.info, &new, revision)),
                 created: current.is_none(),
+                warnings: Vec::new(),
             });
         }
         let expected = current.map(|c| c.revision);
@@ -542,7 +545,11 @@ impl<'a> Store<'a> {
         let created = matches!(outcome, UpdateOutcome::Created(_));
         let object = outcome.object().clone();
         self.wait_visible(object.revision).await;
-        Written { object, created }
+        Written {
+            object,
+            created,
+            warnings: Vec::new(),
+        }
     }
 
     /// DELETE of one object, with kube's lifecycle (preconditions,

@@ -11,4 +11,5 @@ pub mod io;
 pub mod joined;
 pub mod timer;
 pub mod tls;
+pub mod unread;
 pub mod upgrade;

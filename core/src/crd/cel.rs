@@ -89,6 +89,9 @@ fn env() -> &'static Arc<Env> {
             env.add_extension(ext)
                 .expect("CEL extensions declare distinct names");
         }
+        super::cel_library::extend(&mut env).expect("list overloads are new");
+        super::cel_comprehensions::extension(&mut env)
+            .expect("two-variable comprehensions are new macros");
         Arc::new(env)
     })
 }
@@ -122,6 +125,11 @@ fn tick() -> Result<bool, ExecutionError> {
             Ok(true)
         }
     })
+}
+
+/// A rule's syntax tree as written (macros expanded), if it parses.
+pub(super) fn parse(source: &str) -> Option<IdedExpr> {
+    env().compile(source).ok().map(|p| p.expression().clone())
 }
 
 /// A rule's source, compiled: its tree with every comprehension step

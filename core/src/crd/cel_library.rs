@@ -1,14 +1,16 @@
 //! kube's CEL library functions that rules commonly use and CEL itself
 //! lacks: list aggregates (`isSorted`, `sum`, `min`, `max`), sets
 //! (`sets.contains`, `sets.equivalent`, `sets.intersects`), regex
-//! (`find`, `findAll`) and quantities (`quantity`, `isQuantity` and the
+//! (`find`, `findAll`), `indexOf`/`lastIndexOf` on lists, and quantities (`quantity`, `isQuantity` and the
 //! comparisons and conversions kube's Quantity type has); URLs, IPs and
 //! CIDRs ([`super::cel_network`]) and named formats
 //! ([`super::cel_format`]).
 
+use cel::common::types::{CelInt, DYN_TYPE, LIST_TYPE};
+use cel::common::value::CowVal;
 use cel::extractors::{Arguments, This};
 use cel::objects::Opaque;
-use cel::{Context, ExecutionError, Value as Cel};
+use cel::{Context, Env, ExecutionError, Value as Cel};
 use std::cmp::Ordering;
 use std::sync::Arc;
 
@@ -21,6 +23,8 @@ pub fn register(ctx: &mut Context<'static, 'static>) {
     };
     super::cel_network::register(ctx, &add);
     super::cel_format::register(ctx, &add);
+    super::cel_semver::register(ctx, &add);
+    super::cel_comprehensions::register(ctx, &add);
     add(
         "isSorted",
         ctx.add_function("isSorted", |This(l): This<Arc<Vec<Cel>>>| {
@@ -118,7 +122,7 @@ pub fn register(ctx: &mut Context<'static, 'static>) {
         ctx.add_function(
             "isLessThan",
             |This(a): This<Arc<dyn Opaque>>, b: Arc<dyn Opaque>| {
-                Ok::<_, ExecutionError>(qty(&a)?.0 < qty(&b)?.0)
+                Ok::<_, ExecutionError>(ordering(&a, &b)? == Ordering::Less)
             },
         ),
     );
@@ -127,7 +131,7 @@ pub fn register(ctx: &mut Context<'static, 'static>) {
         ctx.add_function(
             "isGreaterThan",
             |This(a): This<Arc<dyn Opaque>>, b: Arc<dyn Opaque>| {
-                Ok::<_, ExecutionError>(qty(&a)?.0 > qty(&b)?.0)
+                Ok::<_, ExecutionError>(ordering(&a, &b)? == Ordering::Greater)
             },
         ),
     );
@@ -136,7 +140,7 @@ pub fn register(ctx: &mut Context<'static, 'static>) {
         ctx.add_function(
             "compareTo",
             |This(a): This<Arc<dyn Opaque>>, b: Arc<dyn Opaque>| {
-                Ok::<_, ExecutionError>(qty(&a)?.0.cmp(&qty(&b)?.0) as i64)
+                Ok::<_, ExecutionError>(ordering(&a, &b)? as i64)
             },
         ),
     );
@@ -189,6 +193,72 @@ impl Opaque for Quantity {
 
 fn parse(s: &str) -> Option<Quantity> {
     crate::quantity::nanos(&serde_json::Value::String(s.to_string())).map(Quantity)
+}
+
+/// Two quantities' or two versions' order.
+fn ordering(a: &Arc<dyn Opaque>, b: &Arc<dyn Opaque>) -> Result<Ordering, ExecutionError> {
+    if let (Some(a), Some(b)) = (a.downcast_ref::<Quantity>(), b.downcast_ref::<Quantity>()) {
+        return Ok(a.0.cmp(&b.0));
+    }
+    super::cel_semver::compare(&**a, &**b).ok_or_else(|| {
+        ExecutionError::function_error("compareTo", "no such overload: values of different types")
+    })
+}
+
+/// kube's `indexOf` and `lastIndexOf` on lists (CEL's strings extension
+/// has them on strings): the first or last position of an element equal
+/// to the argument, or -1.
+pub fn extend(env: &mut Env) -> Result<(), cel::DeclarationError> {
+    env.add_member_overload(
+        "indexOf",
+        "list_indexOf",
+        LIST_TYPE,
+        vec![DYN_TYPE],
+        index_of,
+    )?;
+    env.add_member_overload(
+        "lastIndexOf",
+        "list_lastIndexOf",
+        LIST_TYPE,
+        vec![DYN_TYPE],
+        last_index_of,
+    )
+}
+
+fn index_of<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
+    position(args, false)
+}
+
+fn last_index_of<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
+    position(args, true)
+}
+
+fn position<'b, 'v>(
+    args: Vec<CowVal<'b, 'v>>,
+    last: bool,
+) -> Result<CowVal<'b, 'v>, ExecutionError> {
+    let [list, wanted]: [CowVal<'b, 'v>; 2] = args
+        .try_into()
+        .map_err(|a: Vec<_>| ExecutionError::invalid_argument_count(2, a.len()))?;
+    let items = list
+        .as_iterable()
+        .ok_or_else(|| ExecutionError::UnexpectedType {
+            got: list.get_type().name().to_owned(),
+            want: "list".to_owned(),
+        })?;
+    let mut found = -1i64;
+    let mut iter = items.iter();
+    let mut i = 0i64;
+    while let Some(item) = iter.next() {
+        if item.equals(wanted.as_ref()) {
+            found = i;
+            if !last {
+                break;
+            }
+        }
+        i += 1;
+    }
+    Ok(CowVal::owned(CelInt::from(found)))
 }
 
 fn qty(v: &Arc<dyn Opaque>) -> Result<&Quantity, ExecutionError> {

@@ -221,6 +221,15 @@ fn shared_path(versions: &[&Value], pointer: &str, top: &str, per: &str, i: usiz
     }
 }
 
+/// The schema the old CRD gave the version `v` names.
+fn old_schema<'a>(old: Option<&'a Value>, v: &Value) -> Option<&'a Value> {
+    old?.pointer("/spec/versions")?
+        .as_array()?
+        .iter()
+        .find(|o| o.get("name") == v.get("name"))?
+        .pointer("/schema/openAPIV3Schema")
+}
+
 fn validate_versions(versions: &[&Value], spec: &Value, old: Option<&Value>, f: &mut Findings) {
     let mut seen: Vec<&str> = Vec::new();
     let mut storage = 0;
@@ -294,6 +303,8 @@ fn validate_versions(versions: &[&Value], spec: &Value, old: Option<&Value>, f: 
                 );
                 if let Some(path) = once(path, &mut done) {
                     super::rules::validate(schema, &path, status, f);
+                    let unchanged = old_schema(old, v).is_some_and(|o| o == schema);
+                    super::cel_cost::check(schema, &path, unchanged, f);
                 }
             }
         }

@@ -16,15 +16,19 @@
 //! through the same registry, store and watch cache as built-in kinds.
 
 pub mod cel;
+mod cel_comprehensions;
+mod cel_cost;
 mod cel_format;
 mod cel_library;
 mod cel_network;
+mod cel_semver;
 pub mod default;
 pub mod definition;
 mod formats;
 pub mod kinds;
 pub mod names;
 mod rules;
+pub mod scale;
 pub mod schema;
 pub mod structural;
 pub mod validate;

@@ -10,6 +10,7 @@
 use crate::schema::{SchemaRegistry, REF_PREFIX};
 use serde_json::{json, Map, Value};
 use std::collections::{BTreeMap, HashMap};
+use std::sync::OnceLock;
 
 const OBJECT_META: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta";
 
@@ -41,7 +42,8 @@ pub fn registry(group: &str, versions: &[(&str, &str, &Value)]) -> SchemaRegistr
 }
 
 /// The root of a kind (and every embedded resource) carries apiVersion,
-/// kind and metadata whatever the schema says of them.
+/// kind and metadata whatever the schema says of them, documented as
+/// every built-in kind documents them (`kubectl explain` shows it).
 fn add_envelope(def: &mut Value) {
     let Some(obj) = def.as_object_mut() else {
         *def = json!({"type": "object"});
@@ -53,12 +55,43 @@ fn add_envelope(def: &mut Value) {
         .or_insert_with(|| json!({}))
         .as_object_mut()
         .expect("properties was made an object");
-    props.insert("apiVersion".into(), json!({"type": "string"}));
-    props.insert("kind".into(), json!({"type": "string"}));
-    props.insert(
-        "metadata".into(),
-        json!({"$ref": format!("{REF_PREFIX}{OBJECT_META}")}),
-    );
+    for (name, field) in envelope() {
+        props.insert(name.to_string(), field.clone());
+    }
+}
+
+/// apiVersion, kind and metadata as a built-in kind's definition has
+/// them (descriptions included), metadata without the defaults and list
+/// extensions a built-in kind's metadata carries.
+fn envelope() -> &'static [(&'static str, Value)] {
+    static ENVELOPE: OnceLock<Vec<(&'static str, Value)>> = OnceLock::new();
+    ENVELOPE.get_or_init(|| {
+        let builtin = crate::schema::builtin().definitions();
+        let props = builtin
+            .get("io.k8s.api.core.v1.ConfigMap")
+            .and_then(|d| d.get("properties"));
+        let description = |name: &str| {
+            props
+                .and_then(|p| p.pointer(&format!("/{name}/description")))
+                .cloned()
+                .unwrap_or_else(|| json!(""))
+        };
+        let meta_ref = json!([{"$ref": format!("{REF_PREFIX}{OBJECT_META}")}]);
+        vec![
+            (
+                "apiVersion",
+                json!({"type": "string", "description": description("apiVersion")}),
+            ),
+            (
+                "kind",
+                json!({"type": "string", "description": description("kind")}),
+            ),
+            (
+                "metadata",
+                json!({"description": description("metadata"), "allOf": meta_ref}),
+            ),
+        ]
+    })
 }
 
 /// Completes a schema node (and everything under it) for compiling.
@@ -168,6 +201,77 @@ mod tests {
         assert_eq!(
             definition_name("stable.example.com", "v1", "CronTab"),
             "com.example.stable.v1.CronTab"
+        );
+    }
+
+    fn v2_of(schema: &Value) -> Value {
+        use crate::schema::openapi::{v2_definitions, ServedKind};
+        let reg = registry("example.com", &[("v1", "Widget", schema)]);
+        let kind = ServedKind {
+            group: "example.com",
+            version: "v1",
+            kind: "Widget",
+            list_kind: "WidgetList",
+            registry: &reg,
+        };
+        let mut defs = v2_definitions(crate::schema::builtin(), &[kind]);
+        defs.remove("com.example.v1.Widget").unwrap()
+    }
+
+    /// `kubectl explain` prints the envelope's documentation, as for a
+    /// built-in kind.
+    #[test]
+    fn the_envelope_is_documented() {
+        let def = v2_of(&json!({"type": "object", "properties": {"spec": {"type": "object"}}}));
+        let props = &def["properties"];
+        assert!(props["apiVersion"]["description"]
+            .as_str()
+            .unwrap()
+            .starts_with("APIVersion defines the versioned schema"));
+        assert!(props["kind"]["description"]
+            .as_str()
+            .unwrap()
+            .starts_with("Kind is a string value"));
+        assert!(props["metadata"]["description"]
+            .as_str()
+            .unwrap()
+            .starts_with("Standard object's metadata."));
+        assert_eq!(
+            props["metadata"]["$ref"],
+            "#/definitions/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
+        );
+    }
+
+    /// kube publishes a kind that keeps unknown fields at its root as a
+    /// bare object in swagger 2.0, and cuts nullable and unknown-keeping
+    /// nodes to what kubectl's swagger reader copes with.
+    #[test]
+    fn swagger_gets_kubes_structural_v2_form() {
+        let open = v2_of(&json!({"type": "object", "description": "d",
+            "x-kubernetes-preserve-unknown-fields": true}));
+        assert_eq!(
+            open,
+            json!({"type": "object", "x-kubernetes-group-version-kind": [
+                {"group": "example.com", "kind": "Widget", "version": "v1"}]})
+        );
+        let def = v2_of(&json!({"type": "object", "properties": {"spec": {
+            "type": "object", "required": ["a", "n"], "properties": {
+                "a": {"type": "string"},
+                "n": {"type": "object", "nullable": true, "properties": {"x": {"type": "string"}}},
+                "p": {"type": "object", "x-kubernetes-preserve-unknown-fields": true,
+                      "properties": {"x": {"type": "string"}}},
+                "l": {"type": "array", "x-kubernetes-preserve-unknown-fields": true,
+                      "items": {"type": "string"}}}}}}));
+        let spec = &def["properties"]["spec"];
+        assert_eq!(spec["required"], json!(["a"]));
+        assert_eq!(spec["properties"]["n"], json!({}));
+        assert_eq!(
+            spec["properties"]["p"],
+            json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true})
+        );
+        assert_eq!(
+            spec["properties"]["l"],
+            json!({"x-kubernetes-preserve-unknown-fields": true})
         );
     }
 }

@@ -334,6 +334,67 @@ fn url_ip_cidr_and_format_libraries_answer_as_kubes() {
     }
 }
 
+/// Two-variable comprehensions, list positions and semantic versions,
+/// each a rule over `spec` (a list `l`, a map `m`, a version `v`) that
+/// holds or not.
+#[test]
+fn comprehension_list_and_semver_libraries_answer_as_kubes() {
+    let spec = json!({"l": ["a", "b", "a"], "m": {"x": 1, "y": 2}, "v": "1.2.3-rc.1"});
+    let cases: &[(&str, bool)] = &[
+        ("self.l.all(i, v, i < 3 && v != '')", true),
+        ("self.l.all(i, v, i == 0)", false),
+        ("self.l.exists(i, v, i == 1 && v == 'b')", true),
+        ("self.l.existsOne(i, v, v == 'a')", false),
+        ("self.l.exists_one(i, v, v == 'b')", true),
+        ("self.m.all(k, v, v > 0 && k.size() == 1)", true),
+        ("self.m.exists(k, v, k == 'y' && v == 2)", true),
+        ("self.l.transformList(i, v, v + string(i)) == ['a0', 'b1', 'a2']", true),
+        ("self.l.transformList(i, v, i > 0, v) == ['b', 'a']", true),
+        ("self.m.transformMap(k, v, v * 10) == {'x': 10, 'y': 20}", true),
+        ("self.m.transformMap(k, v, v > 1, k) == {'y': 'y'}", true),
+        ("self.m.transformMapEntry(k, v, {v: k}) == {1: 'x', 2: 'y'}", true),
+        ("self.l.transformList(i, v, self.m.transformList(k, w, w).size()) == [2, 2, 2]", true),
+        ("self.l.indexOf('a') == 0 && self.l.lastIndexOf('a') == 2", true),
+        ("self.l.indexOf('z') == -1", true),
+        ("'banana'.indexOf('an') == 1 && 'banana'.lastIndexOf('an') == 3", true),
+        ("isSemver(self.v) && !isSemver('1.2') && isSemver('v1.2', true)", true),
+        ("semver(self.v).major() == 1 && semver(self.v).minor() == 2 && semver(self.v).patch() == 3", true),
+        ("semver(self.v).isLessThan(semver('1.2.3'))", true),
+        ("semver('1.10.0').isGreaterThan(semver('1.9.0'))", true),
+        ("semver('1.0.0+a') == semver('1.0.0+b') && semver('1.0.0').compareTo(semver('2.0.0')) == -1", true),
+        ("semver('v01.2', true) == semver('1.2.0')", true),
+    ];
+    for (rule, holds) in cases {
+        let r = CustomRules::new(
+            &json!({"type": "object", "properties": {"spec": {"type": "object",
+                "x-kubernetes-validations": [{"rule": rule}],
+                "properties": {
+                    "l": {"type": "array", "items": {"type": "string"}},
+                    "m": {"type": "object", "additionalProperties": {"type": "integer"}},
+                    "v": {"type": "string"}}}}}),
+            false,
+            None,
+        );
+        let errors = r.validate(&cr(spec.clone()), None);
+        assert_eq!(errors.is_empty(), *holds, "{rule}: {errors:?}");
+    }
+    // A duplicate key is an error, not a silent overwrite.
+    let r = CustomRules::new(
+        &json!({"type": "object", "properties": {"spec": {"type": "object",
+            "x-kubernetes-validations": [{"rule": "self.l.transformMapEntry(i, v, {v: i}).size() > 0"}],
+            "properties": {"l": {"type": "array", "items": {"type": "string"}}}}}}),
+        false,
+        None,
+    );
+    let errors = r.validate(&cr(json!({"l": ["a", "a"]})), None);
+    assert!(
+        errors
+            .iter()
+            .any(|e| e.error_string().contains("already exists")),
+        "{errors:?}"
+    );
+}
+
 fn crd(schema: Value) -> Value {
     json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
         "metadata": {"name": "widgets.example.com"},

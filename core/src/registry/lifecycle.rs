@@ -18,6 +18,10 @@ pub const FINALIZER_FOREGROUND: &str = "foregroundDeletion";
 /// the namespace, then removes this.
 pub const FINALIZER_KUBERNETES: &str = "kubernetes";
 
+/// Finalizer names that need no domain prefix: kube's own.
+pub const STANDARD_FINALIZERS: &[&str] =
+    &[FINALIZER_KUBERNETES, FINALIZER_ORPHAN, FINALIZER_FOREGROUND];
+
 /// `metadata.finalizers` as strings (non-strings skipped; validation
 /// rejects them).
 pub fn finalizers(obj: &Value) -> Vec<String> {
@@ -217,6 +221,33 @@ pub fn validate_lifecycle_update(new: &Value, old: &Value) -> Vec<StatusCause> {
             go_string_slice(&rendered)
         ),
     )]
+}
+
+/// The warnings a custom resource's write gets for the finalizers it adds
+/// (all of them on create, those `old` lacks on update): names that are
+/// not qualified names, and names without a path, which two controllers
+/// could both pick. kube only warns here (its built-in kinds refuse the
+/// latter), as operators shipped such names long before the check.
+pub fn finalizer_warnings(new: &Value, old: Option<&Value>) -> Vec<String> {
+    const PATH: &str = "metadata.finalizers";
+    let before = old.map(finalizers).unwrap_or_default();
+    let mut added = finalizers(new);
+    added.retain(|f| !before.contains(f));
+    added.sort();
+    added.dedup();
+    let mut out = Vec::new();
+    for name in &added {
+        let quoted = crate::status::go_quote(name);
+        for msg in is_qualified_name(name) {
+            out.push(format!("{PATH}: {quoted}: {msg}"));
+        }
+        if !name.contains('/') && !STANDARD_FINALIZERS.contains(&name.as_str()) {
+            out.push(format!(
+                "{PATH}: {quoted}: prefer a domain-qualified finalizer name including a path (/) to avoid accidental conflicts with other finalizer writers"
+            ));
+        }
+    }
+    out
 }
 
 /// Go's `%#v` of a `[]string`: `[]string{"a", "b"}`.

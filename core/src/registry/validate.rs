@@ -17,6 +17,7 @@ pub fn validate_object(info: &ResourceInfo, obj: &Value) -> Vec<StatusCause> {
         _ => {
             if let Some(rules) = &info.custom {
                 causes.extend(rules.validate(obj, None));
+                causes.extend(crate::crd::scale::validate(info.scale.as_ref(), obj));
             }
         }
     }
@@ -120,6 +121,7 @@ pub fn validate_update(info: &ResourceInfo, new: &Value, old: &Value) -> Vec<Sta
         _ => {
             if let Some(rules) = &info.custom {
                 causes.extend(rules.validate(new, Some(old)));
+                causes.extend(crate::crd::scale::validate(info.scale.as_ref(), new));
             }
         }
     }

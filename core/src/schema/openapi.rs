@@ -111,15 +111,90 @@ pub fn v3_schemas(base: &SchemaRegistry, kinds: &[ServedKind<'_>]) -> Map<String
 
 /// The same schemas as swagger 2.0 definitions: `#/definitions/` refs and
 /// `$ref` with siblings instead of the v3 `allOf` wrapper.
+/// A runtime kind's definition is cut to what kubectl's swagger 2.0
+/// reader copes with, as kube publishes a CRD's: a kind that keeps
+/// unknown fields at its root is a bare object, and nodes that are
+/// nullable or keep unknown fields lose their structure.
 pub fn v2_definitions(base: &SchemaRegistry, kinds: &[ServedKind<'_>]) -> Map<String, Value> {
+    let runtime: BTreeSet<String> = kinds
+        .iter()
+        .filter(|k| !std::ptr::eq(k.registry, base))
+        .map(definition_name)
+        .collect();
     v3_schemas(base, kinds)
         .into_iter()
         .map(|(k, mut v)| {
+            if runtime.contains(&k) {
+                runtime_kind_v2(&mut v);
+            }
             to_v2(&mut v);
             int_or_string_as_kube_renders_it(&mut v, true);
             (k, v)
         })
         .collect()
+}
+
+fn runtime_kind_v2(def: &mut Value) {
+    if def.get("x-kubernetes-preserve-unknown-fields") == Some(&Value::Bool(true)) {
+        let gvk = def.get("x-kubernetes-group-version-kind").cloned();
+        *def = json!({"type": "object"});
+        if let Some(gvk) = gvk {
+            def["x-kubernetes-group-version-kind"] = gvk;
+        }
+        return;
+    }
+    structural_v2(def);
+}
+
+/// kube's swagger 2.0 form of a structural schema node: no `nullable`
+/// (a nullable node loses its type and structure, and is no longer
+/// required), no structure under a node that keeps unknown fields, and
+/// no `array` type without items.
+fn structural_v2(node: &mut Value) {
+    let Some(m) = node.as_object_mut() else {
+        return;
+    };
+    let is = |m: &Map<String, Value>, key: &str| m.get(key) == Some(&Value::Bool(true));
+    let nullable_props: Vec<String> = m
+        .get("properties")
+        .and_then(Value::as_object)
+        .map(|p| {
+            p.iter()
+                .filter(|(_, v)| v.get("nullable") == Some(&Value::Bool(true)))
+                .map(|(k, _)| k.clone())
+                .collect()
+        })
+        .unwrap_or_default();
+    if let Some(Value::Array(required)) = m.get_mut("required") {
+        required.retain(|r| {
+            !r.as_str()
+                .is_some_and(|r| nullable_props.iter().any(|n| n == r))
+        });
+        if required.is_empty() {
+            m.remove("required");
+        }
+    }
+    if is(m, "nullable") {
+        for key in ["type", "items", "properties"] {
+            m.remove(key);
+        }
+    }
+    m.remove("nullable");
+    if is(m, "x-kubernetes-preserve-unknown-fields") {
+        m.remove("items");
+        m.remove("properties");
+    }
+    if m.get("type").and_then(Value::as_str) == Some("array") && !m.contains_key("items") {
+        m.remove("type");
+    }
+    if let Some(Value::Object(props)) = m.get_mut("properties") {
+        props.values_mut().for_each(structural_v2);
+    }
+    for key in ["items", "additionalProperties"] {
+        if let Some(v @ Value::Object(_)) = m.get_mut(key) {
+            structural_v2(v);
+        }
+    }
 }
 
 fn add_gvk(def: &mut Value, entry: Value) {
