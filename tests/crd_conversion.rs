@@ -61,7 +61,9 @@ fn gadget_crd(client_config: Value) -> Value {
     let version = |name: &str, field: &str, storage: bool| {
         json!({"name": name, "served": true, "storage": storage,
             "schema": {"openAPIV3Schema": {"type": "object", "properties": {
-                "spec": {"type": "object", "properties": {field: {"type": "string"}}}}}}})
+                "spec": {"type": "object", "properties": {field: {"type": "string"}}}}}},
+            "additionalPrinterColumns": [
+                {"name": "Colour", "type": "string", "jsonPath": format!(".spec.{field}")}]})
     };
     json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
         "metadata": {"name": "gadgets.example.com"},
@@ -200,6 +202,25 @@ fn every_version_reads_writes_and_watches_through_the_webhook() {
     let changed = watch.until(|e| e["type"] == "MODIFIED");
     let last = changed.last().unwrap();
     assert_eq!(last["object"]["spec"], json!({"color": "white"}), "{last}");
+
+    // Watched as a Table at v2: rows come from the converted objects,
+    // by v2's columns.
+    let resp = ureq::get(&s.url(&format!("{V2}?watch=true")))
+        .header("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io")
+        .call()
+        .unwrap();
+    let mut rows = std::io::BufReader::new(resp.into_body().into_reader());
+    let first: Value = {
+        use std::io::BufRead;
+        let mut line = String::new();
+        rows.read_line(&mut line).unwrap();
+        serde_json::from_str(&line).unwrap()
+    };
+    assert_eq!(first["object"]["kind"], "Table", "{first}");
+    assert_eq!(first["object"]["columnDefinitions"][1]["name"], "Colour");
+    let row = &first["object"]["rows"][0];
+    assert_eq!(row["cells"][0], "a", "{first}");
+    assert_eq!(row["cells"][1], "white", "{first}");
 
     // A deletion kept by a finalizer answers the object at v2.
     assert_eq!(

@@ -206,6 +206,36 @@ fn request_ending_mid_body_stores_nothing() {
     assert_eq!(s.get("/readyz").0, 200);
 }
 
+/// A request refused before its body is read ends its connection, and the
+/// response says so — a client that pools connections must not send its
+/// next request into it. A request whose body was read keeps it open.
+#[test]
+fn a_refused_body_closes_the_connection_and_says_so() {
+    let s = Server::start(1);
+    let head = |request: &str| {
+        let mut conn = std::net::TcpStream::connect(("127.0.0.1", s.port)).unwrap();
+        conn.set_read_timeout(Some(std::time::Duration::from_secs(10)))
+            .unwrap();
+        conn.write_all(request.as_bytes()).unwrap();
+        let mut out = Vec::new();
+        let mut buf = [0u8; 4096];
+        while !out.windows(4).any(|w| w == b"\r\n\r\n") {
+            match conn.read(&mut buf) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => out.extend_from_slice(&buf[..n]),
+            }
+        }
+        String::from_utf8_lossy(&out).to_lowercase()
+    };
+    let refused = head("POST /api/v1/namespaces/default/configmaps/named HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}");
+    assert!(refused.starts_with("http/1.1 405"), "{refused}");
+    assert!(refused.contains("connection: close"), "{refused}");
+    let body = json!({"metadata": {"name": "kept"}}).to_string();
+    let created = head(&format!("POST /api/v1/namespaces/default/configmaps HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}", body.len()));
+    assert!(created.starts_with("http/1.1 201"), "{created}");
+    assert!(!created.contains("connection: close"), "{created}");
+}
+
 /// Random bytes in every body position never crash the server.
 #[test]
 fn garbage_bodies_never_crash() {

@@ -3,6 +3,7 @@
 
     bench/scripts/crd.py compare BIN OUT_DIR   (ROUNDS=3 SECS=8 WORKLOADS="create get list watch" A_FIELDS=0|1)
     bench/scripts/crd.py scale BIN OUT_DIR     (CRDS=1000)
+    bench/scripts/crd.py callgrind BIN OUT_DIR (N=1000)
 
 compare: one server (memory storage, 2 shards); a CRD whose schema has 50
 properties and 3 CEL rules; `kubeshard-bench compare` with A = ConfigMaps
@@ -10,6 +11,9 @@ and B = the custom resources (--b-resource/--b-template), objects of the
 same JSON size (SIZE, default 1024: the ConfigMap's payload; the
 Widget's 50-field spec plus a smaller payload), interleaved rounds,
 medians of B/A.
+callgrind: instructions per create of a Widget and of a ConfigMap with
+the Widget's 50 values as data keys (and the same size), the server (one
+shard) under valgrind: N and 3N creates, the difference over 2N.
 scale: CRDS CRDs created one after another (each a small schema with
 printer columns); time from create to Established, discovery and OpenAPI
 latency and server RSS before and after.
@@ -195,7 +199,55 @@ def scale(binary, out):
     open(os.path.join(out, "scale.txt"), "w").write(text + "\n")
 
 
+def callgrind(binary, out):
+    n = int(os.environ.get("N", "1000"))
+    bench = os.path.join(ROOT, "target/release/kubeshard-bench")
+    size = int(os.environ.get("SIZE", "1024"))
+    b_size = max(0, size - len(json.dumps(rich_object()["spec"], separators=(",", ":"))))
+    widget = os.path.join(out, "widget.json")
+    json.dump(rich_object(), open(widget, "w"))
+    configmap = os.path.join(out, "configmap50.json")
+    data = {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in rich_object()["spec"].items()}
+    json.dump({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {}, "data": data}, open(configmap, "w"))
+    kinds = {"widget": ["--resource", "/apis/bench.example.com/v1/namespaces/default/widgets", "--kind", "Widget",
+                        "--template", widget],
+             "configmap": ["--template", configmap]}
+
+    def total(kind, count):
+        p = port()
+        data_dir = tempfile.mkdtemp()
+        profile = os.path.join(out, f"callgrind.{kind}.{count}")
+        log = open(profile + ".log", "w")
+        proc = subprocess.Popen(["valgrind", "--tool=callgrind", f"--callgrind-out-file={profile}", binary,
+                                 "--insecure-port", str(p), "--secure-port", "0", "--bind-address", "127.0.0.1",
+                                 "--shards", "1", "--storage", "memory", "--data-dir", data_dir], stdout=log, stderr=log)
+        url = f"http://127.0.0.1:{p}"
+        for _ in range(1200):
+            try:
+                urllib.request.urlopen(url + "/readyz").read(); break
+            except Exception:
+                time.sleep(0.25)
+        call(url + "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", "POST", rich_crd())
+        established(url, "widgets.bench.example.com", timeout=120)
+        subprocess.run([bench, "--url", url, "--quiet", "--count", str(count), "--concurrency", "16",
+                        "--object-size", str(b_size), *kinds[kind], "create"], check=True, capture_output=True)
+        proc.send_signal(2); proc.wait()
+        ann = subprocess.run(["callgrind_annotate", profile], capture_output=True, text=True).stdout
+        for line in ann.splitlines():
+            if "PROGRAM TOTALS" in line:
+                return int(line.split()[0].replace(",", ""))
+        raise SystemExit(f"no totals for {kind}")
+
+    lines = []
+    for kind in kinds:
+        a, b = total(kind, n), total(kind, 3 * n)
+        lines.append(f"{kind}: {(b - a) // (2 * n)} instructions per create")
+    text = "\n".join(lines)
+    print(text)
+    open(os.path.join(out, "callgrind.txt"), "w").write(text + "\n")
+
+
 if __name__ == "__main__":
     mode, binary, out = sys.argv[1], os.path.abspath(sys.argv[2]), sys.argv[3]
     os.makedirs(out, exist_ok=True)
-    {"compare": compare, "scale": scale}[mode](binary, out)
+    {"compare": compare, "scale": scale, "callgrind": callgrind}[mode](binary, out)

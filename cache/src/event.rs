@@ -19,6 +19,16 @@ impl EventType {
             EventType::Deleted => "DELETED",
         }
     }
+
+    /// The type a watch event's `type` names (not BOOKMARK or ERROR).
+    pub fn parse(name: &str) -> Option<Self> {
+        match name {
+            "ADDED" => Some(EventType::Added),
+            "MODIFIED" => Some(EventType::Modified),
+            "DELETED" => Some(EventType::Deleted),
+            _ => None,
+        }
+    }
 }
 
 #[derive(Debug)]

@@ -256,6 +256,8 @@ pub enum NameRule {
     /// An IP address in its canonical form (networking.k8s.io IPAddresses
     /// are named by the address they reserve).
     IpAddress,
+    /// A DNS-1035 label (starts with a letter): CEL's `format.dns1035Label`.
+    Dns1035Label,
 }
 
 /// kube's name check for a rule. With `prefix` (a `generateName`), a
@@ -270,7 +272,7 @@ pub fn validate_name(name: &str, rule: NameRule, prefix: bool) -> Vec<String> {
             Ok(ip) => vec![format!("must be in canonical form (\"{ip}\")")],
             Err(_) => vec!["must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)".into()],
         },
-        NameRule::Dns1123Subdomain | NameRule::Dns1123Label => {
+        NameRule::Dns1123Subdomain | NameRule::Dns1123Label | NameRule::Dns1035Label => {
             let masked: Vec<u8>;
             let bytes = if prefix && name.len() > 1 && name.ends_with('-') {
                 masked = [&name.as_bytes()[..name.len() - 2], b"a"].concat();
@@ -278,10 +280,10 @@ pub fn validate_name(name: &str, rule: NameRule, prefix: bool) -> Vec<String> {
             } else {
                 name.as_bytes()
             };
-            if rule == NameRule::Dns1123Label {
-                dns1123_label_errors(bytes)
-            } else {
-                dns1123_subdomain_errors(bytes)
+            match rule {
+                NameRule::Dns1123Label => dns1123_label_errors(bytes),
+                NameRule::Dns1035Label => is_dns1035_label(&String::from_utf8_lossy(bytes)),
+                _ => dns1123_subdomain_errors(bytes),
             }
         }
     }

@@ -92,21 +92,22 @@ pub async fn watch(api: &Rc<Api>, rr: &ResourceRequest) -> HandlerResult {
         ));
     }
     // A kind converting through a webhook is framed at its storage
-    // version and converted a chunk at a time on its way out.
+    // version and converted a chunk at a time on its way out (and only
+    // then made Table rows, from the converted objects).
     let webhook = match &rr.storage {
-        Some(stored)
-            if !rr.render.output.is_transformed() && conversion::webhook_of(stored).is_some() =>
-        {
-            Some(stored.clone())
-        }
+        Some(stored) if conversion::webhook_of(stored).is_some() => Some(stored.clone()),
         _ => None,
     };
     let framed = webhook.clone().unwrap_or_else(|| info.clone());
+    let render = match webhook {
+        Some(_) if rr.render.output.is_transformed() => Render::JSON,
+        _ => rr.render,
+    };
     let mut framer = Framer {
-        as_stored: !rr.render.output.is_transformed() && framed.is_storage_version(),
+        as_stored: !render.output.is_transformed() && framed.is_storage_version(),
         defaults_from: framed.custom.as_ref().map_or(0, |c| c.defaults_from),
         info: framed,
-        render: rr.render,
+        render,
         headers_sent: false,
     };
     let mut initial: VecDeque<Bytes> = VecDeque::new();
@@ -211,6 +212,15 @@ pub async fn watch(api: &Rc<Api>, rr: &ResourceRequest) -> HandlerResult {
             inner: stream,
             api: api.clone(),
             info: rr.resource.clone(),
+            rows: rr.render.output.is_transformed().then(|| {
+                Rc::new(RefCell::new(Framer {
+                    as_stored: false,
+                    defaults_from: 0,
+                    info: rr.resource.clone(),
+                    render: rr.render,
+                    headers_sent: false,
+                }))
+            }),
             pending: None,
             ended: false,
         }),
@@ -230,6 +240,9 @@ struct ConvertingWatch {
     inner: Pin<Box<dyn ChunkStream>>,
     api: Rc<Api>,
     info: Arc<ResourceInfo>,
+    /// Frames converted objects as the Table (or metadata) the watch
+    /// asked for.
+    rows: Option<Rc<RefCell<Framer>>>,
     pending: Option<Pin<Box<dyn Future<Output = Converted>>>>,
     ended: bool,
 }
@@ -251,8 +264,9 @@ impl ChunkStream for ConvertingWatch {
                 None => return Poll::Ready(None),
                 Some(frames) => {
                     let (api, info) = (this.api.clone(), this.info.clone());
+                    let rows = this.rows.clone();
                     this.pending = Some(Box::pin(async move {
-                        convert_frames(&api, &info, frames).await
+                        convert_frames(&api, &info, frames, rows.as_deref()).await
                     }));
                 }
             }
@@ -261,8 +275,14 @@ impl ChunkStream for ConvertingWatch {
 }
 
 /// The events of `frames` at `info`'s version (bookmarks and errors pass
-/// as they are), and whether conversion failed.
-async fn convert_frames(api: &Api, info: &ResourceInfo, frames: Frames) -> Converted {
+/// as they are), framed by `rows` when given, and whether conversion
+/// failed.
+async fn convert_frames(
+    api: &Api,
+    info: &ResourceInfo,
+    frames: Frames,
+    rows: Option<&RefCell<Framer>>,
+) -> Converted {
     let mut events: Vec<serde_json::Value> = frames
         .iter()
         .map(|f| serde_json::from_slice(f).unwrap_or_default())
@@ -282,13 +302,19 @@ async fn convert_frames(api: &Api, info: &ResourceInfo, frames: Frames) -> Conve
     if let Err(e) = conversion::convert_values(api, info, &mut values).await {
         return (error_frame(&e).into(), true);
     }
-    for (i, v) in objects.into_iter().zip(values) {
+    for (&i, v) in objects.iter().zip(values) {
         events[i]["object"] = v;
     }
     let mut out = Frames::default();
-    for e in &events {
+    for (i, e) in events.iter().enumerate() {
         let object = serde_json::to_vec(&e["object"]).expect("serializes");
-        out.push(watch_frame(e["type"].as_str().unwrap_or(""), &object));
+        let kind = e["type"].as_str().unwrap_or("");
+        match (rows, EventType::parse(kind)) {
+            (Some(rows), Some(kind)) if objects.contains(&i) => {
+                out.push(rows.borrow_mut().frame(kind, &object, 0))
+            }
+            _ => out.push(watch_frame(kind, &object)),
+        }
     }
     (out, false)
 }

@@ -5,7 +5,7 @@
 //! request line and the client certificate's presence.
 
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{TcpListener, TcpStream};
+
 use std::sync::{Arc, Mutex};
 
 pub struct FakeKubelet {
@@ -24,19 +24,10 @@ impl FakeKubelet {
             .self_signed(&key)
             .unwrap();
         let config = super::tls::server_config(&cert, &key);
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let port = listener.local_addr().unwrap().port();
         let requests: Arc<Mutex<Vec<String>>> = Arc::default();
         let seen = requests.clone();
-        std::thread::spawn(move || {
-            for stream in listener.incoming().flatten() {
-                let (config, seen) = (config.clone(), seen.clone());
-                std::thread::spawn(move || {
-                    let conn = rustls::ServerConnection::new(config).unwrap();
-                    let tls = rustls::StreamOwned::new(conn, stream);
-                    let _ = serve(tls, &seen);
-                });
-            }
+        let port = super::tls::serve_tls(config, move |tls| {
+            let _ = serve(tls, &seen);
         });
         FakeKubelet { port, requests }
     }
@@ -51,7 +42,7 @@ impl FakeKubelet {
     }
 }
 
-type Tls = rustls::StreamOwned<rustls::ServerConnection, TcpStream>;
+type Tls = super::tls::ServerStream;
 
 fn serve(tls: Tls, seen: &Mutex<Vec<String>>) -> std::io::Result<()> {
     let mut reader = BufReader::new(tls);

@@ -485,3 +485,27 @@ pub fn server_config(
     .unwrap();
     std::sync::Arc::new(config)
 }
+
+/// A server-side TLS stream of a test server.
+pub type ServerStream = rustls::StreamOwned<rustls::ServerConnection, std::net::TcpStream>;
+
+/// Serves TLS with `config` on a free loopback port (returned): each
+/// connection on a thread of its own, handed to `serve`.
+pub fn serve_tls(
+    config: std::sync::Arc<rustls::ServerConfig>,
+    serve: impl Fn(ServerStream) + Send + Sync + 'static,
+) -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let serve = std::sync::Arc::new(serve);
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            let (config, serve) = (config.clone(), serve.clone());
+            std::thread::spawn(move || {
+                let conn = rustls::ServerConnection::new(config).unwrap();
+                serve(rustls::StreamOwned::new(conn, stream));
+            });
+        }
+    });
+    port
+}

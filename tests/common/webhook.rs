@@ -6,7 +6,6 @@
 
 use serde_json::Value;
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpListener;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -39,21 +38,12 @@ impl Webhook {
             .signed_by(&key, &issuer)
             .unwrap();
         let config = super::tls::server_config(&leaf, &key);
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let port = listener.local_addr().unwrap().port();
         let requests: Arc<Mutex<Vec<(String, Value)>>> = Arc::default();
         let connections = Arc::new(AtomicUsize::new(0));
         let (seen, opened) = (requests.clone(), connections.clone());
-        std::thread::spawn(move || {
-            for stream in listener.incoming().flatten() {
-                opened.fetch_add(1, Ordering::SeqCst);
-                let (config, seen, handler) = (config.clone(), seen.clone(), handler.clone());
-                std::thread::spawn(move || {
-                    let conn = rustls::ServerConnection::new(config).unwrap();
-                    let tls = rustls::StreamOwned::new(conn, stream);
-                    let _ = serve(tls, &seen, &*handler);
-                });
-            }
+        let port = super::tls::serve_tls(config, move |tls| {
+            opened.fetch_add(1, Ordering::SeqCst);
+            let _ = serve(tls, &seen, &*handler);
         });
         Webhook {
             port,
@@ -75,7 +65,7 @@ impl Webhook {
 }
 
 fn serve(
-    tls: rustls::StreamOwned<rustls::ServerConnection, std::net::TcpStream>,
+    tls: super::tls::ServerStream,
     seen: &Mutex<Vec<(String, Value)>>,
     handler: &Handler,
 ) -> std::io::Result<()> {

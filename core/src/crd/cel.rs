@@ -433,21 +433,23 @@ fn run(
     let this = to_val(v, Some(s));
     let previous = old.map(|o| to_val(o, Some(s)));
     for rule in &rules.rules {
-        let field = match &rule.field_path {
-            Some(fp) => format!("{path}{}", fp),
-            None => path.to_string(),
+        // Where a failure is reported, and the value kube shows: only
+        // spelled out for a rule that fails.
+        let field = || {
+            let field = match &rule.field_path {
+                Some(fp) => format!("{path}{fp}"),
+                None => path.to_string(),
+            };
+            match field.trim_start_matches('.') {
+                "" => "<nil>".to_string(),
+                f => f.to_string(),
+            }
         };
-        let field = field.trim_start_matches('.').to_string();
-        let field = if field.is_empty() {
-            "<nil>".to_string()
-        } else {
-            field
-        };
-        let value = crate::status::go_quote(rules.type_name);
+        let value = || crate::status::go_quote(rules.type_name);
         let program = match &rule.program {
             Ok(p) => p,
             Err(e) => {
-                out.push(field_invalid_raw(&field, &value, e));
+                out.push(field_invalid_raw(&field(), &value(), e));
                 continue;
             }
         };
@@ -456,8 +458,8 @@ fn run(
         }
         if *budget == 0 {
             out.push(field_invalid_raw(
-                &field,
-                &value,
+                &field(),
+                &value(),
                 "validation failed due to running out of cost budget, no further validation rules will be run",
             ));
             return;
@@ -489,8 +491,8 @@ fn run(
         *budget -= used;
         if used >= limit {
             out.push(field_invalid_raw(
-                &field,
-                &value,
+                &field(),
+                &value(),
                 &format!("call cost exceeds limit for rule: {}", rule.source.trim()),
             ));
             continue;
@@ -499,19 +501,20 @@ fn run(
             Ok(Cel::Bool(true)) => {}
             Ok(Cel::Bool(false)) => {
                 let detail = message(rule, &ctx);
+                let field = field();
                 out.push(match rule.reason.as_deref() {
                     Some("FieldValueForbidden") => field_forbidden(&field, &detail),
                     Some("FieldValueRequired") => field_required(&field, &detail),
                     Some("FieldValueDuplicate") => field_duplicate(&field, rules.type_name),
-                    _ => field_invalid_raw(&field, &value, &detail),
+                    _ => field_invalid_raw(&field, &value(), &detail),
                 });
             }
             Ok(other) => out.push(field_invalid_raw(
-                &field,
-                &value,
+                &field(),
+                &value(),
                 &format!("rule result is not a boolean: {other:?}"),
             )),
-            Err(e) => out.push(field_invalid_raw(&field, &value, &error_text(&e))),
+            Err(e) => out.push(field_invalid_raw(&field(), &value(), &error_text(&e))),
         }
     }
 }

@@ -93,14 +93,8 @@ fn check(name: &str, s: &str) -> Vec<String> {
         "dns1123LabelPrefix" => validation::validate_name(s, NameRule::Dns1123Label, true),
         "dns1123Subdomain" => validation::validate_name(s, NameRule::Dns1123Subdomain, false),
         "dns1123SubdomainPrefix" => validation::validate_name(s, NameRule::Dns1123Subdomain, true),
-        "dns1035Label" => validation::is_dns1035_label(s),
-        "dns1035LabelPrefix" => {
-            let masked = match s.strip_suffix('-') {
-                Some(_) if s.len() > 1 => format!("{}a", &s[..s.len() - 2]),
-                _ => s.to_string(),
-            };
-            validation::is_dns1035_label(&masked)
-        }
+        "dns1035Label" => validation::validate_name(s, NameRule::Dns1035Label, false),
+        "dns1035LabelPrefix" => validation::validate_name(s, NameRule::Dns1035Label, true),
         "qualifiedName" => validation::is_qualified_name(s),
         "labelValue" => validation::is_valid_label_value(s),
         "uri" => uri(s),
@@ -132,6 +126,8 @@ mod tests {
         assert!(!check("dns1123Label", "Web").is_empty());
         assert!(check("dns1123LabelPrefix", "web-").is_empty());
         assert!(!check("dns1035Label", "1web").is_empty());
+        assert!(check("dns1035LabelPrefix", "web-").is_empty());
+        assert!(!check("dns1035LabelPrefix", "1web-").is_empty());
         assert!(check("qualifiedName", "example.com/name").is_empty());
         assert!(check("labelValue", "").is_empty());
         assert_eq!(check("uuid", "nope"), ["does not match the UUID format"]);

@@ -235,7 +235,6 @@ fn checks(s: &Structural, v: &Value, path: &Path<'_>, out: &mut Vec<StatusCause>
     match v {
         Value::Number(n) => {
             let x = n.as_f64().unwrap_or(0.0);
-            let shown = n.to_string();
             if let Some(max) = c.maximum {
                 if (c.exclusive_maximum && x >= max) || x > max {
                     let how = if c.exclusive_maximum {
@@ -245,7 +244,7 @@ fn checks(s: &Structural, v: &Value, path: &Path<'_>, out: &mut Vec<StatusCause>
                     };
                     out.push(field_invalid_raw(
                         &path.to_string(),
-                        &shown,
+                        &n.to_string(),
                         &format!("{path} in body should be {how} {}", num(max)),
                     ));
                 }
@@ -259,7 +258,7 @@ fn checks(s: &Structural, v: &Value, path: &Path<'_>, out: &mut Vec<StatusCause>
                     };
                     out.push(field_invalid_raw(
                         &path.to_string(),
-                        &shown,
+                        &n.to_string(),
                         &format!("{path} in body should be {how} {}", num(min)),
                     ));
                 }
@@ -269,14 +268,18 @@ fn checks(s: &Structural, v: &Value, path: &Path<'_>, out: &mut Vec<StatusCause>
                 if (q - q.round()).abs() > 1e-9 {
                     out.push(field_invalid_raw(
                         &path.to_string(),
-                        &shown,
+                        &n.to_string(),
                         &format!("{path} in body should be a multiple of {}", num(m)),
                     ));
                 }
             }
         }
         Value::String(text) => {
-            let len = text.chars().count() as u64;
+            // Counted only when a length is bounded.
+            let len = match (c.max_length, c.min_length) {
+                (None, None) => 0,
+                _ => text.chars().count() as u64,
+            };
             // kube stops at the first failing string check.
             if c.max_length.is_some_and(|max| len > max) {
                 out.push(too_long(&path.to_string(), c.max_length.unwrap_or(0)));

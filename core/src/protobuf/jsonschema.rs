@@ -99,25 +99,7 @@ fn schema_to_json(schema: &mut Value, depth: usize) {
         }
     }
     node.retain(|_, v| !v.is_null());
-    for (k, v) in node.iter_mut() {
-        match k.as_str() {
-            "properties" | "patternProperties" | "definitions" | "dependencies" => {
-                if let Some(m) = v.as_object_mut() {
-                    m.values_mut().for_each(|s| schema_to_json(s, depth + 1));
-                }
-            }
-            "allOf" | "anyOf" | "oneOf" => {
-                if let Some(a) = v.as_array_mut() {
-                    a.iter_mut().for_each(|s| schema_to_json(s, depth + 1));
-                }
-            }
-            "items" | "additionalProperties" | "additionalItems" | "not" => match v {
-                Value::Array(a) => a.iter_mut().for_each(|s| schema_to_json(s, depth + 1)),
-                other => schema_to_json(other, depth + 1),
-            },
-            _ => {}
-        }
-    }
+    crate::crd::for_each_child_schema(node, |s| schema_to_json(s, depth + 1));
 }
 
 /// `{"raw": base64}` (the JSON message) as the JSON it holds.
