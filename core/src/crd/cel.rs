@@ -9,7 +9,7 @@
 //! steps first call `tick()`: one unit per loop iteration, charged to the
 //! evaluating thread, refused once kube's per-call limit is spent.
 
-use super::structural::{Structural, Type};
+use super::structural::{Additional, Structural, Type};
 use crate::status::{
     field_duplicate, field_forbidden, field_invalid_raw, field_required, StatusCause,
 };
@@ -38,6 +38,11 @@ pub struct RuleSet {
     rules: Vec<Rule>,
     /// The node's type as kube names it in errors (`"object"`).
     type_name: &'static str,
+    /// The fields of `self` and `oldSelf` the rules read, when they read
+    /// them only field by field (`self.x`, `has(self.x)`): only those
+    /// become CEL values, not the whole object. None: some rule uses the
+    /// value whole.
+    fields: Option<Vec<Box<str>>>,
 }
 
 impl std::fmt::Debug for RuleSet {
@@ -51,6 +56,7 @@ impl Clone for RuleSet {
         Self {
             rules: self.rules.clone(),
             type_name: self.type_name,
+            fields: self.fields.clone(),
         }
     }
 }
@@ -199,6 +205,51 @@ fn walk(e: &IdedExpr, f: &mut impl FnMut(&IdedExpr)) {
     }
 }
 
+/// Adds the fields of `self`/`oldSelf` that `e` selects to `out`;
+/// false when `e` uses either variable other than by selecting a field.
+fn fields_read(e: &IdedExpr, out: &mut Vec<Box<str>>) -> bool {
+    let whole = |n: &str| n == "self" || n == "oldSelf";
+    match &e.expr {
+        Expr::Select(sel) => match &sel.operand.expr {
+            Expr::Ident(n) if whole(n) => {
+                if !out.iter().any(|f| **f == *sel.field) {
+                    out.push(sel.field.as_str().into());
+                }
+                true
+            }
+            _ => fields_read(&sel.operand, out),
+        },
+        Expr::Ident(n) => !whole(n),
+        Expr::Call(c) => {
+            c.target.iter().all(|t| fields_read(t, out))
+                && c.args.iter().all(|a| fields_read(a, out))
+        }
+        Expr::Comprehension(c) => [
+            &c.iter_range,
+            &c.accu_init,
+            &c.loop_cond,
+            &c.loop_step,
+            &c.result,
+        ]
+        .into_iter()
+        .all(|x| fields_read(x, out)),
+        Expr::List(l) => l.elements.iter().all(|x| fields_read(x, out)),
+        Expr::Map(m) => m.entries.iter().all(|en| match &en.expr {
+            cel::common::ast::EntryExpr::MapEntry(me) => {
+                fields_read(&me.key, out) && fields_read(&me.value, out)
+            }
+            cel::common::ast::EntryExpr::StructField(f) => fields_read(&f.value, out),
+        }),
+        Expr::Struct(st) => st.entries.iter().all(|en| match &en.expr {
+            cel::common::ast::EntryExpr::MapEntry(me) => {
+                fields_read(&me.key, out) && fields_read(&me.value, out)
+            }
+            cel::common::ast::EntryExpr::StructField(f) => fields_read(&f.value, out),
+        }),
+        _ => true,
+    }
+}
+
 /// Rewrites every comprehension step `S` as `tick() ? S : S`.
 fn count_loops(e: &mut IdedExpr) {
     match &mut e.expr {
@@ -237,6 +288,13 @@ fn count_loops(e: &mut IdedExpr) {
             };
         }
         Expr::List(l) => l.elements.iter_mut().for_each(count_loops),
+        Expr::Map(m) => m.entries.iter_mut().for_each(|en| match &mut en.expr {
+            cel::common::ast::EntryExpr::MapEntry(me) => {
+                count_loops(&mut me.key);
+                count_loops(&mut me.value);
+            }
+            cel::common::ast::EntryExpr::StructField(f) => count_loops(&mut f.value),
+        }),
         Expr::Select(s) => count_loops(&mut s.operand),
         _ => {}
     }
@@ -245,7 +303,7 @@ fn count_loops(e: &mut IdedExpr) {
 impl RuleSet {
     /// Compiles a node's `x-kubernetes-validations`.
     pub fn compile(list: &[Value], node: &Structural) -> RuleSet {
-        let rules = list
+        let rules: Vec<Rule> = list
             .iter()
             .map(|r| {
                 let get = |k: &str| r.get(k).and_then(Value::as_str).map(str::to_string);
@@ -269,9 +327,26 @@ impl RuleSet {
                 }
             })
             .collect();
+        let mut fields = Some(Vec::new());
+        for rule in &rules {
+            let trees = rule
+                .program
+                .as_ref()
+                .ok()
+                .into_iter()
+                .chain(&rule.message_expression);
+            for tree in trees {
+                if let Some(list) = &mut fields {
+                    if !fields_read(tree, list) {
+                        fields = None;
+                    }
+                }
+            }
+        }
         RuleSet {
             rules,
             type_name: type_name(node),
+            fields,
         }
     }
 }
@@ -372,16 +447,35 @@ fn node(
     };
     match v {
         Value::Object(map) => {
-            for (k, child_v) in map {
-                if let Some(sub) = s.member(k).filter(|sub| sub.has_rules()) {
+            // The schema's children with rules, found without hashing
+            // every field of the object.
+            for (k, sub) in s.properties.iter().filter(|(_, sub)| sub.has_rules()) {
+                if let Some(child_v) = map.get(&**k) {
                     node(
                         sub,
                         child_v,
-                        old.and_then(|o| o.get(k)),
+                        old.and_then(|o| o.get(&**k)),
                         &child(k),
                         budget,
                         out,
                     );
+                }
+            }
+            if let Additional::Schema(sub) = &s.additional {
+                if sub.has_rules() {
+                    for (k, child_v) in map
+                        .iter()
+                        .filter(|(k, _)| !s.properties.contains_key(k.as_str()))
+                    {
+                        node(
+                            sub,
+                            child_v,
+                            old.and_then(|o| o.get(k)),
+                            &child(k),
+                            budget,
+                            out,
+                        );
+                    }
                 }
             }
         }
@@ -430,8 +524,9 @@ fn run(
     budget: &mut u64,
     out: &mut Vec<StatusCause>,
 ) {
-    let this = to_val(v, Some(s));
-    let previous = old.map(|o| to_val(o, Some(s)));
+    let fields = rules.fields.as_deref();
+    let this = project(v, s, fields);
+    let previous = old.map(|o| project(o, s, fields));
     for rule in &rules.rules {
         // Where a failure is reported, and the value kube shows: only
         // spelled out for a rule that fails.
@@ -467,7 +562,7 @@ fn run(
         // `optionalOldSelf`: oldSelf is an optional (none on create).
         let optional: Option<Box<dyn Val + '_>> =
             (rule.transition && rule.optional_old_self).then(|| {
-                let inner = old.map(|o| to_val(o, Some(s)));
+                let inner = old.map(|o| project(o, s, fields));
                 Box::new(match inner {
                     Some(i) => CelOptional::of(i),
                     None => CelOptional::none(),
@@ -547,6 +642,21 @@ fn error_text(e: &ExecutionError) -> String {
 /// A JSON value as CEL sees it under `schema` (integers as int, numbers
 /// as double, date-times as timestamps), borrowing its strings: built
 /// once per node, whatever its rules read.
+/// `v` as a CEL value; an object only with `fields`, when given.
+fn project<'a>(v: &'a Value, s: &Structural, fields: Option<&[Box<str>]>) -> Box<dyn Val + 'a> {
+    match (v, fields) {
+        (Value::Object(map), Some(fields)) => {
+            let m: HashMap<CelMapKey<'a>, Box<dyn Val + 'a>> = fields
+                .iter()
+                .filter_map(|f| map.get_key_value(&**f))
+                .map(|(k, v)| (CelMapKey::from(k.as_str()), to_val(v, s.member(k))))
+                .collect();
+            Box::new(CelMap::from(m))
+        }
+        _ => to_val(v, Some(s)),
+    }
+}
+
 fn to_val<'a>(v: &'a Value, schema: Option<&Structural>) -> Box<dyn Val + 'a> {
     match v {
         Value::Null => Box::new(CelNull),
@@ -586,5 +696,40 @@ fn to_val<'a>(v: &'a Value, schema: Option<&Structural>) -> Box<dyn Val + 'a> {
                 .collect();
             Box::new(CelMap::from(m))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn fields(rules: Value) -> Option<Vec<Box<str>>> {
+        let node = Structural::parse(&json!({"type": "object"}));
+        RuleSet::compile(rules.as_array().unwrap(), &node).fields
+    }
+
+    /// Rules that read `self` field by field convert only those fields;
+    /// one that uses it whole converts all of it.
+    #[test]
+    fn only_the_fields_rules_read_become_cel_values() {
+        assert_eq!(
+            fields(json!([{"rule": "self.a < self.b"},
+                {"rule": "has(self.c) || oldSelf.a == 1", "messageExpression": "'d is ' + self.d"}])),
+            Some(vec!["a".into(), "b".into(), "c".into(), "d".into()])
+        );
+        assert_eq!(fields(json!([{"rule": "self.a > 0"}, {"rule": "size(self) < 3"}])), None);
+        assert_eq!(fields(json!([{"rule": "self.all(k, k != 'x')"}])), None);
+        assert_eq!(fields(json!([{"rule": "self.?a.orValue(1) == 1"}])), None);
+        // A projected object still answers has() and missing fields as
+        // the whole one would.
+        let node = Structural::parse(&json!({"type": "object", "properties": {
+            "a": {"type": "integer"}, "b": {"type": "integer"}, "z": {"type": "string"}},
+            "x-kubernetes-validations": [{"rule": "!has(self.b) || self.a < self.b"}]}));
+        let mut out = Vec::new();
+        validate(&node, &json!({"a": 1, "z": "big"}), None, &mut out);
+        assert!(out.is_empty(), "{out:?}");
+        validate(&node, &json!({"a": 3, "b": 2}), None, &mut out);
+        assert_eq!(out.len(), 1, "{out:?}");
     }
 }
