@@ -72,14 +72,37 @@ pub async fn write(
     ownership: Ownership,
     creates: Creates,
 ) -> Result<Written, ApiError> {
-    if rr.resource.custom.is_none() || !rr.info.subresource.is_empty() {
-        return write_converted(api, rr, requested, ownership, creates).await;
+    // One async function, the Store's future inline: a nested one cost
+    // every update a copy of that future.
+    let warned = (rr.resource.custom.is_some() && rr.info.subresource.is_empty())
+        .then(|| Arc::new(Mutex::new(Vec::new())));
+    let requested = match &warned {
+        Some(w) => warning_on_finalizers(requested, w.clone()),
+        None => requested,
+    };
+    let requested = match &rr.storage {
+        None => requested,
+        Some(stored) if conversion::webhook_of(stored).is_some() => {
+            // Boxed: a rare path whose state would double every write's.
+            let written = Box::pin(write_through_webhook(
+                api, rr, stored, requested, ownership, creates,
+            ))
+            .await?;
+            return Ok(with_warnings(written, warned));
+        }
+        Some(stored) => converting(rr.resource.clone(), stored.clone(), requested),
+    };
+    let written = Store::new(api)
+        .update(writer(rr)?, target(rr), requested, ownership, creates)
+        .await?;
+    Ok(with_warnings(written, warned))
+}
+
+fn with_warnings(mut written: Written, warned: Option<Arc<Mutex<Vec<String>>>>) -> Written {
+    if let Some(w) = warned {
+        written.warnings = std::mem::take(&mut *w.lock());
     }
-    let warned = Arc::new(Mutex::new(Vec::new()));
-    let requested = warning_on_finalizers(requested, warned.clone());
-    let mut written = write_converted(api, rr, requested, ownership, creates).await?;
-    written.warnings = std::mem::take(&mut *warned.lock());
-    Ok(written)
+    written
 }
 
 /// Records kube's warnings about the finalizers an update of a custom
@@ -90,30 +113,6 @@ fn warning_on_finalizers(mut requested: Requested, warned: Arc<Mutex<Vec<String>
         *warned.lock() = lifecycle::finalizer_warnings(&new, old.map(|o| o.value));
         Ok(new)
     })
-}
-
-/// [`write`] at the version objects are stored at.
-async fn write_converted(
-    api: &Api,
-    rr: &ResourceRequest,
-    requested: Requested,
-    ownership: Ownership,
-    creates: Creates,
-) -> Result<Written, ApiError> {
-    let requested = match &rr.storage {
-        None => requested,
-        Some(stored) if conversion::webhook_of(stored).is_some() => {
-            // Boxed: a rare path whose state would double every write's.
-            return Box::pin(write_through_webhook(
-                api, rr, stored, requested, ownership, creates,
-            ))
-            .await;
-        }
-        Some(stored) => converting(rr.resource.clone(), stored.clone(), requested),
-    };
-    Store::new(api)
-        .update(writer(rr)?, target(rr), requested, ownership, creates)
-        .await
 }
 
 /// How often a write through a conversion webhook starts again because

@@ -718,7 +718,10 @@ mod tests {
                 {"rule": "has(self.c) || oldSelf.a == 1", "messageExpression": "'d is ' + self.d"}])),
             Some(vec!["a".into(), "b".into(), "c".into(), "d".into()])
         );
-        assert_eq!(fields(json!([{"rule": "self.a > 0"}, {"rule": "size(self) < 3"}])), None);
+        assert_eq!(
+            fields(json!([{"rule": "self.a > 0"}, {"rule": "size(self) < 3"}])),
+            None
+        );
         assert_eq!(fields(json!([{"rule": "self.all(k, k != 'x')"}])), None);
         assert_eq!(fields(json!([{"rule": "self.?a.orValue(1) == 1"}])), None);
         // A projected object still answers has() and missing fields as
