@@ -363,13 +363,21 @@ fn unqualified_finalizers_of_custom_resources_are_warned_about() {
     let s = Server::start(2);
     establish(&s, &widget_crd());
     let mut w = widget("f", json!({"size": "S"}));
-    w["metadata"]["finalizers"] = json!(["example.com/cleanup", "cleanup", "kubernetes"]);
+    w["metadata"]["finalizers"] = json!([
+        "example.com/cleanup",
+        "cleanup",
+        "kubernetes",
+        "cleanup.example.com"
+    ]);
     let body = serde_json::to_vec(&w).unwrap();
     let (code, warnings, created) = s.send_warned("POST", WIDGETS, "application/json", &body);
     assert_eq!(code, 201, "{created}");
     assert_eq!(
         warnings,
-        ["metadata.finalizers: \"cleanup\": prefer a domain-qualified finalizer name including a path (/) to avoid accidental conflicts with other finalizer writers"]
+        [
+            "metadata.finalizers: \"cleanup\": prefer a domain-qualified finalizer name to avoid accidental conflicts with other finalizer writers",
+            "metadata.finalizers: \"cleanup.example.com\": prefer a domain-qualified finalizer name including a path (/) to avoid accidental conflicts with other finalizer writers"
+        ]
     );
     let patch = |finalizers: Value| {
         let body = serde_json::to_vec(&json!({"metadata": {"finalizers": finalizers}})).unwrap();

@@ -29,10 +29,15 @@ pub async fn read_body(req: Request<Incoming>) -> Result<(Input, Vec<u8>), ApiEr
         .get(header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<usize>().ok());
-    crate::serving::unread::BodyRead::mark(&req);
+    // Marked read only once it was, to its end: a body drained only in
+    // part leaves hyper closing the connection, and the answer must say so.
+    let read = crate::serving::unread::BodyRead::of(&req);
+    let done = || read.iter().for_each(|r| r.done());
     let mut body = req.into_body();
     if declared.is_some_and(|len| len > MAX_BODY) {
-        drain(&mut body).await;
+        if drain(&mut body).await {
+            done();
+        }
         return Err(too_large());
     }
     let mut out = Vec::new();
@@ -41,12 +46,15 @@ pub async fn read_body(req: Request<Incoming>) -> Result<(Input, Vec<u8>), ApiEr
             frame.map_err(|e| ApiError::bad_request(format!("error reading request body: {e}")))?;
         if let Ok(data) = frame.into_data() {
             if out.len() + data.len() > MAX_BODY {
-                drain(&mut body).await;
+                if drain(&mut body).await {
+                    done();
+                }
                 return Err(too_large());
             }
             out.extend_from_slice(&data);
         }
     }
+    done();
     if let Some(sink) = audit {
         sink.put(ct.as_deref(), &out);
     }
@@ -55,15 +63,21 @@ pub async fn read_body(req: Request<Incoming>) -> Result<(Input, Vec<u8>), ApiEr
 
 /// Reads and discards what the client is still sending (bounded), so it
 /// finishes writing and can read the error; closing with unread data would
-/// reset the connection and lose the response.
-async fn drain(body: &mut Incoming) {
+/// reset the connection and lose the response. Whether it got to the end.
+async fn drain(body: &mut Incoming) -> bool {
     const DRAIN_LIMIT: usize = 4 * MAX_BODY;
     let mut seen = 0;
-    while let Some(Ok(frame)) = body.frame().await {
-        if let Ok(data) = frame.into_data() {
-            seen += data.len();
-            if seen > DRAIN_LIMIT {
-                return;
+    loop {
+        match body.frame().await {
+            None => return true,
+            Some(Err(_)) => return false,
+            Some(Ok(frame)) => {
+                if let Ok(data) = frame.into_data() {
+                    seen += data.len();
+                    if seen > DRAIN_LIMIT {
+                        return false;
+                    }
+                }
             }
         }
     }

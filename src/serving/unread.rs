@@ -26,14 +26,29 @@ impl BodyRead {
 
     /// Records that the request's body was consumed.
     pub fn mark<B>(req: &Request<B>) {
-        if let Some(read) = req.extensions().get::<BodyRead>() {
-            read.0.store(true, Ordering::Relaxed);
+        if let Some(read) = Self::of(req) {
+            read.done();
         }
+    }
+
+    /// The request's watch, to mark it once its body is read to the end.
+    pub fn of<B>(req: &Request<B>) -> Option<BodyRead> {
+        req.extensions().get::<BodyRead>().cloned()
+    }
+
+    /// The body was read to its end.
+    pub fn done(&self) {
+        self.0.store(true, Ordering::Relaxed);
     }
 
     /// Tells the client the connection ends with `resp` if the body was
     /// left unread.
     pub fn close_if_unread<B>(&self, resp: &mut Response<B>) {
+        // A 101 hands the connection over: its Connection header names the
+        // upgrade.
+        if resp.status() == http::StatusCode::SWITCHING_PROTOCOLS {
+            return;
+        }
         if !self.0.load(Ordering::Relaxed) {
             resp.headers_mut()
                 .insert(http::header::CONNECTION, HeaderValue::from_static("close"));

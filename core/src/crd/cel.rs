@@ -120,6 +120,24 @@ thread_local! {
     static LEFT: Cell<u64> = const { Cell::new(0) };
 }
 
+/// Charges `units` of the running rule's budget for work a library
+/// function does per element (copying a map it grows).
+pub(super) fn charge(units: u64) -> Result<(), ExecutionError> {
+    LEFT.with(|left| match left.get() {
+        n if n >= units => {
+            left.set(n - units);
+            Ok(())
+        }
+        _ => {
+            left.set(0);
+            Err(ExecutionError::function_error(
+                "cost",
+                "call cost exceeds limit",
+            ))
+        }
+    })
+}
+
 fn tick() -> Result<bool, ExecutionError> {
     LEFT.with(|left| match left.get() {
         0 => Err(ExecutionError::function_error(
@@ -250,7 +268,11 @@ fn fields_read(e: &IdedExpr, out: &mut Vec<Box<str>>) -> bool {
     }
 }
 
-/// Rewrites every comprehension step `S` as `tick() ? S : S`.
+/// Rewrites every comprehension step `S` as `tick() ? S : @accu` — and a
+/// guarded step `G ? X : @accu` as `(tick() ? G : false) ? X : @accu` —
+/// so that `tick()` runs once per iteration and the step keeps the shape
+/// the interpreter appends to a list in place for (`map`, `filter`):
+/// otherwise every iteration copies the accumulated list.
 fn count_loops(e: &mut IdedExpr) {
     match &mut e.expr {
         Expr::Call(c) => {
@@ -270,22 +292,42 @@ fn count_loops(e: &mut IdedExpr) {
             }
             count_loops(&mut c.loop_step);
             let step = std::mem::take(&mut c.loop_step);
-            let tick = IdedExpr {
-                id: 0,
-                expr: Expr::Call(CallExpr {
-                    func_name: "tick".into(),
-                    target: None,
-                    args: vec![],
-                }),
-            };
-            c.loop_step = IdedExpr {
-                id: step.id,
-                expr: Expr::Call(CallExpr {
+            let expr = |expr: Expr| IdedExpr { id: 0, expr };
+            let conditional = |args: Vec<IdedExpr>| {
+                expr(Expr::Call(CallExpr {
                     func_name: operators::CONDITIONAL.into(),
                     target: None,
-                    args: vec![tick, step.clone(), step],
-                }),
+                    args,
+                }))
             };
+            let tick = expr(Expr::Call(CallExpr {
+                func_name: "tick".into(),
+                target: None,
+                args: vec![],
+            }));
+            let accu = expr(Expr::Ident(c.accu_var.clone()));
+            let id = step.id;
+            let guarded = match &step.expr {
+                Expr::Call(call) => {
+                    call.func_name == operators::CONDITIONAL
+                        && call.target.is_none()
+                        && matches!(call.args.as_slice(), [_, _, otherwise] if otherwise.expr == accu.expr)
+                }
+                _ => false,
+            };
+            c.loop_step = match step.expr {
+                Expr::Call(mut call) if guarded => {
+                    let otherwise = call.args.pop().expect("three arguments");
+                    let then = call.args.pop().expect("three arguments");
+                    let guard = call.args.pop().expect("three arguments");
+                    let never = expr(Expr::Literal(cel::common::ast::LiteralValue::Boolean(
+                        false.into(),
+                    )));
+                    conditional(vec![conditional(vec![tick, guard, never]), then, otherwise])
+                }
+                other => conditional(vec![tick, IdedExpr { id, expr: other }, accu]),
+            };
+            c.loop_step.id = id;
         }
         Expr::List(l) => l.elements.iter_mut().for_each(count_loops),
         Expr::Map(m) => m.entries.iter_mut().for_each(|en| match &mut en.expr {

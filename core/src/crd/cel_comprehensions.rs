@@ -72,6 +72,7 @@ pub fn register(
         MAP_INSERT,
         ctx.add_function(MAP_INSERT, |m: Cel, k: Cel, v: Cel| {
             let mut map = entries(&m)?;
+            super::cel::charge(map.len() as u64)?;
             insert(&mut map, key(&k)?, v)?;
             Ok::<_, ExecutionError>(to_map(map))
         }),
@@ -80,6 +81,7 @@ pub fn register(
         MAP_MERGE,
         ctx.add_function(MAP_MERGE, |m: Cel, more: Cel| {
             let mut map = entries(&m)?;
+            super::cel::charge(map.len() as u64)?;
             for (k, v) in entries(&more)? {
                 insert(&mut map, k, v)?;
             }
@@ -214,14 +216,33 @@ fn expand(
                 out,
             )
         }
-        Kind::TransformList | Kind::TransformMap | Kind::TransformMapEntry => {
+        Kind::TransformList => {
+            // `@result + [x]` (or `f ? @result + [x] : @result`), the
+            // value bound inside: the shape the interpreter appends to in
+            // place.
+            let acc = result(h);
+            let item = with_value(h, body);
+            let item = h.next_expr(Expr::List(ListExpr::new(vec![item])));
+            let grown = call(h, operators::ADD, vec![acc, item]);
+            let step = match filter {
+                Some(f) => {
+                    let keep = with_value(h, f);
+                    let same = result(h);
+                    call(h, operators::CONDITIONAL, vec![keep, grown, same])
+                }
+                None => grown,
+            };
+            let init = h.next_expr(Expr::List(ListExpr::new(Vec::new())));
+            (
+                init,
+                literal(h, LiteralValue::Boolean(true.into())),
+                step,
+                result(h),
+            )
+        }
+        Kind::TransformMap | Kind::TransformMapEntry => {
             let acc = result(h);
             let (init, grown) = match kind {
-                Kind::TransformList => {
-                    let item = h.next_expr(Expr::List(ListExpr::new(vec![body])));
-                    let init = h.next_expr(Expr::List(ListExpr::new(Vec::new())));
-                    (init, call(h, operators::ADD, vec![acc, item]))
-                }
                 Kind::TransformMap => {
                     let k = ident(h, &first);
                     let init = h.next_expr(Expr::Map(MapExpr {

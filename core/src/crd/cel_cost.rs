@@ -325,7 +325,7 @@ impl<'s> Estimator<'s> {
             Expr::Select(s) => {
                 let (cost, operand) = self.estimate(&s.operand);
                 let hop = u64::from(!s.test && matches!(operand.kind, Kind::Object | Kind::Map));
-                (cost + hop, operand.field(&s.field))
+                (cost.saturating_add(hop), operand.field(&s.field))
             }
             Expr::List(l) => {
                 let cost = l

@@ -8,15 +8,24 @@ use crate::status::{field_invalid, field_invalid_raw, StatusCause};
 use serde_json::Value;
 
 /// The problems with `obj`'s replica counts and selector, as kube words
-/// them (paths written as the CRD gives them: `.spec.replicas`).
-pub fn validate(scale: Option<&ScaleSpec>, obj: &Value) -> Vec<StatusCause> {
+/// them (paths written as the CRD gives them: `.spec.replicas`). On an
+/// update (`old`), a spec count the write leaves as it was is not judged
+/// again: a `/status` write (which keeps the spec) is checked for the
+/// status only, as kube does.
+pub fn validate(scale: Option<&ScaleSpec>, obj: &Value, old: Option<&Value>) -> Vec<StatusCause> {
     let Some(scale) = scale else {
         return Vec::new();
     };
     let mut causes = Vec::new();
-    for path in [&scale.spec_replicas, &scale.status_replicas] {
-        causes.extend(replicas(path, obj));
+    let at = |v: &Value| {
+        nested(v, &scale.spec_replicas, "", |x| Some(x.clone()))
+            .ok()
+            .flatten()
+    };
+    if old.is_none_or(|o| at(o) != at(obj)) {
+        causes.extend(replicas(&scale.spec_replicas, obj));
     }
+    causes.extend(replicas(&scale.status_replicas, obj));
     if let ScaleSelector::String(path) = &scale.selector {
         if !path.is_empty() {
             if let Err(detail) = nested(obj, path, "string", |v| v.as_str().map(drop)) {
@@ -57,8 +66,13 @@ fn nested<T>(
 ) -> Result<Option<T>, String> {
     let mut at = obj;
     for (i, key) in path.iter().enumerate() {
+        if at.is_null() {
+            return Ok(None);
+        }
         let Some(map) = at.as_object() else {
-            return Err(accessor_error(&path[..i], at, "map[string]interface {}"));
+            // kube names the key it was looking for, and spells the type
+            // without %T's space.
+            return Err(accessor_error(&path[..=i], at, "map[string]interface{}"));
         };
         match map.get(&**key) {
             Some(v) => at = v,
@@ -137,7 +151,7 @@ mod tests {
     }
 
     fn messages(obj: Value) -> Vec<String> {
-        validate(Some(&spec()), &obj)
+        validate(Some(&spec()), &obj, None)
             .into_iter()
             .map(|c| format!("{}: {}", c.field, c.message))
             .collect()
@@ -150,7 +164,12 @@ mod tests {
             json!({"spec": {"replicas": 3}, "status": {"replicas": 0, "selector": "a=b"}})
         )
         .is_empty());
-        assert!(validate(None, &json!({"spec": {"replicas": -1}})).is_empty());
+        assert!(validate(None, &json!({"spec": {"replicas": -1}}), None).is_empty());
+        let stale = json!({"spec": {"replicas": -1}, "status": {"replicas": 1}});
+        assert!(
+            validate(Some(&spec()), &stale, Some(&stale)).is_empty(),
+            "an unchanged spec count is not judged again"
+        );
     }
 
     #[test]
@@ -176,7 +195,11 @@ mod tests {
         );
         assert_eq!(
             messages(json!({"spec": ["x"]})),
-            [".spec.replicas: Invalid value: 0: .spec accessor error: [x] is of the type []interface {}, expected map[string]interface {}"]
+            [".spec.replicas: Invalid value: 0: .spec.replicas accessor error: [x] is of the type []interface {}, expected map[string]interface{}"]
+        );
+        assert!(
+            messages(json!({"spec": null})).is_empty(),
+            "a null on the way is not found"
         );
     }
 }

@@ -242,8 +242,13 @@ pub fn finalizer_warnings(new: &Value, old: Option<&Value>) -> Vec<String> {
             out.push(format!("{PATH}: {quoted}: {msg}"));
         }
         if !name.contains('/') && !STANDARD_FINALIZERS.contains(&name.as_str()) {
+            let how = if name.contains('.') {
+                "prefer a domain-qualified finalizer name including a path (/)"
+            } else {
+                "prefer a domain-qualified finalizer name"
+            };
             out.push(format!(
-                "{PATH}: {quoted}: prefer a domain-qualified finalizer name including a path (/) to avoid accidental conflicts with other finalizer writers"
+                "{PATH}: {quoted}: {how} to avoid accidental conflicts with other finalizer writers"
             ));
         }
     }

@@ -17,7 +17,7 @@ pub fn validate_object(info: &ResourceInfo, obj: &Value) -> Vec<StatusCause> {
         _ => {
             if let Some(rules) = &info.custom {
                 causes.extend(rules.validate(obj, None));
-                causes.extend(crate::crd::scale::validate(info.scale.as_ref(), obj));
+                causes.extend(crate::crd::scale::validate(info.scale.as_ref(), obj, None));
             }
         }
     }
@@ -121,7 +121,11 @@ pub fn validate_update(info: &ResourceInfo, new: &Value, old: &Value) -> Vec<Sta
         _ => {
             if let Some(rules) = &info.custom {
                 causes.extend(rules.validate(new, Some(old)));
-                causes.extend(crate::crd::scale::validate(info.scale.as_ref(), new));
+                causes.extend(crate::crd::scale::validate(
+                    info.scale.as_ref(),
+                    new,
+                    Some(old),
+                ));
             }
         }
     }
