@@ -20,10 +20,10 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 /// The variable the target is bound to (no rule can name it).
-const TARGET: &str = "@__two_var_target__";
+pub(super) const TARGET: &str = "@__two_var_target__";
 const RESULT: &str = "@result";
 /// A list's indices or a map's keys.
-const KEYS: &str = "@twoVarKeys";
+pub(super) const KEYS: &str = "@twoVarKeys";
 /// The accumulated map with one more entry.
 const MAP_INSERT: &str = "@twoVarMapInsert";
 /// The accumulated map with another map's entries.
