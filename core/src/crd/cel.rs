@@ -166,9 +166,10 @@ fn compile(source: &str) -> Result<(Arc<IdedExpr>, bool), String> {
     let mut bound = Vec::new();
     loop_variables(program.expression(), &mut bound);
     for v in refs.variables() {
-        // `ip` and `format` are namespaces of library functions
-        // (`ip.isCanonical`, `format.named`), not variables.
-        let namespace = matches!(v, "ip" | "format");
+        // Namespaces of library functions kube 1.34 gives new rules
+        // (`ip.isCanonical`, `format.named`, `sets.contains`,
+        // `optional.of`, `strings.quote`), not variables.
+        let namespace = matches!(v, "ip" | "format" | "sets" | "optional" | "strings");
         if v != "self" && v != "oldSelf" && !namespace && !bound.iter().any(|b| b == v) {
             return Err(format!(
                 "compilation failed: ERROR: <input>:1:1: undeclared reference to '{v}' (in container '')"

@@ -363,6 +363,10 @@ fn comprehension_list_and_semver_libraries_answer_as_kubes() {
         ("semver('1.10.0').isGreaterThan(semver('1.9.0'))", true),
         ("semver('1.0.0+a') == semver('1.0.0+b') && semver('1.0.0').compareTo(semver('2.0.0')) == -1", true),
         ("semver('v01.2', true) == semver('1.2.0')", true),
+        ("sets.contains(self.l, ['a']) && sets.intersects(self.l, ['b', 'z'])", true),
+        ("!sets.equivalent(self.l, ['a'])", true),
+        ("optional.of(self.v).hasValue() && !optional.none().hasValue()", true),
+        ("strings.quote(self.v) == '\"1.2.3-rc.1\"'", true),
     ];
     for (rule, holds) in cases {
         let r = CustomRules::new(
