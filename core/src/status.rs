@@ -17,7 +17,7 @@ pub use field::{
     field_not_supported, field_required, field_too_long,
 };
 use go::push_json_string;
-pub use go::{aggregate_messages, go_quote};
+pub use go::{aggregate_messages, go_print, go_quote};
 
 /// One field-level problem. Serialized in the order and with the omissions
 /// of kube's `metav1.StatusCause` (`reason`, `message`, `field`).

@@ -302,17 +302,15 @@ async fn convert_frames(
     if let Err(e) = conversion::convert_values(api, info, &mut values).await {
         return (error_frame(&e).into(), true);
     }
-    for (&i, v) in objects.iter().zip(values) {
+    for (i, v) in objects.into_iter().zip(values) {
         events[i]["object"] = v;
     }
     let mut out = Frames::default();
-    for (i, e) in events.iter().enumerate() {
+    for e in &events {
         let object = serde_json::to_vec(&e["object"]).expect("serializes");
         let kind = e["type"].as_str().unwrap_or("");
         match (rows, EventType::parse(kind)) {
-            (Some(rows), Some(kind)) if objects.contains(&i) => {
-                out.push(rows.borrow_mut().frame(kind, &object, 0))
-            }
+            (Some(rows), Some(kind)) => out.push(rows.borrow_mut().frame(kind, &object, 0)),
             _ => out.push(watch_frame(kind, &object)),
         }
     }

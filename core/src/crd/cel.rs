@@ -253,18 +253,15 @@ fn fields_read(e: &IdedExpr, out: &mut Vec<Box<str>>) -> bool {
         .into_iter()
         .all(|x| fields_read(x, out)),
         Expr::List(l) => l.elements.iter().all(|x| fields_read(x, out)),
-        Expr::Map(m) => m.entries.iter().all(|en| match &en.expr {
-            cel::common::ast::EntryExpr::MapEntry(me) => {
-                fields_read(&me.key, out) && fields_read(&me.value, out)
-            }
-            cel::common::ast::EntryExpr::StructField(f) => fields_read(&f.value, out),
-        }),
-        Expr::Struct(st) => st.entries.iter().all(|en| match &en.expr {
-            cel::common::ast::EntryExpr::MapEntry(me) => {
-                fields_read(&me.key, out) && fields_read(&me.value, out)
-            }
-            cel::common::ast::EntryExpr::StructField(f) => fields_read(&f.value, out),
-        }),
+        Expr::Map(cel::common::ast::MapExpr { entries })
+        | Expr::Struct(cel::common::ast::StructExpr { entries, .. }) => {
+            entries.iter().all(|en| match &en.expr {
+                cel::common::ast::EntryExpr::MapEntry(me) => {
+                    fields_read(&me.key, out) && fields_read(&me.value, out)
+                }
+                cel::common::ast::EntryExpr::StructField(f) => fields_read(&f.value, out),
+            })
+        }
         _ => true,
     }
 }

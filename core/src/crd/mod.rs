@@ -134,30 +134,7 @@ fn drop_zero_values(schema: &mut Value) {
         };
         !(zero && OMITTED_WHEN_ZERO.contains(&k.as_str()))
     });
-    for_each_child_schema(node, drop_zero_values);
-}
-
-/// Calls `f` on every schema directly under a JSONSchemaProps node: the
-/// named ones (properties, definitions, dependencies), the junctors'
-/// and the single-or-list ones (items, additionalProperties, not).
-pub(crate) fn for_each_child_schema(
-    node: &mut serde_json::Map<String, Value>,
-    mut f: impl FnMut(&mut Value),
-) {
-    for (k, v) in node.iter_mut() {
-        match (k.as_str(), v) {
-            (
-                "properties" | "patternProperties" | "definitions" | "dependencies",
-                Value::Object(m),
-            ) => m.values_mut().for_each(&mut f),
-            ("allOf" | "anyOf" | "oneOf", Value::Array(a)) => a.iter_mut().for_each(&mut f),
-            ("items" | "additionalProperties" | "not" | "additionalItems", v) => match v {
-                Value::Array(a) => a.iter_mut().for_each(&mut f),
-                other => f(other),
-            },
-            _ => {}
-        }
-    }
+    crate::schema::for_each_child_schema(node, drop_zero_values);
 }
 
 /// The storage version a CRD names (`storage: true`).

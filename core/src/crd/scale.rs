@@ -88,7 +88,7 @@ fn accessor_error(path: &[Box<str>], value: &Value, want: &str) -> String {
     format!(
         "{} accessor error: {} is of the type {}, expected {want}",
         dotted(path),
-        go_value(value),
+        crate::status::go_print(value),
         go_type(value)
     )
 }
@@ -99,28 +99,6 @@ fn dotted(path: &[Box<str>]) -> String {
         s.push_str(k);
         s
     })
-}
-
-/// A decoded JSON value as Go's `%v` prints it.
-fn go_value(v: &Value) -> String {
-    match v {
-        Value::Null => "<nil>".into(),
-        Value::String(s) => s.clone(),
-        Value::Array(items) => {
-            let items: Vec<String> = items.iter().map(go_value).collect();
-            format!("[{}]", items.join(" "))
-        }
-        Value::Object(map) => {
-            let mut entries: Vec<(&String, &Value)> = map.iter().collect();
-            entries.sort_by(|a, b| a.0.cmp(b.0));
-            let items: Vec<String> = entries
-                .into_iter()
-                .map(|(k, v)| format!("{k}:{}", go_value(v)))
-                .collect();
-            format!("map[{}]", items.join(" "))
-        }
-        other => other.to_string(),
-    }
 }
 
 /// A decoded JSON value's Go type, as `%T` prints it.

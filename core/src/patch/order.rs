@@ -140,7 +140,7 @@ fn sort_by_order(
                     "",
                     format!(
                         "map: {} does not contain declared merge key: {merge_key}",
-                        go_print(v)
+                        crate::status::go_print(v)
                     ),
                 ));
             }
@@ -254,27 +254,6 @@ fn interleave(
         out.extend(next.map(|(_, v)| v));
     }
     out
-}
-
-/// A value printed the way Go's `%v` prints decoded JSON (maps with
-/// sorted keys), for error messages that quote kube's.
-pub(super) fn go_print(v: &Value) -> String {
-    match v {
-        Value::Null => "<nil>".into(),
-        Value::Bool(b) => b.to_string(),
-        Value::Number(n) => n.to_string(),
-        Value::String(s) => s.clone(),
-        Value::Array(a) => format!("[{}]", a.iter().map(go_print).collect::<Vec<_>>().join(" ")),
-        Value::Object(m) => {
-            let mut keys: Vec<&String> = m.keys().collect();
-            keys.sort();
-            let body: Vec<String> = keys
-                .into_iter()
-                .map(|k| format!("{k}:{}", go_print(&m[k])))
-                .collect();
-            format!("map[{}]", body.join(" "))
-        }
-    }
 }
 
 #[cfg(test)]

@@ -91,7 +91,7 @@ fn unstructured(msg: impl Into<String>) -> ApiError {
 fn no_merge_key(item: &Value, key: &str) -> ApiError {
     unstructured(format!(
         "map: {} does not contain declared merge key: {key}",
-        super::order::go_print(item)
+        crate::status::go_print(item)
     ))
 }
 
@@ -147,8 +147,8 @@ fn merge_map(
             Some("delete") => Ok(Map::new()),
             _ => Err(unstructured(format!(
                 "unknown patch type: {} in map: {}",
-                super::order::go_print(directive),
-                super::order::go_print(&Value::Object(patch.clone()))
+                crate::status::go_print(directive),
+                crate::status::go_print(&Value::Object(patch.clone()))
             ))),
         };
     }
@@ -416,8 +416,8 @@ fn validate_order(patch: &[Value], order: &[Value], merge_key: &str) -> Result<(
     if pi < kept.len() && oi >= order.len() {
         return Err(unstructured(format!(
             "The order in patch list:\n{}\n doesn't match {SET_ELEMENT_ORDER} list:\n{}\n",
-            super::order::go_print(&Value::Array(patch.to_vec())),
-            super::order::go_print(&Value::Array(order.to_vec()))
+            crate::status::go_print(&Value::Array(patch.to_vec())),
+            crate::status::go_print(&Value::Array(order.to_vec()))
         )));
     }
     Ok(())
@@ -458,8 +458,8 @@ fn element_kind(a: &[Value], b: &[Value]) -> Result<bool, ApiError> {
             Some(k) if k != d => {
                 return Err(unstructured(format!(
                     "list element types are not identical: [{} {}]",
-                    super::order::go_print(&Value::Array(a.to_vec())),
-                    super::order::go_print(&Value::Array(b.to_vec()))
+                    crate::status::go_print(&Value::Array(a.to_vec())),
+                    crate::status::go_print(&Value::Array(b.to_vec()))
                 )))
             }
             _ => {}
@@ -652,8 +652,8 @@ fn apply_list_directives(
             _ => {
                 return Err(unstructured(format!(
                     "unknown patch type: {} in map: {}",
-                    super::order::go_print(d),
-                    super::order::go_print(v)
+                    crate::status::go_print(d),
+                    crate::status::go_print(v)
                 )))
             }
         }

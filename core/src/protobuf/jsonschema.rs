@@ -99,7 +99,7 @@ fn schema_to_json(schema: &mut Value, depth: usize) {
         }
     }
     node.retain(|_, v| !v.is_null());
-    crate::crd::for_each_child_schema(node, |s| schema_to_json(s, depth + 1));
+    crate::schema::for_each_child_schema(node, |s| schema_to_json(s, depth + 1));
 }
 
 /// `{"raw": base64}` (the JSON message) as the JSON it holds.

@@ -205,11 +205,7 @@ pub fn validate_lifecycle_update(new: &Value, old: &Value) -> Vec<StatusCause> {
     if deletion_timestamp(old).is_none() {
         return Vec::new();
     }
-    let before = finalizers(old);
-    let added: Vec<String> = finalizers(new)
-        .into_iter()
-        .filter(|f| !before.contains(f))
-        .collect();
+    let added = added_finalizers(new, Some(old));
     if added.is_empty() {
         return Vec::new();
     }
@@ -223,6 +219,14 @@ pub fn validate_lifecycle_update(new: &Value, old: &Value) -> Vec<StatusCause> {
     )]
 }
 
+/// The finalizers `new` has and `old` (when there is one) lacks.
+fn added_finalizers(new: &Value, old: Option<&Value>) -> Vec<String> {
+    let before = old.map(finalizers).unwrap_or_default();
+    let mut added = finalizers(new);
+    added.retain(|f| !before.contains(f));
+    added
+}
+
 /// The warnings a custom resource's write gets for the finalizers it adds
 /// (all of them on create, those `old` lacks on update): names that are
 /// not qualified names, and names without a path, which two controllers
@@ -230,9 +234,7 @@ pub fn validate_lifecycle_update(new: &Value, old: &Value) -> Vec<StatusCause> {
 /// latter), as operators shipped such names long before the check.
 pub fn finalizer_warnings(new: &Value, old: Option<&Value>) -> Vec<String> {
     const PATH: &str = "metadata.finalizers";
-    let before = old.map(finalizers).unwrap_or_default();
-    let mut added = finalizers(new);
-    added.retain(|f| !before.contains(f));
+    let mut added = added_finalizers(new, old);
     added.sort();
     added.dedup();
     let mut out = Vec::new();

@@ -234,3 +234,26 @@ impl<'a> Schema<'a> {
         }
     }
 }
+
+/// Calls `f` on every schema directly under a JSONSchemaProps node: the
+/// named ones (properties, definitions, dependencies), the junctors'
+/// and the single-or-list ones (items, additionalProperties, not).
+pub fn for_each_child_schema(
+    node: &mut serde_json::Map<String, Value>,
+    mut f: impl FnMut(&mut Value),
+) {
+    for (k, v) in node.iter_mut() {
+        match (k.as_str(), v) {
+            (
+                "properties" | "patternProperties" | "definitions" | "dependencies",
+                Value::Object(m),
+            ) => m.values_mut().for_each(&mut f),
+            ("allOf" | "anyOf" | "oneOf", Value::Array(a)) => a.iter_mut().for_each(&mut f),
+            ("items" | "additionalProperties" | "not" | "additionalItems", v) => match v {
+                Value::Array(a) => a.iter_mut().for_each(&mut f),
+                other => f(other),
+            },
+            _ => {}
+        }
+    }
+}

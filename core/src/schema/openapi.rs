@@ -187,14 +187,7 @@ fn structural_v2(node: &mut Value) {
     if m.get("type").and_then(Value::as_str) == Some("array") && !m.contains_key("items") {
         m.remove("type");
     }
-    if let Some(Value::Object(props)) = m.get_mut("properties") {
-        props.values_mut().for_each(structural_v2);
-    }
-    for key in ["items", "additionalProperties"] {
-        if let Some(v @ Value::Object(_)) = m.get_mut(key) {
-            structural_v2(v);
-        }
-    }
+    super::for_each_child_schema(m, structural_v2);
 }
 
 fn add_gvk(def: &mut Value, entry: Value) {

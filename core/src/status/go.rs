@@ -121,3 +121,26 @@ fn go_is_print(c: char) -> bool {
         .iter()
         .any(|&(lo, hi)| (lo..=hi).contains(&u))
 }
+
+/// A value printed the way Go's `%v` prints decoded JSON (maps with
+/// sorted keys), for error messages that quote kube's.
+pub fn go_print(v: &serde_json::Value) -> String {
+    match v {
+        serde_json::Value::Null => "<nil>".into(),
+        serde_json::Value::Bool(b) => b.to_string(),
+        serde_json::Value::Number(n) => n.to_string(),
+        serde_json::Value::String(s) => s.clone(),
+        serde_json::Value::Array(a) => {
+            format!("[{}]", a.iter().map(go_print).collect::<Vec<_>>().join(" "))
+        }
+        serde_json::Value::Object(m) => {
+            let mut keys: Vec<&String> = m.keys().collect();
+            keys.sort();
+            let body: Vec<String> = keys
+                .into_iter()
+                .map(|k| format!("{k}:{}", go_print(&m[k])))
+                .collect();
+            format!("map[{}]", body.join(" "))
+        }
+    }
+}
