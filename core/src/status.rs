@@ -21,7 +21,8 @@ pub use go::{aggregate_messages, go_print, go_quote};
 
 /// One field-level problem. Serialized in the order and with the omissions
 /// of kube's `metav1.StatusCause` (`reason`, `message`, `field`).
-#[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
 pub struct StatusCause {
     #[serde(skip_serializing_if = "String::is_empty")]
     pub reason: String,
@@ -41,7 +42,8 @@ impl StatusCause {
 
 /// kube's `metav1.StatusDetails`; `kind` holds the *resource* for most
 /// errors because that is what kube puts there.
-#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
 pub struct StatusDetails {
     #[serde(skip_serializing_if = "String::is_empty")]
     pub name: String,

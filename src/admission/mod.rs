@@ -19,12 +19,16 @@ mod namespace_lifecycle;
 mod node_restriction;
 pub mod plugins;
 mod recorder;
+mod webhooks;
 
+use crate::context::Api;
+use crate::render::warnings::Warnings;
 use kubeshard_core::authn::UserInfo;
 use kubeshard_core::catalog::ResourceInfo;
 use kubeshard_core::registry::deletion::DeleteOptions;
 use kubeshard_core::status::ApiError;
 use serde_json::{json, Value};
+use std::cell::{Cell, RefCell};
 use std::future::Future;
 use std::pin::Pin;
 use std::rc::Rc;
@@ -66,6 +70,53 @@ pub struct Attributes<'a> {
     pub dry_run: bool,
     /// The options the write was made with.
     pub options: Options<'a>,
+    /// The executor's server state (plugins that read or call out).
+    pub api: &'a Api,
+    /// Where warnings and audit annotations go, when the write has a
+    /// client to tell.
+    pub notes: Option<&'a Warnings>,
+    /// The mutating pass's reinvocation state ([`Admission::admit`]).
+    pub reinvocation: Reinvocation,
+}
+
+impl Attributes<'_> {
+    /// A warning for the client.
+    pub fn warn(&self, text: String) {
+        if let Some(n) = self.notes {
+            n.extend([text]);
+        }
+    }
+
+    /// An annotation on the request's audit event.
+    pub fn annotate(&self, key: String, value: String) {
+        if let Some(n) = self.notes {
+            n.annotate(key, value);
+        }
+    }
+}
+
+/// kube's reinvocation: when a webhook changed the object, the mutating
+/// plugins run once more, so that those that ran before the change (the
+/// built-in ones, and webhooks that asked for `reinvocationPolicy:
+/// IfNeeded`) see the final object.
+#[derive(Default)]
+pub struct Reinvocation {
+    /// This is the second pass.
+    reinvoking: Cell<bool>,
+    /// Some plugin asked for a second pass.
+    requested: Cell<bool>,
+    /// The webhook plugin's own bookkeeping across the passes.
+    webhooks: RefCell<webhooks::Round>,
+}
+
+impl Reinvocation {
+    pub fn is_reinvoke(&self) -> bool {
+        self.reinvoking.get()
+    }
+
+    pub fn request(&self) {
+        self.requested.set(true);
+    }
 }
 
 /// The options of a write (kube's `GetOperationOptions`). Patches and
@@ -167,8 +218,23 @@ impl Admission {
         self.mutating.iter().any(|p| p.handles(a)) || self.validating.iter().any(|p| p.handles(a))
     }
 
-    /// Runs the mutating plugins in order; the first refusal ends the write.
+    /// Runs the mutating plugins in order; the first refusal ends the
+    /// write. When a plugin asks for it (a webhook changed the object),
+    /// they all run once more.
     pub async fn admit(
+        &self,
+        a: &Attributes<'_>,
+        mut object: Option<&mut Value>,
+    ) -> Result<(), ApiError> {
+        self.admit_pass(a, object.as_deref_mut()).await?;
+        if a.reinvocation.requested.get() {
+            a.reinvocation.reinvoking.set(true);
+            self.admit_pass(a, object).await?;
+        }
+        Ok(())
+    }
+
+    async fn admit_pass(
         &self,
         a: &Attributes<'_>,
         mut object: Option<&mut Value>,

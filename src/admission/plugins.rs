@@ -8,6 +8,7 @@ use super::certificates::{self, SignerPermission};
 use super::config::AdmissionConfig;
 use super::node_restriction::{self, NodeRestriction};
 use super::recorder::{self, TestRecorder};
+use super::webhooks::{self, MutatingWebhooks, ValidatingWebhooks};
 use super::{Admission, AlwaysAdmit, AlwaysDeny, NamespaceLifecycle};
 use crate::informer::Informers;
 use crate::security::Security;
@@ -88,6 +89,8 @@ pub const IMPLEMENTED: &[&str] = &[
     "NodeRestriction",
     "CertificateApproval",
     "CertificateSigning",
+    "MutatingAdmissionWebhook",
+    "ValidatingAdmissionWebhook",
     "AlwaysDeny",
 ];
 
@@ -170,6 +173,13 @@ pub struct PluginInit<'a> {
 
 pub fn build(config: &AdmissionConfig, init: &PluginInit<'_>) -> Admission {
     let mut chain = Admission::default();
+    // Both webhook plugins read namespace labels: one cache for the two.
+    let mut namespace_labels = None;
+    let mut labels = || {
+        namespace_labels
+            .get_or_insert_with(|| webhooks::namespace_labels(init))
+            .clone()
+    };
     for name in &config.plugins {
         match *name {
             "NamespaceLifecycle" => {
@@ -184,6 +194,12 @@ pub fn build(config: &AdmissionConfig, init: &PluginInit<'_>) -> Admission {
             }
             node_restriction::NAME => {
                 chain = chain.with_mutating(Rc::new(NodeRestriction::new(init)));
+            }
+            webhooks::MUTATING => {
+                chain = chain.with_mutating(Rc::new(MutatingWebhooks::start(init, labels())));
+            }
+            webhooks::VALIDATING => {
+                chain = chain.with_validating(Rc::new(ValidatingWebhooks::start(init, labels())));
             }
             "AlwaysDeny" => chain = chain.with_validating(Rc::new(AlwaysDeny)),
             recorder::NAME => {
@@ -213,6 +229,8 @@ mod tests {
             "NamespaceLifecycle",
             "CertificateApproval",
             "CertificateSigning",
+            "MutatingAdmissionWebhook",
+            "ValidatingAdmissionWebhook",
         ];
         assert_eq!(resolve(&[], &[]).unwrap(), defaults);
         assert_eq!(

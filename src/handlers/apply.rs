@@ -94,6 +94,7 @@ pub async fn apply(
         requested,
         Ownership::Applied(manager),
         Creates::Allowed,
+        Some(&warnings),
     )
     .await?;
     Ok(warnings.apply(super::update::written_response(api, rr, &written).await?))

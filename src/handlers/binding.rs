@@ -161,7 +161,7 @@ async fn bind_pod(
         scheduled(&mut pod, &now);
         Ok(pod)
     });
-    super::update::change(api, rr, requested, tracking).await?;
+    super::update::change(api, rr, requested, tracking, None).await?;
     Ok(response::created_success(rr.render))
 }
 

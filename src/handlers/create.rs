@@ -5,6 +5,7 @@ use super::fields;
 use super::managers::{self, Tracking};
 use super::update::writer;
 use super::{Api, HandlerResult, ResourceRequest};
+use crate::registry::Writer;
 use crate::registry::{Ownership, Store};
 use crate::render::response;
 use crate::render::warnings::Warnings;
@@ -34,7 +35,7 @@ pub async fn create(api: &Rc<Api>, rr: &ResourceRequest, req: Request<Incoming>)
     if info.custom.is_some() {
         warnings.extend(lifecycle::finalizer_warnings(&obj, None));
     }
-    create_decoded(api, rr, obj, tracking)
+    create_decoded(api, rr, obj, tracking, Some(&warnings))
         .await
         .map(|resp| warnings.apply(resp))
 }
@@ -46,6 +47,7 @@ async fn create_decoded(
     rr: &ResourceRequest,
     mut obj: Value,
     tracking: Tracking,
+    notes: Option<&Warnings>,
 ) -> HandlerResult {
     let info = &rr.resource;
     check_type(info, &mut obj)?;
@@ -57,7 +59,15 @@ async fn create_decoded(
     )
     .await?;
     let stored = Store::new(api)
-        .create(writer(rr)?, rr.stored(), obj, Ownership::Tracked(tracking))
+        .create(
+            Writer {
+                notes,
+                ..writer(rr)?
+            },
+            rr.stored(),
+            obj,
+            Ownership::Tracked(tracking),
+        )
         .await?;
     let stored = crate::apiextensions::conversion::served(api, info, stored).await?;
     Ok(response::object(

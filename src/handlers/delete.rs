@@ -71,6 +71,7 @@ fn deleter<'a>(rr: &'a ResourceRequest, opts: &DeleteOptions) -> Writer<'a> {
     Writer {
         user: &rr.user,
         dry_run: opts.dry_run,
+        notes: None,
     }
 }
 

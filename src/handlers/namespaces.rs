@@ -60,7 +60,7 @@ pub async fn finalize(
     }
     let rv = meta::resource_version(&obj).to_string();
     let written =
-        super::update::change(api, rr, spec_finalizers(name, rv, wanted), tracking).await?;
+        super::update::change(api, rr, spec_finalizers(name, rv, wanted), tracking, None).await?;
     written_response(api, rr, &written).await
 }
 

@@ -68,7 +68,7 @@ pub async fn patch(api: &Rc<Api>, rr: &ResourceRequest, req: Request<Incoming>) 
         }
         Ok(patched)
     });
-    let written = super::update::change(api, rr, requested, tracking).await?;
+    let written = super::update::change(api, rr, requested, tracking, Some(&warnings)).await?;
     Ok(warnings.apply(written_response(api, rr, &written).await?))
 }
 

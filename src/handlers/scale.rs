@@ -88,7 +88,7 @@ pub async fn serve(api: &Rc<Api>, rr: &ResourceRequest, req: Request<Incoming>) 
         set_path(&mut new, &sp.spec_replicas, json!(replicas));
         Ok(new)
     });
-    let written = super::update::change(api, rr, requested, tracking).await?;
+    let written = super::update::change(api, rr, requested, tracking, None).await?;
     respond(
         StatusCode::OK,
         &scale_of(&spec, &written.object.to_value())?,

@@ -59,7 +59,15 @@ pub async fn update(api: &Rc<Api>, rr: &ResourceRequest, req: Request<Incoming>)
         Creates::Never
     };
     let requested = replace(info, obj);
-    let written = write(api, rr, requested, Ownership::Tracked(tracking), creates).await?;
+    let written = write(
+        api,
+        rr,
+        requested,
+        Ownership::Tracked(tracking),
+        creates,
+        Some(&warnings),
+    )
+    .await?;
     Ok(warnings.apply(written_response(api, rr, &written).await?))
 }
 
@@ -71,6 +79,7 @@ pub async fn write(
     requested: Requested,
     ownership: Ownership,
     creates: Creates,
+    notes: Option<&Warnings>,
 ) -> Result<Written, ApiError> {
     // One async function, the Store's future inline: a nested one cost
     // every update a copy of that future.
@@ -85,7 +94,7 @@ pub async fn write(
         Some(stored) if conversion::webhook_of(stored).is_some() => {
             // Boxed: a rare path whose state would double every write's.
             let written = Box::pin(write_through_webhook(
-                api, rr, stored, requested, ownership, creates,
+                api, rr, stored, requested, ownership, creates, notes,
             ))
             .await?;
             return Ok(with_warnings(written, warned));
@@ -93,7 +102,16 @@ pub async fn write(
         Some(stored) => converting(rr.resource.clone(), stored.clone(), requested),
     };
     let written = Store::new(api)
-        .update(writer(rr)?, target(rr), requested, ownership, creates)
+        .update(
+            Writer {
+                notes,
+                ..writer(rr)?
+            },
+            target(rr),
+            requested,
+            ownership,
+            creates,
+        )
         .await?;
     Ok(with_warnings(written, warned))
 }
@@ -132,6 +150,7 @@ async fn write_through_webhook(
     mut requested: Requested,
     ownership: Ownership,
     creates: Creates,
+    notes: Option<&Warnings>,
 ) -> Result<Written, ApiError> {
     use std::sync::atomic::{AtomicBool, Ordering};
     let t = target(rr);
@@ -161,7 +180,16 @@ async fn write_through_webhook(
             Ok(new.clone())
         });
         match Store::new(api)
-            .update(writer(rr)?, t, same_object, ownership.clone(), creates)
+            .update(
+                Writer {
+                    notes,
+                    ..writer(rr)?
+                },
+                t,
+                same_object,
+                ownership.clone(),
+                creates,
+            )
             .await
         {
             Err(_) if raced.load(Ordering::Relaxed) => continue,
@@ -208,6 +236,7 @@ pub async fn change(
     rr: &ResourceRequest,
     requested: Requested,
     tracking: Tracking,
+    notes: Option<&Warnings>,
 ) -> Result<Written, ApiError> {
     write(
         api,
@@ -215,6 +244,7 @@ pub async fn change(
         requested,
         Ownership::Tracked(tracking),
         Creates::Never,
+        notes,
     )
     .await
 }
@@ -224,6 +254,7 @@ pub fn writer(rr: &ResourceRequest) -> Result<Writer<'_>, ApiError> {
     Ok(Writer {
         user: &rr.user,
         dry_run: dry_run(&rr.query)?,
+        notes: None,
     })
 }
 

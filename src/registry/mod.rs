@@ -108,6 +108,7 @@ pub async fn delete_as(
     let writer = Writer {
         user: who.user(),
         dry_run: false,
+        notes: None,
     };
     Store::new(api)
         .delete(writer, info, namespace, name, opts)
@@ -163,6 +164,7 @@ pub async fn update_as(
             Writer {
                 user: who.user(),
                 dry_run: false,
+                notes: None,
             },
             target,
             requested,
@@ -184,6 +186,7 @@ pub async fn create_as(
             Writer {
                 user: who.user(),
                 dry_run: false,
+                notes: None,
             },
             info,
             obj,

@@ -56,6 +56,9 @@ const MAX_ATTEMPTS: usize = 256;
 pub struct Writer<'a> {
     pub user: &'a Arc<UserInfo>,
     pub dry_run: bool,
+    /// Where admission's warnings and audit annotations go (none for the
+    /// server's own writes).
+    pub notes: Option<&'a crate::render::warnings::Warnings>,
 }
 
 /// What an update addresses.
@@ -155,6 +158,9 @@ impl<'a> Store<'a> {
             user: w.user,
             dry_run: w.dry_run,
             options: Options::Create { field_manager: "" },
+            api: self.api,
+            notes: w.notes,
+            reinvocation: Default::default(),
         };
         if !self.admission().handles(&attrs) {
             return Ok(());
@@ -195,6 +201,9 @@ impl<'a> Store<'a> {
             options: Options::Create {
                 field_manager: ownership.manager(),
             },
+            api: self.api,
+            notes: w.notes,
+            reinvocation: Default::default(),
         };
         self.admission().admit(&attrs, Some(&mut obj)).await?;
         if info.strategy.kind_hooks == KindHooks::CertificateSigningRequest {
@@ -336,6 +345,9 @@ impl<'a> Store<'a> {
                 options: Options::Update {
                     field_manager: ownership.manager(),
                 },
+                api: self.api,
+                notes: w.notes,
+                reinvocation: Default::default(),
             })
         };
         // A Service's writes need more than its own shard (its cluster
@@ -449,6 +461,9 @@ impl<'a> Store<'a> {
                     field_manager: ownership.manager(),
                 }
             },
+            api: self.api,
+            notes: w.notes,
+            reinvocation: Default::default(),
         };
         self.admission().admit(&attrs, Some(&mut new)).await?;
         // A Service gets (and gives up) cluster IPs and node ports as its
@@ -572,6 +587,9 @@ impl<'a> Store<'a> {
             user: w.user,
             dry_run: w.dry_run || opts.dry_run,
             options: Options::Delete(opts),
+            api: self.api,
+            notes: w.notes,
+            reinvocation: Default::default(),
         };
         if self.admission().handles(&attrs) {
             let old = self

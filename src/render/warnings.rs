@@ -1,6 +1,7 @@
 //! `Warning:` response headers (RFC 7234 style, code 299, as kube sends
 //! them), collected while a request runs — possibly on another shard, so
-//! the collector is shareable.
+//! the collector is shareable — and the audit annotations admission adds
+//! on the way (carried to the audit record on the response).
 
 use crate::serving::body::Body;
 use http::{HeaderValue, Response};
@@ -8,29 +9,54 @@ use kubeshard_core::status::go_quote;
 use parking_lot::Mutex;
 use std::sync::Arc;
 
-/// Warnings gathered for one request.
+/// Warnings and audit annotations gathered for one request.
 #[derive(Clone, Default)]
-pub struct Warnings(Arc<Mutex<Vec<String>>>);
+pub struct Warnings(Arc<Mutex<Notes>>);
+
+#[derive(Default)]
+struct Notes {
+    warnings: Vec<String>,
+    annotations: Vec<(String, String)>,
+}
+
+/// Audit annotations a request's handling added, handed to the audit
+/// record as a response extension.
+#[derive(Clone, Default)]
+pub struct AuditAnnotations(pub Vec<(String, String)>);
 
 impl Warnings {
     /// Adds warnings not given yet: an update that runs again after a
     /// conflict finds the same things again, and kube's recorder keeps one
     /// of each too.
     pub fn extend(&self, more: impl IntoIterator<Item = String>) {
-        let mut all = self.0.lock();
+        let mut notes = self.0.lock();
         for w in more {
-            if !all.contains(&w) {
-                all.push(w);
+            if !notes.warnings.contains(&w) {
+                notes.warnings.push(w);
             }
         }
     }
 
-    /// Adds the gathered warnings to a response.
+    /// Sets an audit annotation (the first value of a key stays, as in
+    /// kube).
+    pub fn annotate(&self, key: String, value: String) {
+        let mut notes = self.0.lock();
+        if !notes.annotations.iter().any(|(k, _)| *k == key) {
+            notes.annotations.push((key, value));
+        }
+    }
+
+    /// Adds the gathered warnings (and annotations) to a response.
     pub fn apply(&self, mut resp: Response<Body>) -> Response<Body> {
-        for text in self.0.lock().iter() {
+        let notes = self.0.lock();
+        for text in &notes.warnings {
             if let Ok(v) = HeaderValue::from_str(&format!("299 - {}", go_quote(text))) {
                 resp.headers_mut().append("Warning", v);
             }
+        }
+        if !notes.annotations.is_empty() {
+            resp.extensions_mut()
+                .insert(AuditAnnotations(notes.annotations.clone()));
         }
         resp
     }

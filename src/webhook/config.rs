@@ -73,6 +73,35 @@ impl ClientConfig {
     }
 }
 
+impl ClientConfig {
+    /// The same webhook called with `query` (kube's admission calls carry
+    /// `?timeout=<n>s`).
+    pub fn with_query(&self, query: &str) -> ClientConfig {
+        let add = |p: &str| {
+            let sep = if p.contains('?') { '&' } else { '?' };
+            format!("{p}{sep}{query}")
+        };
+        let target = match &self.target {
+            Target::Url(u) => Target::Url(add(u)),
+            Target::Service {
+                namespace,
+                name,
+                port,
+                path,
+            } => Target::Service {
+                namespace: namespace.clone(),
+                name: name.clone(),
+                port: *port,
+                path: add(path),
+            },
+        };
+        ClientConfig {
+            target,
+            ca_bundle: self.ca_bundle.clone(),
+        }
+    }
+}
+
 /// The endpoint to dial, the name its certificate must carry, and the
 /// request path.
 pub(super) async fn resolve(

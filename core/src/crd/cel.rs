@@ -83,7 +83,7 @@ pub struct CheckError {
 
 /// The environment every rule compiles in: CEL's standard library with
 /// the strings, lists and math extensions.
-fn env() -> &'static Arc<Env> {
+pub(super) fn env() -> &'static Arc<Env> {
     static ENV: OnceLock<Arc<Env>> = OnceLock::new();
     ENV.get_or_init(|| {
         let mut env = Env::stdlib();
@@ -104,7 +104,7 @@ fn env() -> &'static Arc<Env> {
 
 /// The root context: kube's library functions (declared once; each
 /// evaluation opens a child scope for its variables).
-fn base() -> &'static Context<'static, 'static> {
+pub(super) fn base() -> &'static Context<'static, 'static> {
     static BASE: OnceLock<Context<'static, 'static>> = OnceLock::new();
     BASE.get_or_init(|| {
         let mut ctx = Context::with_env(env().clone());
@@ -136,6 +136,14 @@ pub(super) fn charge(units: u64) -> Result<(), ExecutionError> {
             ))
         }
     })
+}
+
+/// Runs `f` with `limit` cost units on this thread; answers its result
+/// and the units it used.
+pub(super) fn metered<R>(limit: u64, f: impl FnOnce() -> R) -> (R, u64) {
+    LEFT.with(|l| l.set(limit));
+    let r = f();
+    (r, limit - LEFT.with(Cell::get))
 }
 
 fn tick() -> Result<bool, ExecutionError> {
@@ -182,7 +190,7 @@ fn compile(source: &str) -> Result<(Arc<IdedExpr>, bool), String> {
     Ok((Arc::new(expr), transition))
 }
 
-fn loop_variables(e: &IdedExpr, out: &mut Vec<String>) {
+pub(super) fn loop_variables(e: &IdedExpr, out: &mut Vec<String>) {
     walk(e, &mut |e| {
         if let Expr::Comprehension(c) = &e.expr {
             out.push(c.iter_var.clone());
@@ -271,7 +279,7 @@ fn fields_read(e: &IdedExpr, out: &mut Vec<Box<str>>) -> bool {
 /// so that `tick()` runs once per iteration and the step keeps the shape
 /// the interpreter appends to a list in place for (`map`, `filter`):
 /// otherwise every iteration copies the accumulated list.
-fn count_loops(e: &mut IdedExpr) {
+pub(super) fn count_loops(e: &mut IdedExpr) {
     match &mut e.expr {
         Expr::Call(c) => {
             if let Some(t) = &mut c.target {
@@ -671,7 +679,7 @@ fn message(rule: &Rule, ctx: &Context<'_, '_>) -> String {
     }
 }
 
-fn error_text(e: &ExecutionError) -> String {
+pub(super) fn error_text(e: &ExecutionError) -> String {
     let text = e.to_string();
     match text.strip_prefix("No such key: ") {
         Some(key) => format!("no such key: {key}"),
@@ -697,7 +705,7 @@ fn project<'a>(v: &'a Value, s: &Structural, fields: Option<&[Box<str>]>) -> Box
     }
 }
 
-fn to_val<'a>(v: &'a Value, schema: Option<&Structural>) -> Box<dyn Val + 'a> {
+pub(super) fn to_val<'a>(v: &'a Value, schema: Option<&Structural>) -> Box<dyn Val + 'a> {
     match v {
         Value::Null => Box::new(CelNull),
         Value::Bool(b) => Box::new(CelBool::from(*b)),

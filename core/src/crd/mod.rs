@@ -24,6 +24,7 @@ mod cel_network;
 mod cel_semver;
 pub mod default;
 pub mod definition;
+pub mod expression;
 mod formats;
 pub mod kinds;
 pub mod names;

@@ -68,6 +68,7 @@ pub async fn serve(
         let writer = crate::registry::Writer {
             user: &user,
             dry_run: false,
+            notes: None,
         };
         crate::registry::Store::new(api)
             .admit_subresource_create(

@@ -246,6 +246,14 @@ impl Record {
     /// streamed response ResponseStarted now and ResponseComplete when
     /// the stream ends.
     pub fn finish(mut self, resp: http::Response<Body>) -> http::Response<Body> {
+        if let Some(notes) = resp
+            .extensions()
+            .get::<crate::render::warnings::AuditAnnotations>()
+        {
+            for (k, v) in &notes.0 {
+                self.annotate(k, v);
+            }
+        }
         self.set_response(&resp);
         let (parts, body) = resp.into_parts();
         let body = match body {

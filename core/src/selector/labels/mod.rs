@@ -37,6 +37,14 @@ impl<S: BuildHasher> Labels for HashMap<String, String, S> {
     }
 }
 
+/// An object's `metadata.labels` as JSON (values that are not strings
+/// are no labels).
+impl Labels for serde_json::Map<String, Value> {
+    fn get(&self, key: &str) -> Option<&str> {
+        serde_json::Map::get(self, key).and_then(Value::as_str)
+    }
+}
+
 /// Pairs in any order; the first pair with the key wins.
 impl Labels for [(String, String)] {
     fn get(&self, key: &str) -> Option<&str> {

@@ -1,0 +1,187 @@
+//! CEL expressions outside a CRD's schema: admission webhooks'
+//! `matchConditions` (and the admission policies that share their
+//! environment). Each is compiled once, when its configuration is read,
+//! against the variables its kind declares (`object`, `oldObject`,
+//! `request`, …), and evaluated over JSON values with the same library,
+//! loop counting and cost limit as `x-kubernetes-validations` rules.
+
+use super::cel::{base, count_loops, env, error_text, loop_variables, metered, to_val};
+use cel::common::ast::IdedExpr;
+use cel::common::types::CelNull;
+use cel::common::value::{CowVal, Val};
+use cel::context::VariableResolver;
+use cel::{Context, Value as Cel};
+use serde_json::Value;
+use std::sync::Arc;
+
+/// kube's runtime cost limit for one object's match conditions.
+pub const MATCH_CONDITIONS_BUDGET: u64 = 7_000_000;
+
+/// A compiled expression.
+#[derive(Clone)]
+pub struct Expression {
+    source: Arc<str>,
+    tree: Arc<IdedExpr>,
+}
+
+impl std::fmt::Debug for Expression {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Expression({:?})", self.source)
+    }
+}
+
+/// Namespaces of library functions (`ip.isCanonical`, `sets.contains`, …),
+/// which the parser reports as variables.
+const LIBRARY_NAMESPACES: &[&str] = &["ip", "format", "sets", "optional", "strings"];
+
+impl Expression {
+    /// Compiles `source`, which may read only `variables` (and the
+    /// library's namespaces); the error is worded as kube's compiler
+    /// words it.
+    pub fn compile(source: &str, variables: &[&str]) -> Result<Self, String> {
+        let program = env()
+            .compile(source)
+            .map_err(|e| format!("compilation failed: {e}"))?;
+        let mut bound = Vec::new();
+        loop_variables(program.expression(), &mut bound);
+        for v in program.references().variables() {
+            let known = variables.contains(&v)
+                || LIBRARY_NAMESPACES.contains(&v)
+                || bound.iter().any(|b| b == v);
+            if !known {
+                return Err(format!(
+                    "compilation failed: ERROR: <input>:1:1: undeclared reference to '{v}' (in container '')"
+                ));
+            }
+        }
+        let mut tree = program.expression().clone();
+        count_loops(&mut tree);
+        Ok(Self {
+            source: source.into(),
+            tree: Arc::new(tree),
+        })
+    }
+
+    pub fn source(&self) -> &str {
+        &self.source
+    }
+
+    /// Evaluates with `vars`, spending at most `*budget` cost units (what
+    /// is spent is taken off).
+    pub fn evaluate(&self, vars: &Variables<'_>, budget: &mut u64) -> Result<Cel, String> {
+        if *budget == 0 {
+            return Err("operation cancelled: actual cost limit exceeded".into());
+        }
+        let base: &Context<'_, '_> = base();
+        let mut ctx = base.new_inner_scope();
+        ctx.set_variable_resolver(vars);
+        let (result, used) = metered(*budget, || Cel::resolve(&self.tree, &ctx));
+        *budget -= used;
+        if *budget == 0 {
+            return Err("operation cancelled: actual cost limit exceeded".into());
+        }
+        result.map_err(|e| error_text(&e))
+    }
+
+    /// Evaluates an expression that must answer a boolean.
+    pub fn evaluate_bool(&self, vars: &Variables<'_>, budget: &mut u64) -> Result<bool, String> {
+        match self.evaluate(vars, budget)? {
+            Cel::Bool(b) => Ok(b),
+            other => Err(format!(
+                "expression {:?} resulted in a non-boolean value: {other:?}",
+                &*self.source
+            )),
+        }
+    }
+}
+
+/// The variables of one evaluation: JSON values seen as CEL values
+/// (converted once, shared by every expression evaluated with them).
+#[derive(Default)]
+pub struct Variables<'a> {
+    values: Vec<(&'a str, Box<dyn Val + 'a>)>,
+}
+
+impl<'a> Variables<'a> {
+    /// Binds `name` to `value` (null when absent, as kube binds a missing
+    /// `oldObject`).
+    pub fn bind(mut self, name: &'a str, value: Option<&'a Value>) -> Self {
+        let v: Box<dyn Val + 'a> = match value {
+            Some(v) => to_val(v, None),
+            None => Box::new(CelNull),
+        };
+        self.values.push((name, v));
+        self
+    }
+}
+
+impl VariableResolver for Variables<'_> {
+    fn resolve<'b>(&'b self, variable: &str) -> Option<CowVal<'b, 'b>> {
+        self.values
+            .iter()
+            .find(|(n, _)| *n == variable)
+            .map(|(_, v)| CowVal::Borrowed(&**v))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    const VARS: &[&str] = &["object", "oldObject", "request"];
+
+    #[test]
+    fn expressions_read_their_variables() {
+        let e = Expression::compile(
+            "object.metadata.name.startsWith('a') && request.operation == 'CREATE' && oldObject == null",
+            VARS,
+        )
+        .unwrap();
+        let obj = json!({"metadata": {"name": "abc"}});
+        let req = json!({"operation": "CREATE"});
+        let vars = Variables::default()
+            .bind("object", Some(&obj))
+            .bind("oldObject", None)
+            .bind("request", Some(&req));
+        let mut budget = MATCH_CONDITIONS_BUDGET;
+        assert!(e.evaluate_bool(&vars, &mut budget).unwrap());
+        let other = json!({"metadata": {"name": "b"}});
+        let vars = Variables::default()
+            .bind("object", Some(&other))
+            .bind("oldObject", None)
+            .bind("request", Some(&req));
+        assert!(!e.evaluate_bool(&vars, &mut budget).unwrap());
+    }
+
+    #[test]
+    fn undeclared_variables_and_non_booleans_are_errors() {
+        let err = Expression::compile("self.x == 1", VARS).unwrap_err();
+        assert!(err.contains("undeclared reference to 'self'"), "{err}");
+        assert!(Expression::compile("object.(", VARS).is_err());
+        let e = Expression::compile("object.metadata.name", VARS).unwrap();
+        let obj = json!({"metadata": {"name": "n"}});
+        let vars = Variables::default().bind("object", Some(&obj));
+        let mut budget = 10;
+        assert!(e.evaluate_bool(&vars, &mut budget).is_err());
+        // A missing key is an evaluation error, as in kube.
+        let e = Expression::compile("object.spec.x == 1", VARS).unwrap();
+        assert!(e
+            .evaluate_bool(&vars, &mut 10)
+            .unwrap_err()
+            .contains("no such key"));
+    }
+
+    #[test]
+    fn loops_are_charged_to_the_budget() {
+        let e = Expression::compile("object.items.all(i, i > 0)", VARS).unwrap();
+        let obj = json!({"items": (1..=100).collect::<Vec<_>>()});
+        let vars = Variables::default().bind("object", Some(&obj));
+        let mut budget = 1000;
+        assert!(e.evaluate_bool(&vars, &mut budget).unwrap());
+        assert!(budget <= 900, "{budget}");
+        let mut small = 50;
+        let err = e.evaluate_bool(&vars, &mut small).unwrap_err();
+        assert!(err.contains("cost limit exceeded"), "{err}");
+    }
+}

@@ -1,0 +1,311 @@
+//! Which webhooks a write reaches, as kube decides it: the namespace and
+//! object selectors, then the rules (operation, group, version, resource
+//! and subresource, scope) — with `matchPolicy: Equivalent`, also a rule
+//! that names another served version of the same resource — and last
+//! the match conditions.
+
+use super::source::Hook;
+use crate::admission::Attributes;
+use crate::storage::Storage;
+use kubeshard_cache::Filter;
+use kubeshard_core::catalog::ResourceInfo;
+use kubeshard_core::crd::expression::{Variables, MATCH_CONDITIONS_BUDGET};
+use kubeshard_core::meta;
+use kubeshard_core::status::ApiError;
+use serde_json::{Map, Value};
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::rc::Rc;
+use std::sync::Arc;
+
+/// One entry of a webhook's `rules`.
+pub struct Rule {
+    operations: Vec<String>,
+    groups: Vec<String>,
+    versions: Vec<String>,
+    /// (resource, subresource) patterns: `*`, `pods`, `pods/*`, `*/status`.
+    resources: Vec<(String, String)>,
+    scope: String,
+}
+
+fn strings(v: &Value, key: &str) -> Vec<String> {
+    meta::array_at(v, key)
+        .iter()
+        .filter_map(Value::as_str)
+        .map(str::to_string)
+        .collect()
+}
+
+fn any(items: &[String], wanted: &str) -> bool {
+    items.iter().any(|i| i == "*" || i == wanted)
+}
+
+impl Rule {
+    pub fn parse(v: &Value) -> Rule {
+        Rule {
+            operations: strings(v, "/operations"),
+            groups: strings(v, "/apiGroups"),
+            versions: strings(v, "/apiVersions"),
+            resources: strings(v, "/resources")
+                .into_iter()
+                .map(|r| match r.split_once('/') {
+                    Some((res, sub)) => (res.to_string(), sub.to_string()),
+                    None => (r, String::new()),
+                })
+                .collect(),
+            scope: meta::str_at(v, "/scope").to_string(),
+        }
+    }
+
+    /// Whether the rule covers `a` addressed as `resource` (the request's
+    /// own resource, or an equivalent version of it).
+    fn matches(&self, a: &Attributes<'_>, resource: &ResourceInfo) -> bool {
+        let is_namespace = resource.group.is_empty() && resource.plural == "namespaces";
+        let scope = match self.scope.as_str() {
+            "" | "*" => true,
+            "Namespaced" => !is_namespace && !a.namespace.is_empty(),
+            "Cluster" => is_namespace || a.namespace.is_empty(),
+            _ => false,
+        };
+        scope
+            && any(&self.operations, a.operation.as_str())
+            && any(&self.groups, &resource.group)
+            && any(&self.versions, &resource.version)
+            && self.resources.iter().any(|(res, sub)| {
+                (res == "*" || *res == resource.plural) && (sub == "*" || sub == a.subresource)
+            })
+    }
+}
+
+/// Namespace name → its labels, on this executor: namespace selectors are
+/// asked on every write in a namespace.
+#[derive(Clone)]
+pub struct NamespaceLabels {
+    cache: Rc<RefCell<HashMap<String, Map<String, Value>>>>,
+}
+
+impl NamespaceLabels {
+    pub fn start(init: &crate::admission::plugins::PluginInit<'_>) -> Self {
+        let cache: Rc<RefCell<HashMap<String, Map<String, Value>>>> = Rc::default();
+        init.informers.start(
+            init.ctx,
+            init.keys.builtin("", "namespaces"),
+            Filter::default(),
+            crate::informer::mirror(
+                cache.clone(),
+                |o| Some(o.name.to_string()),
+                |o| labels(&o.to_value()),
+            ),
+        );
+        Self { cache }
+    }
+
+    /// The labels of namespace `name`: from the cache, or read from the
+    /// store when the cache has not seen it yet (kube's live lookup).
+    async fn of(&self, a: &Attributes<'_>, name: &str) -> Result<Map<String, Value>, ApiError> {
+        if let Some(l) = self.cache.borrow().get(name) {
+            return Ok(l.clone());
+        }
+        let info = a.api.builtin("", "namespaces")?;
+        match a
+            .api
+            .storage()
+            .get(&info.storage_key, "", name)
+            .await
+            .map_err(|e| ApiError::internal(&format!("{e:?}")))?
+        {
+            Some(o) => Ok(labels(&o.to_value())),
+            None => Err(ApiError::not_found("", "namespaces", name)),
+        }
+    }
+}
+
+fn labels(obj: &Value) -> Map<String, Value> {
+    obj.pointer("/metadata/labels")
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default()
+}
+
+/// How a matched webhook sees the write: at the request's own resource,
+/// or at the equivalent version its rule named.
+pub struct Invocation {
+    /// The equivalent version the webhook's rule named; None: the
+    /// request's own.
+    pub equivalent: Option<Arc<ResourceInfo>>,
+}
+
+impl Invocation {
+    pub fn resource<'b>(&'b self, a: &'b Attributes<'_>) -> &'b ResourceInfo {
+        self.equivalent.as_deref().unwrap_or(a.resource)
+    }
+}
+
+/// Whether `hook`'s selectors and rules reach `a` (whose object is
+/// `object`), and at which version; an error refuses the write (kube's
+/// fail-closed selector errors).
+pub async fn should_call(
+    hook: &Hook,
+    a: &Attributes<'_>,
+    object: Option<&Value>,
+    namespaces: &NamespaceLabels,
+) -> Result<Option<Invocation>, ApiError> {
+    let ns_match = namespace_matches(hook, a, object, namespaces).await;
+    if matches!(ns_match, Ok(false)) {
+        return Ok(None);
+    }
+    let obj_match = object_matches(hook, a, object);
+    if matches!(obj_match, Ok(false)) {
+        return Ok(None);
+    }
+    let Some(invocation) = rule_match(hook, a) else {
+        return Ok(None);
+    };
+    ns_match?;
+    obj_match?;
+    Ok(Some(invocation))
+}
+
+/// Whether every match condition of `hook` holds for the write (`request`
+/// is the AdmissionReview's request, the conditions' `request`). One that
+/// cannot be evaluated refuses the write, or passes the webhook over
+/// under `failurePolicy: Ignore`.
+pub fn conditions_hold(
+    hook: &Hook,
+    a: &Attributes<'_>,
+    object: Option<&Value>,
+    request: &Value,
+) -> Result<bool, ApiError> {
+    let conditions = match &hook.conditions {
+        Ok(c) if c.is_empty() => return Ok(true),
+        Ok(c) => c,
+        Err(_) if hook.ignore_failures => return Ok(false),
+        Err(e) => return Err(condition_refusal(a, e)),
+    };
+    let vars = Variables::default()
+        .bind("object", object)
+        .bind("oldObject", a.old_object)
+        .bind("request", Some(request));
+    let mut budget = MATCH_CONDITIONS_BUDGET;
+    let mut errors = Vec::new();
+    for (_, condition) in conditions {
+        match condition.evaluate_bool(&vars, &mut budget) {
+            Ok(true) => {}
+            Ok(false) => return Ok(false),
+            Err(e) => errors.push(e),
+        }
+    }
+    match errors.as_slice() {
+        [] => Ok(true),
+        _ if hook.ignore_failures => Ok(false),
+        [one] => Err(condition_refusal(a, one)),
+        many => Err(condition_refusal(a, &format!("[{}]", many.join(", ")))),
+    }
+}
+
+/// kube answers a match condition that cannot be evaluated (under
+/// `failurePolicy: Fail`) as Forbidden.
+fn condition_refusal(a: &Attributes<'_>, e: &str) -> ApiError {
+    ApiError::forbidden(&a.resource.group, &a.resource.plural, a.name, e)
+}
+
+async fn namespace_matches(
+    hook: &Hook,
+    a: &Attributes<'_>,
+    object: Option<&Value>,
+    namespaces: &NamespaceLabels,
+) -> Result<bool, ApiError> {
+    let is_namespace = a.resource.group.is_empty() && a.resource.plural == "namespaces";
+    if a.namespace.is_empty() && !is_namespace {
+        return Ok(true);
+    }
+    let selector = hook
+        .namespace_selector
+        .as_ref()
+        .map_err(|e| ApiError::internal(e))?;
+    if selector.is_empty() {
+        return Ok(true);
+    }
+    // A namespace being written is judged by its own (new) labels.
+    let own = is_namespace
+        && a.subresource.is_empty()
+        && matches!(
+            a.operation,
+            crate::admission::Operation::Create | crate::admission::Operation::Update
+        );
+    let labels = match (own, object) {
+        (true, Some(o)) => labels(o),
+        _ => {
+            let name = if is_namespace { a.name } else { a.namespace };
+            namespaces.of(a, name).await?
+        }
+    };
+    Ok(selector.matches(&labels))
+}
+
+fn object_matches(
+    hook: &Hook,
+    a: &Attributes<'_>,
+    object: Option<&Value>,
+) -> Result<bool, ApiError> {
+    let selector = hook
+        .object_selector
+        .as_ref()
+        .map_err(|e| ApiError::internal(e))?;
+    if selector.is_empty() {
+        return Ok(true);
+    }
+    Ok([object, a.old_object]
+        .into_iter()
+        .flatten()
+        .any(|o| selector.matches(&labels(o))))
+}
+
+/// The request's resource if a rule names it; else, under
+/// `matchPolicy: Equivalent`, another served version a rule names.
+fn rule_match(hook: &Hook, a: &Attributes<'_>) -> Option<Invocation> {
+    if hook.rules.iter().any(|r| r.matches(a, a.resource)) {
+        return Some(Invocation { equivalent: None });
+    }
+    if !hook.equivalent {
+        return None;
+    }
+    let catalog = a.api.catalog.current();
+    let equivalents: Vec<Arc<ResourceInfo>> = catalog
+        .versions(&a.resource.group)
+        .iter()
+        .filter(|v| **v != a.resource.version)
+        .filter_map(|v| {
+            catalog
+                .lookup(&a.resource.group, v, &a.resource.plural)
+                .cloned()
+        })
+        .collect();
+    hook.rules.iter().find_map(|r| {
+        equivalents
+            .iter()
+            .find(|e| r.matches(a, e))
+            .map(|e| Invocation {
+                equivalent: Some(e.clone()),
+            })
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn rules_match_as_kubes() {
+        let r = Rule::parse(&json!({
+            "operations": ["CREATE", "UPDATE"], "apiGroups": ["apps"], "apiVersions": ["*"],
+            "resources": ["deployments", "*/scale"], "scope": "Namespaced"}));
+        assert_eq!(r.resources[1], ("*".to_string(), "scale".to_string()));
+        let all = Rule::parse(&json!({
+            "operations": ["*"], "apiGroups": ["*"], "apiVersions": ["*"], "resources": ["*/*"]}));
+        assert_eq!(all.resources[0], ("*".to_string(), "*".to_string()));
+        assert!(any(&all.operations, "DELETE"));
+        assert!(!any(&r.operations, "DELETE"));
+    }
+}

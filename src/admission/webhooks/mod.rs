@@ -1,0 +1,530 @@
+//! MutatingAdmissionWebhook and ValidatingAdmissionWebhook: the writes a
+//! Mutating/ValidatingWebhookConfiguration covers are sent to its
+//! webhooks as AdmissionReviews, over HTTPS on the executor (connections
+//! kept, see [`crate::webhook`]). Mutating webhooks run one after another
+//! and may patch the object (JSONPatch); validating webhooks run all at
+//! once and may only refuse. A webhook that cannot be called fails the
+//! write unless its `failurePolicy` is Ignore; dry-run writes only reach
+//! webhooks without side effects.
+
+mod matching;
+mod review;
+mod source;
+
+use super::plugins::PluginInit;
+use super::{Attributes, Mutating, Outcome, Validating};
+use crate::webhook;
+use kubeshard_core::status::{ApiError, StatusDetails};
+use matching::{Invocation, NamespaceLabels};
+use serde_json::{json, Value};
+use source::{Hook, Source};
+use std::collections::HashSet;
+use std::rc::Rc;
+
+pub const MUTATING: &str = "MutatingAdmissionWebhook";
+pub const VALIDATING: &str = "ValidatingAdmissionWebhook";
+
+/// The webhook plugin's reinvocation bookkeeping for one write (kube's
+/// `webhookReinvokeContext`).
+#[derive(Default)]
+pub struct Round {
+    /// IfNeeded webhooks called since the object last changed.
+    invoked: HashSet<String>,
+    /// Webhooks to call again in the second pass.
+    reinvoke: HashSet<String>,
+    /// The object as the webhooks left it in the first pass.
+    last_output: Option<Value>,
+}
+
+impl Round {
+    /// The object changed after these webhooks saw it: they run again.
+    fn require_reinvoking_invoked(&mut self) {
+        let invoked = std::mem::take(&mut self.invoked);
+        self.reinvoke.extend(invoked);
+    }
+}
+
+/// The admission configuration kinds webhooks never see (so a broken
+/// webhook can always be removed).
+fn exempt(a: &Attributes<'_>) -> bool {
+    a.resource.group == "admissionregistration.k8s.io"
+        && matches!(
+            a.resource.plural.as_str(),
+            "mutatingwebhookconfigurations"
+                | "validatingwebhookconfigurations"
+                | "validatingadmissionpolicies"
+                | "validatingadmissionpolicybindings"
+                | "mutatingadmissionpolicies"
+                | "mutatingadmissionpolicybindings"
+        )
+}
+
+/// Why a call did not admit the write.
+enum CallError {
+    /// The webhook could not be called or answered nonsense: subject to
+    /// the failure policy.
+    Calling(String),
+    /// A refusal, answered as is.
+    Refused(ApiError),
+}
+
+pub struct MutatingWebhooks {
+    source: Source,
+    namespaces: NamespaceLabels,
+}
+
+pub struct ValidatingWebhooks {
+    source: Source,
+    namespaces: NamespaceLabels,
+}
+
+impl MutatingWebhooks {
+    pub fn start(init: &PluginInit<'_>, namespaces: NamespaceLabels) -> Self {
+        let resource = init.keys.builtin(
+            "admissionregistration.k8s.io",
+            "mutatingwebhookconfigurations",
+        );
+        Self {
+            source: Source::start(init.ctx, init.informers, resource),
+            namespaces,
+        }
+    }
+}
+
+impl ValidatingWebhooks {
+    pub fn start(init: &PluginInit<'_>, namespaces: NamespaceLabels) -> Self {
+        let resource = init.keys.builtin(
+            "admissionregistration.k8s.io",
+            "validatingwebhookconfigurations",
+        );
+        Self {
+            source: Source::start(init.ctx, init.informers, resource),
+            namespaces,
+        }
+    }
+}
+
+/// The namespace label cache both plugins share on an executor.
+pub fn namespace_labels(init: &PluginInit<'_>) -> NamespaceLabels {
+    NamespaceLabels::start(init)
+}
+
+impl Mutating for MutatingWebhooks {
+    fn name(&self) -> &'static str {
+        MUTATING
+    }
+
+    fn handles(&self, a: &Attributes<'_>) -> bool {
+        !exempt(a) && !self.source.is_empty()
+    }
+
+    fn admit<'a>(&'a self, a: &'a Attributes<'a>, object: Option<&'a mut Value>) -> Outcome<'a> {
+        Outcome::later(self.dispatch(a, object))
+    }
+}
+
+impl Validating for ValidatingWebhooks {
+    fn name(&self) -> &'static str {
+        VALIDATING
+    }
+
+    fn handles(&self, a: &Attributes<'_>) -> bool {
+        !exempt(a) && !self.source.is_empty()
+    }
+
+    fn validate<'a>(&'a self, a: &'a Attributes<'a>, object: Option<&'a Value>) -> Outcome<'a> {
+        Outcome::later(self.dispatch(a, object))
+    }
+}
+
+/// A matched webhook, with the request it is sent.
+struct Call {
+    hook: Rc<Hook>,
+    index: usize,
+    invocation: Invocation,
+    request: Value,
+}
+
+/// The webhooks among `hooks` that `a` reaches, in order, each with its
+/// AdmissionReview request.
+async fn matched(
+    hooks: Vec<Rc<Hook>>,
+    a: &Attributes<'_>,
+    object: Option<&Value>,
+    namespaces: &NamespaceLabels,
+) -> Result<Vec<Call>, ApiError> {
+    let mut calls = Vec::new();
+    for (index, hook) in hooks.into_iter().enumerate() {
+        if let Some(call) = match_one(hook, index, a, object, namespaces).await? {
+            calls.push(call);
+        }
+    }
+    Ok(calls)
+}
+
+async fn match_one(
+    hook: Rc<Hook>,
+    index: usize,
+    a: &Attributes<'_>,
+    object: Option<&Value>,
+    namespaces: &NamespaceLabels,
+) -> Result<Option<Call>, ApiError> {
+    let Some(invocation) = matching::should_call(&hook, a, object, namespaces).await? else {
+        return Ok(None);
+    };
+    let request = review::request(a, &invocation, object);
+    if !matching::conditions_hold(&hook, a, object, &request)? {
+        return Ok(None);
+    }
+    Ok(Some(Call {
+        hook,
+        index,
+        invocation,
+        request,
+    }))
+}
+
+impl MutatingWebhooks {
+    async fn dispatch(
+        &self,
+        a: &Attributes<'_>,
+        mut object: Option<&mut Value>,
+    ) -> Result<(), ApiError> {
+        let reinvoking = a.reinvocation.is_reinvoke();
+        if reinvoking {
+            let mut round = a.reinvocation.webhooks.borrow_mut();
+            // Built-in plugins changed the object since the webhooks saw
+            // it: every IfNeeded webhook sees it again.
+            if round.last_output.as_ref() != object.as_deref() {
+                round.require_reinvoking_invoked();
+            }
+        }
+        let hooks = self.source.webhooks();
+        let mut defaulted = false;
+        for (index, hook) in hooks.into_iter().enumerate() {
+            let current = object.as_deref();
+            let Some(call) = match_one(hook, index, a, current, &self.namespaces).await? else {
+                continue;
+            };
+            if reinvoking
+                && !a
+                    .reinvocation
+                    .webhooks
+                    .borrow()
+                    .reinvoke
+                    .contains(&call.hook.uid)
+            {
+                continue;
+            }
+            // Webhooks see the object defaulted, as kube decoded it.
+            if !defaulted {
+                if let Some(o) = object.as_deref_mut() {
+                    kubeshard_core::registry::default(a.resource, o);
+                }
+                defaulted = true;
+            }
+            let round_no = usize::from(reinvoking);
+            let outcome = call_mutating(a, &call, object.as_deref_mut(), round_no).await;
+            let changed = matches!(outcome, Ok(true));
+            {
+                let mut round = a.reinvocation.webhooks.borrow_mut();
+                if changed {
+                    round.require_reinvoking_invoked();
+                    a.reinvocation.request();
+                }
+                if call.hook.reinvoke_if_needed {
+                    round.invoked.insert(call.hook.uid.clone());
+                }
+            }
+            if let Err(e) = outcome {
+                failed(a, &call, e, "mutation", round_no)?;
+            }
+        }
+        let mut round = a.reinvocation.webhooks.borrow_mut();
+        if !reinvoking && !round.invoked.is_empty() {
+            round.last_output = object.as_deref().cloned();
+        }
+        Ok(())
+    }
+}
+
+impl ValidatingWebhooks {
+    async fn dispatch(&self, a: &Attributes<'_>, object: Option<&Value>) -> Result<(), ApiError> {
+        let calls = matched(self.source.webhooks(), a, object, &self.namespaces).await?;
+        if calls.is_empty() {
+            return Ok(());
+        }
+        // All at once; the first refusal in webhook order is the answer.
+        let outcomes =
+            futures_util::future::join_all(calls.iter().map(|c| call_validating(a, c, object)))
+                .await;
+        let mut first = None;
+        for (call, outcome) in calls.iter().zip(outcomes) {
+            if let Err(e) = outcome {
+                if let Err(refusal) = failed(a, call, e, "validating", 0) {
+                    first.get_or_insert(refusal);
+                }
+            }
+        }
+        first.map_or(Ok(()), Err)
+    }
+}
+
+/// What a failed call means for the write: a refusal, or (a webhook that
+/// could not be called under `failurePolicy: Ignore`) nothing but an
+/// audit annotation.
+fn failed(
+    a: &Attributes<'_>,
+    call: &Call,
+    e: CallError,
+    kind: &str,
+    round: usize,
+) -> Result<(), ApiError> {
+    match e {
+        CallError::Refused(e) => Err(e),
+        CallError::Calling(reason) => {
+            let message = format!("failed calling webhook {:?}: {reason}", call.hook.name);
+            if call.hook.ignore_failures {
+                tracing::warn!(webhook = %call.hook.name, %message, "webhook failed open");
+                let prefix = if kind == "mutation" {
+                    "failed-open.mutation.webhook.admission.k8s.io"
+                } else {
+                    "failed-open.validating.webhook.admission.k8s.io"
+                };
+                a.annotate(
+                    format!("{prefix}/round_{round}_index_{}", call.index),
+                    call.hook.name.clone(),
+                );
+                Ok(())
+            } else {
+                tracing::warn!(webhook = %call.hook.name, %message, "webhook failed closed");
+                Err(ApiError::internal(&message))
+            }
+        }
+    }
+}
+
+/// kube's refusal by a webhook: its Status, with a message saying who
+/// refused, and never a success code.
+fn refusal(name: &str, result: Option<&Value>) -> ApiError {
+    let result = result.cloned().unwrap_or(Value::Null);
+    let denied = format!("admission webhook {name:?} denied the request");
+    let message = kubeshard_core::meta::str_at(&result, "/message");
+    let reason = kubeshard_core::meta::str_at(&result, "/reason");
+    let text = match (message, reason) {
+        (m, _) if !m.is_empty() => format!("{denied}: {m}"),
+        (_, r) if !r.is_empty() => format!("{denied}: {r}"),
+        _ => format!("{denied} without explanation"),
+    };
+    let code = result
+        .get("code")
+        .and_then(Value::as_u64)
+        .and_then(|c| u16::try_from(c).ok())
+        .filter(|c| *c >= 400 && *c < 600)
+        .unwrap_or(400);
+    let mut e = ApiError::new(code, reason, text);
+    e.details = result
+        .get("details")
+        .and_then(|d| serde_json::from_value::<StatusDetails>(d.clone()).ok())
+        .map(Box::new);
+    e
+}
+
+/// The objects as the webhook's version has them (an equivalent version
+/// of a custom resource is converted to).
+async fn versioned(
+    a: &Attributes<'_>,
+    call: &Call,
+    object: Option<&Value>,
+) -> Result<(Option<Value>, Option<Value>), CallError> {
+    let (mut object, mut old) = (object.cloned(), a.old_object.cloned());
+    if let Some(info) = &call.invocation.equivalent {
+        for v in [&mut object, &mut old].into_iter().flatten() {
+            crate::apiextensions::conversion::convert_values(a.api, info, std::slice::from_mut(v))
+                .await
+                .map_err(CallError::Refused)?;
+        }
+    }
+    Ok((object, old))
+}
+
+/// Sends the review and reads the answer; the warnings and audit
+/// annotations it carries are recorded whatever it says.
+async fn send(
+    a: &Attributes<'_>,
+    call: &Call,
+    object: Option<&Value>,
+    old: Option<&Value>,
+    mutating: bool,
+) -> Result<review::Answer, CallError> {
+    let hook = &call.hook;
+    if a.dry_run {
+        match hook.dry_run_safe {
+            None => return Err(CallError::Calling("Webhook SideEffects is nil".into())),
+            Some(false) => {
+                return Err(CallError::Refused(ApiError::bad_request(format!(
+                    "admission webhook {:?} does not support dry run",
+                    hook.name
+                ))))
+            }
+            Some(true) => {}
+        }
+    }
+    let Some(version) = hook.review_version else {
+        return Err(CallError::Calling(
+            "could not create admission objects: webhook does not accept known AdmissionReview versions (v1, v1beta1)".into(),
+        ));
+    };
+    let client = hook
+        .client
+        .as_ref()
+        .map_err(|e| CallError::Calling(format!("could not get REST client: {e}")))?
+        .with_query(&format!("timeout={}s", hook.timeout.as_secs()));
+    let body = review::review(version, &call.request, object, old);
+    let uid = kubeshard_core::meta::str_at(&call.request, "/uid").to_string();
+    let bytes = serde_json::to_vec(&body).expect("JSON values serialize");
+    // Boxed: the client's TLS and HTTP state would otherwise sit in every
+    // write's future.
+    let answer = Box::pin(webhook::post_json(a.api, &client, bytes, hook.timeout))
+        .await
+        .map_err(|e| CallError::Calling(format!("failed to call webhook: {e}")))?;
+    let answer = review::answer(&answer, version, &uid, mutating)
+        .map_err(|e| CallError::Calling(format!("received invalid webhook response: {e}")))?;
+    for (k, v) in &answer.audit_annotations {
+        a.annotate(format!("{}/{k}", hook.name), v.clone());
+    }
+    for w in &answer.warnings {
+        a.warn(w.clone());
+    }
+    if !answer.allowed {
+        return Err(CallError::Refused(refusal(
+            &hook.name,
+            answer.result.as_ref(),
+        )));
+    }
+    Ok(answer)
+}
+
+async fn call_validating(
+    a: &Attributes<'_>,
+    call: &Call,
+    object: Option<&Value>,
+) -> Result<(), CallError> {
+    let (object, old) = versioned(a, call, object).await?;
+    send(a, call, object.as_ref(), old.as_ref(), false)
+        .await
+        .map(drop)
+}
+
+/// Calls a mutating webhook and applies its patch; true when the object
+/// changed.
+async fn call_mutating(
+    a: &Attributes<'_>,
+    call: &Call,
+    object: Option<&mut Value>,
+    round: usize,
+) -> Result<bool, CallError> {
+    let hook = &call.hook;
+    let (versioned_object, old) = versioned(a, call, object.as_deref()).await?;
+    let answer = send(a, call, versioned_object.as_ref(), old.as_ref(), true).await?;
+    let mutated =
+        |changed: bool| {
+            a.annotate(
+            format!("mutation.webhook.admission.k8s.io/round_{round}_index_{}", call.index),
+            json!({"configuration": configuration(hook), "webhook": hook.name, "mutated": changed})
+                .to_string(),
+        );
+            changed
+        };
+    let Some(patch) = answer.patch else {
+        return Ok(mutated(false));
+    };
+    let patch: json_patch::Patch = serde_json::from_slice(&patch).map_err(|e| {
+        CallError::Calling(format!(
+            "received undecodable patch in webhook response: {e}"
+        ))
+    })?;
+    if patch.0.is_empty() {
+        return Ok(mutated(false));
+    }
+    let (Some(object), Some(mut patched)) = (object, versioned_object) else {
+        return Err(CallError::Refused(ApiError::internal(&format!(
+            "admission webhook {:?} attempted to modify the object, which is not supported for this operation",
+            hook.name
+        ))));
+    };
+    json_patch::patch(&mut patched, &patch)
+        .map_err(|e| CallError::Refused(ApiError::internal(&e.to_string())))?;
+    if !patched.is_object() {
+        return Err(CallError::Refused(ApiError::internal(
+            "the patched object is not a JSON object",
+        )));
+    }
+    a.annotate(
+        format!(
+            "patch.webhook.admission.k8s.io/round_{round}_index_{}",
+            call.index
+        ),
+        json!({"configuration": configuration(hook), "webhook": hook.name,
+            "patch": patch, "patchType": "JSONPatch"})
+        .to_string(),
+    );
+    if call.invocation.equivalent.is_some() {
+        crate::apiextensions::conversion::convert_values(
+            a.api,
+            a.resource,
+            std::slice::from_mut(&mut patched),
+        )
+        .await
+        .map_err(CallError::Refused)?;
+    }
+    // kube defaults the patched object again.
+    kubeshard_core::registry::default(a.resource, &mut patched);
+    let changed = *object != patched;
+    *object = patched;
+    Ok(mutated(changed))
+}
+
+/// The configuration a webhook belongs to (its uid is `<name>/<index>`).
+fn configuration(hook: &Hook) -> &str {
+    hook.uid.rsplit_once('/').map_or("", |(c, _)| c)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn refusals_read_as_kubes() {
+        let e = refusal(
+            "deny.example.com",
+            Some(&json!({"message": "no pods today", "code": 403, "reason": "Forbidden"})),
+        );
+        assert_eq!(e.code, 403);
+        assert_eq!(e.reason, "Forbidden");
+        assert_eq!(
+            e.message,
+            "admission webhook \"deny.example.com\" denied the request: no pods today"
+        );
+        let e = refusal("d", Some(&json!({"code": 200, "reason": "Because"})));
+        assert_eq!(e.code, 400);
+        assert_eq!(
+            e.message,
+            "admission webhook \"d\" denied the request: Because"
+        );
+        let e = refusal("d", None);
+        assert_eq!(
+            e.message,
+            "admission webhook \"d\" denied the request without explanation"
+        );
+    }
+
+    #[test]
+    fn reinvocation_moves_invoked_webhooks() {
+        let mut r = Round::default();
+        r.invoked.insert("a/0".into());
+        r.require_reinvoking_invoked();
+        assert!(r.invoked.is_empty());
+        assert!(r.reinvoke.contains("a/0"));
+    }
+}

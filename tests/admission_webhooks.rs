@@ -1,0 +1,560 @@
+//! Admission webhooks (Mutating/ValidatingWebhookConfiguration v1)
+//! against a real HTTPS webhook server started by the test: the
+//! AdmissionReview kube sends, refusals, JSONPatch mutations (defaulted
+//! again afterwards, reinvoked when a later webhook changes the object),
+//! selectors, match conditions, dry run and side effects, failure
+//! policies, timeouts, bad answers, and the configuration kinds webhooks
+//! never see.
+
+mod common;
+use common::webhook::{Handler, Webhook};
+use common::*;
+use serde_json::{json, Value};
+use std::sync::Arc;
+
+const VALIDATING: &str = "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations";
+const MUTATING: &str = "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations";
+
+fn b64(bytes: &[u8]) -> String {
+    use base64::Engine;
+    base64::engine::general_purpose::STANDARD.encode(bytes)
+}
+
+/// An AdmissionReview v1 answer to `review`.
+fn answer(review: &Value, response: Value) -> Value {
+    let mut response = response;
+    response["uid"] = review["request"]["uid"].clone();
+    json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": response})
+}
+
+/// A JSONPatch that sets label `key` to `value` on the review's object.
+fn label_patch(review: &Value, key: &str, value: &str) -> Value {
+    let labels = &review["request"]["object"]["metadata"]["labels"];
+    let ops = if labels.is_object() {
+        json!([{"op": "add", "path": format!("/metadata/labels/{}", key.replace('/', "~1")), "value": value}])
+    } else {
+        json!([{"op": "add", "path": "/metadata/labels", "value": {key: value}}])
+    };
+    json!({"allowed": true, "patchType": "JSONPatch", "patch": b64(ops.to_string().as_bytes())})
+}
+
+/// The test webhook: one path per behaviour.
+fn handler() -> Arc<Handler> {
+    Arc::new(|path: &str, review: Value| {
+        let path = path.split('?').next().unwrap_or("");
+        let name = review["request"]["name"].as_str().unwrap_or("").to_string();
+        let labels = review["request"]["object"]["metadata"]["labels"].clone();
+        match path {
+            "/deny" if name.starts_with("deny-") => answer(
+                &review,
+                json!({"allowed": false, "status": {"code": 403, "reason": "Forbidden",
+                    "message": "names starting deny- are refused"}}),
+            ),
+            "/deny" => answer(
+                &review,
+                json!({"allowed": true, "warnings": ["seen by the validating webhook"],
+                    "auditAnnotations": {"checked": "yes"}}),
+            ),
+            "/mutate" => {
+                // A label, an annotation, and a container port with no
+                // protocol (kube defaults it to TCP after the patch).
+                let obj = &review["request"]["object"];
+                let mut ops = vec![];
+                if !obj["metadata"]["labels"].is_object() {
+                    ops.push(json!({"op": "add", "path": "/metadata/labels", "value": {}}));
+                }
+                ops.push(json!({"op": "add", "path": "/metadata/labels/mutated", "value": "yes"}));
+                if !obj["metadata"]["annotations"].is_object() {
+                    ops.push(json!({"op": "add", "path": "/metadata/annotations", "value": {}}));
+                }
+                ops.push(json!({"op": "add", "path": "/metadata/annotations/example.com~1webhook", "value": "seen"}));
+                if obj["kind"] == "Pod" {
+                    ops.push(json!({"op": "add", "path": "/spec/containers/0/ports",
+                        "value": [{"containerPort": 8080}]}));
+                }
+                answer(
+                    &review,
+                    json!({"allowed": true, "patchType": "JSONPatch",
+                        "patch": b64(Value::Array(ops).to_string().as_bytes())}),
+                )
+            }
+            // Reinvocation: `first` records whether it saw `second`'s
+            // label; `second` adds its label once.
+            "/first" => {
+                let saw = if labels["second"] == "yes" {
+                    "yes"
+                } else {
+                    "no"
+                };
+                if labels["first-saw-second"] == saw {
+                    answer(&review, json!({"allowed": true}))
+                } else {
+                    answer(&review, label_patch(&review, "first-saw-second", saw))
+                }
+            }
+            "/second" if labels["second"] == "yes" => answer(&review, json!({"allowed": true})),
+            "/second" => answer(&review, label_patch(&review, "second", "yes")),
+            "/slow" => {
+                std::thread::sleep(std::time::Duration::from_secs(3));
+                answer(&review, json!({"allowed": true}))
+            }
+            "/wrong-uid" => json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+                "response": {"uid": "not-the-request", "allowed": true}}),
+            "/bad-patch" => answer(
+                &review,
+                json!({"allowed": true, "patchType": "JSONPatch",
+                    "patch": b64(br#"[{"op": "remove", "path": "/spec/nothing"}]"#)}),
+            ),
+            _ => answer(&review, json!({"allowed": true})),
+        }
+    })
+}
+
+/// One webhook entry calling `path` on the test webhook.
+fn hook(w: &Webhook, name: &str, path: &str, resources: &[&str], extra: Value) -> Value {
+    let mut h = json!({
+        "name": name,
+        "clientConfig": {"url": format!("https://127.0.0.1:{}{path}", w.port), "caBundle": w.ca_bundle()},
+        "rules": [{"operations": ["CREATE", "UPDATE"], "apiGroups": [""], "apiVersions": ["v1"],
+            "resources": resources}],
+        "sideEffects": "None",
+        "admissionReviewVersions": ["v1"],
+    });
+    for (k, v) in extra.as_object().unwrap() {
+        h[k] = v.clone();
+    }
+    h
+}
+
+fn configure(s: &Server, collection: &str, name: &str, hooks: Vec<Value>) {
+    let kind = if collection == VALIDATING {
+        "ValidatingWebhookConfiguration"
+    } else {
+        "MutatingWebhookConfiguration"
+    };
+    let (code, body) = s.post(
+        collection,
+        &json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": kind,
+            "metadata": {"name": name}, "webhooks": hooks}),
+    );
+    assert_eq!(code, 201, "{body}");
+}
+
+fn cm_path(ns: &str) -> String {
+    format!("/api/v1/namespaces/{ns}/configmaps")
+}
+
+/// Creates probe ConfigMaps in `ns` until `done` says the webhooks are in
+/// effect (informers pick configurations up asynchronously, as kube's).
+fn until_in_effect(s: &Server, ns: &str, done: impl Fn(u16, &Value) -> bool) {
+    let mut n = 0;
+    eventually(10, "webhook configuration in effect", || {
+        n += 1;
+        let (code, body) = s.post(&cm_path(ns), &configmap(&format!("probe-{n}"), json!({})));
+        done(code, &body).then_some(())
+    });
+}
+
+fn requests_for(w: &Webhook, name: &str) -> Vec<(String, Value)> {
+    w.requests
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|(_, r)| r["request"]["name"] == name)
+        .cloned()
+        .collect()
+}
+
+#[test]
+fn validating_webhook_refuses_and_sees_kubes_review() {
+    let s = Server::start(2);
+    let w = Webhook::start(&[], handler());
+    let ns = namespace(&s, "hooked");
+    let (code, body) = s.patch(
+        &format!("/api/v1/namespaces/{ns}"),
+        "application/merge-patch+json",
+        &json!({"metadata": {"labels": {"webhooks": "on"}}}),
+    );
+    assert_eq!(code, 200, "{body}");
+    let quiet = namespace(&s, "quiet");
+    configure(
+        &s,
+        VALIDATING,
+        "deny-names",
+        vec![hook(
+            &w,
+            "deny.example.com",
+            "/deny",
+            &["configmaps"],
+            json!({"namespaceSelector": {"matchLabels": {"webhooks": "on"}}}),
+        )],
+    );
+    until_in_effect(&s, &ns, |_, _| w.request_count() > 0);
+
+    // Refused with the webhook's Status, its message prefixed.
+    let (code, body) = s.post(&cm_path(&ns), &configmap("deny-me", json!({})));
+    assert_eq!(code, 403, "{body}");
+    assert_eq!(body["reason"], "Forbidden");
+    assert_eq!(
+        body["message"],
+        "admission webhook \"deny.example.com\" denied the request: names starting deny- are refused"
+    );
+    assert_eq!(s.get(&format!("{}/deny-me", cm_path(&ns))).0, 404);
+
+    // Admitted, with the webhook's warning passed on.
+    let (code, warnings, body) = s.send_warned(
+        "POST",
+        &cm_path(&ns),
+        "application/json",
+        configmap("fine", json!({})).to_string().as_bytes(),
+    );
+    assert_eq!(code, 201, "{body}");
+    assert!(
+        warnings.contains(&"seen by the validating webhook".to_string()),
+        "{warnings:?}"
+    );
+    let (path, review) = requests_for(&w, "fine").pop().expect("webhook saw fine");
+    assert_eq!(path, "/deny?timeout=10s");
+    assert_eq!(review["apiVersion"], "admission.k8s.io/v1");
+    assert_eq!(review["kind"], "AdmissionReview");
+    let r = &review["request"];
+    assert!(r["uid"].as_str().is_some_and(|u| !u.is_empty()), "{r}");
+    assert_eq!(
+        r["kind"],
+        json!({"group": "", "version": "v1", "kind": "ConfigMap"})
+    );
+    assert_eq!(
+        r["resource"],
+        json!({"group": "", "version": "v1", "resource": "configmaps"})
+    );
+    assert_eq!(r["requestKind"], r["kind"]);
+    assert_eq!(r["requestResource"], r["resource"]);
+    assert_eq!(r["namespace"], ns);
+    assert_eq!(r["operation"], "CREATE");
+    assert_eq!(r["dryRun"], false);
+    assert_eq!(r["options"]["kind"], "CreateOptions");
+    assert_eq!(r["object"]["metadata"]["name"], "fine");
+    assert_eq!(r["oldObject"], Value::Null);
+    assert!(
+        r["userInfo"]["username"]
+            .as_str()
+            .is_some_and(|u| !u.is_empty()),
+        "{r}"
+    );
+
+    // An update is sent with the old object.
+    let (code, body) = s.put(
+        &format!("{}/fine", cm_path(&ns)),
+        &json!({"metadata": {"name": "fine", "namespace": ns}, "data": {"k2": "v2"}}),
+    );
+    assert_eq!(code, 200, "{body}");
+    let (_, review) = requests_for(&w, "fine").pop().unwrap();
+    assert_eq!(review["request"]["operation"], "UPDATE");
+    assert_eq!(review["request"]["options"]["kind"], "UpdateOptions");
+    assert_eq!(review["request"]["object"]["data"]["k2"], "v2");
+    assert_eq!(review["request"]["oldObject"]["metadata"]["name"], "fine");
+    assert!(
+        review["request"]["oldObject"]["data"]["k2"].is_null(),
+        "{review}"
+    );
+
+    // Dry run reaches a webhook without side effects, flagged as such.
+    let (code, _) = s.post(
+        &format!("{}?dryRun=All", cm_path(&ns)),
+        &configmap("deny-dry", json!({})),
+    );
+    assert_eq!(code, 403);
+    let (_, review) = requests_for(&w, "deny-dry").pop().unwrap();
+    assert_eq!(review["request"]["dryRun"], true);
+
+    // Outside the namespace selector the webhook is not called.
+    let before = w.request_count();
+    let (code, body) = s.post(&cm_path(&quiet), &configmap("deny-quiet", json!({})));
+    assert_eq!(code, 201, "{body}");
+    // Nor for a kind its rules do not name.
+    let (code, _) = s.post(
+        &format!("/api/v1/namespaces/{ns}/secrets"),
+        &json!({"metadata": {"name": "deny-secret"}}),
+    );
+    assert_eq!(code, 201);
+    assert_eq!(w.request_count(), before);
+
+    // Nothing is sent for a create NamespaceLifecycle refuses first.
+    let (code, _) = s.post(&cm_path("nowhere"), &configmap("deny-nowhere", json!({})));
+    assert_eq!(code, 404);
+    assert_eq!(w.request_count(), before);
+}
+
+#[test]
+fn mutating_webhooks_patch_and_are_reinvoked() {
+    let s = Server::start(2);
+    let w = Webhook::start(&[], handler());
+    let ns = namespace(&s, "mutated");
+    configure(
+        &s,
+        MUTATING,
+        "a-mutate",
+        vec![hook(
+            &w,
+            "mutate.example.com",
+            "/mutate",
+            &["configmaps", "pods"],
+            json!({}),
+        )],
+    );
+    until_in_effect(&s, &ns, |code, body| {
+        code == 201 && body["metadata"]["labels"]["mutated"] == "yes"
+    });
+    let (code, cm) = s.post(&cm_path(&ns), &configmap("patched", json!({"keep": "me"})));
+    assert_eq!(code, 201, "{cm}");
+    assert_eq!(
+        cm["metadata"]["labels"],
+        json!({"keep": "me", "mutated": "yes"})
+    );
+    assert_eq!(cm["metadata"]["annotations"]["example.com/webhook"], "seen");
+    let (_, stored) = s.get(&format!("{}/patched", cm_path(&ns)));
+    assert_eq!(stored["metadata"]["labels"]["mutated"], "yes");
+
+    // The patched pod is defaulted again: the port the webhook added
+    // gets its protocol.
+    let (code, pod) = s.post(
+        &format!("/api/v1/namespaces/{ns}/pods"),
+        &json!({"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "nginx"}]}}),
+    );
+    assert_eq!(code, 201, "{pod}");
+    assert_eq!(
+        pod["spec"]["containers"][0]["ports"],
+        json!([{"containerPort": 8080, "protocol": "TCP"}])
+    );
+    // The webhook saw the pod already defaulted.
+    let (_, review) = requests_for(&w, "p").pop().unwrap();
+    assert_eq!(
+        review["request"]["object"]["spec"]["containers"][0]["imagePullPolicy"],
+        "Always"
+    );
+
+    // Reinvocation: `first` (IfNeeded) runs before `second`, whose
+    // change makes it run again, and then it sees `second`'s label.
+    let ns2 = namespace(&s, "reinvoked");
+    let only =
+        |n: &str| json!({"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": n}}});
+    let mut first = hook(
+        &w,
+        "first.example.com",
+        "/first",
+        &["configmaps"],
+        only(&ns2),
+    );
+    first["reinvocationPolicy"] = json!("IfNeeded");
+    configure(&s, MUTATING, "b-first", vec![first]);
+    configure(
+        &s,
+        MUTATING,
+        "c-second",
+        vec![hook(
+            &w,
+            "second.example.com",
+            "/second",
+            &["configmaps"],
+            only(&ns2),
+        )],
+    );
+    until_in_effect(&s, &ns2, |code, body| {
+        code == 201 && body["metadata"]["labels"]["second"] == "yes"
+    });
+    let (code, cm) = s.post(&cm_path(&ns2), &configmap("twice", json!({})));
+    assert_eq!(code, 201, "{cm}");
+    assert_eq!(cm["metadata"]["labels"]["second"], "yes");
+    assert_eq!(cm["metadata"]["labels"]["first-saw-second"], "yes", "{cm}");
+    let calls: Vec<String> = requests_for(&w, "twice")
+        .into_iter()
+        .map(|(p, _)| p)
+        .collect();
+    let firsts = calls.iter().filter(|p| p.starts_with("/first")).count();
+    let seconds = calls.iter().filter(|p| p.starts_with("/second")).count();
+    assert_eq!((firsts, seconds), (2, 1), "{calls:?}");
+
+    // Webhooks never see the configuration kinds: a mutating webhook
+    // over everything leaves a webhook configuration alone.
+    let mut all = hook(&w, "all.example.com", "/mutate", &["*"], json!({}));
+    all["rules"] = json!([{"operations": ["*"], "apiGroups": ["*"], "apiVersions": ["*"], "resources": ["*/*"]}]);
+    configure(&s, MUTATING, "d-everything", vec![all]);
+    let (code, got) = s.get(&format!("{MUTATING}/d-everything"));
+    assert_eq!(code, 200);
+    assert!(got["metadata"]["labels"].is_null(), "{got}");
+}
+
+#[test]
+fn failures_follow_the_failure_policy() {
+    let s = Server::start(2);
+    let w = Webhook::start(&[], handler());
+    let ns = namespace(&s, "failing");
+    // A port nothing listens on.
+    let dead = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let dead_port = dead.local_addr().unwrap().port();
+    drop(dead);
+    let named = |n: &str| json!({"objectSelector": {"matchLabels": {"case": n}}});
+    let mut closed = hook(
+        &w,
+        "closed.example.com",
+        "/",
+        &["configmaps"],
+        named("closed"),
+    );
+    closed["clientConfig"]["url"] = json!(format!("https://127.0.0.1:{dead_port}/"));
+    let mut open = hook(&w, "open.example.com", "/", &["configmaps"], named("open"));
+    open["clientConfig"]["url"] = json!(format!("https://127.0.0.1:{dead_port}/"));
+    open["failurePolicy"] = json!("Ignore");
+    let mut slow = hook(
+        &w,
+        "slow.example.com",
+        "/slow",
+        &["configmaps"],
+        named("slow"),
+    );
+    slow["timeoutSeconds"] = json!(1);
+    let uid = hook(
+        &w,
+        "uid.example.com",
+        "/wrong-uid",
+        &["configmaps"],
+        named("uid"),
+    );
+    let mut effects = hook(
+        &w,
+        "effects.example.com",
+        "/",
+        &["configmaps"],
+        named("effects"),
+    );
+    effects["sideEffects"] = json!("NoneOnDryRun");
+    let mut cond = hook(
+        &w,
+        "cond.example.com",
+        "/deny",
+        &["configmaps"],
+        named("cond"),
+    );
+    cond["matchConditions"] = json!([
+        {"name": "not-skipped", "expression": "object.metadata.name != 'deny-skip'"},
+        {"name": "has-data", "expression": "object.data.k == 'v'"}]);
+    configure(
+        &s,
+        VALIDATING,
+        "failing",
+        vec![closed, open, slow, uid, effects, cond],
+    );
+    let labelled = |name: &str, case: &str| json!({"metadata": {"name": name, "labels": {"case": case}}, "data": {"k": "v"}});
+    until_in_effect(&s, &ns, |_, _| {
+        s.post(&cm_path(&ns), &labelled("closed-probe", "closed")).0 == 500
+    });
+
+    // Fail: 500 naming the webhook and the failed call.
+    let (code, body) = s.post(&cm_path(&ns), &labelled("c1", "closed"));
+    assert_eq!(code, 500, "{body}");
+    let msg = body["message"].as_str().unwrap();
+    assert!(
+        msg.starts_with("Internal error occurred: failed calling webhook \"closed.example.com\": failed to call webhook: Post \"https://127.0.0.1:"),
+        "{msg}"
+    );
+    // Ignore: admitted.
+    assert_eq!(s.post(&cm_path(&ns), &labelled("o1", "open")).0, 201);
+    // Too slow: the timeout fails the call.
+    let (code, body) = s.post(&cm_path(&ns), &labelled("s1", "slow"));
+    assert_eq!(code, 500, "{body}");
+    assert!(
+        body["message"]
+            .as_str()
+            .unwrap()
+            .contains("slow.example.com"),
+        "{body}"
+    );
+    assert!(
+        body["message"]
+            .as_str()
+            .unwrap()
+            .contains("deadline exceeded"),
+        "{body}"
+    );
+    // An answer for another request is refused.
+    let (code, body) = s.post(&cm_path(&ns), &labelled("u1", "uid"));
+    assert_eq!(code, 500, "{body}");
+    assert!(
+        body["message"]
+            .as_str()
+            .unwrap()
+            .contains("received invalid webhook response: expected response.uid="),
+        "{body}"
+    );
+    // Dry run reaches a NoneOnDryRun webhook.
+    let (code, body) = s.post(
+        &format!("{}?dryRun=All", cm_path(&ns)),
+        &labelled("e1", "effects"),
+    );
+    assert_eq!(code, 201, "{body}");
+    assert_eq!(requests_for(&w, "e1").len(), 1);
+    // Match conditions: false skips the webhook; an evaluation error
+    // (no key) under Fail refuses with 403.
+    let (code, body) = s.post(&cm_path(&ns), &labelled("deny-skip", "cond"));
+    assert_eq!(code, 201, "{body}");
+    assert!(requests_for(&w, "deny-skip").is_empty());
+    let (code, body) = s.post(&cm_path(&ns), &labelled("deny-cond", "cond"));
+    assert_eq!(code, 403, "{body}");
+    assert!(
+        body["message"]
+            .as_str()
+            .unwrap()
+            .contains("denied the request"),
+        "{body}"
+    );
+    let (code, body) = s.post(
+        &cm_path(&ns),
+        &json!({"metadata": {"name": "no-data", "labels": {"case": "cond"}}}),
+    );
+    assert_eq!(code, 403, "{body}");
+    assert!(
+        body["message"].as_str().unwrap().contains("no such key"),
+        "{body}"
+    );
+
+    // A broken webhook can always be removed: its configuration is exempt.
+    let (code, body) = s.delete(&format!("{VALIDATING}/failing"));
+    assert_eq!(code, 200, "{body}");
+    eventually(10, "webhooks gone", || {
+        (s.post(
+            &cm_path(&ns),
+            &labelled(&format!("after-{}", w.request_count()), "closed"),
+        )
+        .0 == 201)
+            .then_some(())
+    });
+}
+
+#[test]
+fn a_patch_that_does_not_apply_is_an_internal_error() {
+    let s = Server::start(1);
+    let w = Webhook::start(&[], handler());
+    let ns = namespace(&s, "badpatch");
+    configure(
+        &s,
+        MUTATING,
+        "bad-patch",
+        vec![hook(
+            &w,
+            "bad.example.com",
+            "/bad-patch",
+            &["configmaps"],
+            json!({"failurePolicy": "Ignore"}),
+        )],
+    );
+    until_in_effect(&s, &ns, |code, _| code == 500);
+    let (code, body) = s.post(&cm_path(&ns), &configmap("x", json!({})));
+    assert_eq!(code, 500, "{body}");
+    assert!(
+        body["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("Internal error occurred:"),
+        "{body}"
+    );
+}
