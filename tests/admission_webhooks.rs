@@ -558,3 +558,70 @@ fn a_patch_that_does_not_apply_is_an_internal_error() {
         "{body}"
     );
 }
+
+#[test]
+fn configurations_are_validated_and_services_resolve() {
+    let s = Server::start(2);
+    // kube's validation of the configuration itself: 422 with field paths.
+    let (code, body) = s.post(
+        VALIDATING,
+        &json!({"metadata": {"name": "bad"}, "webhooks": [{
+            "name": "a.b", "clientConfig": {"url": "http://127.0.0.1/x"},
+            "rules": [{"operations": ["CREATE"], "apiGroups": [""], "apiVersions": ["v1"], "resources": ["pods"]}],
+            "admissionReviewVersions": ["v1"]}]}),
+    );
+    assert_eq!(code, 422, "{body}");
+    let msg = body["message"].as_str().unwrap();
+    assert!(
+        msg.starts_with(
+            "ValidatingWebhookConfiguration.admissionregistration.k8s.io \"bad\" is invalid:"
+        ),
+        "{msg}"
+    );
+    for part in [
+        "webhooks[0].name: Invalid value: \"a.b\": should be a domain with at least three segments separated by dots",
+        "webhooks[0].sideEffects: Required value: must specify one of None, NoneOnDryRun",
+        "webhooks[0].clientConfig.url: Invalid value: \"http\": 'https' is the only allowed URL scheme",
+    ] {
+        assert!(msg.contains(part), "{part} not in {msg}");
+    }
+
+    // A webhook behind a Service: found through its EndpointSlices, its
+    // certificate checked for the Service's DNS name.
+    let w = Webhook::start(&["hook.webhooks.svc"], handler());
+    let ns = namespace(&s, "webhooks");
+    let (code, svc) = s.post(
+        &format!("/api/v1/namespaces/{ns}/services"),
+        &json!({"metadata": {"name": "hook"},
+            "spec": {"ports": [{"name": "https", "port": 443, "targetPort": w.port}]}}),
+    );
+    assert_eq!(code, 201, "{svc}");
+    let (code, slice) = s.post(
+        &format!("/apis/discovery.k8s.io/v1/namespaces/{ns}/endpointslices"),
+        &json!({"metadata": {"name": "hook-1", "labels": {"kubernetes.io/service-name": "hook"}},
+            "addressType": "IPv4",
+            "endpoints": [{"addresses": ["127.0.0.1"], "conditions": {"ready": true}}],
+            "ports": [{"name": "https", "port": w.port, "protocol": "TCP"}]}),
+    );
+    assert_eq!(code, 201, "{slice}");
+    let mut h = hook(&w, "svc.example.com", "/deny", &["configmaps"], json!({}));
+    h["clientConfig"] = json!({"service": {"namespace": ns, "name": "hook", "path": "/deny"},
+        "caBundle": w.ca_bundle()});
+    configure(&s, VALIDATING, "by-service", vec![h]);
+    until_in_effect(&s, &ns, |_, _| w.request_count() > 0);
+    let (code, body) = s.post(&cm_path(&ns), &configmap("deny-svc", json!({})));
+    assert_eq!(code, 403, "{body}");
+    assert!(
+        body["message"]
+            .as_str()
+            .unwrap()
+            .contains("svc.example.com"),
+        "{body}"
+    );
+    assert!(w
+        .requests
+        .lock()
+        .unwrap()
+        .iter()
+        .all(|(p, _)| p == "/deny?timeout=10s"));
+}

@@ -17,6 +17,7 @@ mod qos;
 mod service;
 mod validate;
 mod volumes;
+mod webhook_configuration;
 mod workloads;
 
 pub use lifecycle::should_delete_during_update;

@@ -21,7 +21,25 @@ pub fn validate_object(info: &ResourceInfo, obj: &Value) -> Vec<StatusCause> {
             }
         }
     }
+    causes.extend(webhook_configuration(info, obj, None));
     causes
+}
+
+/// A webhook configuration's own rules (`old` on update).
+fn webhook_configuration(
+    info: &ResourceInfo,
+    obj: &Value,
+    old: Option<&Value>,
+) -> Vec<StatusCause> {
+    match (info.group.as_str(), info.kind.as_str()) {
+        ("admissionregistration.k8s.io", "MutatingWebhookConfiguration") => {
+            super::webhook_configuration::validate(obj, old, true)
+        }
+        ("admissionregistration.k8s.io", "ValidatingWebhookConfiguration") => {
+            super::webhook_configuration::validate(obj, old, false)
+        }
+        _ => Vec::new(),
+    }
 }
 
 /// What every write of the kind checks, create or update.
@@ -129,6 +147,7 @@ pub fn validate_update(info: &ResourceInfo, new: &Value, old: &Value) -> Vec<Sta
             }
         }
     }
+    causes.extend(webhook_configuration(info, new, Some(old)));
     causes.extend(super::lifecycle::validate_lifecycle_update(new, old));
     if info.strategy.kind_hooks == KindHooks::CertificateSigningRequest {
         causes.extend(super::certificates::validate_update(new, old));
