@@ -8,6 +8,7 @@ mod controllers;
 mod discovery;
 mod filters;
 mod handlers;
+mod host;
 mod informer;
 mod metrics;
 mod openapi;

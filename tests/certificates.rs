@@ -8,13 +8,21 @@ use common::*;
 use serde_json::{json, Value};
 
 const CSRS: &str = "/apis/certificates.k8s.io/v1/certificatesigningrequests";
-/// base64 of a PEM-framed certificate request.
+/// base64 of a PEM-framed block (what `status.certificate` carries).
 const REQUEST: &str = "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURSBSRVFVRVNULS0tLS0KTUlJQgotLS0tLUVORCBDRVJUSUZJQ0FURSBSRVFVRVNULS0tLS0K";
+
+/// base64 of a real certificate request for `name` in group `dev`
+/// (CertificateSubjectRestriction parses the client signer's requests).
+fn request(name: &str) -> String {
+    use base64::Engine;
+    let (pem, _) = tls::certificate_request(name, "dev");
+    base64::engine::general_purpose::STANDARD.encode(pem)
+}
 
 fn csr(name: &str, signer: &str) -> Value {
     json!({"apiVersion": "certificates.k8s.io/v1", "kind": "CertificateSigningRequest",
         "metadata": {"name": name},
-        "spec": {"request": REQUEST, "signerName": signer, "usages": ["client auth"],
+        "spec": {"request": request(name), "signerName": signer, "usages": ["client auth"],
                  "username": "mallory", "groups": ["system:masters"]}})
 }
 

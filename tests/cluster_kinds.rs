@@ -279,10 +279,18 @@ fn printer_cells_are_kubectls() {
 #[test]
 fn a_claims_spec_changes_only_as_kube_allows() {
     let s = Server::start(1);
+    // Claims grow only when their class allows it (PersistentVolumeClaimResize).
+    let (code, sc) = s.post(
+        "/apis/storage.k8s.io/v1/storageclasses",
+        &json!({"metadata": {"name": "expandable"}, "provisioner": "example.com/p",
+            "allowVolumeExpansion": true}),
+    );
+    assert_eq!(code, 201, "{sc}");
     let pvcs = "/api/v1/namespaces/default/persistentvolumeclaims";
     let (code, c) = s.post(
         pvcs,
         &json!({"metadata": {"name": "data"}, "spec": {"accessModes": ["ReadWriteOnce"],
+            "storageClassName": "expandable",
             "resources": {"requests": {"storage": "1Gi"}}}}),
     );
     assert_eq!(code, 201, "{c}");

@@ -28,6 +28,7 @@ const LAYERS: &[&str] = &[
     "discovery",
     "metrics",
     "handlers",
+    "host",
     "server",
     "main",
 ];

@@ -271,7 +271,8 @@ fn a_node_writes_only_its_own_objects() {
             json!({"volumes": [{"name": "s", "secret": {"secretName": "db-pass"}}]}),
         ),
     );
-    refused(code, &body, "can not create pods that reference secrets");
+    // ServiceAccount runs before NodeRestriction, and says it first.
+    refused(code, &body, "a mirror pod may not reference secrets");
     let plain = pod("sneaky", "n1", "web-tls");
     let (code, body) = n1.post("/api/v1/namespaces/apps/pods", &plain);
     refused(code, &body, "can only create mirror pods");

@@ -15,15 +15,24 @@
 mod always;
 mod certificates;
 pub mod config;
+mod default_class;
+mod lister;
 mod namespace_lifecycle;
 mod node_restriction;
 pub mod plugins;
+mod priority;
 mod recorder;
+mod runtime_class;
+mod service_account;
+mod storage_protection;
+mod subject_restriction;
+mod tolerations;
 mod webhooks;
 
-use crate::context::Api;
 use crate::render::warnings::Warnings;
+use bytes::Bytes;
 use kubeshard_core::authn::UserInfo;
+use kubeshard_core::catalog::CatalogSnapshot;
 use kubeshard_core::catalog::ResourceInfo;
 use kubeshard_core::registry::deletion::DeleteOptions;
 use kubeshard_core::status::ApiError;
@@ -32,6 +41,8 @@ use std::cell::{Cell, RefCell};
 use std::future::Future;
 use std::pin::Pin;
 use std::rc::Rc;
+use std::sync::Arc;
+use std::time::Duration;
 
 pub use always::{AlwaysAdmit, AlwaysDeny};
 pub use namespace_lifecycle::NamespaceLifecycle;
@@ -70,8 +81,8 @@ pub struct Attributes<'a> {
     pub dry_run: bool,
     /// The options the write was made with.
     pub options: Options<'a>,
-    /// The executor's server state (plugins that read or call out).
-    pub api: &'a Api,
+    /// The server the chain runs in (plugins that read or call out).
+    pub api: &'a dyn Host,
     /// Where warnings and audit annotations go, when the write has a
     /// client to tell.
     pub notes: Option<&'a Warnings>,
@@ -93,6 +104,30 @@ impl Attributes<'_> {
             n.annotate(key, value);
         }
     }
+}
+
+/// What plugins ask of the server they run in. The executor's `Api`
+/// implements it from above (the chain is part of that `Api`, so
+/// admission may not depend on it directly).
+pub trait Host {
+    fn storage(&self) -> &crate::storage::Backend;
+    fn catalog(&self) -> Rc<Arc<CatalogSnapshot>>;
+    /// POSTs `body` (JSON) to the webhook `client_config` (its API form)
+    /// names, with `query` added to its URL; the answer's body, or why
+    /// there is none in the words kube's errors use.
+    fn call_webhook<'a>(
+        &'a self,
+        client_config: &'a Value,
+        query: &'a str,
+        body: Vec<u8>,
+        timeout: Duration,
+    ) -> Pin<Box<dyn Future<Output = Result<Bytes, String>> + 'a>>;
+    /// Converts custom resources to `info`'s version.
+    fn convert<'a>(
+        &'a self,
+        info: &'a ResourceInfo,
+        objs: &'a mut [Value],
+    ) -> Pin<Box<dyn Future<Output = Result<(), ApiError>> + 'a>>;
 }
 
 /// kube's reinvocation: when a webhook changed the object, the mutating

@@ -6,8 +6,15 @@
 
 use super::certificates::{self, SignerPermission};
 use super::config::AdmissionConfig;
+use super::default_class::{self, DefaultClass};
 use super::node_restriction::{self, NodeRestriction};
+use super::priority::{self, Priority};
 use super::recorder::{self, TestRecorder};
+use super::runtime_class::{self, RuntimeClass};
+use super::service_account::{self, ServiceAccount};
+use super::storage_protection::{self, ClaimResize, StorageProtection};
+use super::subject_restriction::{self, SubjectRestriction};
+use super::tolerations::{self, DefaultTolerationSeconds, TaintNodesByCondition};
 use super::webhooks::{self, MutatingWebhooks, ValidatingWebhooks};
 use super::{Admission, AlwaysAdmit, AlwaysDeny, NamespaceLifecycle};
 use crate::informer::Informers;
@@ -86,9 +93,19 @@ pub const DEFAULT_ON: &[&str] = &[
 pub const IMPLEMENTED: &[&str] = &[
     "AlwaysAdmit",
     "NamespaceLifecycle",
+    "ServiceAccount",
     "NodeRestriction",
+    "TaintNodesByCondition",
+    "Priority",
+    "DefaultTolerationSeconds",
+    "DefaultStorageClass",
+    "StorageObjectInUseProtection",
+    "PersistentVolumeClaimResize",
+    "RuntimeClass",
     "CertificateApproval",
     "CertificateSigning",
+    "CertificateSubjectRestriction",
+    "DefaultIngressClass",
     "MutatingAdmissionWebhook",
     "ValidatingAdmissionWebhook",
     "AlwaysDeny",
@@ -186,6 +203,37 @@ pub fn build(config: &AdmissionConfig, init: &PluginInit<'_>) -> Admission {
                 chain = chain.with_mutating(Rc::new(NamespaceLifecycle::start(init)));
             }
             "AlwaysAdmit" => chain = chain.with_mutating(Rc::new(AlwaysAdmit)),
+            service_account::NAME => {
+                chain = chain.with_mutating(Rc::new(ServiceAccount::start(init)));
+            }
+            tolerations::TAINT_NODES_BY_CONDITION => {
+                chain = chain.with_mutating(Rc::new(TaintNodesByCondition));
+            }
+            priority::NAME => {
+                let p = Rc::new(Priority::start(init));
+                chain = chain.with_mutating(p.clone()).with_validating(p);
+            }
+            tolerations::DEFAULT_TOLERATION_SECONDS => {
+                chain = chain.with_mutating(Rc::new(DefaultTolerationSeconds));
+            }
+            default_class::STORAGE => {
+                chain = chain.with_mutating(Rc::new(DefaultClass::storage(init)));
+            }
+            default_class::INGRESS => {
+                chain = chain.with_mutating(Rc::new(DefaultClass::ingress(init)));
+            }
+            storage_protection::PROTECTION => {
+                chain = chain.with_mutating(Rc::new(StorageProtection));
+            }
+            storage_protection::RESIZE => {
+                chain = chain.with_validating(Rc::new(ClaimResize::start(init)));
+            }
+            runtime_class::NAME => {
+                chain = chain.with_mutating(Rc::new(RuntimeClass::start(init)));
+            }
+            subject_restriction::NAME => {
+                chain = chain.with_validating(Rc::new(SubjectRestriction));
+            }
             certificates::APPROVAL => {
                 chain = chain.with_validating(Rc::new(SignerPermission::approval(init)));
             }
@@ -227,8 +275,18 @@ mod tests {
     fn flags_follow_kube() {
         let defaults = [
             "NamespaceLifecycle",
+            "ServiceAccount",
+            "TaintNodesByCondition",
+            "Priority",
+            "DefaultTolerationSeconds",
+            "DefaultStorageClass",
+            "StorageObjectInUseProtection",
+            "PersistentVolumeClaimResize",
+            "RuntimeClass",
             "CertificateApproval",
             "CertificateSigning",
+            "CertificateSubjectRestriction",
+            "DefaultIngressClass",
             "MutatingAdmissionWebhook",
             "ValidatingAdmissionWebhook",
         ];

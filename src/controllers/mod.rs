@@ -16,6 +16,7 @@ mod namespace_object;
 pub(crate) mod objmeta;
 mod queue;
 pub mod security;
+mod storage_protection;
 pub mod system_objects;
 
 use crate::context::Api;
@@ -38,6 +39,7 @@ use std::pin::Pin;
 use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Duration;
+use storage_protection::{StorageProtectionController, PVC_PROTECTION, PV_PROTECTION};
 
 pub const GARBAGE_COLLECTOR: &str = "garbagecollector";
 pub const NAMESPACE: &str = "namespace";
@@ -51,6 +53,8 @@ const KNOWN: &[&str] = &[
     SERVICE_ACCOUNT,
     ROOT_CA_PUBLISHER,
     CSR_SIGNING,
+    PVC_PROTECTION,
+    PV_PROTECTION,
 ];
 
 /// Work items a controller handles before it reads new events again, so a
@@ -192,6 +196,7 @@ controller!(
     NamespaceController,
     NamespaceObjectController,
     CsrSigningController,
+    StorageProtectionController,
     EventTtl
 );
 
@@ -234,6 +239,8 @@ fn build(api: &Api, enabled: &Enabled) -> Vec<Box<dyn Controller>> {
                 security.csr_signer.clone(),
                 security.csr_signing_duration,
             )),
+            PVC_PROTECTION => Box::new(StorageProtectionController::new(keys, true)),
+            PV_PROTECTION => Box::new(StorageProtectionController::new(keys, false)),
             other => unreachable!("{other} is not a known controller"),
         });
     }

@@ -81,15 +81,18 @@ impl Rule {
 /// asked on every write in a namespace.
 #[derive(Clone)]
 pub struct NamespaceLabels {
+    /// Where namespaces are stored.
+    namespaces: Arc<str>,
     cache: Rc<RefCell<HashMap<String, Map<String, Value>>>>,
 }
 
 impl NamespaceLabels {
     pub fn start(init: &crate::admission::plugins::PluginInit<'_>) -> Self {
         let cache: Rc<RefCell<HashMap<String, Map<String, Value>>>> = Rc::default();
+        let namespaces = init.keys.builtin("", "namespaces");
         init.informers.start(
             init.ctx,
-            init.keys.builtin("", "namespaces"),
+            namespaces.clone(),
             Filter::default(),
             crate::informer::mirror(
                 cache.clone(),
@@ -97,7 +100,7 @@ impl NamespaceLabels {
                 |o| labels(&o.to_value()),
             ),
         );
-        Self { cache }
+        Self { namespaces, cache }
     }
 
     /// The labels of namespace `name`: from the cache, or read from the
@@ -106,11 +109,10 @@ impl NamespaceLabels {
         if let Some(l) = self.cache.borrow().get(name) {
             return Ok(l.clone());
         }
-        let info = a.api.builtin("", "namespaces")?;
         match a
             .api
             .storage()
-            .get(&info.storage_key, "", name)
+            .get(&self.namespaces, "", name)
             .await
             .map_err(|e| ApiError::internal(&format!("{e:?}")))?
         {
@@ -270,7 +272,7 @@ fn rule_match(hook: &Hook, a: &Attributes<'_>) -> Option<Invocation> {
     if !hook.equivalent {
         return None;
     }
-    let catalog = a.api.catalog.current();
+    let catalog = a.api.catalog();
     let equivalents: Vec<Arc<ResourceInfo>> = catalog
         .versions(&a.resource.group)
         .iter()

@@ -1,7 +1,7 @@
 //! MutatingAdmissionWebhook and ValidatingAdmissionWebhook: the writes a
 //! Mutating/ValidatingWebhookConfiguration covers are sent to its
 //! webhooks as AdmissionReviews, over HTTPS on the executor (connections
-//! kept, see [`crate::webhook`]). Mutating webhooks run one after another
+//! kept, through the server's [`super::Host`]). Mutating webhooks run one after another
 //! and may patch the object (JSONPatch); validating webhooks run all at
 //! once and may only refuse. A webhook that cannot be called fails the
 //! write unless its `failurePolicy` is Ignore; dry-run writes only reach
@@ -13,7 +13,6 @@ mod source;
 
 use super::plugins::PluginInit;
 use super::{Attributes, Mutating, Outcome, Validating};
-use crate::webhook;
 use kubeshard_core::status::{ApiError, StatusDetails};
 use matching::{Invocation, NamespaceLabels};
 use serde_json::{json, Value};
@@ -340,7 +339,8 @@ async fn versioned(
     let (mut object, mut old) = (object.cloned(), a.old_object.cloned());
     if let Some(info) = &call.invocation.equivalent {
         for v in [&mut object, &mut old].into_iter().flatten() {
-            crate::apiextensions::conversion::convert_values(a.api, info, std::slice::from_mut(v))
+            a.api
+                .convert(info, std::slice::from_mut(v))
                 .await
                 .map_err(CallError::Refused)?;
         }
@@ -375,19 +375,15 @@ async fn send(
             "could not create admission objects: webhook does not accept known AdmissionReview versions (v1, v1beta1)".into(),
         ));
     };
-    let client = hook
-        .client
-        .as_ref()
-        .map_err(|e| CallError::Calling(format!("could not get REST client: {e}")))?
-        .with_query(&format!("timeout={}s", hook.timeout.as_secs()));
     let body = review::review(version, &call.request, object, old);
     let uid = kubeshard_core::meta::str_at(&call.request, "/uid").to_string();
     let bytes = serde_json::to_vec(&body).expect("JSON values serialize");
-    // Boxed: the client's TLS and HTTP state would otherwise sit in every
-    // write's future.
-    let answer = Box::pin(webhook::post_json(a.api, &client, bytes, hook.timeout))
+    let query = format!("timeout={}s", hook.timeout.as_secs());
+    let answer = a
+        .api
+        .call_webhook(&hook.client, &query, bytes, hook.timeout)
         .await
-        .map_err(|e| CallError::Calling(format!("failed to call webhook: {e}")))?;
+        .map_err(CallError::Calling)?;
     let answer = review::answer(&answer, version, &uid, mutating)
         .map_err(|e| CallError::Calling(format!("received invalid webhook response: {e}")))?;
     for (k, v) in &answer.audit_annotations {
@@ -470,13 +466,10 @@ async fn call_mutating(
         .to_string(),
     );
     if call.invocation.equivalent.is_some() {
-        crate::apiextensions::conversion::convert_values(
-            a.api,
-            a.resource,
-            std::slice::from_mut(&mut patched),
-        )
-        .await
-        .map_err(CallError::Refused)?;
+        a.api
+            .convert(a.resource, std::slice::from_mut(&mut patched))
+            .await
+            .map_err(CallError::Refused)?;
     }
     // kube defaults the patched object again.
     kubeshard_core::registry::default(a.resource, &mut patched);

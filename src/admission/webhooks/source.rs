@@ -5,7 +5,6 @@
 
 use super::matching::Rule;
 use crate::informer::{Change, Informers};
-use crate::webhook::ClientConfig;
 use kubeshard_cache::Filter;
 use kubeshard_core::crd::expression::Expression;
 use kubeshard_core::meta;
@@ -27,7 +26,9 @@ pub struct Hook {
     /// `<configuration>/<index>`: tells webhooks apart for reinvocation.
     pub uid: String,
     pub name: String,
-    pub client: Result<ClientConfig, String>,
+    /// The `clientConfig` as written (validated when the configuration
+    /// was).
+    pub client: Value,
     pub rules: Vec<Rule>,
     /// `failurePolicy: Ignore`: a webhook that cannot be called (or whose
     /// conditions cannot be evaluated) is passed over.
@@ -66,10 +67,7 @@ impl Hook {
         Hook {
             uid: format!("{configuration}/{index}"),
             name: s("/name").to_string(),
-            client: v
-                .get("clientConfig")
-                .ok_or_else(|| "webhook has no clientConfig".to_string())
-                .and_then(ClientConfig::parse),
+            client: v.get("clientConfig").cloned().unwrap_or(Value::Null),
             rules: meta::array_at(v, "/rules")
                 .iter()
                 .map(Rule::parse)
@@ -176,7 +174,7 @@ mod tests {
             }),
         );
         assert_eq!(h.uid, "cfg/1");
-        assert!(h.client.is_ok());
+        assert!(h.client.is_object());
         assert!(!h.ignore_failures);
         assert!(h.equivalent);
         assert_eq!(h.dry_run_safe, Some(true));
@@ -189,7 +187,7 @@ mod tests {
             0,
             &json!({"matchConditions": [{"name": "c", "expression": "self == 1"}]}),
         );
-        assert!(bad.client.is_err());
+        assert!(bad.client.is_null());
         assert!(bad.conditions.is_err());
         assert_eq!(bad.dry_run_safe, None);
         assert_eq!(bad.review_version, None);
