@@ -23,6 +23,7 @@ pub mod patch;
 pub mod portpool;
 pub mod protobuf;
 pub mod quantity;
+pub mod quota;
 pub mod rbac;
 pub mod registry;
 pub mod schema;

@@ -7,7 +7,7 @@
 
 use super::plugins::PluginInit;
 use super::Host;
-use crate::informer::mirror;
+use crate::informer::Change;
 use crate::storage::Storage;
 use kubeshard_cache::Filter;
 use kubeshard_core::status::ApiError;
@@ -17,7 +17,8 @@ use std::collections::HashMap;
 use std::rc::Rc;
 use std::sync::Arc;
 
-type Cache = Rc<RefCell<HashMap<(String, String), Rc<Value>>>>;
+/// Namespace → name → object: plugins ask per namespace on every write.
+type Cache = Rc<RefCell<HashMap<Arc<str>, HashMap<Arc<str>, Rc<Value>>>>>;
 
 #[derive(Clone)]
 pub struct Lister {
@@ -30,27 +31,44 @@ impl Lister {
     pub fn start(init: &PluginInit<'_>, group: &str, plural: &str) -> Self {
         let storage_key = init.keys.builtin(group, plural);
         let cache: Cache = Rc::default();
-        init.informers.start(
-            init.ctx,
-            storage_key.clone(),
-            Filter::default(),
-            mirror(
-                cache.clone(),
-                |o| Some((o.namespace.to_string(), o.name.to_string())),
-                |o| Rc::new(o.to_value()),
-            ),
-        );
+        init.informers
+            .start(init.ctx, storage_key.clone(), Filter::default(), {
+                let cache = cache.clone();
+                Box::new(move |change| {
+                    let mut all = cache.borrow_mut();
+                    match change {
+                        Change::Reset => all.clear(),
+                        Change::Upsert(o) => {
+                            all.entry(o.namespace.clone())
+                                .or_default()
+                                .insert(o.name.clone(), Rc::new(o.to_value()));
+                        }
+                        Change::Delete(o) => {
+                            if let Some(ns) = all.get_mut(&o.namespace) {
+                                ns.remove(&o.name);
+                                if ns.is_empty() {
+                                    all.remove(&o.namespace);
+                                }
+                            }
+                        }
+                    }
+                })
+            });
         Self { storage_key, cache }
+    }
+
+    /// Whether the cache holds any object in `namespace`.
+    pub fn any_in(&self, namespace: &str) -> bool {
+        self.cache.borrow().contains_key(namespace)
     }
 
     /// Every cached object of `namespace` ("" for cluster-scoped kinds).
     pub fn list(&self, namespace: &str) -> Vec<Rc<Value>> {
         self.cache
             .borrow()
-            .iter()
-            .filter(|((ns, _), _)| ns == namespace)
-            .map(|(_, v)| v.clone())
-            .collect()
+            .get(namespace)
+            .map(|m| m.values().cloned().collect())
+            .unwrap_or_default()
     }
 
     /// `namespace/name` from the cache, else from the store.
@@ -60,8 +78,7 @@ impl Lister {
         namespace: &str,
         name: &str,
     ) -> Result<Option<Rc<Value>>, ApiError> {
-        let key = (namespace.to_string(), name.to_string());
-        if let Some(v) = self.cache.borrow().get(&key) {
+        if let Some(v) = self.cache.borrow().get(namespace).and_then(|m| m.get(name)) {
             return Ok(Some(v.clone()));
         }
         let found = api

@@ -7,9 +7,11 @@
 use super::certificates::{self, SignerPermission};
 use super::config::AdmissionConfig;
 use super::default_class::{self, DefaultClass};
+use super::limit_ranger::{self, LimitRanger};
 use super::node_restriction::{self, NodeRestriction};
 use super::priority::{self, Priority};
 use super::recorder::{self, TestRecorder};
+use super::resource_quota::{self, ResourceQuota};
 use super::runtime_class::{self, RuntimeClass};
 use super::service_account::{self, ServiceAccount};
 use super::storage_protection::{self, ClaimResize, StorageProtection};
@@ -93,6 +95,7 @@ pub const DEFAULT_ON: &[&str] = &[
 pub const IMPLEMENTED: &[&str] = &[
     "AlwaysAdmit",
     "NamespaceLifecycle",
+    "LimitRanger",
     "ServiceAccount",
     "NodeRestriction",
     "TaintNodesByCondition",
@@ -108,6 +111,7 @@ pub const IMPLEMENTED: &[&str] = &[
     "DefaultIngressClass",
     "MutatingAdmissionWebhook",
     "ValidatingAdmissionWebhook",
+    "ResourceQuota",
     "AlwaysDeny",
 ];
 
@@ -203,6 +207,10 @@ pub fn build(config: &AdmissionConfig, init: &PluginInit<'_>) -> Admission {
                 chain = chain.with_mutating(Rc::new(NamespaceLifecycle::start(init)));
             }
             "AlwaysAdmit" => chain = chain.with_mutating(Rc::new(AlwaysAdmit)),
+            limit_ranger::NAME => {
+                let p = Rc::new(LimitRanger::start(init));
+                chain = chain.with_mutating(p.clone()).with_validating(p);
+            }
             service_account::NAME => {
                 chain = chain.with_mutating(Rc::new(ServiceAccount::start(init)));
             }
@@ -249,6 +257,9 @@ pub fn build(config: &AdmissionConfig, init: &PluginInit<'_>) -> Admission {
             webhooks::VALIDATING => {
                 chain = chain.with_validating(Rc::new(ValidatingWebhooks::start(init, labels())));
             }
+            resource_quota::NAME => {
+                chain = chain.with_validating(Rc::new(ResourceQuota::start(init)));
+            }
             "AlwaysDeny" => chain = chain.with_validating(Rc::new(AlwaysDeny)),
             recorder::NAME => {
                 let r = Rc::new(
@@ -275,6 +286,7 @@ mod tests {
     fn flags_follow_kube() {
         let defaults = [
             "NamespaceLifecycle",
+            "LimitRanger",
             "ServiceAccount",
             "TaintNodesByCondition",
             "Priority",
@@ -289,6 +301,7 @@ mod tests {
             "DefaultIngressClass",
             "MutatingAdmissionWebhook",
             "ValidatingAdmissionWebhook",
+            "ResourceQuota",
         ];
         assert_eq!(resolve(&[], &[]).unwrap(), defaults);
         assert_eq!(
@@ -312,9 +325,9 @@ mod tests {
         .unwrap_err()
         .contains("both"));
         // Disabling one kube has but kubeshard lacks is fine.
-        assert_eq!(resolve(&[], &names(&["ResourceQuota"])).unwrap(), defaults);
-        assert!(!missing_defaults(&names(&["ResourceQuota"])).contains(&"ResourceQuota"));
-        assert!(missing_defaults(&[]).contains(&"LimitRanger"));
+        assert_eq!(resolve(&[], &names(&["PodSecurity"])).unwrap(), defaults);
+        assert!(!missing_defaults(&names(&["PodSecurity"])).contains(&"PodSecurity"));
+        assert!(missing_defaults(&[]).contains(&"PodSecurity"));
     }
 
     #[test]

@@ -15,6 +15,7 @@ mod namespace;
 mod namespace_object;
 pub(crate) mod objmeta;
 mod queue;
+mod resource_quota;
 pub mod security;
 mod storage_protection;
 pub mod system_objects;
@@ -33,6 +34,7 @@ use kubeshard_core::status::ApiError;
 use kubeshard_shards::store::DeleteOutcome;
 use namespace::NamespaceController;
 use namespace_object::{NamespaceObjectController, Wanted};
+use resource_quota::{ResourceQuotaController, RESOURCE_QUOTA};
 use serde_json::{json, Value};
 use std::future::Future;
 use std::pin::Pin;
@@ -55,6 +57,7 @@ const KNOWN: &[&str] = &[
     CSR_SIGNING,
     PVC_PROTECTION,
     PV_PROTECTION,
+    RESOURCE_QUOTA,
 ];
 
 /// Work items a controller handles before it reads new events again, so a
@@ -197,6 +200,7 @@ controller!(
     NamespaceObjectController,
     CsrSigningController,
     StorageProtectionController,
+    ResourceQuotaController,
     EventTtl
 );
 
@@ -241,6 +245,7 @@ fn build(api: &Api, enabled: &Enabled) -> Vec<Box<dyn Controller>> {
             )),
             PVC_PROTECTION => Box::new(StorageProtectionController::new(keys, true)),
             PV_PROTECTION => Box::new(StorageProtectionController::new(keys, false)),
+            RESOURCE_QUOTA => Box::new(ResourceQuotaController::new(keys)),
             other => unreachable!("{other} is not a known controller"),
         });
     }
@@ -337,7 +342,10 @@ mod tests {
                 NAMESPACE,
                 SERVICE_ACCOUNT,
                 ROOT_CA_PUBLISHER,
-                CSR_SIGNING
+                CSR_SIGNING,
+                PVC_PROTECTION,
+                PV_PROTECTION,
+                RESOURCE_QUOTA,
             ])
         );
         assert_eq!(

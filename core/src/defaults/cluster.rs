@@ -34,6 +34,47 @@ pub fn csi_driver(obj: &mut Value) {
     set(spec, "volumeLifecycleModes", json!(["Persistent"]));
 }
 
+/// A Container item's missing defaults come from its maximum; missing
+/// default requests from its default, else its minimum.
+pub fn limit_range(obj: &mut Value) {
+    let Some(spec) = child(obj, "spec") else {
+        return;
+    };
+    for item in each(spec, "limits") {
+        if item.get("type").and_then(Value::as_str) != Some("Container") {
+            continue;
+        }
+        let copy = |item: &mut Value, from: &str, to: &str| {
+            let Some(source) = item.get(from).and_then(Value::as_object).cloned() else {
+                return;
+            };
+            let target = item
+                .as_object_mut()
+                .expect("limit items are objects")
+                .entry(to)
+                .or_insert_with(|| json!({}));
+            if let Some(target) = target.as_object_mut() {
+                for (k, v) in source {
+                    target.entry(k).or_insert(v);
+                }
+            }
+        };
+        copy(item, "max", "default");
+        copy(item, "default", "defaultRequest");
+        copy(item, "min", "defaultRequest");
+        if let Some(m) = item.as_object_mut() {
+            for key in ["default", "defaultRequest"] {
+                if m.get(key)
+                    .and_then(Value::as_object)
+                    .is_some_and(|o| o.is_empty())
+                {
+                    m.remove(key);
+                }
+            }
+        }
+    }
+}
+
 pub fn priority_class(obj: &mut Value) {
     set(obj, "preemptionPolicy", "PreemptLowerPriority");
 }

@@ -28,6 +28,7 @@ pub fn apply(group: &str, kind: &str, obj: &mut Value) {
         ("", "Node") => service::node(obj),
         ("", "Secret") => util::set(obj, "type", "Opaque"),
         ("", "Namespace") => namespace(obj),
+        ("", "LimitRange") => cluster::limit_range(obj),
         ("apps", "Deployment") => apps::deployment(obj),
         ("apps", "ReplicaSet") => apps::replica_set(obj),
         ("apps", "StatefulSet") => apps::stateful_set(obj),

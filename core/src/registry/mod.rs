@@ -21,6 +21,7 @@ mod webhook_configuration;
 mod workloads;
 
 pub use lifecycle::should_delete_during_update;
+pub use qos::qos_class;
 pub use service::is_external_name;
 pub use validate::{validate_object, validate_update};
 
