@@ -11,7 +11,6 @@ use kubeshard_core::status::ApiError;
 use serde_json::Value;
 use std::future::Future;
 use std::pin::Pin;
-use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -20,8 +19,8 @@ impl Host for Api {
         Api::storage(self)
     }
 
-    fn catalog(&self) -> Rc<Arc<CatalogSnapshot>> {
-        self.catalog.current()
+    fn catalog(&self) -> Arc<CatalogSnapshot> {
+        Arc::clone(&self.catalog.current())
     }
 
     fn call_webhook<'a>(

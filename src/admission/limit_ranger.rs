@@ -384,7 +384,7 @@ mod tests {
         ]));
         let pod = json!({"spec": {"containers": [{"name": "c", "resources": {
             "requests": {"cpu": "50m", "memory": "1Gi"}, "limits": {"cpu": "200m", "memory": "2Gi"}}}]}});
-        let e = violations(&[r.clone()], &pod, true).unwrap();
+        let e = violations(std::slice::from_ref(&r), &pod, true).unwrap();
         assert!(e.starts_with('['), "{e}");
         for part in [
             "minimum cpu usage per Container is 100m, but request is 50m",

@@ -113,7 +113,7 @@ impl Attributes<'_> {
 /// admission may not depend on it directly).
 pub trait Host {
     fn storage(&self) -> &crate::storage::Backend;
-    fn catalog(&self) -> Rc<Arc<CatalogSnapshot>>;
+    fn catalog(&self) -> Arc<CatalogSnapshot>;
     /// POSTs `body` (JSON) to the webhook `client_config` (its API form)
     /// names, with `query` added to its URL; the answer's body, or why
     /// there is none in the words kube's errors use.

@@ -100,11 +100,13 @@ impl Hook {
     }
 }
 
+/// Configuration name → its webhooks.
+type Configurations = Rc<RefCell<BTreeMap<String, Rc<[Rc<Hook>]>>>>;
+
 /// The webhooks of one kind of configuration on this executor.
 #[derive(Clone, Default)]
 pub struct Source {
-    /// Configuration name → its webhooks.
-    configurations: Rc<RefCell<BTreeMap<String, Rc<[Rc<Hook>]>>>>,
+    configurations: Configurations,
 }
 
 impl Source {
