@@ -20,6 +20,7 @@ pub mod keys;
 pub mod meta;
 pub mod nodeauthz;
 pub mod patch;
+pub mod podsecurity;
 pub mod portpool;
 pub mod protobuf;
 pub mod quantity;

@@ -58,6 +58,10 @@ impl AdmissionConfig {
             }
             takes
         });
+        for (name, v) in &configurations {
+            plugins::check_configuration(name, v)
+                .map_err(|e| format!("--admission-control-config-file: {name}: {e}"))?;
+        }
         if plugins.contains(&super::recorder::NAME) {
             super::recorder::TestRecorder::open(configurations.get(super::recorder::NAME))?;
         }

@@ -8,7 +8,9 @@ use super::certificates::{self, SignerPermission};
 use super::config::AdmissionConfig;
 use super::default_class::{self, DefaultClass};
 use super::limit_ranger::{self, LimitRanger};
+use super::namespace_labels::NamespaceLabels;
 use super::node_restriction::{self, NodeRestriction};
+use super::pod_security::{self, PodSecurity};
 use super::priority::{self, Priority};
 use super::recorder::{self, TestRecorder};
 use super::resource_quota::{self, ResourceQuota};
@@ -99,6 +101,7 @@ pub const IMPLEMENTED: &[&str] = &[
     "ServiceAccount",
     "NodeRestriction",
     "TaintNodesByCondition",
+    "PodSecurity",
     "Priority",
     "DefaultTolerationSeconds",
     "DefaultStorageClass",
@@ -137,7 +140,16 @@ pub fn is_known(name: &str) -> bool {
 /// `--admission-control-config-file` (none yet: the ones that do —
 /// EventRateLimit, PodSecurity, ResourceQuota, the webhooks — arrive with
 /// the admission issue).
-pub const CONFIGURABLE: &[&str] = &[super::recorder::NAME];
+pub const CONFIGURABLE: &[&str] = &[super::recorder::NAME, super::pod_security::NAME];
+
+/// Checks a plugin's configuration when the file is read (a bad one
+/// stops the server from starting, as kube's does).
+pub fn check_configuration(name: &str, v: &serde_json::Value) -> Result<(), String> {
+    match name {
+        super::pod_security::NAME => super::pod_security::Config::parse(v).map(drop),
+        _ => Ok(()),
+    }
+}
 
 /// The plugins to run, in kube's order: the defaults plus `enable` minus
 /// `disable`. A plugin named in a flag must be one of kube's; one that is
@@ -194,11 +206,12 @@ pub struct PluginInit<'a> {
 
 pub fn build(config: &AdmissionConfig, init: &PluginInit<'_>) -> Admission {
     let mut chain = Admission::default();
-    // Both webhook plugins read namespace labels: one cache for the two.
+    // The webhook plugins and PodSecurity read namespace labels: one
+    // cache for all.
     let mut namespace_labels = None;
     let mut labels = || {
         namespace_labels
-            .get_or_insert_with(|| webhooks::namespace_labels(init))
+            .get_or_insert_with(|| NamespaceLabels::start(init))
             .clone()
     };
     for name in &config.plugins {
@@ -216,6 +229,12 @@ pub fn build(config: &AdmissionConfig, init: &PluginInit<'_>) -> Admission {
             }
             tolerations::TAINT_NODES_BY_CONDITION => {
                 chain = chain.with_mutating(Rc::new(TaintNodesByCondition));
+            }
+            pod_security::NAME => {
+                chain = chain.with_validating(Rc::new(PodSecurity::start(
+                    config.configurations.get(pod_security::NAME),
+                    labels(),
+                )));
             }
             priority::NAME => {
                 let p = Rc::new(Priority::start(init));
@@ -289,6 +308,7 @@ mod tests {
             "LimitRanger",
             "ServiceAccount",
             "TaintNodesByCondition",
+            "PodSecurity",
             "Priority",
             "DefaultTolerationSeconds",
             "DefaultStorageClass",
@@ -325,9 +345,12 @@ mod tests {
         .unwrap_err()
         .contains("both"));
         // Disabling one kube has but kubeshard lacks is fine.
-        assert_eq!(resolve(&[], &names(&["PodSecurity"])).unwrap(), defaults);
-        assert!(!missing_defaults(&names(&["PodSecurity"])).contains(&"PodSecurity"));
-        assert!(missing_defaults(&[]).contains(&"PodSecurity"));
+        assert_eq!(
+            resolve(&[], &names(&["PodTopologyLabels"])).unwrap(),
+            defaults
+        );
+        assert!(!missing_defaults(&names(&["PodTopologyLabels"])).contains(&"PodTopologyLabels"));
+        assert!(missing_defaults(&[]).contains(&"PodTopologyLabels"));
     }
 
     #[test]

@@ -5,17 +5,13 @@
 //! the match conditions.
 
 use super::source::Hook;
+use crate::admission::namespace_labels::{labels, NamespaceLabels};
 use crate::admission::Attributes;
-use crate::storage::Storage;
-use kubeshard_cache::Filter;
 use kubeshard_core::catalog::ResourceInfo;
 use kubeshard_core::crd::expression::{Variables, MATCH_CONDITIONS_BUDGET};
 use kubeshard_core::meta;
 use kubeshard_core::status::ApiError;
-use serde_json::{Map, Value};
-use std::cell::RefCell;
-use std::collections::HashMap;
-use std::rc::Rc;
+use serde_json::Value;
 use std::sync::Arc;
 
 /// One entry of a webhook's `rules`.
@@ -75,58 +71,6 @@ impl Rule {
                 (res == "*" || *res == resource.plural) && (sub == "*" || sub == a.subresource)
             })
     }
-}
-
-/// Namespace name → its labels, on this executor: namespace selectors are
-/// asked on every write in a namespace.
-#[derive(Clone)]
-pub struct NamespaceLabels {
-    /// Where namespaces are stored.
-    namespaces: Arc<str>,
-    cache: Rc<RefCell<HashMap<String, Map<String, Value>>>>,
-}
-
-impl NamespaceLabels {
-    pub fn start(init: &crate::admission::plugins::PluginInit<'_>) -> Self {
-        let cache: Rc<RefCell<HashMap<String, Map<String, Value>>>> = Rc::default();
-        let namespaces = init.keys.builtin("", "namespaces");
-        init.informers.start(
-            init.ctx,
-            namespaces.clone(),
-            Filter::default(),
-            crate::informer::mirror(
-                cache.clone(),
-                |o| Some(o.name.to_string()),
-                |o| labels(&o.to_value()),
-            ),
-        );
-        Self { namespaces, cache }
-    }
-
-    /// The labels of namespace `name`: from the cache, or read from the
-    /// store when the cache has not seen it yet (kube's live lookup).
-    async fn of(&self, a: &Attributes<'_>, name: &str) -> Result<Map<String, Value>, ApiError> {
-        if let Some(l) = self.cache.borrow().get(name) {
-            return Ok(l.clone());
-        }
-        match a
-            .api
-            .storage()
-            .get(&self.namespaces, "", name)
-            .await
-            .map_err(|e| ApiError::internal(&format!("{e:?}")))?
-        {
-            Some(o) => Ok(labels(&o.to_value())),
-            None => Err(ApiError::not_found("", "namespaces", name)),
-        }
-    }
-}
-
-fn labels(obj: &Value) -> Map<String, Value> {
-    obj.pointer("/metadata/labels")
-        .and_then(Value::as_object)
-        .cloned()
-        .unwrap_or_default()
 }
 
 /// How a matched webhook sees the write: at the request's own resource,
@@ -239,7 +183,7 @@ async fn namespace_matches(
         (true, Some(o)) => labels(o),
         _ => {
             let name = if is_namespace { a.name } else { a.namespace };
-            namespaces.of(a, name).await?
+            namespaces.of(a.api, name).await?
         }
     };
     Ok(selector.matches(&labels))

@@ -11,10 +11,11 @@ mod matching;
 mod review;
 mod source;
 
+use super::namespace_labels::NamespaceLabels;
 use super::plugins::PluginInit;
 use super::{Attributes, Mutating, Outcome, Validating};
 use kubeshard_core::status::{ApiError, StatusDetails};
-use matching::{Invocation, NamespaceLabels};
+use matching::Invocation;
 use serde_json::{json, Value};
 use source::{Hook, Source};
 use std::collections::HashSet;
@@ -101,11 +102,6 @@ impl ValidatingWebhooks {
             namespaces,
         }
     }
-}
-
-/// The namespace label cache both plugins share on an executor.
-pub fn namespace_labels(init: &PluginInit<'_>) -> NamespaceLabels {
-    NamespaceLabels::start(init)
 }
 
 impl Mutating for MutatingWebhooks {
