@@ -39,6 +39,9 @@ pub enum Command {
     /// The same workloads against etcd directly (puts, ranges, watches).
     #[cfg(feature = "etcd")]
     Etcd(EtcdArgs),
+    /// Serves an admission webhook that admits everything (HTTPS on
+    /// loopback), for benchmarks of the webhook path.
+    Webhook(crate::webhook::WebhookArgs),
 }
 
 #[derive(Debug, Clone, Subcommand, Serialize)]

@@ -26,4 +26,5 @@ pub mod stats;
 pub mod target;
 pub mod tls;
 pub mod watcher;
+pub mod webhook;
 pub mod workloads;

@@ -11,6 +11,7 @@ use super::limit_ranger::{self, LimitRanger};
 use super::namespace_labels::NamespaceLabels;
 use super::node_restriction::{self, NodeRestriction};
 use super::pod_security::{self, PodSecurity};
+use super::policies::{self, Policies};
 use super::priority::{self, Priority};
 use super::recorder::{self, TestRecorder};
 use super::resource_quota::{self, ResourceQuota};
@@ -113,6 +114,7 @@ pub const IMPLEMENTED: &[&str] = &[
     "CertificateSubjectRestriction",
     "DefaultIngressClass",
     "MutatingAdmissionWebhook",
+    "ValidatingAdmissionPolicy",
     "ValidatingAdmissionWebhook",
     "ResourceQuota",
     "AlwaysDeny",
@@ -273,6 +275,9 @@ pub fn build(config: &AdmissionConfig, init: &PluginInit<'_>) -> Admission {
             webhooks::MUTATING => {
                 chain = chain.with_mutating(Rc::new(MutatingWebhooks::start(init, labels())));
             }
+            policies::NAME => {
+                chain = chain.with_validating(Rc::new(Policies::start(init, labels())));
+            }
             webhooks::VALIDATING => {
                 chain = chain.with_validating(Rc::new(ValidatingWebhooks::start(init, labels())));
             }
@@ -320,6 +325,7 @@ mod tests {
             "CertificateSubjectRestriction",
             "DefaultIngressClass",
             "MutatingAdmissionWebhook",
+            "ValidatingAdmissionPolicy",
             "ValidatingAdmissionWebhook",
             "ResourceQuota",
         ];

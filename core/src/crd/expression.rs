@@ -6,7 +6,7 @@
 //! loop counting and cost limit as `x-kubernetes-validations` rules.
 
 use super::cel::{base, count_loops, env, error_text, loop_variables, metered, to_val};
-use cel::common::ast::IdedExpr;
+use cel::common::ast::{EntryExpr, Expr, IdedExpr};
 use cel::common::types::CelNull;
 use cel::common::value::{CowVal, Val};
 use cel::context::VariableResolver;
@@ -21,6 +21,10 @@ pub const MATCH_CONDITIONS_BUDGET: u64 = 7_000_000;
 #[derive(Clone)]
 pub struct Expression {
     source: Arc<str>,
+    /// As parsed (variables substituted), for other expressions that
+    /// read it as a variable.
+    raw: Arc<IdedExpr>,
+    /// With every loop step counted.
     tree: Arc<IdedExpr>,
 }
 
@@ -39,6 +43,17 @@ impl Expression {
     /// library's namespaces); the error is worded as kube's compiler
     /// words it.
     pub fn compile(source: &str, variables: &[&str]) -> Result<Self, String> {
+        Self::compile_with(source, variables, &[])
+    }
+
+    /// Compiles `source`, which may also read the `defined` expressions
+    /// as `variables.<name>` (admission policies' `variables`): each such
+    /// read is the defined expression itself, evaluated where it is read.
+    pub fn compile_with(
+        source: &str,
+        variables: &[&str],
+        defined: &[(String, Expression)],
+    ) -> Result<Self, String> {
         let program = env()
             .compile(source)
             .map_err(|e| format!("compilation failed: {e}"))?;
@@ -47,17 +62,23 @@ impl Expression {
         for v in program.references().variables() {
             let known = variables.contains(&v)
                 || LIBRARY_NAMESPACES.contains(&v)
-                || bound.iter().any(|b| b == v);
+                || bound.iter().any(|b| b == v)
+                || (v == "variables" && !defined.is_empty());
             if !known {
                 return Err(format!(
                     "compilation failed: ERROR: <input>:1:1: undeclared reference to '{v}' (in container '')"
                 ));
             }
         }
-        let mut tree = program.expression().clone();
+        let mut raw = program.expression().clone();
+        if !defined.is_empty() {
+            substitute(&mut raw, defined)?;
+        }
+        let mut tree = raw.clone();
         count_loops(&mut tree);
         Ok(Self {
             source: source.into(),
+            raw: Arc::new(raw),
             tree: Arc::new(tree),
         })
     }
@@ -83,6 +104,20 @@ impl Expression {
         result.map_err(|e| error_text(&e))
     }
 
+    /// Evaluates an expression that answers a string or null (audit
+    /// annotations, messages); another type is an error naming it.
+    pub fn evaluate_text(
+        &self,
+        vars: &Variables<'_>,
+        budget: &mut u64,
+    ) -> Result<Option<String>, String> {
+        match self.evaluate(vars, budget)? {
+            Cel::String(s) => Ok(Some(s.to_string())),
+            Cel::Null => Ok(None),
+            other => Err(format!("{other:?}")),
+        }
+    }
+
     /// Evaluates an expression that must answer a boolean.
     pub fn evaluate_bool(&self, vars: &Variables<'_>, budget: &mut u64) -> Result<bool, String> {
         match self.evaluate(vars, budget)? {
@@ -93,6 +128,66 @@ impl Expression {
             )),
         }
     }
+}
+
+/// Replaces each `variables.<name>` in `e` with the defined expression.
+fn substitute(e: &mut IdedExpr, defined: &[(String, Expression)]) -> Result<(), String> {
+    if let Expr::Select(sel) = &e.expr {
+        if matches!(&sel.operand.expr, Expr::Ident(n) if n == "variables") {
+            let Some((_, found)) = defined.iter().find(|(n, _)| *n == sel.field) else {
+                return Err(format!(
+                    "compilation failed: ERROR: <input>:1:1: undefined field '{}'",
+                    sel.field
+                ));
+            };
+            *e = (*found.raw).clone();
+            return Ok(());
+        }
+    }
+    match &mut e.expr {
+        Expr::Call(c) => {
+            if let Some(t) = &mut c.target {
+                substitute(t, defined)?;
+            }
+            for a in &mut c.args {
+                substitute(a, defined)?;
+            }
+        }
+        Expr::Comprehension(c) => {
+            for x in [
+                &mut c.iter_range,
+                &mut c.accu_init,
+                &mut c.loop_cond,
+                &mut c.loop_step,
+                &mut c.result,
+            ] {
+                substitute(x, defined)?;
+            }
+        }
+        Expr::List(l) => {
+            for x in &mut l.elements {
+                substitute(x, defined)?;
+            }
+        }
+        Expr::Map(cel::common::ast::MapExpr { entries })
+        | Expr::Struct(cel::common::ast::StructExpr { entries, .. }) => {
+            for en in entries {
+                match &mut en.expr {
+                    EntryExpr::MapEntry(me) => {
+                        substitute(&mut me.key, defined)?;
+                        substitute(&mut me.value, defined)?;
+                    }
+                    EntryExpr::StructField(f) => substitute(&mut f.value, defined)?,
+                }
+            }
+        }
+        Expr::Select(s) => substitute(&mut s.operand, defined)?,
+        Expr::Ident(n) if n == "variables" => {
+            return Err("compilation failed: ERROR: <input>:1:1: variables may only be read by name (variables.<name>)".into());
+        }
+        _ => {}
+    }
+    Ok(())
 }
 
 /// The variables of one evaluation: JSON values seen as CEL values
@@ -170,6 +265,33 @@ mod tests {
             .evaluate_bool(&vars, &mut 10)
             .unwrap_err()
             .contains("no such key"));
+    }
+
+    #[test]
+    fn defined_variables_are_read_by_name() {
+        let base = ["object"];
+        let name = Expression::compile("object.metadata.name", &base).unwrap();
+        let long = Expression::compile_with(
+            "size(variables.name) > 3",
+            &base,
+            &[("name".to_string(), name.clone())],
+        )
+        .unwrap();
+        let defined = [
+            ("name".to_string(), name),
+            ("long".to_string(), long.clone()),
+        ];
+        let e = Expression::compile_with(
+            "variables.long && variables.name.startsWith('a')",
+            &base,
+            &defined,
+        )
+        .unwrap();
+        let obj = json!({"metadata": {"name": "abcd"}});
+        let vars = Variables::default().bind("object", Some(&obj));
+        assert!(e.evaluate_bool(&vars, &mut 100).unwrap());
+        let err = Expression::compile_with("variables.nope", &base, &defined).unwrap_err();
+        assert!(err.contains("undefined field 'nope'"), "{err}");
     }
 
     #[test]

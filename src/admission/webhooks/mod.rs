@@ -7,15 +7,15 @@
 //! write unless its `failurePolicy` is Ignore; dry-run writes only reach
 //! webhooks without side effects.
 
-mod matching;
-mod review;
+pub(super) mod review;
 mod source;
 
+use super::matching::{self, Invocation};
 use super::namespace_labels::NamespaceLabels;
 use super::plugins::PluginInit;
 use super::{Attributes, Mutating, Outcome, Validating};
+use kubeshard_core::crd::expression::Variables;
 use kubeshard_core::status::{ApiError, StatusDetails};
-use matching::Invocation;
 use serde_json::{json, Value};
 use source::{Hook, Source};
 use std::collections::HashSet;
@@ -46,7 +46,7 @@ impl Round {
 
 /// The admission configuration kinds webhooks never see (so a broken
 /// webhook can always be removed).
-fn exempt(a: &Attributes<'_>) -> bool {
+pub(super) fn exempt(a: &Attributes<'_>) -> bool {
     a.resource.group == "admissionregistration.k8s.io"
         && matches!(
             a.resource.plural.as_str(),
@@ -164,11 +164,19 @@ async fn match_one(
     object: Option<&Value>,
     namespaces: &NamespaceLabels,
 ) -> Result<Option<Call>, ApiError> {
-    let Some(invocation) = matching::should_call(&hook, a, object, namespaces).await? else {
+    let Some(invocation) = matching::should_call(&hook.matcher, a, object, namespaces).await?
+    else {
         return Ok(None);
     };
-    let request = review::request(a, &invocation, object);
-    if !matching::conditions_hold(&hook, a, object, &request)? {
+    let request = review::request(a, invocation.resource(a), object);
+    let holds = {
+        let vars = Variables::default()
+            .bind("object", object)
+            .bind("oldObject", a.old_object)
+            .bind("request", Some(&request));
+        matching::conditions_hold(&hook.conditions, hook.ignore_failures, a, &vars)?
+    };
+    if !holds {
         return Ok(None);
     }
     Ok(Some(Call {

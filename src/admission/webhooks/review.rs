@@ -1,20 +1,20 @@
 //! AdmissionReview: the request a webhook is sent (v1 or v1beta1, the
 //! same fields) and how its answer is checked, as kube checks it.
 
-use super::matching::Invocation;
 use crate::admission::Attributes;
+use kubeshard_core::catalog::ResourceInfo;
 use kubeshard_core::meta;
 use serde_json::{json, Map, Value};
 
 /// The `request` of an AdmissionReview, without its objects (the match
 /// conditions' `request` variable is the same value).
-pub fn request(a: &Attributes<'_>, invocation: &Invocation, object: Option<&Value>) -> Value {
+/// `at` is the resource (version) the receiver matched.
+pub fn request(a: &Attributes<'_>, at: &ResourceInfo, object: Option<&Value>) -> Value {
     let own = a.resource;
-    let at = invocation.resource(a);
     // A subresource write whose body is an object of its own (an
     // Eviction, a TokenRequest) is of that kind; otherwise the kind is
     // the resource's.
-    let kind = |info: &kubeshard_core::catalog::ResourceInfo| match object {
+    let kind = |info: &ResourceInfo| match object {
         Some(o) if !a.subresource.is_empty() && meta::str_at(o, "/kind") != info.kind => {
             let (group, version) = match meta::str_at(o, "/apiVersion").split_once('/') {
                 Some((g, v)) => (g.to_string(), v.to_string()),

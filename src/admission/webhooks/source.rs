@@ -3,12 +3,10 @@
 //! change (selectors, rules, match conditions compiled), kept in kube's
 //! order — configurations by name, webhooks as listed.
 
-use super::matching::Rule;
+use crate::admission::matching::{compile_conditions, Conditions, Matcher};
 use crate::informer::{Change, Informers};
 use kubeshard_cache::Filter;
-use kubeshard_core::crd::expression::Expression;
 use kubeshard_core::meta;
-use kubeshard_core::selector::labels::LabelSelector as Selector;
 use kubeshard_shards::ExecutorContext;
 use serde_json::Value;
 use std::cell::RefCell;
@@ -29,15 +27,11 @@ pub struct Hook {
     /// The `clientConfig` as written (validated when the configuration
     /// was).
     pub client: Value,
-    pub rules: Vec<Rule>,
+    /// Rules, selectors and match policy.
+    pub matcher: Matcher,
     /// `failurePolicy: Ignore`: a webhook that cannot be called (or whose
     /// conditions cannot be evaluated) is passed over.
     pub ignore_failures: bool,
-    /// `matchPolicy: Equivalent`: a rule naming another version of the
-    /// same resource matches too.
-    pub equivalent: bool,
-    pub namespace_selector: Result<Selector, String>,
-    pub object_selector: Result<Selector, String>,
     /// `sideEffects` None or NoneOnDryRun: dry-run requests may be sent.
     /// `None` when the field is missing.
     pub dry_run_safe: Option<bool>,
@@ -46,36 +40,20 @@ pub struct Hook {
     pub review_version: Option<&'static str>,
     /// `reinvocationPolicy: IfNeeded` (mutating webhooks).
     pub reinvoke_if_needed: bool,
-    pub conditions: Result<Vec<(String, Expression)>, String>,
+    pub conditions: Conditions,
 }
 
 impl Hook {
     fn parse(configuration: &str, index: usize, v: &Value) -> Hook {
         let s = |k: &str| meta::str_at(v, k);
-        let selector = |k: &str| match v.get(k) {
-            None | Some(Value::Null) => Ok(Selector::everything()),
-            Some(sel) => Selector::from_metav1(sel),
-        };
-        let conditions = meta::array_at(v, "/matchConditions")
-            .iter()
-            .map(|c| {
-                let name = meta::str_at(c, "/name").to_string();
-                Expression::compile(meta::str_at(c, "/expression"), CONDITION_VARIABLES)
-                    .map(|e| (name, e))
-            })
-            .collect();
+        let conditions =
+            compile_conditions(meta::array_at(v, "/matchConditions"), CONDITION_VARIABLES);
         Hook {
             uid: format!("{configuration}/{index}"),
             name: s("/name").to_string(),
             client: v.get("clientConfig").cloned().unwrap_or(Value::Null),
-            rules: meta::array_at(v, "/rules")
-                .iter()
-                .map(Rule::parse)
-                .collect(),
+            matcher: Matcher::parse(v, "/rules", "/excludedRules"),
             ignore_failures: s("/failurePolicy") == "Ignore",
-            equivalent: s("/matchPolicy") != "Exact",
-            namespace_selector: selector("namespaceSelector"),
-            object_selector: selector("objectSelector"),
             dry_run_safe: match s("/sideEffects") {
                 "" => None,
                 e => Some(e == "None" || e == "NoneOnDryRun"),
@@ -178,12 +156,12 @@ mod tests {
         assert_eq!(h.uid, "cfg/1");
         assert!(h.client.is_object());
         assert!(!h.ignore_failures);
-        assert!(h.equivalent);
+        assert!(h.matcher.equivalent);
         assert_eq!(h.dry_run_safe, Some(true));
         assert_eq!(h.timeout, Duration::from_secs(10));
         assert_eq!(h.review_version, Some("v1beta1"));
         assert_eq!(h.conditions.as_ref().unwrap().len(), 1);
-        assert!(h.namespace_selector.as_ref().unwrap().is_empty());
+        assert!(h.matcher.namespace_selector.as_ref().unwrap().is_empty());
         let bad = Hook::parse(
             "cfg",
             0,

@@ -1,26 +1,30 @@
-//! Which webhooks a write reaches, as kube decides it: the namespace and
-//! object selectors, then the rules (operation, group, version, resource
-//! and subresource, scope) — with `matchPolicy: Equivalent`, also a rule
-//! that names another served version of the same resource — and last
-//! the match conditions.
+//! Which writes an admission webhook or policy reaches, as kube decides
+//! it: the namespace and object selectors, then the rules (operation,
+//! group, version, resource and subresource, scope, names) — with
+//! `matchPolicy: Equivalent`, also a rule that names another served
+//! version of the same resource — minus the excluded ones; and last the
+//! CEL match conditions.
 
-use super::source::Hook;
-use crate::admission::namespace_labels::{labels, NamespaceLabels};
-use crate::admission::Attributes;
+use super::namespace_labels::{labels, NamespaceLabels};
+use super::Attributes;
 use kubeshard_core::catalog::ResourceInfo;
+use kubeshard_core::crd::expression::Expression;
 use kubeshard_core::crd::expression::{Variables, MATCH_CONDITIONS_BUDGET};
 use kubeshard_core::meta;
+use kubeshard_core::selector::labels::LabelSelector as Selector;
 use kubeshard_core::status::ApiError;
 use serde_json::Value;
 use std::sync::Arc;
 
-/// One entry of a webhook's `rules`.
+/// One entry of a webhook's `rules` (or a policy's `resourceRules`).
 pub struct Rule {
     operations: Vec<String>,
     groups: Vec<String>,
     versions: Vec<String>,
     /// (resource, subresource) patterns: `*`, `pods`, `pods/*`, `*/status`.
     resources: Vec<(String, String)>,
+    /// Object names (policies only); empty: any.
+    names: Vec<String>,
     scope: String,
 }
 
@@ -49,6 +53,7 @@ impl Rule {
                     None => (r, String::new()),
                 })
                 .collect(),
+            names: strings(v, "/resourceNames"),
             scope: meta::str_at(v, "/scope").to_string(),
         }
     }
@@ -70,7 +75,51 @@ impl Rule {
             && self.resources.iter().any(|(res, sub)| {
                 (res == "*" || *res == resource.plural) && (sub == "*" || sub == a.subresource)
             })
+            && (self.names.is_empty() || self.names.iter().any(|n| n == a.name))
     }
+}
+
+/// A webhook's or policy's match settings.
+pub struct Matcher {
+    pub rules: Vec<Rule>,
+    /// Rules that take writes back out (policies' `excludeResourceRules`).
+    pub exclude: Vec<Rule>,
+    /// `matchPolicy: Equivalent`.
+    pub equivalent: bool,
+    pub namespace_selector: Result<Selector, String>,
+    pub object_selector: Result<Selector, String>,
+}
+
+impl Matcher {
+    /// From the object holding the settings, its rules under `rules` and
+    /// excluded ones under `exclude`.
+    pub fn parse(v: &Value, rules: &str, exclude: &str) -> Matcher {
+        let selector = |k: &str| match v.get(k) {
+            None | Some(Value::Null) => Ok(Selector::everything()),
+            Some(sel) => Selector::from_metav1(sel),
+        };
+        let list = |k: &str| meta::array_at(v, k).iter().map(Rule::parse).collect();
+        Matcher {
+            rules: list(rules),
+            exclude: list(exclude),
+            equivalent: meta::str_at(v, "/matchPolicy") != "Exact",
+            namespace_selector: selector("namespaceSelector"),
+            object_selector: selector("objectSelector"),
+        }
+    }
+}
+
+/// A list of named CEL conditions (`matchConditions`), compiled.
+pub type Conditions = Result<Vec<(String, Expression)>, String>;
+
+/// Compiles `matchConditions` for expressions that may read `variables`.
+pub fn compile_conditions(list: &[Value], variables: &[&str]) -> Conditions {
+    list.iter()
+        .map(|c| {
+            let name = meta::str_at(c, "/name").to_string();
+            Expression::compile(meta::str_at(c, "/expression"), variables).map(|e| (name, e))
+        })
+        .collect()
 }
 
 /// How a matched webhook sees the write: at the request's own resource,
@@ -91,20 +140,20 @@ impl Invocation {
 /// `object`), and at which version; an error refuses the write (kube's
 /// fail-closed selector errors).
 pub async fn should_call(
-    hook: &Hook,
+    m: &Matcher,
     a: &Attributes<'_>,
     object: Option<&Value>,
     namespaces: &NamespaceLabels,
 ) -> Result<Option<Invocation>, ApiError> {
-    let ns_match = namespace_matches(hook, a, object, namespaces).await;
+    let ns_match = namespace_matches(m, a, object, namespaces).await;
     if matches!(ns_match, Ok(false)) {
         return Ok(None);
     }
-    let obj_match = object_matches(hook, a, object);
+    let obj_match = object_matches(m, a, object);
     if matches!(obj_match, Ok(false)) {
         return Ok(None);
     }
-    let Some(invocation) = rule_match(hook, a) else {
+    let Some(invocation) = rule_match(m, a) else {
         return Ok(None);
     };
     ns_match?;
@@ -117,25 +166,21 @@ pub async fn should_call(
 /// cannot be evaluated refuses the write, or passes the webhook over
 /// under `failurePolicy: Ignore`.
 pub fn conditions_hold(
-    hook: &Hook,
+    conditions: &Conditions,
+    ignore_failures: bool,
     a: &Attributes<'_>,
-    object: Option<&Value>,
-    request: &Value,
+    vars: &Variables<'_>,
 ) -> Result<bool, ApiError> {
-    let conditions = match &hook.conditions {
+    let conditions = match conditions {
         Ok(c) if c.is_empty() => return Ok(true),
         Ok(c) => c,
-        Err(_) if hook.ignore_failures => return Ok(false),
+        Err(_) if ignore_failures => return Ok(false),
         Err(e) => return Err(condition_refusal(a, e)),
     };
-    let vars = Variables::default()
-        .bind("object", object)
-        .bind("oldObject", a.old_object)
-        .bind("request", Some(request));
     let mut budget = MATCH_CONDITIONS_BUDGET;
     let mut errors = Vec::new();
     for (_, condition) in conditions {
-        match condition.evaluate_bool(&vars, &mut budget) {
+        match condition.evaluate_bool(vars, &mut budget) {
             Ok(true) => {}
             Ok(false) => return Ok(false),
             Err(e) => errors.push(e),
@@ -143,7 +188,7 @@ pub fn conditions_hold(
     }
     match errors.as_slice() {
         [] => Ok(true),
-        _ if hook.ignore_failures => Ok(false),
+        _ if ignore_failures => Ok(false),
         [one] => Err(condition_refusal(a, one)),
         many => Err(condition_refusal(a, &format!("[{}]", many.join(", ")))),
     }
@@ -156,7 +201,7 @@ fn condition_refusal(a: &Attributes<'_>, e: &str) -> ApiError {
 }
 
 async fn namespace_matches(
-    hook: &Hook,
+    m: &Matcher,
     a: &Attributes<'_>,
     object: Option<&Value>,
     namespaces: &NamespaceLabels,
@@ -165,7 +210,7 @@ async fn namespace_matches(
     if a.namespace.is_empty() && !is_namespace {
         return Ok(true);
     }
-    let selector = hook
+    let selector = m
         .namespace_selector
         .as_ref()
         .map_err(|e| ApiError::internal(e))?;
@@ -190,11 +235,11 @@ async fn namespace_matches(
 }
 
 fn object_matches(
-    hook: &Hook,
+    m: &Matcher,
     a: &Attributes<'_>,
     object: Option<&Value>,
 ) -> Result<bool, ApiError> {
-    let selector = hook
+    let selector = m
         .object_selector
         .as_ref()
         .map_err(|e| ApiError::internal(e))?;
@@ -209,11 +254,14 @@ fn object_matches(
 
 /// The request's resource if a rule names it; else, under
 /// `matchPolicy: Equivalent`, another served version a rule names.
-fn rule_match(hook: &Hook, a: &Attributes<'_>) -> Option<Invocation> {
-    if hook.rules.iter().any(|r| r.matches(a, a.resource)) {
+fn rule_match(m: &Matcher, a: &Attributes<'_>) -> Option<Invocation> {
+    if m.exclude.iter().any(|r| r.matches(a, a.resource)) {
+        return None;
+    }
+    if m.rules.iter().any(|r| r.matches(a, a.resource)) {
         return Some(Invocation { equivalent: None });
     }
-    if !hook.equivalent {
+    if !m.equivalent {
         return None;
     }
     let catalog = a.api.catalog();
@@ -227,7 +275,7 @@ fn rule_match(hook: &Hook, a: &Attributes<'_>) -> Option<Invocation> {
                 .cloned()
         })
         .collect();
-    hook.rules.iter().find_map(|r| {
+    m.rules.iter().find_map(|r| {
         equivalents
             .iter()
             .find(|e| r.matches(a, e))

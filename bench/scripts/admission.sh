@@ -1,0 +1,105 @@
+#!/usr/bin/env bash
+# What admission costs a create, with `kubeshard-bench compare` (A B A B,
+# medians of per-round ratios B/A) on one kubeshard binary:
+#
+#   bench/scripts/admission.sh BIN [OUT_DIR]      (ROUNDS=3 SECS=8)
+#
+# plugins-configmaps: ConfigMap creates, no admission plugin (A) vs kube's
+#   default plugins (B);
+# plugins-pods: the same with Pods (ServiceAccount, Priority, tolerations,
+#   LimitRanger and ResourceQuota have work to do: a LimitRange and a
+#   quota are in place on both);
+# webhook: ConfigMap creates with the default plugins (A) vs the same plus
+#   one validating webhook for ConfigMaps (B) — `kubeshard-bench webhook`
+#   on loopback, which prints its own time per review to webhook.log.
+# 64 clients over HTTP/1.1, in-memory storage, 2 shards; servers start
+# fresh on loopback ports for each comparison and stop at the end.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+BIN=$(realpath "${1:?usage: admission.sh BIN [OUT_DIR]}")
+OUT=${2:-$(mktemp -d /tmp/admission-XXXX)}
+ROUNDS=${ROUNDS:-3}; SECS=${SECS:-8}
+mkdir -p "$OUT"
+cargo build --release -q -p kubeshard-bench
+BENCH=$PWD/target/release/kubeshard-bench
+TMP=$(mktemp -d); pids=()
+cleanup() { kill "${pids[@]}" 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$TMP"; }
+trap cleanup EXIT
+
+port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+
+# start NAME [flags...]: sets URL_NAME and PID_NAME
+start() {
+  local name=$1; shift
+  local p; p=$(port)
+  "$BIN" --insecure-port "$p" --secure-port 0 --bind-address 127.0.0.1 --shards 2 \
+    --storage memory --data-dir "$TMP/$name" "$@" >"$OUT/$name.log" 2>&1 &
+  local pid=$!; pids+=("$pid")
+  for _ in $(seq 300); do
+    curl -sf "http://127.0.0.1:$p/readyz" >/dev/null && break
+    kill -0 "$pid" 2>/dev/null || { echo "$name exited; see $OUT/$name.log" >&2; exit 1; }
+    sleep 0.1
+  done
+  printf -v "URL_$name" 'http://127.0.0.1:%s' "$p"
+  printf -v "PID_$name" '%s' "$pid"
+}
+
+stop_all() { kill "${pids[@]}" 2>/dev/null || true; wait 2>/dev/null || true; pids=(); }
+
+post() { curl -sf -XPOST -H 'content-type: application/json' "$1$2" -d "$3" >/dev/null; }
+
+# Every plugin kube turns on by default, for "no admission".
+NONE=--disable-admission-plugins=NamespaceLifecycle,LimitRanger,ServiceAccount,TaintNodesByCondition,Priority,DefaultTolerationSeconds,DefaultStorageClass,StorageObjectInUseProtection,PersistentVolumeClaimResize,RuntimeClass,CertificateApproval,CertificateSigning,CertificateSubjectRestriction,DefaultIngressClass,MutatingAdmissionWebhook,ValidatingAdmissionWebhook,ResourceQuota
+
+compare() {
+  local name=$1; shift
+  echo "== $name" | tee -a "$OUT/summary.txt"
+  "$BENCH" --duration "${SECS}s" --output "$OUT/$name.json" --quiet --concurrency 64 "$@" \
+    compare --a "$URL_a" --b "$URL_b" --a-pid "$PID_a" --b-pid "$PID_b" --rounds "$ROUNDS" create \
+    | tee -a "$OUT/summary.txt"
+}
+
+# Wait until the default ServiceAccount exists (pods need it).
+settle() { for _ in $(seq 100); do curl -sf "$1/api/v1/namespaces/default/serviceaccounts/default" >/dev/null && return; sleep 0.1; done; }
+
+start a "$NONE"; start b
+compare plugins-configmaps
+stop_all
+
+start a "$NONE"; start b
+for u in "$URL_a" "$URL_b"; do
+  settle "$u"
+  post "$u" /api/v1/namespaces/default/limitranges \
+    '{"metadata":{"name":"limits"},"spec":{"limits":[{"type":"Container","default":{"cpu":"100m","memory":"64Mi"},"max":{"memory":"1Gi"}}]}}'
+  post "$u" /api/v1/namespaces/default/resourcequotas \
+    '{"metadata":{"name":"roomy"},"spec":{"hard":{"pods":"10000000","requests.cpu":"100000","limits.memory":"100Ti"}}}'
+done
+sleep 1
+echo '{"apiVersion":"v1","kind":"Pod","spec":{"containers":[{"name":"c","image":"registry.k8s.io/pause:3.10"}]}}' >"$TMP/pod.json"
+compare plugins-pods --resource /api/v1/namespaces/default/pods --kind Pod --template "$TMP/pod.json"
+stop_all
+
+# A CA and a serving certificate for the webhook.
+openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=bench-ca \
+  -keyout "$TMP/ca.key" -out "$TMP/ca.crt" 2>/dev/null
+openssl req -newkey rsa:2048 -nodes -subj /CN=127.0.0.1 -keyout "$TMP/hook.key" -out "$TMP/hook.csr" 2>/dev/null
+printf 'subjectAltName=IP:127.0.0.1\n' >"$TMP/san.ext"
+openssl x509 -req -in "$TMP/hook.csr" -CA "$TMP/ca.crt" -CAkey "$TMP/ca.key" -CAcreateserial \
+  -days 1 -extfile "$TMP/san.ext" -out "$TMP/hook.crt" 2>/dev/null
+HOOK=$(port)
+"$BENCH" webhook --port "$HOOK" --cert "$TMP/hook.crt" --key "$TMP/hook.key" 2>"$OUT/webhook.log" &
+pids+=("$!")
+start a; start b
+CA=$(base64 -w0 <"$TMP/ca.crt")
+post "$URL_b" /apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations "{
+  \"metadata\":{\"name\":\"bench\"},
+  \"webhooks\":[{\"name\":\"admit.bench.example.com\",
+    \"clientConfig\":{\"url\":\"https://127.0.0.1:$HOOK/admit\",\"caBundle\":\"$CA\"},
+    \"rules\":[{\"operations\":[\"CREATE\"],\"apiGroups\":[\"\"],\"apiVersions\":[\"v1\"],\"resources\":[\"configmaps\"]}],
+    \"sideEffects\":\"None\",\"admissionReviewVersions\":[\"v1\"]}]}"
+sleep 1
+compare webhook
+stop_all
+sleep 11
+cat "$OUT/webhook.log" | tail -3 | tee -a "$OUT/summary.txt"
+echo "results in $OUT"

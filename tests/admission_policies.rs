@@ -1,0 +1,211 @@
+//! ValidatingAdmissionPolicy and its bindings: CEL validations with
+//! params from a ConfigMap, variables, messageExpression and reasons, Deny
+//! and Warn actions, match conditions and resource rules, a missing param
+//! under `parameterNotFoundAction: Deny`, and a policy that does not
+//! compile meeting its failure policy.
+
+mod common;
+use common::*;
+use serde_json::{json, Value};
+
+const POLICIES: &str = "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies";
+const BINDINGS: &str = "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings";
+
+fn deployment(name: &str, replicas: i64) -> Value {
+    json!({"metadata": {"name": name}, "spec": {"replicas": replicas,
+        "selector": {"matchLabels": {"app": "x"}},
+        "template": {"metadata": {"labels": {"app": "x"}},
+            "spec": {"containers": [{"name": "c", "image": "nginx"}]}}}})
+}
+
+fn create(s: &Server, path: &str, body: Value) {
+    let (code, out) = s.post(path, &body);
+    assert_eq!(code, 201, "{out}");
+}
+
+fn n() -> usize {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    static N: AtomicUsize = AtomicUsize::new(0);
+    N.fetch_add(1, Ordering::Relaxed)
+}
+
+#[test]
+fn policies_validate_with_params_variables_and_actions() {
+    let s = Server::start(2);
+    let ns = namespace(&s, "policed");
+    create(
+        &s,
+        &format!("/api/v1/namespaces/{ns}/configmaps"),
+        json!({"metadata": {"name": "limits"}, "data": {"maxReplicas": "3"}}),
+    );
+    create(
+        &s,
+        POLICIES,
+        json!({"metadata": {"name": "replicas"}, "spec": {
+            "paramKind": {"apiVersion": "v1", "kind": "ConfigMap"},
+            "matchConstraints": {"resourceRules": [{"apiGroups": ["apps"], "apiVersions": ["v1"],
+                "operations": ["CREATE", "UPDATE"], "resources": ["deployments"]}]},
+            "matchConditions": [{"name": "not-exempt", "expression": "!has(object.metadata.labels) || !('exempt' in object.metadata.labels)"}],
+            "variables": [{"name": "name", "expression": "object.metadata.name"},
+                {"name": "bad", "expression": "variables.name.startsWith('bad-')"}],
+            "validations": [
+                {"expression": "object.spec.replicas <= int(params.data.maxReplicas)",
+                    "messageExpression": "'replicas must be at most ' + params.data.maxReplicas"},
+                {"expression": "!variables.bad", "message": "bad names are not welcome", "reason": "Forbidden"},
+                {"expression": "object.spec.template.spec.containers.all(c, c.image != 'latest')"}]}}),
+    );
+    create(
+        &s,
+        BINDINGS,
+        json!({"metadata": {"name": "replicas-binding"}, "spec": {"policyName": "replicas",
+            "validationActions": ["Deny"],
+            "paramRef": {"name": "limits", "namespace": ns, "parameterNotFoundAction": "Deny"}}}),
+    );
+    let deployments = format!("/apis/apps/v1/namespaces/{ns}/deployments");
+    let (code, body) = eventually(10, "the policy in effect", || {
+        let (code, body) = s.post(&deployments, &deployment(&format!("big-{}", n()), 5));
+        (code != 201).then_some((code, body))
+    });
+    assert_eq!(code, 422, "{body}");
+    assert_eq!(body["reason"], "Invalid");
+    let msg = body["message"].as_str().unwrap();
+    assert!(msg.starts_with("deployments.apps \"big-"), "{msg}");
+    assert!(msg.ends_with(
+        "is forbidden: ValidatingAdmissionPolicy 'replicas' with binding 'replicas-binding' denied request: replicas must be at most 3"
+    ), "{msg}");
+    assert_eq!(
+        body["details"]["causes"][0]["message"],
+        "ValidatingAdmissionPolicy 'replicas' with binding 'replicas-binding' denied request: replicas must be at most 3"
+    );
+    let (code, body) = s.post(&deployments, &deployment("bad-one", 1));
+    assert_eq!(code, 403, "{body}");
+    assert!(
+        body["message"]
+            .as_str()
+            .unwrap()
+            .ends_with("denied request: bad names are not welcome"),
+        "{body}"
+    );
+    assert_eq!(s.post(&deployments, &deployment("fine", 2)).0, 201);
+    // Match conditions: an exempt label skips the policy.
+    let mut exempt = deployment("exempt-big", 9);
+    exempt["metadata"]["labels"] = json!({"exempt": "yes"});
+    assert_eq!(s.post(&deployments, &exempt).0, 201);
+    // The params change: the limit follows.
+    let (code, _) = s.patch(
+        &format!("/api/v1/namespaces/{ns}/configmaps/limits"),
+        "application/merge-patch+json",
+        &json!({"data": {"maxReplicas": "10"}}),
+    );
+    assert_eq!(code, 200);
+    assert_eq!(s.post(&deployments, &deployment("bigger", 8)).0, 201);
+
+    // A Warn binding warns and admits.
+    create(
+        &s,
+        POLICIES,
+        json!({"metadata": {"name": "labels"}, "spec": {
+            "matchConstraints": {"resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"],
+                "operations": ["CREATE"], "resources": ["configmaps"]}]},
+            "validations": [{"expression": "has(object.metadata.labels) && 'team' in object.metadata.labels",
+                "message": "configmaps should name their team"}]}}),
+    );
+    create(
+        &s,
+        BINDINGS,
+        json!({"metadata": {"name": "labels-warn"}, "spec": {"policyName": "labels",
+            "validationActions": ["Warn"]}}),
+    );
+    let cms = format!("/api/v1/namespaces/{ns}/configmaps");
+    let (code, warnings, _) = eventually(10, "the warn binding in effect", || {
+        let r = s.send_warned(
+            "POST",
+            &cms,
+            "application/json",
+            json!({"metadata": {"name": format!("cm-{}", n())}})
+                .to_string()
+                .as_bytes(),
+        );
+        (!r.1.is_empty()).then_some(r)
+    });
+    assert_eq!(code, 201);
+    assert_eq!(
+        warnings,
+        ["Validation failed for ValidatingAdmissionPolicy 'labels' with binding 'labels-warn': configmaps should name their team"]
+    );
+}
+
+#[test]
+fn missing_params_and_broken_policies_meet_their_failure_policy() {
+    let s = Server::start(1);
+    let ns = namespace(&s, "broken");
+    let rules = json!({"resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"],
+        "operations": ["CREATE"], "resources": ["secrets"]}]});
+    create(
+        &s,
+        POLICIES,
+        json!({"metadata": {"name": "needs-params"}, "spec": {
+            "paramKind": {"apiVersion": "v1", "kind": "ConfigMap"},
+            "matchConstraints": rules,
+            "validations": [{"expression": "true"}]}}),
+    );
+    create(
+        &s,
+        BINDINGS,
+        json!({"metadata": {"name": "needs-params"}, "spec": {"policyName": "needs-params",
+            "validationActions": ["Deny"],
+            "paramRef": {"name": "absent", "parameterNotFoundAction": "Deny"}}}),
+    );
+    let secrets = format!("/api/v1/namespaces/{ns}/secrets");
+    let (code, body) = eventually(10, "the binding in effect", || {
+        let r = s.post(
+            &secrets,
+            &json!({"metadata": {"name": format!("s-{}", n())}}),
+        );
+        (r.0 != 201).then_some(r)
+    });
+    assert_eq!(code, 422, "{body}");
+    assert!(body["message"].as_str().unwrap().ends_with(
+        "ValidatingAdmissionPolicy 'needs-params' with binding 'needs-params' denied request: failed to configure binding: no params found for policy binding with `Deny` parameterNotFoundAction"
+    ), "{body}");
+    assert_eq!(s.delete(&format!("{BINDINGS}/needs-params")).0, 200);
+
+    // An expression that does not compile: Fail refuses, Ignore admits.
+    for (name, policy) in [("strict", "Fail"), ("lenient", "Ignore")] {
+        create(
+            &s,
+            POLICIES,
+            json!({"metadata": {"name": name}, "spec": {"failurePolicy": policy,
+                "matchConstraints": {"resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"],
+                    "operations": ["CREATE"], "resources": ["configmaps"]}],
+                    "objectSelector": {"matchLabels": {"policy": name}}},
+                "validations": [{"expression": "object.spec.nothing == undefinedThing"}]}}),
+        );
+        create(
+            &s,
+            BINDINGS,
+            json!({"metadata": {"name": name}, "spec": {"policyName": name, "validationActions": ["Deny"]}}),
+        );
+    }
+    let cms = format!("/api/v1/namespaces/{ns}/configmaps");
+    let labelled = |name: String, policy: &str| json!({"metadata": {"name": name, "labels": {"policy": policy}}});
+    let (code, body) = eventually(10, "the strict policy in effect", || {
+        let r = s.post(&cms, &labelled(format!("c-{}", n()), "strict"));
+        (r.0 != 201).then_some(r)
+    });
+    assert_eq!(code, 422, "{body}");
+    assert!(body["message"].as_str().unwrap().contains(
+        "ValidatingAdmissionPolicy 'strict' denied request: failed to configure policy: spec.validations[0].expression: compilation failed"
+    ), "{body}");
+    assert!(
+        body["message"]
+            .as_str()
+            .unwrap()
+            .contains("undeclared reference to 'undefinedThing'"),
+        "{body}"
+    );
+    assert_eq!(
+        s.post(&cms, &labelled("lenient-1".into(), "lenient")).0,
+        201
+    );
+}
