@@ -156,18 +156,12 @@ fn pods_get_their_service_account_tolerations_and_priority() {
         .unwrap()
         .contains("PriorityClass base is already marked as default. Only one default can exist"));
     let p = eventually(10, "the default class in effect", || {
-        let name = format!("defaulted-{}", rand_suffix());
+        let name = unique("defaulted");
         let (code, p) = s.post(&pods(&ns), &pod(&name, json!({})));
         assert_eq!(code, 201, "{p}");
         (p["spec"]["priority"] == 10).then_some(p)
     });
     assert_eq!(p["spec"]["priorityClassName"], "base");
-}
-
-fn rand_suffix() -> String {
-    use std::sync::atomic::{AtomicUsize, Ordering};
-    static N: AtomicUsize = AtomicUsize::new(0);
-    N.fetch_add(1, Ordering::Relaxed).to_string()
 }
 
 #[test]
@@ -249,7 +243,7 @@ fn runtime_classes_nodes_and_default_classes() {
         c
     };
     let c = eventually(10, "the default storage class in effect", || {
-        let name = format!("c-{}", rand_suffix());
+        let name = unique("c");
         let (code, c) = s.post(&claims, &claim(&name, json!({})));
         assert_eq!(code, 201, "{c}");
         (c["spec"]["storageClassName"] == "fast").then_some(c)
@@ -273,7 +267,7 @@ fn runtime_classes_nodes_and_default_classes() {
     assert_eq!(code, 201, "{ic}");
     let ingresses = format!("/apis/networking.k8s.io/v1/namespaces/{ns}/ingresses");
     eventually(10, "the default ingress class in effect", || {
-        let name = format!("i-{}", rand_suffix());
+        let name = unique("i");
         let (code, i) = s.post(
             &ingresses,
             &json!({"metadata": {"name": name},
@@ -368,4 +362,31 @@ fn plugins_can_be_turned_off() {
     assert!(p["spec"]["priority"].is_null(), "{p}");
     let (_, node) = s.post("/api/v1/nodes", &json!({"metadata": {"name": "n"}}));
     assert!(node["spec"]["taints"].is_null(), "{node}");
+}
+
+#[test]
+fn optional_plugins_when_enabled() {
+    let s = Server::start_with(
+        1,
+        &["--enable-admission-plugins=AlwaysPullImages,LimitPodHardAntiAffinityTopology"],
+    );
+    let ns = namespace(&s, "strict");
+    let mut p = pod("cached", json!({}));
+    p["spec"]["containers"][0]["imagePullPolicy"] = json!("IfNotPresent");
+    let (code, created) = s.post(&pods(&ns), &p);
+    assert_eq!(code, 201, "{created}");
+    assert_eq!(
+        created["spec"]["containers"][0]["imagePullPolicy"],
+        "Always"
+    );
+    let (code, body) = s.post(
+        &pods(&ns),
+        &pod("spread", json!({"affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+            {"labelSelector": {"matchLabels": {"a": "b"}}, "topologyKey": "topology.kubernetes.io/zone"}]}}})),
+    );
+    assert_eq!(code, 403, "{body}");
+    assert_eq!(
+        body["message"],
+        "pods \"spread\" is forbidden: affinity.PodAntiAffinity.RequiredDuringScheduling has TopologyKey topology.kubernetes.io/zone but only key kubernetes.io/hostname is allowed"
+    );
 }

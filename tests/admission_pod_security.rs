@@ -41,7 +41,7 @@ fn restricted_namespaces_refuse_what_breaks_the_standard() {
     );
     let pods = format!("/api/v1/namespaces/{ns}/pods");
     let (code, body) = eventually(10, "the namespace's labels in effect", || {
-        let (code, body) = s.post(&pods, &bare(&format!("bare-{}", n())));
+        let (code, body) = s.post(&pods, &bare(&unique("bare")));
         (code != 201).then_some((code, body))
     });
     assert_eq!(code, 403, "{body}");
@@ -84,12 +84,6 @@ fn restricted_namespaces_refuse_what_breaks_the_standard() {
             "would violate PodSecurity \"restricted:latest\": {RESTRICTED_BARE}"
         )]
     );
-}
-
-fn n() -> usize {
-    use std::sync::atomic::{AtomicUsize, Ordering};
-    static N: AtomicUsize = AtomicUsize::new(0);
-    N.fetch_add(1, Ordering::Relaxed)
 }
 
 #[test]
@@ -138,7 +132,7 @@ fn labels_are_checked_and_tightening_warns_about_existing_pods() {
             "POST",
             &pods,
             "application/json",
-            bare(&format!("w-{}", n())).to_string().as_bytes(),
+            bare(&unique("w")).to_string().as_bytes(),
         );
         (!r.1.is_empty()).then_some(r)
     });

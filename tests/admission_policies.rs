@@ -23,12 +23,6 @@ fn create(s: &Server, path: &str, body: Value) {
     assert_eq!(code, 201, "{out}");
 }
 
-fn n() -> usize {
-    use std::sync::atomic::{AtomicUsize, Ordering};
-    static N: AtomicUsize = AtomicUsize::new(0);
-    N.fetch_add(1, Ordering::Relaxed)
-}
-
 #[test]
 fn policies_validate_with_params_variables_and_actions() {
     let s = Server::start(2);
@@ -63,7 +57,7 @@ fn policies_validate_with_params_variables_and_actions() {
     );
     let deployments = format!("/apis/apps/v1/namespaces/{ns}/deployments");
     let (code, body) = eventually(10, "the policy in effect", || {
-        let (code, body) = s.post(&deployments, &deployment(&format!("big-{}", n()), 5));
+        let (code, body) = s.post(&deployments, &deployment(&unique("big"), 5));
         (code != 201).then_some((code, body))
     });
     assert_eq!(code, 422, "{body}");
@@ -122,7 +116,7 @@ fn policies_validate_with_params_variables_and_actions() {
             "POST",
             &cms,
             "application/json",
-            json!({"metadata": {"name": format!("cm-{}", n())}})
+            json!({"metadata": {"name": unique("cm")}})
                 .to_string()
                 .as_bytes(),
         );
@@ -158,10 +152,7 @@ fn missing_params_and_broken_policies_meet_their_failure_policy() {
     );
     let secrets = format!("/api/v1/namespaces/{ns}/secrets");
     let (code, body) = eventually(10, "the binding in effect", || {
-        let r = s.post(
-            &secrets,
-            &json!({"metadata": {"name": format!("s-{}", n())}}),
-        );
+        let r = s.post(&secrets, &json!({"metadata": {"name": unique("s")}}));
         (r.0 != 201).then_some(r)
     });
     assert_eq!(code, 422, "{body}");
@@ -190,7 +181,7 @@ fn missing_params_and_broken_policies_meet_their_failure_policy() {
     let cms = format!("/api/v1/namespaces/{ns}/configmaps");
     let labelled = |name: String, policy: &str| json!({"metadata": {"name": name, "labels": {"policy": policy}}});
     let (code, body) = eventually(10, "the strict policy in effect", || {
-        let r = s.post(&cms, &labelled(format!("c-{}", n()), "strict"));
+        let r = s.post(&cms, &labelled(unique("c"), "strict"));
         (r.0 != 201).then_some(r)
     });
     assert_eq!(code, 422, "{body}");

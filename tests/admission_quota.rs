@@ -37,7 +37,7 @@ fn limit_ranges_default_and_limit_pods_and_claims() {
     );
     let pods = format!("/api/v1/namespaces/{ns}/pods");
     let p = eventually(10, "the LimitRange in effect", || {
-        let (code, p) = s.post(&pods, &pod(&format!("web-{}", rand()), json!({})));
+        let (code, p) = s.post(&pods, &pod(&unique("web"), json!({})));
         assert_eq!(code, 201, "{p}");
         p["metadata"]["annotations"]["kubernetes.io/limit-ranger"]
             .is_string()
@@ -68,12 +68,6 @@ fn limit_ranges_default_and_limit_pods_and_claims() {
         ),
         "{body}"
     );
-}
-
-fn rand() -> usize {
-    use std::sync::atomic::{AtomicUsize, Ordering};
-    static N: AtomicUsize = AtomicUsize::new(0);
-    N.fetch_add(1, Ordering::Relaxed)
 }
 
 /// A namespace whose controllers have made its objects (the test

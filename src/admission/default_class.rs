@@ -4,7 +4,7 @@
 
 use super::lister::Lister;
 use super::plugins::PluginInit;
-use super::{Attributes, Mutating, Operation, Outcome};
+use super::{Attributes, Mutating, Outcome};
 use kubeshard_core::meta;
 use serde_json::{json, Value};
 
@@ -97,10 +97,7 @@ impl Mutating for DefaultClass {
     }
 
     fn handles(&self, a: &Attributes<'_>) -> bool {
-        a.operation == Operation::Create
-            && a.subresource.is_empty()
-            && a.resource.group == self.kind.group
-            && a.resource.plural == self.kind.plural
+        a.creates(self.kind.group, self.kind.plural)
     }
 
     fn admit<'a>(&'a self, _a: &'a Attributes<'a>, object: Option<&'a mut Value>) -> Outcome<'a> {

@@ -287,7 +287,7 @@ impl Mutating for LimitRanger {
     }
 
     fn handles(&self, a: &Attributes<'_>) -> bool {
-        a.operation == Operation::Create && a.subresource.is_empty() && is_pods(a)
+        a.creates("", "pods")
     }
 
     fn admit<'a>(&'a self, a: &'a Attributes<'a>, object: Option<&'a mut Value>) -> Outcome<'a> {

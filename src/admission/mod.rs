@@ -22,6 +22,7 @@ mod matching;
 mod namespace_labels;
 mod namespace_lifecycle;
 mod node_restriction;
+mod optional;
 pub mod plugins;
 mod pod_security;
 mod policies;
@@ -97,6 +98,18 @@ pub struct Attributes<'a> {
 }
 
 impl Attributes<'_> {
+    /// Whether the write is to `group`/`plural` itself (no subresource).
+    pub fn addresses(&self, group: &str, plural: &str) -> bool {
+        self.subresource.is_empty()
+            && self.resource.group == group
+            && self.resource.plural == plural
+    }
+
+    /// Whether the write creates `group`/`plural` itself.
+    pub fn creates(&self, group: &str, plural: &str) -> bool {
+        self.operation == Operation::Create && self.addresses(group, plural)
+    }
+
     /// A warning for the client.
     pub fn warn(&self, text: String) {
         if let Some(n) = self.notes {

@@ -10,6 +10,7 @@ use super::default_class::{self, DefaultClass};
 use super::limit_ranger::{self, LimitRanger};
 use super::namespace_labels::NamespaceLabels;
 use super::node_restriction::{self, NodeRestriction};
+use super::optional::{self, AlwaysPullImages, AntiAffinityTopology};
 use super::pod_security::{self, PodSecurity};
 use super::policies::{self, Policies};
 use super::priority::{self, Priority};
@@ -102,6 +103,7 @@ pub const IMPLEMENTED: &[&str] = &[
     "ServiceAccount",
     "NodeRestriction",
     "TaintNodesByCondition",
+    "AlwaysPullImages",
     "PodSecurity",
     "Priority",
     "DefaultTolerationSeconds",
@@ -113,6 +115,7 @@ pub const IMPLEMENTED: &[&str] = &[
     "CertificateSigning",
     "CertificateSubjectRestriction",
     "DefaultIngressClass",
+    "LimitPodHardAntiAffinityTopology",
     "MutatingAdmissionWebhook",
     "ValidatingAdmissionPolicy",
     "ValidatingAdmissionWebhook",
@@ -232,6 +235,13 @@ pub fn build(config: &AdmissionConfig, init: &PluginInit<'_>) -> Admission {
             tolerations::TAINT_NODES_BY_CONDITION => {
                 chain = chain.with_mutating(Rc::new(TaintNodesByCondition));
             }
+            optional::ALWAYS_PULL_IMAGES => {
+                let p = Rc::new(AlwaysPullImages);
+                chain = chain.with_mutating(p.clone()).with_validating(p);
+            }
+            optional::ANTI_AFFINITY => {
+                chain = chain.with_validating(Rc::new(AntiAffinityTopology));
+            }
             pod_security::NAME => {
                 chain = chain.with_validating(Rc::new(PodSecurity::start(
                     config.configurations.get(pod_security::NAME),
@@ -341,7 +351,7 @@ mod tests {
             resolve(&names(&["AlwaysDeny"]), &[]).unwrap(),
             [&defaults[..], &["AlwaysDeny"]].concat()
         );
-        assert!(resolve(&names(&["AlwaysPullImages"]), &[])
+        assert!(resolve(&names(&["EventRateLimit"]), &[])
             .unwrap_err()
             .contains("not implemented"));
         assert!(resolve(

@@ -311,16 +311,7 @@ impl PodSecurity {
             );
             let failures = judged(&policy.enforce);
             if !failures.is_empty() {
-                let audit = judged(&policy.audit);
-                if !audit.is_empty() {
-                    a.annotate(
-                        format!("{PREFIX}audit-violations"),
-                        format!(
-                            "would violate PodSecurity {:?}: {audit}",
-                            policy.audit.to_string()
-                        ),
-                    );
-                }
+                audit_violations(a, &policy.audit, &judged(&policy.audit));
                 return Err(ApiError::forbidden(
                     "",
                     "pods",
@@ -332,16 +323,7 @@ impl PodSecurity {
                 ));
             }
         }
-        let audit = judged(&policy.audit);
-        if !audit.is_empty() {
-            a.annotate(
-                format!("{PREFIX}audit-violations"),
-                format!(
-                    "would violate PodSecurity {:?}: {audit}",
-                    policy.audit.to_string()
-                ),
-            );
-        }
+        audit_violations(a, &policy.audit, &judged(&policy.audit));
         let warn = judged(&policy.warn);
         if !warn.is_empty() {
             a.warn(format!(
@@ -460,6 +442,19 @@ impl PodSecurity {
         lines.sort();
         out.extend(lines);
         out
+    }
+}
+
+/// Records the audit level's breaches, if any, on the audit event.
+fn audit_violations(a: &Attributes<'_>, audit: &LevelVersion, failures: &str) {
+    if !failures.is_empty() {
+        a.annotate(
+            format!("{PREFIX}audit-violations"),
+            format!(
+                "would violate PodSecurity {:?}: {failures}",
+                audit.to_string()
+            ),
+        );
     }
 }
 

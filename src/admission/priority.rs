@@ -105,23 +105,13 @@ fn forbidden(a: &Attributes<'_>, why: &str) -> ApiError {
     ApiError::forbidden(&a.resource.group, &a.resource.plural, a.name, why)
 }
 
-fn is_pods(a: &Attributes<'_>) -> bool {
-    a.subresource.is_empty() && a.resource.group.is_empty() && a.resource.plural == "pods"
-}
-
-fn is_classes(a: &Attributes<'_>) -> bool {
-    a.subresource.is_empty()
-        && a.resource.group == "scheduling.k8s.io"
-        && a.resource.plural == "priorityclasses"
-}
-
 impl Mutating for Priority {
     fn name(&self) -> &'static str {
         NAME
     }
 
     fn handles(&self, a: &Attributes<'_>) -> bool {
-        matches!(a.operation, Operation::Create | Operation::Update) && is_pods(a)
+        matches!(a.operation, Operation::Create | Operation::Update) && a.addresses("", "pods")
     }
 
     fn admit<'a>(&'a self, a: &'a Attributes<'a>, object: Option<&'a mut Value>) -> Outcome<'a> {
@@ -138,7 +128,8 @@ impl Validating for Priority {
     }
 
     fn handles(&self, a: &Attributes<'_>) -> bool {
-        matches!(a.operation, Operation::Create | Operation::Update) && is_classes(a)
+        matches!(a.operation, Operation::Create | Operation::Update)
+            && a.addresses("scheduling.k8s.io", "priorityclasses")
     }
 
     fn validate<'a>(&'a self, a: &'a Attributes<'a>, object: Option<&'a Value>) -> Outcome<'a> {

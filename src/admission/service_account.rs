@@ -9,7 +9,7 @@
 
 use super::lister::Lister;
 use super::plugins::PluginInit;
-use super::{Attributes, Mutating, Operation, Outcome};
+use super::{Attributes, Mutating, Outcome};
 use kubeshard_core::meta;
 use kubeshard_core::status::ApiError;
 use serde_json::{json, Value};
@@ -288,10 +288,7 @@ impl Mutating for ServiceAccount {
     }
 
     fn handles(&self, a: &Attributes<'_>) -> bool {
-        a.operation == Operation::Create
-            && a.subresource.is_empty()
-            && a.resource.group.is_empty()
-            && a.resource.plural == "pods"
+        a.creates("", "pods")
     }
 
     fn admit<'a>(&'a self, a: &'a Attributes<'a>, object: Option<&'a mut Value>) -> Outcome<'a> {

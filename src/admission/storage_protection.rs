@@ -110,10 +110,7 @@ impl Validating for ClaimResize {
     }
 
     fn handles(&self, a: &Attributes<'_>) -> bool {
-        a.operation == Operation::Update
-            && a.subresource.is_empty()
-            && a.resource.group.is_empty()
-            && a.resource.plural == "persistentvolumeclaims"
+        a.operation == Operation::Update && a.addresses("", "persistentvolumeclaims")
     }
 
     fn validate<'a>(&'a self, a: &'a Attributes<'a>, object: Option<&'a Value>) -> Outcome<'a> {

@@ -2,7 +2,7 @@
 //! `kubernetes.io/kube-apiserver-client` signer for a certificate in the
 //! `system:masters` group, whatever their rights to create requests.
 
-use super::{Attributes, Operation, Outcome, Validating};
+use super::{Attributes, Outcome, Validating};
 use kubeshard_core::meta;
 use kubeshard_core::status::ApiError;
 use serde_json::Value;
@@ -62,10 +62,7 @@ impl Validating for SubjectRestriction {
     }
 
     fn handles(&self, a: &Attributes<'_>) -> bool {
-        a.operation == Operation::Create
-            && a.subresource.is_empty()
-            && a.resource.group == "certificates.k8s.io"
-            && a.resource.plural == "certificatesigningrequests"
+        a.creates("certificates.k8s.io", "certificatesigningrequests")
     }
 
     fn validate<'a>(&'a self, a: &'a Attributes<'a>, object: Option<&'a Value>) -> Outcome<'a> {

@@ -14,10 +14,6 @@ const NOT_READY: &str = "node.kubernetes.io/not-ready";
 const UNREACHABLE: &str = "node.kubernetes.io/unreachable";
 const SECONDS: u64 = 300;
 
-fn is(a: &Attributes<'_>, plural: &str) -> bool {
-    a.subresource.is_empty() && a.resource.group.is_empty() && a.resource.plural == plural
-}
-
 pub struct DefaultTolerationSeconds;
 
 impl Mutating for DefaultTolerationSeconds {
@@ -26,7 +22,7 @@ impl Mutating for DefaultTolerationSeconds {
     }
 
     fn handles(&self, a: &Attributes<'_>) -> bool {
-        matches!(a.operation, Operation::Create | Operation::Update) && is(a, "pods")
+        matches!(a.operation, Operation::Create | Operation::Update) && a.addresses("", "pods")
     }
 
     fn admit<'a>(&'a self, _a: &'a Attributes<'a>, object: Option<&'a mut Value>) -> Outcome<'a> {
@@ -78,7 +74,7 @@ impl Mutating for TaintNodesByCondition {
     }
 
     fn handles(&self, a: &Attributes<'_>) -> bool {
-        a.operation == Operation::Create && is(a, "nodes")
+        a.creates("", "nodes")
     }
 
     fn admit<'a>(&'a self, _a: &'a Attributes<'a>, object: Option<&'a mut Value>) -> Outcome<'a> {

@@ -524,6 +524,14 @@ impl Server {
     }
 }
 
+/// A name not used before in this test process (`<prefix>-<n>`), for
+/// probes that repeat until the server has caught up.
+pub fn unique(prefix: &str) -> String {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    static N: AtomicUsize = AtomicUsize::new(0);
+    format!("{prefix}-{}", N.fetch_add(1, Ordering::Relaxed))
+}
+
 /// Creates a namespace and returns its name.
 pub fn namespace(s: &Server, name: &str) -> String {
     let (code, body) = s.post(

@@ -26,6 +26,9 @@ pub struct Expression {
     raw: Arc<IdedExpr>,
     /// With every loop step counted.
     tree: Arc<IdedExpr>,
+    /// The declared variables it reads (those of defined expressions it
+    /// reads included), so callers bind only what is read.
+    reads: Arc<[Box<str>]>,
 }
 
 impl std::fmt::Debug for Expression {
@@ -70,9 +73,23 @@ impl Expression {
                 ));
             }
         }
+        let refs = program.references();
+        let mut reads: Vec<Box<str>> = variables
+            .iter()
+            .filter(|v| refs.has_variable(v))
+            .map(|v| Box::from(*v))
+            .collect();
         let mut raw = program.expression().clone();
         if !defined.is_empty() {
-            substitute(&mut raw, defined)?;
+            let mut used = Vec::new();
+            substitute(&mut raw, defined, &mut used)?;
+            for e in used {
+                for r in e.reads.iter() {
+                    if !reads.contains(r) {
+                        reads.push(r.clone());
+                    }
+                }
+            }
         }
         let mut tree = raw.clone();
         count_loops(&mut tree);
@@ -80,11 +97,17 @@ impl Expression {
             source: source.into(),
             raw: Arc::new(raw),
             tree: Arc::new(tree),
+            reads: reads.into(),
         })
     }
 
     pub fn source(&self) -> &str {
         &self.source
+    }
+
+    /// Whether the expression reads the declared variable `name`.
+    pub fn reads(&self, name: &str) -> bool {
+        self.reads.iter().any(|r| &**r == name)
     }
 
     /// Evaluates with `vars`, spending at most `*budget` cost units (what
@@ -131,7 +154,11 @@ impl Expression {
 }
 
 /// Replaces each `variables.<name>` in `e` with the defined expression.
-fn substitute(e: &mut IdedExpr, defined: &[(String, Expression)]) -> Result<(), String> {
+fn substitute<'d>(
+    e: &mut IdedExpr,
+    defined: &'d [(String, Expression)],
+    used: &mut Vec<&'d Expression>,
+) -> Result<(), String> {
     if let Expr::Select(sel) = &e.expr {
         if matches!(&sel.operand.expr, Expr::Ident(n) if n == "variables") {
             let Some((_, found)) = defined.iter().find(|(n, _)| *n == sel.field) else {
@@ -141,16 +168,17 @@ fn substitute(e: &mut IdedExpr, defined: &[(String, Expression)]) -> Result<(), 
                 ));
             };
             *e = (*found.raw).clone();
+            used.push(found);
             return Ok(());
         }
     }
     match &mut e.expr {
         Expr::Call(c) => {
             if let Some(t) = &mut c.target {
-                substitute(t, defined)?;
+                substitute(t, defined, used)?;
             }
             for a in &mut c.args {
-                substitute(a, defined)?;
+                substitute(a, defined, used)?;
             }
         }
         Expr::Comprehension(c) => {
@@ -161,12 +189,12 @@ fn substitute(e: &mut IdedExpr, defined: &[(String, Expression)]) -> Result<(), 
                 &mut c.loop_step,
                 &mut c.result,
             ] {
-                substitute(x, defined)?;
+                substitute(x, defined, used)?;
             }
         }
         Expr::List(l) => {
             for x in &mut l.elements {
-                substitute(x, defined)?;
+                substitute(x, defined, used)?;
             }
         }
         Expr::Map(cel::common::ast::MapExpr { entries })
@@ -174,14 +202,14 @@ fn substitute(e: &mut IdedExpr, defined: &[(String, Expression)]) -> Result<(), 
             for en in entries {
                 match &mut en.expr {
                     EntryExpr::MapEntry(me) => {
-                        substitute(&mut me.key, defined)?;
-                        substitute(&mut me.value, defined)?;
+                        substitute(&mut me.key, defined, used)?;
+                        substitute(&mut me.value, defined, used)?;
                     }
-                    EntryExpr::StructField(f) => substitute(&mut f.value, defined)?,
+                    EntryExpr::StructField(f) => substitute(&mut f.value, defined, used)?,
                 }
             }
         }
-        Expr::Select(s) => substitute(&mut s.operand, defined)?,
+        Expr::Select(s) => substitute(&mut s.operand, defined, used)?,
         Expr::Ident(n) if n == "variables" => {
             return Err("compilation failed: ERROR: <input>:1:1: variables may only be read by name (variables.<name>)".into());
         }
@@ -290,6 +318,7 @@ mod tests {
         let obj = json!({"metadata": {"name": "abcd"}});
         let vars = Variables::default().bind("object", Some(&obj));
         assert!(e.evaluate_bool(&vars, &mut 100).unwrap());
+        assert!(e.reads("object"), "read through the variables");
         let err = Expression::compile_with("variables.nope", &base, &defined).unwrap_err();
         assert!(err.contains("undefined field 'nope'"), "{err}");
     }

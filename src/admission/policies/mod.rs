@@ -135,15 +135,17 @@ impl Policies {
                         continue;
                     }
                 };
-                if namespace_object.is_none() {
+                if compiled.reads_namespace && namespace_object.is_none() {
                     namespace_object = Some(self.namespace_object(a).await?);
                 }
-                let request = review::request(a, invocation_resource(&invocation, a), object);
+                let request = compiled
+                    .reads_request
+                    .then(|| review::request(a, invocation_resource(&invocation, a), object));
                 for param in &params {
                     let vars = Variables::default()
                         .bind("object", object)
                         .bind("oldObject", a.old_object)
-                        .bind("request", Some(&request))
+                        .bind("request", request.as_ref())
                         .bind("params", param.as_ref())
                         .bind(
                             "namespaceObject",

@@ -48,6 +48,10 @@ pub struct Policy {
 pub struct Compiled {
     pub validations: Vec<Validation>,
     pub audit_annotations: Vec<(String, Expression)>,
+    /// Which of the costlier variables some expression reads (only those
+    /// are made per request).
+    pub reads_request: bool,
+    pub reads_namespace: bool,
 }
 
 impl Policy {
@@ -111,7 +115,16 @@ fn compile(spec: &Value) -> Result<Compiled, String> {
             .map_err(|e| format!("spec.auditAnnotations[{i}].valueExpression: {e}"))?;
         audit_annotations.push((meta::str_at(a, "/key").to_string(), e));
     }
+    let conditions = compile_conditions(meta::array_at(spec, "/matchConditions"), VARIABLES);
+    let all: Vec<&Expression> = validations
+        .iter()
+        .flat_map(|v| std::iter::once(&v.expression).chain(&v.message_expression))
+        .chain(audit_annotations.iter().map(|(_, e)| e))
+        .chain(conditions.iter().flatten().map(|(_, e)| e))
+        .collect();
     Ok(Compiled {
+        reads_request: all.iter().any(|e| e.reads("request")),
+        reads_namespace: all.iter().any(|e| e.reads("namespaceObject")),
         validations,
         audit_annotations,
     })

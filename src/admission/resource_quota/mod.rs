@@ -12,11 +12,12 @@
 use super::lister::Lister;
 use super::plugins::PluginInit;
 use super::{Attributes, Operation, Outcome, Validating};
-use crate::storage::{Storage, UpdateStep};
 use kubeshard_core::meta;
 use kubeshard_core::quota::{self, Usage};
 use kubeshard_core::status::ApiError;
-use serde_json::{json, Map, Value};
+use serde_json::Value;
+
+mod charges;
 
 pub const NAME: &str = "ResourceQuota";
 
@@ -36,6 +37,8 @@ const IGNORED: &[(&str, &str)] = &[
 
 pub struct ResourceQuota {
     quotas: Lister,
+    /// Charges to each quota made on this executor, written together.
+    batches: charges::Batches,
 }
 
 /// What one quota is charged for this write.
@@ -48,6 +51,7 @@ impl ResourceQuota {
     pub fn start(init: &PluginInit<'_>) -> Self {
         Self {
             quotas: Lister::start(init, "", "resourcequotas"),
+            batches: charges::Batches::default(),
         }
     }
 
@@ -139,10 +143,17 @@ impl ResourceQuota {
             return Ok(());
         };
         for (n, c) in charges.iter().enumerate() {
-            let result = apply(a, &info, &c.quota, c.requested.clone(), 1).await;
+            let result = self
+                .batches
+                .charge(a, &info, &c.quota, c.requested.clone())
+                .await;
             if let Err(e) = result {
                 for done in &charges[..n] {
-                    let _ = apply(a, &info, &done.quota, done.requested.clone(), -1).await;
+                    let back = vec![charges::Entry {
+                        usage: done.requested.clone(),
+                        sign: -1,
+                    }];
+                    let _ = charges::write(a, &info, &done.quota, back).await;
                 }
                 return Err(e);
             }
@@ -151,82 +162,20 @@ impl ResourceQuota {
     }
 }
 
-enum Refusal {
+#[derive(Clone)]
+pub(super) enum Refusal {
     Exceeded(String),
     Other(ApiError),
 }
 
-/// One atomic change of a quota's `status.used` by `sign` × `requested`
-/// (a charge is checked against `status.hard`).
-async fn apply(
-    a: &Attributes<'_>,
-    info: &std::sync::Arc<kubeshard_core::catalog::ResourceInfo>,
-    name: &str,
-    requested: Usage,
-    sign: i128,
-) -> Result<(), Refusal> {
-    let quota_name = name.to_string();
-    let update = Box::new(
-        move |now: Option<&std::sync::Arc<kubeshard_cache::StoredObject>>| {
-            let Some(now) = now else {
-                // The quota went away meanwhile: nothing to charge.
-                return Err(ApiError::new(0, "QuotaGone", ""));
-            };
-            let mut q = now.to_value();
-            let hard = amounts(&q, "/status/hard");
-            let used = amounts(&q, "/status/used");
-            if sign > 0 {
-                check(&quota_name, &requested, &hard, &used)
-                    .map_err(|why| ApiError::new(403, "QuotaExceeded", why))?;
-            }
-            let like = |k: &str| {
-                q.pointer(&format!(
-                    "/status/hard/{}",
-                    k.replace('~', "~0").replace('/', "~1")
-                ))
-                .and_then(Value::as_str)
-                .unwrap_or("")
-                .to_string()
-            };
-            let mut written = Map::new();
-            for (k, add) in &requested {
-                let total = (used.get(k).map_or(0, |u| u.0) + sign * add).max(0);
-                written.insert(k.clone(), json!(quota::render(total, &like(k))));
-            }
-            let status = q
-                .as_object_mut()
-                .expect("stored objects are objects")
-                .entry("status")
-                .or_insert_with(|| json!({}));
-            if let Some(used) = status
-                .as_object_mut()
-                .map(|s| s.entry("used").or_insert_with(|| json!({})))
-                .and_then(Value::as_object_mut)
-            {
-                used.extend(written);
-            }
-            Ok(UpdateStep::Write(q))
-        },
-    );
-    match a
-        .api
-        .storage()
-        .guaranteed_update(info, a.namespace, name, update)
-        .await
-    {
-        Ok(_) => Ok(()),
-        Err(crate::storage::StorageError::Refused(e)) if e.reason == "QuotaExceeded" => {
-            Err(Refusal::Exceeded(e.message))
-        }
-        Err(crate::storage::StorageError::Refused(e)) if e.reason == "QuotaGone" => Ok(()),
-        Err(crate::storage::StorageError::NotFound) => Ok(()),
-        Err(e) => Err(Refusal::Other(crate::storage::status(e))),
-    }
-}
-
 /// kube's "exceeded quota" refusal when `requested` takes `used` past
 /// `hard` for any key.
-fn check(name: &str, requested: &Usage, hard: &Amounts, used: &Amounts) -> Result<(), String> {
+pub(super) fn check(
+    name: &str,
+    requested: &Usage,
+    hard: &Amounts,
+    used: &Amounts,
+) -> Result<(), String> {
     let mut over: Vec<&String> = requested
         .iter()
         .filter(|(k, add)| {
@@ -256,9 +205,9 @@ fn check(name: &str, requested: &Usage, hard: &Amounts, used: &Amounts) -> Resul
 
 /// A quota's amounts at `path` (`status.hard`, `status.used`): nano
 /// units, and as written.
-type Amounts = std::collections::BTreeMap<String, (i128, String)>;
+pub(super) type Amounts = std::collections::BTreeMap<String, (i128, String)>;
 
-fn amounts(q: &Value, path: &str) -> Amounts {
+pub(super) fn amounts(q: &Value, path: &str) -> Amounts {
     q.pointer(path)
         .and_then(Value::as_object)
         .map(|m| {
