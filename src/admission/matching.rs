@@ -225,13 +225,13 @@ async fn namespace_matches(
             crate::admission::Operation::Create | crate::admission::Operation::Update
         );
     let labels = match (own, object) {
-        (true, Some(o)) => labels(o),
+        (true, Some(o)) => std::rc::Rc::new(labels(o)),
         _ => {
             let name = if is_namespace { a.name } else { a.namespace };
             namespaces.of(a.api, name).await?
         }
     };
-    Ok(selector.matches(&labels))
+    Ok(selector.matches(&*labels))
 }
 
 fn object_matches(

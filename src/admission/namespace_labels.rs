@@ -17,12 +17,13 @@ use std::sync::Arc;
 pub struct NamespaceLabels {
     /// Where namespaces are stored.
     namespaces: Arc<str>,
-    cache: Rc<RefCell<HashMap<String, Map<String, Value>>>>,
+    /// Shared with callers: asked on every write, copied never.
+    cache: Rc<RefCell<HashMap<String, Rc<Map<String, Value>>>>>,
 }
 
 impl NamespaceLabels {
     pub fn start(init: &PluginInit<'_>) -> Self {
-        let cache: Rc<RefCell<HashMap<String, Map<String, Value>>>> = Rc::default();
+        let cache: Rc<RefCell<HashMap<String, Rc<Map<String, Value>>>>> = Rc::default();
         let namespaces = init.keys.builtin("", "namespaces");
         init.informers.start(
             init.ctx,
@@ -31,7 +32,7 @@ impl NamespaceLabels {
             crate::informer::mirror(
                 cache.clone(),
                 |o| Some(o.name.to_string()),
-                |o| labels(&o.to_value()),
+                |o| Rc::new(labels(&o.to_value())),
             ),
         );
         Self { namespaces, cache }
@@ -39,7 +40,11 @@ impl NamespaceLabels {
 
     /// The labels of namespace `name`: from the cache, or read from the
     /// store when the cache has not seen it yet (kube's live lookup).
-    pub async fn of(&self, host: &dyn Host, name: &str) -> Result<Map<String, Value>, ApiError> {
+    pub async fn of(
+        &self,
+        host: &dyn Host,
+        name: &str,
+    ) -> Result<Rc<Map<String, Value>>, ApiError> {
         if let Some(l) = self.cache.borrow().get(name) {
             return Ok(l.clone());
         }
@@ -49,7 +54,7 @@ impl NamespaceLabels {
             .await
             .map_err(|e| ApiError::internal(&format!("{e:?}")))?
         {
-            Some(o) => Ok(labels(&o.to_value())),
+            Some(o) => Ok(Rc::new(labels(&o.to_value()))),
             None => Err(ApiError::not_found("", "namespaces", name)),
         }
     }

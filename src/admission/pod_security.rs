@@ -262,6 +262,18 @@ impl PodSecurity {
                 return Ok(());
             }
         };
+        // No label of ours and privileged defaults: nothing to judge (the
+        // common namespace; no policy is built).
+        let ours = labels.keys().any(|k| k.starts_with(PREFIX));
+        if !ours && self.config.defaults.fully_privileged() {
+            if enforce {
+                a.annotate(
+                    format!("{PREFIX}enforce-policy"),
+                    "privileged:latest".into(),
+                );
+            }
+            return Ok(());
+        }
         let (policy, errors) = policy(&labels, &self.config.defaults);
         if !errors.is_empty() {
             let texts: Vec<String> = errors.iter().map(|c| c.error_string()).collect();
