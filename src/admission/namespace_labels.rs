@@ -13,17 +13,20 @@ use std::collections::HashMap;
 use std::rc::Rc;
 use std::sync::Arc;
 
+/// Namespace name → its labels.
+type Cache = Rc<RefCell<HashMap<String, Rc<Map<String, Value>>>>>;
+
 #[derive(Clone)]
 pub struct NamespaceLabels {
     /// Where namespaces are stored.
     namespaces: Arc<str>,
     /// Shared with callers: asked on every write, copied never.
-    cache: Rc<RefCell<HashMap<String, Rc<Map<String, Value>>>>>,
+    cache: Cache,
 }
 
 impl NamespaceLabels {
     pub fn start(init: &PluginInit<'_>) -> Self {
-        let cache: Rc<RefCell<HashMap<String, Rc<Map<String, Value>>>>> = Rc::default();
+        let cache: Cache = Rc::default();
         let namespaces = init.keys.builtin("", "namespaces");
         init.informers.start(
             init.ctx,
