@@ -20,7 +20,9 @@ fn audited(log: &std::path::Path, name: &str) -> Value {
                 e["stage"] == "ResponseComplete"
                     && e["verb"] == "create"
                     && e["objectRef"]["name"].is_null()
-                    && e["requestURI"].as_str().is_some_and(|u| u.contains("/configmaps"))
+                    && e["requestURI"]
+                        .as_str()
+                        .is_some_and(|u| u.contains("/configmaps"))
                     && e["annotations"]["labels/owner"] == name
             });
         if let Some(e) = found {

@@ -390,3 +390,50 @@ fn optional_plugins_when_enabled() {
         "pods \"spread\" is forbidden: affinity.PodAntiAffinity.RequiredDuringScheduling has TopologyKey topology.kubernetes.io/zone but only key kubernetes.io/hostname is allowed"
     );
 }
+
+#[test]
+fn namespace_node_selectors_and_toleration_whitelists() {
+    let s = Server::start_with(
+        1,
+        &["--enable-admission-plugins=PodNodeSelector,PodTolerationRestriction"],
+    );
+    let (code, ns) = s.post(
+        "/api/v1/namespaces",
+        &json!({"metadata": {"name": "team-a", "annotations": {
+            "scheduler.alpha.kubernetes.io/node-selector": "env=prod",
+            "scheduler.alpha.kubernetes.io/defaultTolerations":
+                r#"[{"key": "dedicated", "operator": "Equal", "value": "team-a", "effect": "NoSchedule"}]"#,
+            "scheduler.alpha.kubernetes.io/tolerationsWhitelist":
+                r#"[{"key": "dedicated", "operator": "Exists"}, {"key": "node.kubernetes.io/not-ready", "operator": "Exists"}, {"key": "node.kubernetes.io/unreachable", "operator": "Exists"}]"#}}}),
+    );
+    assert_eq!(code, 201, "{ns}");
+    let p = eventually(10, "the namespace's annotations in effect", || {
+        let (code, p) = s.post(&pods("team-a"), &pod(&unique("web"), json!({})));
+        assert_eq!(code, 201, "{p}");
+        (p["spec"]["nodeSelector"]["env"] == "prod").then_some(p)
+    });
+    assert!(p["spec"]["tolerations"].as_array().unwrap().contains(
+        &json!({"key": "dedicated", "operator": "Equal", "value": "team-a", "effect": "NoSchedule"})
+    ), "{p}");
+    let (code, body) = s.post(
+        &pods("team-a"),
+        &pod("dev", json!({"nodeSelector": {"env": "dev"}})),
+    );
+    assert_eq!(code, 403, "{body}");
+    assert_eq!(
+        body["message"],
+        "pods \"dev\" is forbidden: pod node label selector conflicts with its namespace node label selector"
+    );
+    let (code, body) = s.post(
+        &pods("team-a"),
+        &pod(
+            "gpu",
+            json!({"tolerations": [{"key": "gpu", "operator": "Exists"}]}),
+        ),
+    );
+    assert_eq!(code, 500, "{body}");
+    assert_eq!(
+        body["message"],
+        "pod tolerations (possibly merged with namespace default tolerations) conflict with its namespace whitelist"
+    );
+}

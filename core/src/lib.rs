@@ -31,5 +31,6 @@ pub mod schema;
 pub mod selector;
 pub mod status;
 pub mod table;
+pub mod tolerations;
 pub mod units;
 pub mod validation;

@@ -30,6 +30,7 @@ mod priority;
 mod recorder;
 mod resource_quota;
 mod runtime_class;
+mod scheduling;
 mod service_account;
 mod storage_protection;
 mod subject_restriction;

@@ -1,6 +1,7 @@
-//! Namespace name → its labels, on this executor: namespace selectors
-//! (webhooks) and namespace policies (PodSecurity) are asked on every
-//! write in a namespace.
+//! Namespace name → its labels (and its `scheduler.alpha.kubernetes.io/`
+//! annotations), on this executor: namespace selectors (webhooks,
+//! policies), namespace policies (PodSecurity) and the node selector and
+//! toleration plugins ask on every write in a namespace.
 
 use super::plugins::PluginInit;
 use super::Host;
@@ -13,8 +14,37 @@ use std::collections::HashMap;
 use std::rc::Rc;
 use std::sync::Arc;
 
-/// Namespace name → its labels.
-type Cache = Rc<RefCell<HashMap<String, Rc<Map<String, Value>>>>>;
+/// What plugins read of a namespace.
+#[derive(Default)]
+pub struct Meta {
+    pub labels: Rc<Map<String, Value>>,
+    /// Its annotations under [`SCHEDULING_PREFIX`].
+    pub scheduling: Rc<Map<String, Value>>,
+}
+
+pub const SCHEDULING_PREFIX: &str = "scheduler.alpha.kubernetes.io/";
+
+impl Meta {
+    fn of(obj: &Value) -> Meta {
+        let scheduling = obj
+            .pointer("/metadata/annotations")
+            .and_then(Value::as_object)
+            .map(|m| {
+                m.iter()
+                    .filter(|(k, _)| k.starts_with(SCHEDULING_PREFIX))
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect()
+            })
+            .unwrap_or_default();
+        Meta {
+            labels: Rc::new(labels(obj)),
+            scheduling: Rc::new(scheduling),
+        }
+    }
+}
+
+/// Namespace name → what plugins read of it.
+type Cache = Rc<RefCell<HashMap<String, Rc<Meta>>>>;
 
 #[derive(Clone)]
 pub struct NamespaceLabels {
@@ -35,21 +65,26 @@ impl NamespaceLabels {
             crate::informer::mirror(
                 cache.clone(),
                 |o| Some(o.name.to_string()),
-                |o| Rc::new(labels(&o.to_value())),
+                |o| Rc::new(Meta::of(&o.to_value())),
             ),
         );
         Self { namespaces, cache }
     }
 
-    /// The labels of namespace `name`: from the cache, or read from the
-    /// store when the cache has not seen it yet (kube's live lookup).
+    /// The labels of namespace `name`.
     pub async fn of(
         &self,
         host: &dyn Host,
         name: &str,
     ) -> Result<Rc<Map<String, Value>>, ApiError> {
-        if let Some(l) = self.cache.borrow().get(name) {
-            return Ok(l.clone());
+        Ok(self.meta(host, name).await?.labels.clone())
+    }
+
+    /// What plugins read of namespace `name`: from the cache, or read from
+    /// the store when the cache has not seen it yet (kube's live lookup).
+    pub async fn meta(&self, host: &dyn Host, name: &str) -> Result<Rc<Meta>, ApiError> {
+        if let Some(m) = self.cache.borrow().get(name) {
+            return Ok(m.clone());
         }
         match host
             .storage()
@@ -57,7 +92,7 @@ impl NamespaceLabels {
             .await
             .map_err(|e| ApiError::internal(&format!("{e:?}")))?
         {
-            Some(o) => Ok(Rc::new(labels(&o.to_value()))),
+            Some(o) => Ok(Rc::new(Meta::of(&o.to_value()))),
             None => Err(ApiError::not_found("", "namespaces", name)),
         }
     }

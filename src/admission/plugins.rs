@@ -17,6 +17,7 @@ use super::priority::{self, Priority};
 use super::recorder::{self, TestRecorder};
 use super::resource_quota::{self, ResourceQuota};
 use super::runtime_class::{self, RuntimeClass};
+use super::scheduling::{self, NodeSelector, Tolerations};
 use super::service_account::{self, ServiceAccount};
 use super::storage_protection::{self, ClaimResize, StorageProtection};
 use super::subject_restriction::{self, SubjectRestriction};
@@ -105,8 +106,10 @@ pub const IMPLEMENTED: &[&str] = &[
     "TaintNodesByCondition",
     "AlwaysPullImages",
     "PodSecurity",
+    "PodNodeSelector",
     "Priority",
     "DefaultTolerationSeconds",
+    "PodTolerationRestriction",
     "DefaultStorageClass",
     "StorageObjectInUseProtection",
     "PersistentVolumeClaimResize",
@@ -145,13 +148,21 @@ pub fn is_known(name: &str) -> bool {
 /// `--admission-control-config-file` (none yet: the ones that do —
 /// EventRateLimit, PodSecurity, ResourceQuota, the webhooks — arrive with
 /// the admission issue).
-pub const CONFIGURABLE: &[&str] = &[super::recorder::NAME, super::pod_security::NAME];
+pub const CONFIGURABLE: &[&str] = &[
+    super::recorder::NAME,
+    super::pod_security::NAME,
+    super::scheduling::NODE_SELECTOR,
+    super::scheduling::TOLERATIONS,
+];
 
 /// Checks a plugin's configuration when the file is read (a bad one
 /// stops the server from starting, as kube's does).
 pub fn check_configuration(name: &str, v: &serde_json::Value) -> Result<(), String> {
     match name {
         super::pod_security::NAME => super::pod_security::Config::parse(v).map(drop),
+        super::scheduling::NODE_SELECTOR => {
+            super::scheduling::NodeSelector::parse_config(Some(v)).map(drop)
+        }
         _ => Ok(()),
     }
 }
@@ -247,6 +258,20 @@ pub fn build(config: &AdmissionConfig, init: &PluginInit<'_>) -> Admission {
                     config.configurations.get(pod_security::NAME),
                     labels(),
                 )));
+            }
+            scheduling::NODE_SELECTOR => {
+                let p = Rc::new(NodeSelector::start(
+                    config.configurations.get(scheduling::NODE_SELECTOR),
+                    labels(),
+                ));
+                chain = chain.with_mutating(p.clone()).with_validating(p);
+            }
+            scheduling::TOLERATIONS => {
+                let p = Rc::new(Tolerations::start(
+                    config.configurations.get(scheduling::TOLERATIONS),
+                    labels(),
+                ));
+                chain = chain.with_mutating(p.clone()).with_validating(p);
             }
             priority::NAME => {
                 let p = Rc::new(Priority::start(init));

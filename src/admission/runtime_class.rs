@@ -94,17 +94,12 @@ impl RuntimeClass {
             }
         }
         if let Some(extra) = scheduling.get("tolerations").and_then(Value::as_array) {
-            let list = spec.entry("tolerations").or_insert_with(|| json!([]));
-            if list.is_null() {
-                *list = json!([]);
-            }
-            if let Some(list) = list.as_array_mut() {
-                for t in extra {
-                    if !list.contains(t) {
-                        list.push(t.clone());
-                    }
-                }
-            }
+            let existing = spec
+                .get("tolerations")
+                .and_then(Value::as_array)
+                .map_or(&[][..], Vec::as_slice);
+            let merged = kubeshard_core::tolerations::merge(existing, extra);
+            spec.insert("tolerations".into(), Value::Array(merged));
         }
         Ok(())
     }
