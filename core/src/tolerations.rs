@@ -80,13 +80,11 @@ mod tests {
         let long = json!({"key": "k", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 600});
         assert!(covers(&long, &short));
         assert!(!covers(&short, &long));
-        assert_eq!(
-            merge(&[gpu.clone()], &[any_key.clone()]),
-            vec![any_key.clone()]
-        );
-        assert_eq!(merge(&[gpu.clone()], &[gpu.clone()]), vec![gpu.clone()]);
+        let one = |t: &Value| vec![t.clone()];
+        assert_eq!(merge(&one(&gpu), &one(&any_key)), one(&any_key));
+        assert_eq!(merge(&one(&gpu), &one(&gpu)), one(&gpu));
         assert!(allowed_by(
-            &[gpu.clone()],
+            &one(&gpu),
             &[json!({"key": "gpu", "operator": "Exists"})]
         ));
         assert!(!allowed_by(
