@@ -47,7 +47,8 @@ fn handler() -> Arc<Handler> {
         match path {
             "/deny" if name.starts_with("deny-") => answer(
                 &review,
-                json!({"allowed": false, "status": {"code": 403, "reason": "Forbidden",
+                json!({"allowed": false, "warnings": ["refused by the validating webhook"],
+                    "status": {"code": 403, "reason": "Forbidden",
                     "message": "names starting deny- are refused"}}),
             ),
             "/deny" => answer(
@@ -191,9 +192,16 @@ fn validating_webhook_refuses_and_sees_kubes_review() {
     );
     until_in_effect(&s, &ns, |_, _| w.request_count() > 0);
 
-    // Refused with the webhook's Status, its message prefixed.
-    let (code, body) = s.post(&cm_path(&ns), &configmap("deny-me", json!({})));
+    // Refused with the webhook's Status, its message prefixed, and its
+    // warnings.
+    let (code, warnings, body) = s.send_warned(
+        "POST",
+        &cm_path(&ns),
+        "application/json",
+        configmap("deny-me", json!({})).to_string().as_bytes(),
+    );
     assert_eq!(code, 403, "{body}");
+    assert_eq!(warnings, ["refused by the validating webhook"]);
     assert_eq!(body["reason"], "Forbidden");
     assert_eq!(
         body["message"],

@@ -96,7 +96,11 @@ pub async fn apply(
         Creates::Allowed,
         Some(&warnings),
     )
-    .await?;
+    .await;
+    let written = match written {
+        Ok(w) => w,
+        Err(e) => return warnings.refused(e, rr.render),
+    };
     Ok(warnings.apply(super::update::written_response(api, rr, &written).await?))
 }
 

@@ -35,9 +35,10 @@ pub async fn create(api: &Rc<Api>, rr: &ResourceRequest, req: Request<Incoming>)
     if info.custom.is_some() {
         warnings.extend(lifecycle::finalizer_warnings(&obj, None));
     }
-    create_decoded(api, rr, obj, tracking, Some(&warnings))
-        .await
-        .map(|resp| warnings.apply(resp))
+    match create_decoded(api, rr, obj, tracking, Some(&warnings)).await {
+        Ok(resp) => Ok(warnings.apply(resp)),
+        Err(e) => warnings.refused(e, rr.render),
+    }
 }
 
 /// Create of a decoded body: its type and namespace checked here, the

@@ -68,7 +68,10 @@ pub async fn patch(api: &Rc<Api>, rr: &ResourceRequest, req: Request<Incoming>) 
         }
         Ok(patched)
     });
-    let written = super::update::change(api, rr, requested, tracking, Some(&warnings)).await?;
+    let written = match super::update::change(api, rr, requested, tracking, Some(&warnings)).await {
+        Ok(w) => w,
+        Err(e) => return warnings.refused(e, rr.render),
+    };
     Ok(warnings.apply(written_response(api, rr, &written).await?))
 }
 

@@ -67,7 +67,11 @@ pub async fn update(api: &Rc<Api>, rr: &ResourceRequest, req: Request<Incoming>)
         creates,
         Some(&warnings),
     )
-    .await?;
+    .await;
+    let written = match written {
+        Ok(w) => w,
+        Err(e) => return warnings.refused(e, rr.render),
+    };
     Ok(warnings.apply(written_response(api, rr, &written).await?))
 }
 

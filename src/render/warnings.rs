@@ -46,6 +46,23 @@ impl Warnings {
         }
     }
 
+    /// A refused write's answer: its Status with the warnings gathered on
+    /// the way (kube sends a webhook's warnings with its refusal too).
+    pub fn refused(
+        &self,
+        e: kubeshard_core::status::ApiError,
+        render: super::response::Render,
+    ) -> Result<Response<Body>, kubeshard_core::status::ApiError> {
+        let empty = {
+            let notes = self.0.lock();
+            notes.warnings.is_empty() && notes.annotations.is_empty()
+        };
+        if empty {
+            return Err(e);
+        }
+        Ok(self.apply(super::response::error(&e, render)))
+    }
+
     /// Adds the gathered warnings (and annotations) to a response.
     pub fn apply(&self, mut resp: Response<Body>) -> Response<Body> {
         let notes = self.0.lock();
