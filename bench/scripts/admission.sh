@@ -31,30 +31,12 @@ TMP=$(mktemp -d); pids=()
 cleanup() { kill "${pids[@]}" 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$TMP"; }
 trap cleanup EXIT
 
-port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-
-# start NAME [flags...]: sets URL_NAME and PID_NAME
-start() {
-  local name=$1; shift
-  local p; p=$(port)
-  "$BIN" --insecure-port "$p" --secure-port 0 --bind-address 127.0.0.1 --shards 2 \
-    --storage memory --data-dir "$TMP/$name" "$@" >"$OUT/$name.log" 2>&1 &
-  local pid=$!; pids+=("$pid")
-  for _ in $(seq 300); do
-    curl -sf "http://127.0.0.1:$p/readyz" >/dev/null && break
-    kill -0 "$pid" 2>/dev/null || { echo "$name exited; see $OUT/$name.log" >&2; exit 1; }
-    sleep 0.1
-  done
-  printf -v "URL_$name" 'http://127.0.0.1:%s' "$p"
-  printf -v "PID_$name" '%s' "$pid"
-}
-
-stop_all() { kill "${pids[@]}" 2>/dev/null || true; wait 2>/dev/null || true; pids=(); }
+source "$(dirname "$0")/servers-common.sh"
 
 post() { curl -sf -XPOST -H 'content-type: application/json' "$1$2" -d "$3" >/dev/null; }
 
 # Every plugin kube turns on by default, for "no admission".
-NONE=--disable-admission-plugins=NamespaceLifecycle,LimitRanger,ServiceAccount,TaintNodesByCondition,Priority,DefaultTolerationSeconds,DefaultStorageClass,StorageObjectInUseProtection,PersistentVolumeClaimResize,RuntimeClass,CertificateApproval,CertificateSigning,CertificateSubjectRestriction,DefaultIngressClass,MutatingAdmissionWebhook,ValidatingAdmissionWebhook,ResourceQuota
+NONE=--disable-admission-plugins=NamespaceLifecycle,LimitRanger,ServiceAccount,TaintNodesByCondition,Priority,DefaultTolerationSeconds,DefaultStorageClass,StorageObjectInUseProtection,PersistentVolumeClaimResize,RuntimeClass,CertificateApproval,CertificateSigning,CertificateSubjectRestriction,DefaultIngressClass,MutatingAdmissionWebhook,ValidatingAdmissionWebhook,ResourceQuota,PodSecurity,ValidatingAdmissionPolicy
 
 compare() {
   local name=$1; shift
@@ -67,18 +49,18 @@ compare() {
 # Wait until the default ServiceAccount exists (pods need it).
 settle() { for _ in $(seq 100); do curl -sf "$1/api/v1/namespaces/default/serviceaccounts/default" >/dev/null && return; sleep 0.1; done; }
 
-start a "$NONE"; start b
+start "$BIN" a --storage memory "$NONE"; start "$BIN" b --storage memory
 compare plugins-configmaps
 stop_all
 
 echo '{"apiVersion":"v1","kind":"Pod","spec":{"containers":[{"name":"c","image":"registry.k8s.io/pause:3.10"}]}}' >"$TMP/pod.json"
 POD=(--resource /api/v1/namespaces/default/pods --kind Pod --template "$TMP/pod.json")
-start a "$NONE"; start b
+start "$BIN" a --storage memory "$NONE"; start "$BIN" b --storage memory
 settle "$URL_a"; settle "$URL_b"
 compare plugins-pods-bare "${POD[@]}"
 stop_all
 
-start a "$NONE"; start b
+start "$BIN" a --storage memory "$NONE"; start "$BIN" b --storage memory
 for u in "$URL_a" "$URL_b"; do
   settle "$u"
   post "$u" /api/v1/namespaces/default/limitranges \
@@ -90,7 +72,7 @@ sleep 1
 compare plugins-pods "${POD[@]}"
 stop_all
 
-start a; start b
+start "$BIN" a --storage memory; start "$BIN" b --storage memory
 post "$URL_b" /apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies '{
   "metadata":{"name":"three-rules"},
   "spec":{"matchConstraints":{"resourceRules":[{"operations":["CREATE","UPDATE"],"apiGroups":[""],"apiVersions":["v1"],"resources":["configmaps"]}]},
@@ -114,7 +96,7 @@ openssl x509 -req -in "$TMP/hook.csr" -CA "$TMP/ca.crt" -CAkey "$TMP/ca.key" -CA
 HOOK=$(port)
 "$BENCH" webhook --port "$HOOK" --cert "$TMP/hook.crt" --key "$TMP/hook.key" 2>"$OUT/webhook.log" &
 pids+=("$!")
-start a; start b
+start "$BIN" a --storage memory; start "$BIN" b --storage memory
 CA=$(base64 -w0 <"$TMP/ca.crt")
 post "$URL_b" /apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations "{
   \"metadata\":{\"name\":\"bench\"},

@@ -1,0 +1,24 @@
+# Shared by ab.sh and admission.sh (sourced, not run): a free loopback
+# port, kubeshard servers started fresh on one (ready before returning),
+# and stopping them. Expects OUT (where logs go), TMP (scratch) and the
+# pids array of the caller, whose EXIT trap kills what is left.
+
+port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+
+# start BIN NAME [flags...]: sets URL_NAME and PID_NAME
+start() {
+  local bin=$1 name=$2; shift 2
+  local p; p=$(port)
+  "$bin" --insecure-port "$p" --secure-port 0 --bind-address 127.0.0.1 --shards 2 \
+    --data-dir "$TMP/$name" "$@" >"$OUT/$name.log" 2>&1 &
+  local pid=$!; pids+=("$pid")
+  for _ in $(seq 300); do
+    curl -sf "http://127.0.0.1:$p/readyz" >/dev/null && break
+    kill -0 "$pid" 2>/dev/null || { echo "$name exited; see $OUT/$name.log" >&2; exit 1; }
+    sleep 0.1
+  done
+  printf -v "URL_$name" 'http://127.0.0.1:%s' "$p"
+  printf -v "PID_$name" '%s' "$pid"
+}
+
+stop_all() { kill "${pids[@]}" 2>/dev/null || true; wait 2>/dev/null || true; pids=(); }
