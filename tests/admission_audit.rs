@@ -35,19 +35,7 @@ fn audited(log: &std::path::Path, name: &str) -> Value {
 
 #[test]
 fn policy_annotations_reach_the_audit_event() {
-    let dir = tempfile::tempdir().unwrap();
-    let policy = dir.path().join("policy.yaml");
-    std::fs::write(&policy, POLICY).unwrap();
-    let log = dir.path().join("audit.log");
-    let s = Server::start_with(
-        1,
-        &[
-            "--audit-policy-file",
-            policy.to_str().unwrap(),
-            "--audit-log-path",
-            log.to_str().unwrap(),
-        ],
-    );
+    let (s, log) = start_audited(1, POLICY);
     let ns = namespace(&s, "audited");
     let (code, p) = s.post(
         "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies",

@@ -34,20 +34,7 @@ struct Audited {
 }
 
 fn server() -> Audited {
-    let dir = tempfile::tempdir().unwrap();
-    let policy = dir.path().join("policy.yaml");
-    std::fs::write(&policy, POLICY).unwrap();
-    let log = dir.path().join("audit.log");
-    let s = Server::start_with(
-        2,
-        &[
-            "--audit-policy-file",
-            policy.to_str().unwrap(),
-            "--audit-log-path",
-            log.to_str().unwrap(),
-        ],
-    );
-    std::mem::forget(dir);
+    let (s, log) = start_audited(2, POLICY);
     Audited { s, log }
 }
 

@@ -524,6 +524,26 @@ impl Server {
     }
 }
 
+/// A server that writes an audit log with `policy` (YAML): the server and
+/// the log's path (the directory lives as long as the test process).
+pub fn start_audited(shards: usize, policy: &str) -> (Server, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let policy_file = dir.path().join("policy.yaml");
+    std::fs::write(&policy_file, policy).unwrap();
+    let log = dir.path().join("audit.log");
+    let s = Server::start_with(
+        shards,
+        &[
+            "--audit-policy-file",
+            policy_file.to_str().unwrap(),
+            "--audit-log-path",
+            log.to_str().unwrap(),
+        ],
+    );
+    std::mem::forget(dir);
+    (s, log)
+}
+
 /// A name not used before in this test process (`<prefix>-<n>`), for
 /// probes that repeat until the server has caught up.
 pub fn unique(prefix: &str) -> String {
