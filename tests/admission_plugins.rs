@@ -437,3 +437,59 @@ fn namespace_node_selectors_and_toleration_whitelists() {
         "pod tolerations (possibly merged with namespace default tolerations) conflict with its namespace whitelist"
     );
 }
+
+#[test]
+fn event_rate_limits_hold_per_namespace() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("admission.yaml");
+    std::fs::write(
+        &file,
+        "apiVersion: apiserver.config.k8s.io/v1\nkind: AdmissionConfiguration\nplugins:\n- name: EventRateLimit\n  configuration:\n    apiVersion: eventratelimit.admission.k8s.io/v1alpha1\n    kind: Configuration\n    limits:\n    - type: Namespace\n      qps: 1\n      burst: 3\n",
+    )
+    .unwrap();
+    let config = format!("--admission-control-config-file={}", file.display());
+    let s = Server::start_with(2, &["--enable-admission-plugins=EventRateLimit", &config]);
+    let ns = namespace(&s, "noisy");
+    let event = |name: &str| {
+        json!({"metadata": {"name": name}, "reason": "Test", "message": "m", "type": "Normal",
+            "involvedObject": {"kind": "Pod", "name": "p", "namespace": ns}})
+    };
+    let events = format!("/api/v1/namespaces/{ns}/events");
+    let codes: Vec<u16> = (0..4)
+        .map(|i| s.post(&events, &event(&format!("e{i}"))).0)
+        .collect();
+    assert_eq!(codes, [201, 201, 201, 429]);
+    let (code, body) = s.post(&events, &event("e5"));
+    assert_eq!(code, 429, "{body}");
+    assert_eq!(
+        body["message"],
+        "Too many requests: limit reached on type Namespace for key noisy"
+    );
+    // Another namespace has its own bucket.
+    let other = namespace(&s, "quiet-events");
+    let (code, _) = s.post(
+        &format!("/api/v1/namespaces/{other}/events"),
+        &json!({"metadata": {"name": "e"}, "involvedObject": {"kind": "Pod", "name": "p"}}),
+    );
+    assert_eq!(code, 201);
+    // A configuration the plugin cannot use stops the server from starting.
+    std::fs::write(
+        &file,
+        "apiVersion: apiserver.config.k8s.io/v1\nkind: AdmissionConfiguration\nplugins:\n- name: EventRateLimit\n  configuration:\n    kind: Configuration\n    limits: []\n",
+    )
+    .unwrap();
+    let data = tempfile::tempdir().unwrap();
+    let out = std::process::Command::new(binary())
+        .args(["--insecure-port", "0", "--data-dir"])
+        .arg(data.path())
+        .arg("--enable-admission-plugins=EventRateLimit")
+        .arg(&config)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("must not be empty"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

@@ -31,6 +31,9 @@ pub struct AdmissionFlags {
 pub struct AdmissionConfig {
     pub plugins: Vec<&'static str>,
     pub configurations: HashMap<String, Value>,
+    /// EventRateLimit's buckets: one set for the server, shared by every
+    /// executor's chain.
+    pub event_rate_limit: Option<super::event_rate_limit::Limits>,
 }
 
 impl AdmissionConfig {
@@ -65,9 +68,21 @@ impl AdmissionConfig {
         if plugins.contains(&super::recorder::NAME) {
             super::recorder::TestRecorder::open(configurations.get(super::recorder::NAME))?;
         }
+        let event_rate_limit = if plugins.contains(&super::event_rate_limit::NAME) {
+            let cfg = configurations.get(super::event_rate_limit::NAME).ok_or(
+                "EventRateLimit needs its configuration in --admission-control-config-file",
+            )?;
+            Some(
+                super::event_rate_limit::Limits::parse(cfg)
+                    .map_err(|e| format!("--admission-control-config-file: EventRateLimit: {e}"))?,
+            )
+        } else {
+            None
+        };
         Ok(Self {
             plugins,
             configurations,
+            event_rate_limit,
         })
     }
 }

@@ -16,6 +16,7 @@ mod always;
 mod certificates;
 pub mod config;
 mod default_class;
+mod event_rate_limit;
 mod limit_ranger;
 mod lister;
 mod matching;

@@ -7,6 +7,7 @@
 use super::certificates::{self, SignerPermission};
 use super::config::AdmissionConfig;
 use super::default_class::{self, DefaultClass};
+use super::event_rate_limit::{self, EventRateLimit};
 use super::limit_ranger::{self, LimitRanger};
 use super::namespace_labels::NamespaceLabels;
 use super::node_restriction::{self, NodeRestriction};
@@ -110,6 +111,7 @@ pub const IMPLEMENTED: &[&str] = &[
     "Priority",
     "DefaultTolerationSeconds",
     "PodTolerationRestriction",
+    "EventRateLimit",
     "DefaultStorageClass",
     "StorageObjectInUseProtection",
     "PersistentVolumeClaimResize",
@@ -153,6 +155,7 @@ pub const CONFIGURABLE: &[&str] = &[
     super::pod_security::NAME,
     super::scheduling::NODE_SELECTOR,
     super::scheduling::TOLERATIONS,
+    super::event_rate_limit::NAME,
 ];
 
 /// Checks a plugin's configuration when the file is read (a bad one
@@ -273,6 +276,13 @@ pub fn build(config: &AdmissionConfig, init: &PluginInit<'_>) -> Admission {
                 ));
                 chain = chain.with_mutating(p.clone()).with_validating(p);
             }
+            event_rate_limit::NAME => {
+                let limits = config
+                    .event_rate_limit
+                    .clone()
+                    .expect("parsed with the configuration");
+                chain = chain.with_validating(Rc::new(EventRateLimit::new(limits)));
+            }
             priority::NAME => {
                 let p = Rc::new(Priority::start(init));
                 chain = chain.with_mutating(p.clone()).with_validating(p);
@@ -376,7 +386,7 @@ mod tests {
             resolve(&names(&["AlwaysDeny"]), &[]).unwrap(),
             [&defaults[..], &["AlwaysDeny"]].concat()
         );
-        assert!(resolve(&names(&["EventRateLimit"]), &[])
+        assert!(resolve(&names(&["ImagePolicyWebhook"]), &[])
             .unwrap_err()
             .contains("not implemented"));
         assert!(resolve(
