@@ -633,3 +633,44 @@ fn configurations_are_validated_and_services_resolve() {
         .iter()
         .all(|(p, _)| p == "/deny?timeout=10s"));
 }
+
+#[test]
+fn deletions_reach_webhooks_with_the_old_object() {
+    let s = Server::start(1);
+    let w = Webhook::start(&[], handler());
+    let ns = namespace(&s, "deleting");
+    for name in ["deny-gone", "fine-gone"] {
+        assert_eq!(s.post(&cm_path(&ns), &configmap(name, json!({}))).0, 201);
+    }
+    let mut h = hook(
+        &w,
+        "deletes.example.com",
+        "/deny",
+        &["configmaps"],
+        json!({}),
+    );
+    h["rules"][0]["operations"] = json!(["DELETE"]);
+    configure(&s, VALIDATING, "deletes", vec![h]);
+    let (code, body) = eventually(10, "the delete webhook in effect", || {
+        let r = s.delete(&format!("{}/deny-gone", cm_path(&ns)));
+        (r.0 != 200).then_some(r)
+    });
+    assert_eq!(code, 403, "{body}");
+    let (_, review) = requests_for(&w, "deny-gone").pop().unwrap();
+    assert_eq!(review["request"]["operation"], "DELETE");
+    assert_eq!(review["request"]["object"], Value::Null);
+    assert_eq!(
+        review["request"]["oldObject"]["metadata"]["name"],
+        "deny-gone"
+    );
+    assert_eq!(review["request"]["options"]["kind"], "DeleteOptions");
+    // An admitted deletion passes the webhook's warning on.
+    let (code, warnings, _) = s.send_warned(
+        "DELETE",
+        &format!("{}/fine-gone", cm_path(&ns)),
+        "application/json",
+        b"",
+    );
+    assert_eq!(code, 200);
+    assert_eq!(warnings, ["seen by the validating webhook"]);
+}

@@ -8,6 +8,7 @@ use super::{Api, HandlerResult, ResourceRequest};
 use crate::registry::{Store, Writer};
 use crate::render::negotiation::Input;
 use crate::render::response::{self, ListMeta};
+use crate::render::warnings::Warnings;
 use crate::serving::body::Body;
 use http::{header, HeaderValue, Request, Response, StatusCode};
 use hyper::body::Incoming;
@@ -67,11 +68,15 @@ fn decode_delete_options(input: Input, body: &[u8]) -> Result<Value, ApiError> {
 
 /// Who deletes; DeleteOptions carry the dry run (from the body or the
 /// query).
-fn deleter<'a>(rr: &'a ResourceRequest, opts: &DeleteOptions) -> Writer<'a> {
+fn deleter<'a>(
+    rr: &'a ResourceRequest,
+    opts: &DeleteOptions,
+    notes: Option<&'a Warnings>,
+) -> Writer<'a> {
     Writer {
         user: &rr.user,
         dry_run: opts.dry_run,
-        notes: None,
+        notes,
     }
 }
 
@@ -83,9 +88,20 @@ pub async fn delete(api: &Rc<Api>, rr: &ResourceRequest, req: Request<Incoming>)
     } else {
         ""
     };
-    let deletion = Store::new(api)
-        .delete(deleter(rr, &opts), rr.stored(), ns, &rr.info.name, &opts)
-        .await?;
+    let warnings = Warnings::default();
+    let deletion = match Store::new(api)
+        .delete(
+            deleter(rr, &opts, Some(&warnings)),
+            rr.stored(),
+            ns,
+            &rr.info.name,
+            &opts,
+        )
+        .await
+    {
+        Ok(d) => d,
+        Err(e) => return warnings.refused(e, rr.render),
+    };
     let obj = deletion.object().clone();
     let answered = match deletion {
         DeleteOutcome::Deleted(_) | DeleteOutcome::Pending(_) => {
@@ -98,7 +114,7 @@ pub async fn delete(api: &Rc<Api>, rr: &ResourceRequest, req: Request<Incoming>)
     } else {
         obj
     };
-    Ok(deletion_response(&info, &deletion, &served, &opts, rr))
+    Ok(warnings.apply(deletion_response(&info, &deletion, &served, &opts, rr)))
 }
 
 /// What kube answers for a deletion: a finished (or already pending) one
@@ -159,7 +175,7 @@ pub async fn delete_collection(
     for obj in &listed.items {
         match store
             .delete(
-                deleter(rr, &opts),
+                deleter(rr, &opts, None),
                 rr.stored(),
                 &obj.namespace,
                 &obj.name,
