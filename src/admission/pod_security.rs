@@ -8,7 +8,7 @@
 //! Exemptions and defaults come from a PodSecurityConfiguration in
 //! `--admission-control-config-file`.
 
-use super::namespace_labels::NamespaceLabels;
+use super::namespace_labels::{labels, NamespaceLabels};
 use super::{Attributes, Operation, Outcome, Validating};
 use kubeshard_core::meta;
 use kubeshard_core::podsecurity::{self, Level, LevelVersion, PodView, Version};
@@ -349,12 +349,11 @@ impl PodSecurity {
     /// A namespace's labels: valid (or invalid as they were), and when the
     /// enforced level tightens, warnings about the pods already there.
     async fn namespace(&self, a: &Attributes<'_>, ns: &Value) -> Result<(), ApiError> {
-        let labels = labels_of(ns);
-        let (new, errors) = policy(&labels, &self.config.defaults);
+        let (new, errors) = policy(&labels(ns), &self.config.defaults);
         if !errors.is_empty() {
             let old_errors = a
                 .old_object
-                .map(|o| policy(&labels_of(o), &self.config.defaults).1);
+                .map(|o| policy(&labels(o), &self.config.defaults).1);
             let tolerated = old_errors
                 .as_ref()
                 .is_some_and(|old| !old.is_empty() && *old == errors);
@@ -368,7 +367,7 @@ impl PodSecurity {
         let Some(old) = a.old_object else {
             return Ok(());
         };
-        let (old_policy, _) = policy(&labels_of(old), &self.config.defaults);
+        let (old_policy, _) = policy(&labels(old), &self.config.defaults);
         if new.enforce == old_policy.enforce || new.enforce.level == Level::Privileged {
             return Ok(());
         }
@@ -468,13 +467,6 @@ fn audit_violations(a: &Attributes<'_>, audit: &LevelVersion, failures: &str) {
             ),
         );
     }
-}
-
-fn labels_of(obj: &Value) -> Map<String, Value> {
-    obj.pointer("/metadata/labels")
-        .and_then(Value::as_object)
-        .cloned()
-        .unwrap_or_default()
 }
 
 fn aggregate(texts: &[String]) -> String {

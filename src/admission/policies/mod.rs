@@ -8,7 +8,7 @@
 
 mod source;
 
-use super::matching::{self, Invocation};
+use super::matching;
 use super::namespace_labels::NamespaceLabels;
 use super::plugins::PluginInit;
 use super::webhooks::review;
@@ -140,7 +140,7 @@ impl Policies {
                 }
                 let request = compiled
                     .reads_request
-                    .then(|| review::request(a, invocation_resource(&invocation, a), object));
+                    .then(|| review::request(a, invocation.resource(a), object));
                 for param in &params {
                     let vars = Variables::default()
                         .bind("object", object)
@@ -310,14 +310,7 @@ impl Policies {
                     .map_err(|e| e.message)?
                     .iter()
                     .map(|o| o.to_value())
-                    .filter(|o| {
-                        let labels = o
-                            .pointer("/metadata/labels")
-                            .and_then(Value::as_object)
-                            .cloned()
-                            .unwrap_or_default();
-                        sel.matches(&labels)
-                    })
+                    .filter(|o| sel.matches(&super::namespace_labels::labels(o)))
                     .map(Some)
                     .collect()
             }
@@ -329,13 +322,6 @@ impl Policies {
         }
         Ok(found)
     }
-}
-
-fn invocation_resource<'b>(
-    i: &'b Invocation,
-    a: &'b Attributes<'_>,
-) -> &'b kubeshard_core::catalog::ResourceInfo {
-    i.resource(a)
 }
 
 /// A failed validation's message: its messageExpression's, its

@@ -145,7 +145,7 @@ impl Batches {
             .waiting
             .push((ticket, usage));
         loop {
-            let (batch, listener) = {
+            let listener = {
                 let mut quotas = self.quotas.borrow_mut();
                 let b = quotas.get_mut(&key).expect("entered above");
                 if let Some(outcome) = b.done.remove(&ticket) {
@@ -155,10 +155,10 @@ impl Batches {
                     return outcome;
                 }
                 if b.writing {
-                    (None, Some(b.written.listen()))
+                    Some(b.written.listen())
                 } else {
                     b.writing = true;
-                    (Some(std::mem::take(&mut b.waiting)), None)
+                    None
                 }
             };
             if let Some(listener) = listener {
@@ -167,15 +167,17 @@ impl Batches {
             }
             // A write to a quota on this executor's own shard completes
             // without waiting: let the other writes running here reach
-            // their charge first, so they go in this write too.
+            // their charge first (they wait, seeing this write under way),
+            // so they go in this write too.
             futures_lite::future::yield_now().await;
-            let batch = {
-                let mut quotas = self.quotas.borrow_mut();
-                let b = quotas.get_mut(&key).expect("entered above");
-                let mut all = batch.expect("one or the other");
-                all.append(&mut b.waiting);
-                all
-            };
+            let batch = std::mem::take(
+                &mut self
+                    .quotas
+                    .borrow_mut()
+                    .get_mut(&key)
+                    .expect("kept while writing")
+                    .waiting,
+            );
             let tickets: Vec<u64> = batch.iter().map(|(t, _)| *t).collect();
             tracing::trace!(
                 quota = name,

@@ -240,7 +240,7 @@ impl MutatingWebhooks {
                 }
             }
             if let Err(e) = outcome {
-                failed(a, &call, e, "mutation", round_no)?;
+                failed(a, &call, e, FAILED_OPEN_MUTATION, round_no)?;
             }
         }
         let mut round = a.reinvocation.webhooks.borrow_mut();
@@ -264,7 +264,7 @@ impl ValidatingWebhooks {
         let mut first = None;
         for (call, outcome) in calls.iter().zip(outcomes) {
             if let Err(e) = outcome {
-                if let Err(refusal) = failed(a, call, e, "validating", 0) {
+                if let Err(refusal) = failed(a, call, e, FAILED_OPEN_VALIDATING, 0) {
                     first.get_or_insert(refusal);
                 }
             }
@@ -273,6 +273,11 @@ impl ValidatingWebhooks {
     }
 }
 
+/// Audit annotation prefixes of a webhook passed over under
+/// `failurePolicy: Ignore`.
+const FAILED_OPEN_MUTATION: &str = "failed-open.mutation.webhook.admission.k8s.io";
+const FAILED_OPEN_VALIDATING: &str = "failed-open.validating.webhook.admission.k8s.io";
+
 /// What a failed call means for the write: a refusal, or (a webhook that
 /// could not be called under `failurePolicy: Ignore`) nothing but an
 /// audit annotation.
@@ -280,7 +285,7 @@ fn failed(
     a: &Attributes<'_>,
     call: &Call,
     e: CallError,
-    kind: &str,
+    failed_open: &str,
     round: usize,
 ) -> Result<(), ApiError> {
     match e {
@@ -289,13 +294,8 @@ fn failed(
             let message = format!("failed calling webhook {:?}: {reason}", call.hook.name);
             if call.hook.ignore_failures {
                 tracing::warn!(webhook = %call.hook.name, %message, "webhook failed open");
-                let prefix = if kind == "mutation" {
-                    "failed-open.mutation.webhook.admission.k8s.io"
-                } else {
-                    "failed-open.validating.webhook.admission.k8s.io"
-                };
                 a.annotate(
-                    format!("{prefix}/round_{round}_index_{}", call.index),
+                    format!("{failed_open}/round_{round}_index_{}", call.index),
                     call.hook.name.clone(),
                 );
                 Ok(())
@@ -310,10 +310,10 @@ fn failed(
 /// kube's refusal by a webhook: its Status, with a message saying who
 /// refused, and never a success code.
 fn refusal(name: &str, result: Option<&Value>) -> ApiError {
-    let result = result.cloned().unwrap_or(Value::Null);
+    let result = result.unwrap_or(&Value::Null);
     let denied = format!("admission webhook {name:?} denied the request");
-    let message = kubeshard_core::meta::str_at(&result, "/message");
-    let reason = kubeshard_core::meta::str_at(&result, "/reason");
+    let message = kubeshard_core::meta::str_at(result, "/message");
+    let reason = kubeshard_core::meta::str_at(result, "/reason");
     let text = match (message, reason) {
         (m, _) if !m.is_empty() => format!("{denied}: {m}"),
         (_, r) if !r.is_empty() => format!("{denied}: {r}"),
