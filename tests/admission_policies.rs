@@ -1,8 +1,9 @@
 //! ValidatingAdmissionPolicy and its bindings: CEL validations with
 //! params from a ConfigMap, variables, messageExpression and reasons, Deny
 //! and Warn actions, match conditions and resource rules, a missing param
-//! under `parameterNotFoundAction: Deny`, and a policy that does not
-//! compile meeting its failure policy.
+//! under `parameterNotFoundAction: Deny`, a policy that does not
+//! compile meeting its failure policy, and type errors reported in the
+//! policy's status.
 
 mod common;
 use common::*;
@@ -55,6 +56,8 @@ fn policies_validate_with_params_variables_and_actions() {
             "validationActions": ["Deny"],
             "paramRef": {"name": "limits", "namespace": ns, "parameterNotFoundAction": "Deny"}}}),
     );
+    // Typed against Deployment and the ConfigMap params: nothing to report.
+    assert_eq!(type_checked(&s, "replicas", 1), Vec::<Value>::new());
     let deployments = format!("/apis/apps/v1/namespaces/{ns}/deployments");
     let (code, body) = eventually(10, "the policy in effect", || {
         let (code, body) = s.post(&deployments, &deployment(&unique("big"), 5));
@@ -199,4 +202,112 @@ fn missing_params_and_broken_policies_meet_their_failure_policy() {
         s.post(&cms, &labelled("lenient-1".into(), "lenient")).0,
         201
     );
+}
+
+/// Waits for the status controller to report the policy's type check for
+/// its current generation, and answers its warnings.
+fn type_checked(s: &Server, name: &str, generation: i64) -> Vec<Value> {
+    eventually(10, "the policy's type check", || {
+        let (code, p) = s.get(&format!("{POLICIES}/{name}"));
+        assert_eq!(code, 200, "{p}");
+        (p["status"]["observedGeneration"] == generation && p["status"]["typeChecking"].is_object())
+            .then(|| {
+                p["status"]["typeChecking"]["expressionWarnings"]
+                    .as_array()
+                    .cloned()
+                    .unwrap_or_default()
+            })
+    })
+}
+
+fn policy(name: &str, group: &str, resource: &str, validations: Value) -> Value {
+    json!({"metadata": {"name": name}, "spec": {
+        "matchConstraints": {"resourceRules": [{"apiGroups": [group], "apiVersions": ["v1"],
+            "operations": ["CREATE"], "resources": [resource]}]},
+        "validations": validations}})
+}
+
+#[test]
+fn type_errors_are_reported_in_the_policys_status() {
+    let s = Server::start(2);
+    create(
+        &s,
+        POLICIES,
+        policy(
+            "typed",
+            "apps",
+            "deployments",
+            json!([{"expression": "object.spec.replicas > 1",
+                "messageExpression": "'got ' + string(object.spec.replicas)"}]),
+        ),
+    );
+    assert!(type_checked(&s, "typed", 1).is_empty());
+
+    create(
+        &s,
+        POLICIES,
+        policy(
+            "confused",
+            "apps",
+            "deployments",
+            json!([{"expression": "object.spec.replicas > '1'",
+                "messageExpression": "'wants replicas > 1, got ' + object.spec.replicas"}]),
+        ),
+    );
+    let warnings = type_checked(&s, "confused", 1);
+    assert_eq!(warnings.len(), 2, "{warnings:?}");
+    assert_eq!(warnings[0]["fieldRef"], "spec.validations[0].expression");
+    assert_eq!(
+        warnings[0]["warning"],
+        "apps/v1, Kind=Deployment: compilation failed: ERROR: <input>:1:22: found no matching overload for '_>_' applied to '(int, string)'\n | object.spec.replicas > '1'\n | .....................^\n"
+    );
+    assert_eq!(
+        warnings[1]["fieldRef"],
+        "spec.validations[0].messageExpression"
+    );
+    assert!(warnings[1]["warning"]
+        .as_str()
+        .unwrap()
+        .contains("found no matching overload for '_+_' applied to '(string, int)'"));
+
+    // A custom resource is checked against its CRD's schema, and a new
+    // generation is checked again.
+    let group = "stable.typecheck.example.com";
+    let (code, crd) = s.post(
+        "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+        &json!({"metadata": {"name": format!("crontabs.{group}")}, "spec": {
+            "group": group, "scope": "Namespaced",
+            "names": {"plural": "crontabs", "singular": "crontab", "kind": "CronTab"},
+            "versions": [{"name": "v1", "served": true, "storage": true, "schema": {"openAPIV3Schema": {
+                "type": "object", "properties": {"spec": {"type": "object", "properties": {
+                    "cronSpec": {"type": "string"}, "replicas": {"type": "integer"}}}}}}}]}}),
+    );
+    assert_eq!(code, 201, "{crd}");
+    eventually(10, "the CRD served", || {
+        (s.get(&format!("/apis/{group}/v1")).0 == 200).then_some(())
+    });
+    let mut crontabs = policy(
+        "crontabs",
+        group,
+        "crontabs",
+        json!([{"expression": "object.spec.replicas > 1 && object.metadata.name != ''"}]),
+    );
+    create(&s, POLICIES, crontabs.clone());
+    assert!(type_checked(&s, "crontabs", 1).is_empty());
+    let (_, current) = s.get(&format!("{POLICIES}/crontabs"));
+    crontabs["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"].clone();
+    crontabs["spec"]["validations"] = json!([
+        {"expression": "object.spec.replicas > '1'"},
+        {"expression": "object.spec.maxRetries < 10"}]);
+    let (code, body) = s.put(&format!("{POLICIES}/crontabs"), &crontabs);
+    assert_eq!(code, 200, "{body}");
+    let warnings = type_checked(&s, "crontabs", 2);
+    assert_eq!(warnings.len(), 2, "{warnings:?}");
+    assert_eq!(warnings[1]["fieldRef"], "spec.validations[1].expression");
+    let text = warnings[1]["warning"].as_str().unwrap();
+    assert!(
+        text.starts_with(&format!("{group}/v1, Kind=CronTab: compilation failed: ")),
+        "{text}"
+    );
+    assert!(text.contains("undefined field 'maxRetries'"), "{text}");
 }

@@ -26,7 +26,7 @@ mod node_restriction;
 mod optional;
 pub mod plugins;
 mod pod_security;
-mod policies;
+pub mod policies;
 mod priority;
 mod recorder;
 mod resource_quota;

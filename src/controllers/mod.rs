@@ -14,6 +14,7 @@ pub mod kubernetes_service;
 mod namespace;
 mod namespace_object;
 pub(crate) mod objmeta;
+mod policy_status;
 mod queue;
 mod resource_quota;
 pub mod security;
@@ -34,6 +35,7 @@ use kubeshard_core::status::ApiError;
 use kubeshard_shards::store::DeleteOutcome;
 use namespace::NamespaceController;
 use namespace_object::{NamespaceObjectController, Wanted};
+use policy_status::{PolicyStatusController, VALIDATING_ADMISSION_POLICY_STATUS};
 use resource_quota::{ResourceQuotaController, RESOURCE_QUOTA};
 use serde_json::{json, Value};
 use std::future::Future;
@@ -58,6 +60,7 @@ const KNOWN: &[&str] = &[
     PVC_PROTECTION,
     PV_PROTECTION,
     RESOURCE_QUOTA,
+    VALIDATING_ADMISSION_POLICY_STATUS,
 ];
 
 /// Work items a controller handles before it reads new events again, so a
@@ -201,6 +204,7 @@ controller!(
     CsrSigningController,
     StorageProtectionController,
     ResourceQuotaController,
+    PolicyStatusController,
     EventTtl
 );
 
@@ -246,6 +250,7 @@ fn build(api: &Api, enabled: &Enabled) -> Vec<Box<dyn Controller>> {
             PVC_PROTECTION => Box::new(StorageProtectionController::new(keys, true)),
             PV_PROTECTION => Box::new(StorageProtectionController::new(keys, false)),
             RESOURCE_QUOTA => Box::new(ResourceQuotaController::new(keys)),
+            VALIDATING_ADMISSION_POLICY_STATUS => Box::new(PolicyStatusController::new(keys)),
             other => unreachable!("{other} is not a known controller"),
         });
     }
@@ -346,6 +351,7 @@ mod tests {
                 PVC_PROTECTION,
                 PV_PROTECTION,
                 RESOURCE_QUOTA,
+                VALIDATING_ADMISSION_POLICY_STATUS,
             ])
         );
         assert_eq!(

@@ -7,6 +7,7 @@
 //! cannot be evaluated meets its `failurePolicy`.
 
 mod source;
+pub mod type_check;
 
 use super::matching;
 use super::namespace_labels::NamespaceLabels;
