@@ -674,3 +674,126 @@ fn deletions_reach_webhooks_with_the_old_object() {
     assert_eq!(code, 200);
     assert_eq!(warnings, ["seen by the validating webhook"]);
 }
+
+/// The value of the sample `series` (name and labels as rendered) on
+/// /metrics, if present.
+fn sample(s: &Server, series: &str) -> Option<f64> {
+    let (code, _, text) = s.get_with("/metrics", "text/plain");
+    assert_eq!(code, 200);
+    text.lines()
+        .find_map(|l| l.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
+}
+
+#[test]
+fn a_failing_webhook_trips_its_circuit_and_recovers() {
+    // One executor: one circuit.
+    let s = Server::start(1);
+    let broken = Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let flag = broken.clone();
+    let w = Webhook::start(
+        &[],
+        Arc::new(move |_: &str, review: Value| {
+            if flag.load(std::sync::atomic::Ordering::SeqCst) {
+                // An answer for another request: no valid answer.
+                json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+                    "response": {"uid": "someone-else", "allowed": true}})
+            } else {
+                answer(&review, json!({"allowed": true}))
+            }
+        }),
+    );
+    let ns = namespace(&s, "tripping");
+    configure(
+        &s,
+        VALIDATING,
+        "flaky",
+        vec![hook(
+            &w,
+            "flaky.example.com",
+            "/",
+            &["configmaps"],
+            json!({"objectSelector": {"matchLabels": {"case": "flaky"}}}),
+        )],
+    );
+    let mut n = 0;
+    let mut post = || {
+        n += 1;
+        s.post(
+            &cm_path(&ns),
+            &json!({"metadata": {"name": format!("cm-{n}"), "labels": {"case": "flaky"}}}),
+        )
+    };
+    // The first refusal is the first failed call.
+    eventually(10, "the webhook in effect", || {
+        (post().0 == 500).then_some(())
+    });
+    for _ in 2..=5 {
+        let (code, body) = post();
+        assert_eq!(code, 500, "{body}");
+        let msg = body["message"].as_str().unwrap();
+        assert!(msg.contains("received invalid webhook response"), "{msg}");
+        assert!(!msg.contains("not called"), "{msg}");
+    }
+    // Five in a row: the next write fails at once, naming the cause.
+    let (code, body) = post();
+    assert_eq!(code, 500, "{body}");
+    let msg = body["message"].as_str().unwrap();
+    assert!(
+        msg.starts_with("Internal error occurred: failed calling webhook \"flaky.example.com\": received invalid webhook response"),
+        "{msg}"
+    );
+    assert!(
+        msg.contains("(not called: 5 consecutive calls failed; next attempt in"),
+        "{msg}"
+    );
+    let hook_labels = r#"name="flaky.example.com",type="validating""#;
+    assert_eq!(
+        sample(
+            &s,
+            &format!("kubeshard_admission_webhook_circuit_open{{{hook_labels}}}")
+        ),
+        Some(1.0)
+    );
+    // Mended: after the open second one probe goes through and closes it.
+    broken.store(false, std::sync::atomic::Ordering::SeqCst);
+    eventually(10, "the circuit closed again", || {
+        (post().0 == 201).then_some(())
+    });
+    assert_eq!(post().0, 201);
+
+    let get = |series: &str| sample(&s, series).unwrap_or_else(|| panic!("no {series}"));
+    assert_eq!(
+        get(&format!(
+            "kubeshard_admission_webhook_circuit_open{{{hook_labels}}}"
+        )),
+        0.0
+    );
+    assert_eq!(
+        get(&format!(
+            "kubeshard_admission_webhook_circuit_trips_total{{{hook_labels}}}"
+        )),
+        1.0
+    );
+    assert!(
+        get(&format!(
+            "kubeshard_admission_webhook_short_circuited_total{{{hook_labels}}}"
+        )) >= 1.0
+    );
+    let calls = |code: u16, rejected: bool| {
+        format!(
+            r#"apiserver_admission_webhook_request_total{{{hook_labels},operation="CREATE",code="{code}",rejected="{rejected}"}}"#
+        )
+    };
+    assert_eq!(get(&calls(0, true)), 5.0);
+    assert!(get(&calls(200, false)) >= 2.0);
+    assert!(
+        get(&format!(
+            r#"apiserver_admission_webhook_rejection_count_total{{{hook_labels},operation="CREATE",error_type="calling_webhook_error",rejection_code="0"}}"#
+        )) >= 6.0
+    );
+    assert!(
+        get(&format!(
+            r#"apiserver_admission_webhook_admission_duration_seconds_count{{{hook_labels},operation="CREATE",rejected="false"}}"#
+        )) >= 2.0
+    );
+}

@@ -34,6 +34,8 @@ pub struct AdmissionConfig {
     /// EventRateLimit's buckets: one set for the server, shared by every
     /// executor's chain.
     pub event_rate_limit: Option<super::event_rate_limit::Limits>,
+    /// The webhook plugins' metrics, shared by every executor's chain.
+    pub webhook_metrics: std::sync::Arc<super::webhooks::metrics::WebhookMetrics>,
 }
 
 impl AdmissionConfig {
@@ -83,6 +85,7 @@ impl AdmissionConfig {
             plugins,
             configurations,
             event_rate_limit,
+            webhook_metrics: Default::default(),
         })
     }
 }

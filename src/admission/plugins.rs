@@ -318,13 +318,21 @@ pub fn build(config: &AdmissionConfig, init: &PluginInit<'_>) -> Admission {
                 chain = chain.with_mutating(Rc::new(NodeRestriction::new(init)));
             }
             webhooks::MUTATING => {
-                chain = chain.with_mutating(Rc::new(MutatingWebhooks::start(init, labels())));
+                chain = chain.with_mutating(Rc::new(MutatingWebhooks::start(
+                    init,
+                    labels(),
+                    config.webhook_metrics.clone(),
+                )));
             }
             policies::NAME => {
                 chain = chain.with_validating(Rc::new(Policies::start(init, labels())));
             }
             webhooks::VALIDATING => {
-                chain = chain.with_validating(Rc::new(ValidatingWebhooks::start(init, labels())));
+                chain = chain.with_validating(Rc::new(ValidatingWebhooks::start(
+                    init,
+                    labels(),
+                    config.webhook_metrics.clone(),
+                )));
             }
             resource_quota::NAME => {
                 chain = chain.with_validating(Rc::new(ResourceQuota::start(init)));

@@ -93,6 +93,7 @@ pub async fn handle(
             gauges.push_str(&crate::serving::connections::metrics(
                 &api.config.conn_limit,
             ));
+            gauges.push_str(&api.config.admission.webhook_metrics.render());
             let at = body.rfind("# EOF").unwrap_or(body.len());
             body.insert_str(at, &gauges);
             let mut resp = text(StatusCode::OK, body);

@@ -5,8 +5,12 @@
 //! and may patch the object (JSONPatch); validating webhooks run all at
 //! once and may only refuse. A webhook that cannot be called fails the
 //! write unless its `failurePolicy` is Ignore; dry-run writes only reach
-//! webhooks without side effects.
+//! webhooks without side effects. Every call is counted in kube's metrics
+//! ([`metrics`]), and a webhook that keeps failing is not called for a
+//! while ([`circuit`]).
 
+mod circuit;
+pub mod metrics;
 pub(super) mod review;
 mod source;
 
@@ -14,12 +18,17 @@ use super::matching::{self, Invocation};
 use super::namespace_labels::NamespaceLabels;
 use super::plugins::PluginInit;
 use super::{Attributes, Mutating, Outcome, Validating};
+use circuit::{Circuits, Transition};
 use kubeshard_core::crd::expression::Variables;
 use kubeshard_core::status::{ApiError, StatusDetails};
+use metrics::{Called, WebhookMetrics};
 use serde_json::{json, Value};
 use source::{Hook, Source};
+use std::cell::RefCell;
 use std::collections::HashSet;
 use std::rc::Rc;
+use std::sync::Arc;
+use std::time::Instant;
 
 pub const MUTATING: &str = "MutatingAdmissionWebhook";
 pub const VALIDATING: &str = "ValidatingAdmissionWebhook";
@@ -71,15 +80,79 @@ enum CallError {
 pub struct MutatingWebhooks {
     source: Source,
     namespaces: NamespaceLabels,
+    health: Health,
 }
 
 pub struct ValidatingWebhooks {
     source: Source,
     namespaces: NamespaceLabels,
+    health: Health,
+}
+
+/// How this executor's calls to the plugin's webhooks go: the metrics
+/// (shared by all executors) and the circuits (this executor's).
+struct Health {
+    metrics: Arc<WebhookMetrics>,
+    circuits: RefCell<Circuits>,
+    /// kube's `type` label.
+    kind: &'static str,
+}
+
+impl Health {
+    fn new(metrics: Arc<WebhookMetrics>, mutating: bool) -> Self {
+        Self {
+            metrics,
+            circuits: RefCell::default(),
+            kind: metrics::type_label(mutating),
+        }
+    }
+
+    /// Whether the webhook may be called now (its circuit closed, or
+    /// this is the probe).
+    fn may_call(&self, hook: &Hook) -> Result<(), CallError> {
+        let now = Instant::now();
+        self.circuits
+            .borrow_mut()
+            .before(&hook.uid, now, hook.timeout)
+            .map_err(|e| {
+                self.metrics.short_circuited(&hook.name, self.kind);
+                CallError::Calling(e)
+            })
+    }
+
+    /// Records a call that went out at `started`, and what it came to.
+    fn called(
+        &self,
+        a: &Attributes<'_>,
+        hook: &Hook,
+        started: Instant,
+        result: &Result<review::Answer, String>,
+    ) {
+        let now = Instant::now();
+        let outcome = result.as_ref().map(drop).map_err(String::as_str);
+        match self.circuits.borrow_mut().after(&hook.uid, now, outcome) {
+            Transition::Opened => self.metrics.circuit(&hook.name, self.kind, true),
+            Transition::Closed => self.metrics.circuit(&hook.name, self.kind, false),
+            Transition::None => {}
+        }
+        let called = match result {
+            Ok(answer) if answer.allowed => Called::Allowed,
+            Ok(answer) => Called::Denied(refusal_code(answer.result.as_ref())),
+            Err(_) => Called::Failed,
+        };
+        let secs = (now - started).as_secs_f64();
+        let operation = a.operation.as_str();
+        self.metrics
+            .call(&hook.name, self.kind, operation, called, secs);
+    }
 }
 
 impl MutatingWebhooks {
-    pub fn start(init: &PluginInit<'_>, namespaces: NamespaceLabels) -> Self {
+    pub fn start(
+        init: &PluginInit<'_>,
+        namespaces: NamespaceLabels,
+        metrics: Arc<WebhookMetrics>,
+    ) -> Self {
         let resource = init.keys.builtin(
             "admissionregistration.k8s.io",
             "mutatingwebhookconfigurations",
@@ -87,12 +160,17 @@ impl MutatingWebhooks {
         Self {
             source: Source::start(init.ctx, init.informers, resource),
             namespaces,
+            health: Health::new(metrics, true),
         }
     }
 }
 
 impl ValidatingWebhooks {
-    pub fn start(init: &PluginInit<'_>, namespaces: NamespaceLabels) -> Self {
+    pub fn start(
+        init: &PluginInit<'_>,
+        namespaces: NamespaceLabels,
+        metrics: Arc<WebhookMetrics>,
+    ) -> Self {
         let resource = init.keys.builtin(
             "admissionregistration.k8s.io",
             "validatingwebhookconfigurations",
@@ -100,6 +178,7 @@ impl ValidatingWebhooks {
         Self {
             source: Source::start(init.ctx, init.informers, resource),
             namespaces,
+            health: Health::new(metrics, false),
         }
     }
 }
@@ -227,7 +306,8 @@ impl MutatingWebhooks {
                 defaulted = true;
             }
             let round_no = usize::from(reinvoking);
-            let outcome = call_mutating(a, &call, object.as_deref_mut(), round_no).await;
+            let outcome =
+                call_mutating(a, &self.health, &call, object.as_deref_mut(), round_no).await;
             let changed = matches!(outcome, Ok(true));
             {
                 let mut round = a.reinvocation.webhooks.borrow_mut();
@@ -240,7 +320,7 @@ impl MutatingWebhooks {
                 }
             }
             if let Err(e) = outcome {
-                failed(a, &call, e, FAILED_OPEN_MUTATION, round_no)?;
+                failed(a, &self.health, &call, e, FAILED_OPEN_MUTATION, round_no)?;
             }
         }
         let mut round = a.reinvocation.webhooks.borrow_mut();
@@ -258,13 +338,16 @@ impl ValidatingWebhooks {
             return Ok(());
         }
         // All at once; the first refusal in webhook order is the answer.
-        let outcomes =
-            futures_util::future::join_all(calls.iter().map(|c| call_validating(a, c, object)))
-                .await;
+        let outcomes = futures_util::future::join_all(
+            calls
+                .iter()
+                .map(|c| call_validating(a, &self.health, c, object)),
+        )
+        .await;
         let mut first = None;
         for (call, outcome) in calls.iter().zip(outcomes) {
             if let Err(e) = outcome {
-                if let Err(refusal) = failed(a, call, e, FAILED_OPEN_VALIDATING, 0) {
+                if let Err(refusal) = failed(a, &self.health, call, e, FAILED_OPEN_VALIDATING, 0) {
                     first.get_or_insert(refusal);
                 }
             }
@@ -283,6 +366,7 @@ const FAILED_OPEN_VALIDATING: &str = "failed-open.validating.webhook.admission.k
 /// audit annotation.
 fn failed(
     a: &Attributes<'_>,
+    health: &Health,
     call: &Call,
     e: CallError,
     failed_open: &str,
@@ -293,6 +377,7 @@ fn failed(
         CallError::Calling(reason) => {
             let message = format!("failed calling webhook {:?}: {reason}", call.hook.name);
             if call.hook.ignore_failures {
+                health.metrics.failed_open(&call.hook.name, health.kind);
                 tracing::warn!(webhook = %call.hook.name, %message, "webhook failed open");
                 a.annotate(
                     format!("{failed_open}/round_{round}_index_{}", call.index),
@@ -300,6 +385,14 @@ fn failed(
                 );
                 Ok(())
             } else {
+                let operation = a.operation.as_str();
+                health.metrics.rejection(
+                    &call.hook.name,
+                    health.kind,
+                    operation,
+                    "calling_webhook_error",
+                    0,
+                );
                 tracing::warn!(webhook = %call.hook.name, %message, "webhook failed closed");
                 Err(ApiError::internal(&message))
             }
@@ -319,18 +412,22 @@ fn refusal(name: &str, result: Option<&Value>) -> ApiError {
         (_, r) if !r.is_empty() => format!("{denied}: {r}"),
         _ => format!("{denied} without explanation"),
     };
-    let code = result
-        .get("code")
-        .and_then(Value::as_u64)
-        .and_then(|c| u16::try_from(c).ok())
-        .filter(|c| *c >= 400 && *c < 600)
-        .unwrap_or(400);
-    let mut e = ApiError::new(code, reason, text);
+    let mut e = ApiError::new(refusal_code(Some(result)), reason, text);
     e.details = result
         .get("details")
         .and_then(|d| serde_json::from_value::<StatusDetails>(d.clone()).ok())
         .map(Box::new);
     e
+}
+
+/// The code of a webhook's refusal: its Status's, when an error code.
+fn refusal_code(result: Option<&Value>) -> u16 {
+    result
+        .and_then(|r| r.get("code"))
+        .and_then(Value::as_u64)
+        .and_then(|c| u16::try_from(c).ok())
+        .filter(|c| *c >= 400 && *c < 600)
+        .unwrap_or(400)
 }
 
 /// The objects as the webhook's version has them (an equivalent version
@@ -356,6 +453,7 @@ async fn versioned(
 /// annotations it carries are recorded whatever it says.
 async fn send(
     a: &Attributes<'_>,
+    health: &Health,
     call: &Call,
     object: Option<&Value>,
     old: Option<&Value>,
@@ -383,13 +481,18 @@ async fn send(
     let uid = kubeshard_core::meta::str_at(&call.request, "/uid").to_string();
     let bytes = serde_json::to_vec(&body).expect("JSON values serialize");
     let query = format!("timeout={}s", hook.timeout.as_secs());
+    health.may_call(hook)?;
+    let started = Instant::now();
     let answer = a
         .api
         .call_webhook(&hook.client, &query, bytes, hook.timeout)
         .await
-        .map_err(CallError::Calling)?;
-    let answer = review::answer(&answer, version, &uid, mutating)
-        .map_err(|e| CallError::Calling(format!("received invalid webhook response: {e}")))?;
+        .and_then(|answer| {
+            review::answer(&answer, version, &uid, mutating)
+                .map_err(|e| format!("received invalid webhook response: {e}"))
+        });
+    health.called(a, hook, started, &answer);
+    let answer = answer.map_err(CallError::Calling)?;
     for (k, v) in &answer.audit_annotations {
         a.annotate(format!("{}/{k}", hook.name), v.clone());
     }
@@ -407,11 +510,12 @@ async fn send(
 
 async fn call_validating(
     a: &Attributes<'_>,
+    health: &Health,
     call: &Call,
     object: Option<&Value>,
 ) -> Result<(), CallError> {
     let (object, old) = versioned(a, call, object).await?;
-    send(a, call, object.as_ref(), old.as_ref(), false)
+    send(a, health, call, object.as_ref(), old.as_ref(), false)
         .await
         .map(drop)
 }
@@ -420,13 +524,22 @@ async fn call_validating(
 /// changed.
 async fn call_mutating(
     a: &Attributes<'_>,
+    health: &Health,
     call: &Call,
     object: Option<&mut Value>,
     round: usize,
 ) -> Result<bool, CallError> {
     let hook = &call.hook;
     let (versioned_object, old) = versioned(a, call, object.as_deref()).await?;
-    let answer = send(a, call, versioned_object.as_ref(), old.as_ref(), true).await?;
+    let answer = send(
+        a,
+        health,
+        call,
+        versioned_object.as_ref(),
+        old.as_ref(),
+        true,
+    )
+    .await?;
     let mutated =
         |changed: bool| {
             a.annotate(
