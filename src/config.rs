@@ -151,6 +151,9 @@ pub struct Flags {
     pub admission: crate::admission::config::AdmissionFlags,
 
     #[command(flatten)]
+    pub features: crate::features::FeatureFlags,
+
+    #[command(flatten)]
     pub kubelet: crate::proxy::flags::KubeletFlags,
 
     /// Set the garbage collector's finalizers (`orphan`,

@@ -6,6 +6,7 @@ mod config;
 mod context;
 mod controllers;
 mod discovery;
+mod features;
 mod filters;
 mod handlers;
 mod host;
@@ -111,6 +112,7 @@ fn serve(mut flags: Flags) -> Result<(), String> {
         max_connections = conn_limit.max(),
         "connection limit"
     );
+    let features = features::Features::from_flags(&flags.features)?;
     let config = Arc::new(ServerConfig {
         min_request_timeout: flags.min_request_timeout,
         conversion_webhook_timeout: flags.conversion_webhook_timeout,
@@ -132,7 +134,7 @@ fn serve(mut flags: Flags) -> Result<(), String> {
         )),
         history_window: flags.watch_history_window,
         event_ttl: flags.event_ttl,
-        admission: admission::config::AdmissionConfig::from_flags(&flags.admission)?,
+        admission: admission::config::AdmissionConfig::from_flags(&flags.admission, &features)?,
         keys: flags.etcd_prefix.clone(),
         backends: flags
             .kubelet
@@ -144,6 +146,9 @@ fn serve(mut flags: Flags) -> Result<(), String> {
     };
     let controllers = controllers::Enabled::from_flags(&flags.controllers)?;
     let catalog = Catalog::with_builtins_in(&config.keys);
+    if features.serve_admission_v1beta1 {
+        catalog.add_gated_admission_kinds(&config.keys);
+    }
     let seq = Arc::new(Sequencer::new(shards, start_revision));
     let (mut trigger, shutdown) = shutdown_pair();
     let ready = Arc::new(AtomicBool::new(false));

@@ -7,6 +7,7 @@ use std::path::Path;
 
 /// Bottom to top.
 const LAYERS: &[&str] = &[
+    "features",
     "pki",
     "serving",
     "render",

@@ -4,6 +4,7 @@
 //! at start into what every executor's chain is built from.
 
 use super::plugins;
+use crate::features::Features;
 use serde_json::Value;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -39,8 +40,13 @@ pub struct AdmissionConfig {
 }
 
 impl AdmissionConfig {
-    pub fn from_flags(f: &AdmissionFlags) -> Result<Self, String> {
-        let plugins = plugins::resolve(&f.enable_admission_plugins, &f.disable_admission_plugins)?;
+    pub fn from_flags(f: &AdmissionFlags, features: &Features) -> Result<Self, String> {
+        let mut plugins =
+            plugins::resolve(&f.enable_admission_plugins, &f.disable_admission_plugins)?;
+        // On by default, as in kube, but inert unless its kinds are served.
+        if !features.serve_admission_v1beta1 {
+            plugins.retain(|p| *p != super::policies::mutating::NAME);
+        }
         let mut configurations = match &f.admission_control_config_file {
             Some(path) => read_configuration(path)?,
             None => HashMap::new(),

@@ -29,6 +29,7 @@ mod pod_security;
 pub mod policies;
 mod priority;
 mod recorder;
+mod reinvocation;
 mod resource_quota;
 mod runtime_class;
 mod scheduling;
@@ -46,7 +47,6 @@ use kubeshard_core::catalog::ResourceInfo;
 use kubeshard_core::registry::deletion::DeleteOptions;
 use kubeshard_core::status::ApiError;
 use serde_json::{json, Value};
-use std::cell::{Cell, RefCell};
 use std::future::Future;
 use std::pin::Pin;
 use std::rc::Rc;
@@ -55,6 +55,7 @@ use std::time::Duration;
 
 pub use always::{AlwaysAdmit, AlwaysDeny};
 pub use namespace_lifecycle::NamespaceLifecycle;
+pub use reinvocation::Reinvocation;
 
 /// What a write does, as admission sees it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -149,30 +150,6 @@ pub trait Host {
         info: &'a ResourceInfo,
         objs: &'a mut [Value],
     ) -> Pin<Box<dyn Future<Output = Result<(), ApiError>> + 'a>>;
-}
-
-/// kube's reinvocation: when a webhook changed the object, the mutating
-/// plugins run once more, so that those that ran before the change (the
-/// built-in ones, and webhooks that asked for `reinvocationPolicy:
-/// IfNeeded`) see the final object.
-#[derive(Default)]
-pub struct Reinvocation {
-    /// This is the second pass.
-    reinvoking: Cell<bool>,
-    /// Some plugin asked for a second pass.
-    requested: Cell<bool>,
-    /// The webhook plugin's own bookkeeping across the passes.
-    webhooks: RefCell<webhooks::Round>,
-}
-
-impl Reinvocation {
-    pub fn is_reinvoke(&self) -> bool {
-        self.reinvoking.get()
-    }
-
-    pub fn request(&self) {
-        self.requested.set(true);
-    }
 }
 
 /// The options of a write (kube's `GetOperationOptions`). Patches and

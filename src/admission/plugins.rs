@@ -13,6 +13,7 @@ use super::namespace_labels::NamespaceLabels;
 use super::node_restriction::{self, NodeRestriction};
 use super::optional::{self, AlwaysPullImages, AntiAffinityTopology};
 use super::pod_security::{self, PodSecurity};
+use super::policies::mutating::MutatingPolicies;
 use super::policies::{self, Policies};
 use super::priority::{self, Priority};
 use super::recorder::{self, TestRecorder};
@@ -121,6 +122,7 @@ pub const IMPLEMENTED: &[&str] = &[
     "CertificateSubjectRestriction",
     "DefaultIngressClass",
     "LimitPodHardAntiAffinityTopology",
+    "MutatingAdmissionPolicy",
     "MutatingAdmissionWebhook",
     "ValidatingAdmissionPolicy",
     "ValidatingAdmissionWebhook",
@@ -317,6 +319,9 @@ pub fn build(config: &AdmissionConfig, init: &PluginInit<'_>) -> Admission {
             node_restriction::NAME => {
                 chain = chain.with_mutating(Rc::new(NodeRestriction::new(init)));
             }
+            policies::mutating::NAME => {
+                chain = chain.with_mutating(Rc::new(MutatingPolicies::start(init, labels())));
+            }
             webhooks::MUTATING => {
                 chain = chain.with_mutating(Rc::new(MutatingWebhooks::start(
                     init,
@@ -377,6 +382,7 @@ mod tests {
             "CertificateSigning",
             "CertificateSubjectRestriction",
             "DefaultIngressClass",
+            "MutatingAdmissionPolicy",
             "MutatingAdmissionWebhook",
             "ValidatingAdmissionPolicy",
             "ValidatingAdmissionWebhook",

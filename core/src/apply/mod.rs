@@ -28,6 +28,7 @@ use set::FieldSet;
 use typed::{Comparison, Fields};
 
 pub use managed::manager_from_user_agent;
+pub use merge::merge;
 
 /// Who writes, how, and against which schema.
 pub struct Writer<'a> {

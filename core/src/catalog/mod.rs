@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-pub use builtin::{builtin_resources, ALL_VERBS};
+pub use builtin::{builtin_resources, gated_admission_resources, ALL_VERBS};
 
 /// How `metadata.name` is validated for a kind (kube's per-kind name rules).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -577,6 +577,14 @@ impl Catalog {
             catalog.register(r);
         }
         catalog
+    }
+
+    /// Serves the kinds behind the mutating admission policy feature.
+    pub fn add_gated_admission_kinds(&self, layout: &crate::keys::KeyLayout) {
+        for mut r in gated_admission_resources() {
+            r.storage_key = layout.builtin(&r.storage_group, &r.plural);
+            self.register(r);
+        }
     }
 
     /// Adds or replaces a resource. Readers see it at their next request.

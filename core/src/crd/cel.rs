@@ -200,7 +200,7 @@ pub(super) fn loop_variables(e: &IdedExpr, out: &mut Vec<String>) {
     });
 }
 
-fn walk(e: &IdedExpr, f: &mut impl FnMut(&IdedExpr)) {
+pub(super) fn walk(e: &IdedExpr, f: &mut impl FnMut(&IdedExpr)) {
     f(e);
     match &e.expr {
         Expr::Call(c) => {

@@ -39,7 +39,7 @@ impl std::fmt::Debug for Expression {
 
 /// Namespaces of library functions (`ip.isCanonical`, `sets.contains`, …),
 /// which the parser reports as variables.
-const LIBRARY_NAMESPACES: &[&str] = &["ip", "format", "sets", "optional", "strings"];
+const LIBRARY_NAMESPACES: &[&str] = &["ip", "format", "sets", "optional", "strings", "jsonpatch"];
 
 impl Expression {
     /// Compiles `source`, which may read only `variables` (and the
@@ -80,6 +80,7 @@ impl Expression {
             .map(|v| Box::from(*v))
             .collect();
         let mut raw = program.expression().clone();
+        super::cel_objects::structs_to_maps(&mut raw);
         if !defined.is_empty() {
             let mut used = Vec::new();
             substitute(&mut raw, defined, &mut used)?;
@@ -139,6 +140,11 @@ impl Expression {
             Cel::Null => Ok(None),
             other => Err(format!("{other:?}")),
         }
+    }
+
+    /// Evaluates an expression whose result is data (a patch): as JSON.
+    pub fn evaluate_json(&self, vars: &Variables<'_>, budget: &mut u64) -> Result<Value, String> {
+        super::cel_objects::to_json(&self.evaluate(vars, budget)?)
     }
 
     /// Evaluates an expression that must answer a boolean.
@@ -321,6 +327,36 @@ mod tests {
         assert!(e.reads("object"), "read through the variables");
         let err = Expression::compile_with("variables.nope", &base, &defined).unwrap_err();
         assert!(err.contains("undefined field 'nope'"), "{err}");
+    }
+
+    #[test]
+    fn object_initializers_evaluate_to_their_json() {
+        let obj = json!({"spec": {"replicas": 2}});
+        let vars = Variables::default().bind("object", Some(&obj));
+        let e = Expression::compile(
+            "Object{spec: Object.spec{replicas: object.spec.replicas + 1, template: Object.spec.template{spec: Object.spec.template.spec{containers: [Object.spec.template.spec.containers{name: 'c'}]}}}}",
+            VARS,
+        )
+        .unwrap();
+        assert_eq!(
+            e.evaluate_json(&vars, &mut 100).unwrap(),
+            json!({"spec": {"replicas": 3, "template": {"spec": {"containers": [{"name": "c"}]}}}})
+        );
+        let e = Expression::compile(
+            r#"[JSONPatch{op: "add", path: "/metadata/labels/" + jsonpatch.escapeKey("example.com/a~b"), value: {"x": [1, true, null]}}]"#,
+            VARS,
+        )
+        .unwrap();
+        assert_eq!(
+            e.evaluate_json(&vars, &mut 100).unwrap(),
+            json!([{"op": "add", "path": "/metadata/labels/example.com~1a~0b", "value": {"x": [1, true, null]}}])
+        );
+        let e = Expression::compile("Object{spec: Object.spex{replicas: 1}}", VARS).unwrap();
+        let err = e.evaluate_json(&vars, &mut 100).unwrap_err();
+        assert!(
+            err.contains("field type name mismatch: expected Object.spec, got Object.spex"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -22,6 +22,7 @@ mod cel_cost;
 mod cel_format;
 mod cel_library;
 mod cel_network;
+pub mod cel_objects;
 mod cel_semver;
 pub mod default;
 pub mod definition;

@@ -51,12 +51,14 @@ pub fn apply(group: &str, kind: &str, obj: &mut Value) {
         ("admissionregistration.k8s.io", "MutatingWebhookConfiguration") => {
             admission::webhook_configuration(obj, true)
         }
-        ("admissionregistration.k8s.io", "ValidatingAdmissionPolicy") => {
-            admission::admission_policy(obj)
-        }
-        ("admissionregistration.k8s.io", "ValidatingAdmissionPolicyBinding") => {
-            admission::admission_policy_binding(obj)
-        }
+        (
+            "admissionregistration.k8s.io",
+            "ValidatingAdmissionPolicy" | "MutatingAdmissionPolicy",
+        ) => admission::admission_policy(obj),
+        (
+            "admissionregistration.k8s.io",
+            "ValidatingAdmissionPolicyBinding" | "MutatingAdmissionPolicyBinding",
+        ) => admission::admission_policy_binding(obj),
         ("resource.k8s.io", "ResourceClaim") => admission::resource_claim_spec(obj.get_mut("spec")),
         ("resource.k8s.io", "ResourceClaimTemplate") => {
             admission::resource_claim_spec(obj.pointer_mut("/spec/spec"))

@@ -11,6 +11,7 @@ pub mod deletion;
 mod hooks;
 pub mod lifecycle;
 pub mod location;
+pub mod mutating_policy;
 pub mod pod;
 pub mod podspec;
 mod qos;

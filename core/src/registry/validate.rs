@@ -25,7 +25,8 @@ pub fn validate_object(info: &ResourceInfo, obj: &Value) -> Vec<StatusCause> {
     causes
 }
 
-/// A webhook configuration's own rules (`old` on update).
+/// An admission configuration's own rules (webhook configurations,
+/// mutating policies; `old` on update).
 fn webhook_configuration(
     info: &ResourceInfo,
     obj: &Value,
@@ -37,6 +38,9 @@ fn webhook_configuration(
         }
         ("admissionregistration.k8s.io", "ValidatingWebhookConfiguration") => {
             super::webhook_configuration::validate(obj, old, false)
+        }
+        ("admissionregistration.k8s.io", "MutatingAdmissionPolicy") => {
+            super::mutating_policy::validate(obj)
         }
         _ => Vec::new(),
     }

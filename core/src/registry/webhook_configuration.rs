@@ -165,7 +165,7 @@ fn enumerated(h: &Value, path: &str, key: &str, allowed: &[&str], out: &mut Vec<
     }
 }
 
-fn rule_checks(rule: &Value, path: &str, out: &mut Vec<StatusCause>) {
+pub(super) fn rule_checks(rule: &Value, path: &str, out: &mut Vec<StatusCause>) {
     let operations = strings(rule, "operations");
     if operations.is_empty() {
         out.push(field_required(&format!("{path}.operations"), ""));

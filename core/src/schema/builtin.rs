@@ -138,6 +138,20 @@ pub fn definitions() -> (BTreeMap<String, Value>, Vec<BuiltinKind>) {
         "v1",
         "ValidatingWebhookConfiguration",
     );
+    add::<api::admissionregistration::v1beta1::MutatingAdmissionPolicy>(
+        g,
+        k,
+        "admissionregistration.k8s.io",
+        "v1beta1",
+        "MutatingAdmissionPolicy",
+    );
+    add::<api::admissionregistration::v1beta1::MutatingAdmissionPolicyBinding>(
+        g,
+        k,
+        "admissionregistration.k8s.io",
+        "v1beta1",
+        "MutatingAdmissionPolicyBinding",
+    );
     add::<api::admissionregistration::v1::ValidatingAdmissionPolicy>(
         g,
         k,

@@ -6,6 +6,8 @@
 //! event (Audit), as the binding's `validationActions` say. A policy that
 //! cannot be evaluated meets its `failurePolicy`.
 
+pub mod mutating;
+mod params;
 mod source;
 pub mod type_check;
 
@@ -14,10 +16,7 @@ use super::namespace_labels::NamespaceLabels;
 use super::plugins::PluginInit;
 use super::webhooks::review;
 use super::{Attributes, Outcome, Validating};
-use crate::storage::Storage;
 use kubeshard_core::crd::expression::Variables;
-use kubeshard_core::meta;
-use kubeshard_core::selector::labels::LabelSelector;
 use kubeshard_core::status::{ApiError, StatusCause};
 use serde_json::{json, Value};
 use source::{Binding, Policy, Source};
@@ -27,13 +26,13 @@ use std::sync::Arc;
 pub const NAME: &str = "ValidatingAdmissionPolicy";
 
 /// kube's runtime cost budget for one policy evaluation.
-const BUDGET: u64 = 10_000_000;
+pub(super) const BUDGET: u64 = 10_000_000;
 
 /// Longest audit annotation value kept.
 const MAX_ANNOTATION: usize = 10 * 1024;
 
 pub struct Policies {
-    source: Source,
+    source: Source<Policy>,
     namespaces: NamespaceLabels,
     /// Where namespaces are stored (`namespaceObject`).
     namespace_key: Arc<str>,
@@ -50,7 +49,14 @@ struct Denial {
 impl Policies {
     pub fn start(init: &PluginInit<'_>, namespaces: NamespaceLabels) -> Self {
         Self {
-            source: Source::start(init),
+            source: Source::start(
+                init,
+                (
+                    "validatingadmissionpolicies",
+                    "validatingadmissionpolicybindings",
+                ),
+                Policy::parse,
+            ),
             namespaces,
             namespace_key: init.keys.builtin("", "namespaces"),
         }
@@ -122,7 +128,7 @@ impl Policies {
                         }
                     }
                 }
-                let params = match self.params(a, &policy, &binding).await {
+                let params = match params::params(a, policy.param_kind.as_ref(), &binding).await {
                     Ok(p) => p,
                     Err(e) => {
                         if !policy.ignore_failures {
@@ -137,7 +143,8 @@ impl Policies {
                     }
                 };
                 if compiled.reads_namespace && namespace_object.is_none() {
-                    namespace_object = Some(self.namespace_object(a).await?);
+                    namespace_object =
+                        Some(params::namespace_object(a, &self.namespace_key).await?);
                 }
                 let request = compiled
                     .reads_request
@@ -235,93 +242,6 @@ impl Policies {
                 _ => {}
             }
         }
-    }
-
-    /// The namespace the write is in, whole (`namespaceObject`).
-    async fn namespace_object(&self, a: &Attributes<'_>) -> Result<Option<Value>, ApiError> {
-        let is_namespace = a.resource.group.is_empty() && a.resource.plural == "namespaces";
-        if a.namespace.is_empty() || is_namespace {
-            return Ok(None);
-        }
-        Ok(a.api
-            .storage()
-            .get(&self.namespace_key, "", a.namespace)
-            .await
-            .map_err(crate::storage::status)?
-            .map(|o| o.to_value()))
-    }
-
-    /// The binding's parameter objects (one `None` when the policy takes
-    /// none), as kube collects them.
-    async fn params(
-        &self,
-        a: &Attributes<'_>,
-        policy: &Policy,
-        binding: &Binding,
-    ) -> Result<Vec<Option<Value>>, String> {
-        let (Some((group, version, kind)), Some(param_ref)) =
-            (&policy.param_kind, &binding.param_ref)
-        else {
-            return Ok(vec![None]);
-        };
-        let catalog = a.api.catalog();
-        let info = catalog.lookup_kind(group, kind).cloned().ok_or_else(|| {
-            format!(
-                "paramKind kind `{}, Kind={kind}` not known",
-                if group.is_empty() {
-                    version.clone()
-                } else {
-                    format!("{group}/{version}")
-                }
-            )
-        })?;
-        let named_ns = meta::str_at(param_ref, "/namespace");
-        let namespace = if info.namespaced {
-            match (named_ns, a.namespace) {
-                ("", "") => return Err("cannot use namespaced paramRef in policy binding that matches cluster-scoped resources".into()),
-                ("", ns) => ns,
-                (ns, _) => ns,
-            }
-        } else if !named_ns.is_empty() {
-            return Err(
-                "paramRef.namespace must not be provided for a cluster-scoped `paramKind`".into(),
-            );
-        } else {
-            ""
-        };
-        let name = meta::str_at(param_ref, "/name");
-        let selector = param_ref.get("selector").filter(|s| !s.is_null());
-        let storage = a.api.storage();
-        let found: Vec<Option<Value>> = match (name, selector) {
-            ("", None) => return Err("one of name or selector must be provided".into()),
-            (n, Some(_)) if !n.is_empty() => {
-                return Err("paramRef.name and paramRef.selector are mutually exclusive".into())
-            }
-            (n, None) => storage
-                .get(&info.storage_key, namespace, n)
-                .await
-                .map_err(|e| format!("{e:?}"))?
-                .map(|o| Some(o.to_value()))
-                .into_iter()
-                .collect(),
-            (_, Some(sel)) => {
-                let sel = LabelSelector::from_metav1(sel)?;
-                crate::storage::list_in(storage, &info, namespace)
-                    .await
-                    .map_err(|e| e.message)?
-                    .iter()
-                    .map(|o| o.to_value())
-                    .filter(|o| sel.matches(&super::namespace_labels::labels(o)))
-                    .map(Some)
-                    .collect()
-            }
-        };
-        if found.is_empty() && meta::str_at(param_ref, "/parameterNotFoundAction") == "Deny" {
-            return Err(
-                "no params found for policy binding with `Deny` parameterNotFoundAction".into(),
-            );
-        }
-        Ok(found)
     }
 }
 

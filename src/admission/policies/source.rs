@@ -25,6 +25,19 @@ pub const VARIABLES: &[&str] = &[
     "namespaceObject",
 ];
 
+/// A policy's `spec.paramKind` as (group, version, kind).
+pub type ParamKind = (String, String, String);
+
+pub fn param_kind(spec: &Value) -> Option<ParamKind> {
+    spec.get("paramKind").filter(|p| p.is_object()).map(|p| {
+        let (group, version) = match meta::str_at(p, "/apiVersion").split_once('/') {
+            Some((g, v)) => (g.to_string(), v.to_string()),
+            None => (String::new(), meta::str_at(p, "/apiVersion").to_string()),
+        };
+        (group, version, meta::str_at(p, "/kind").to_string())
+    })
+}
+
 pub struct Validation {
     pub expression: Expression,
     pub message: Option<String>,
@@ -35,8 +48,7 @@ pub struct Validation {
 
 pub struct Policy {
     pub name: String,
-    /// `spec.paramKind` as (group, version, kind).
-    pub param_kind: Option<(String, String, String)>,
+    pub param_kind: Option<ParamKind>,
     pub matcher: Matcher,
     pub ignore_failures: bool,
     pub conditions: Conditions,
@@ -55,15 +67,9 @@ pub struct Compiled {
 }
 
 impl Policy {
-    fn parse(v: &Value) -> Policy {
+    pub fn parse(v: &Value) -> Policy {
         let spec = v.get("spec").unwrap_or(&Value::Null);
-        let param_kind = spec.get("paramKind").filter(|p| p.is_object()).map(|p| {
-            let (group, version) = match meta::str_at(p, "/apiVersion").split_once('/') {
-                Some((g, v)) => (g.to_string(), v.to_string()),
-                None => (String::new(), meta::str_at(p, "/apiVersion").to_string()),
-            };
-            (group, version, meta::str_at(p, "/kind").to_string())
-        });
+        let param_kind = param_kind(spec);
         let matcher = Matcher::parse(
             spec.get("matchConstraints").unwrap_or(&Value::Null),
             "/resourceRules",
@@ -177,27 +183,41 @@ fn sink<T: 'static>(cache: Cache<T>, parse: fn(&Value) -> T) -> Sink {
     })
 }
 
-#[derive(Clone)]
-pub struct Source {
-    policies: Cache<Policy>,
+/// Policies of one kind (validating or mutating) and their bindings.
+pub struct Source<P> {
+    policies: Cache<P>,
     bindings: Cache<Binding>,
 }
 
-impl Source {
-    pub fn start(init: &PluginInit<'_>) -> Self {
-        let policies: Cache<Policy> = Rc::default();
+impl<P> Clone for Source<P> {
+    fn clone(&self) -> Self {
+        Self {
+            policies: self.policies.clone(),
+            bindings: self.bindings.clone(),
+        }
+    }
+}
+
+impl<P: 'static> Source<P> {
+    /// Follows `policies` and `bindings` (resources of
+    /// admissionregistration.k8s.io), each policy parsed with `parse`.
+    pub fn start(
+        init: &PluginInit<'_>,
+        (policies_plural, bindings_plural): (&str, &str),
+        parse: fn(&Value) -> P,
+    ) -> Self {
+        let policies: Cache<P> = Rc::default();
         let bindings: Cache<Binding> = Rc::default();
         let group = "admissionregistration.k8s.io";
         init.informers.start(
             init.ctx,
-            init.keys.builtin(group, "validatingadmissionpolicies"),
+            init.keys.builtin(group, policies_plural),
             Filter::default(),
-            sink(policies.clone(), Policy::parse),
+            sink(policies.clone(), parse),
         );
         init.informers.start(
             init.ctx,
-            init.keys
-                .builtin(group, "validatingadmissionpolicybindings"),
+            init.keys.builtin(group, bindings_plural),
             Filter::default(),
             sink(bindings.clone(), Binding::parse),
         );
@@ -210,15 +230,15 @@ impl Source {
     }
 
     /// Every bound policy (by name) with its bindings (by name).
-    pub fn bound(&self) -> Vec<(Rc<Policy>, Vec<Rc<Binding>>)> {
+    pub fn bound(&self) -> Vec<(Rc<P>, Vec<Rc<Binding>>)> {
         let bindings = self.bindings.borrow();
         self.policies
             .borrow()
-            .values()
-            .filter_map(|p| {
+            .iter()
+            .filter_map(|(name, p)| {
                 let mine: Vec<Rc<Binding>> = bindings
                     .values()
-                    .filter(|b| b.policy == p.name)
+                    .filter(|b| b.policy == *name)
                     .cloned()
                     .collect();
                 (!mine.is_empty()).then(|| (p.clone(), mine))

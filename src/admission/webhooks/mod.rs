@@ -25,33 +25,12 @@ use metrics::{Called, WebhookMetrics};
 use serde_json::{json, Value};
 use source::{Hook, Source};
 use std::cell::RefCell;
-use std::collections::HashSet;
 use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Instant;
 
 pub const MUTATING: &str = "MutatingAdmissionWebhook";
 pub const VALIDATING: &str = "ValidatingAdmissionWebhook";
-
-/// The webhook plugin's reinvocation bookkeeping for one write (kube's
-/// `webhookReinvokeContext`).
-#[derive(Default)]
-pub struct Round {
-    /// IfNeeded webhooks called since the object last changed.
-    invoked: HashSet<String>,
-    /// Webhooks to call again in the second pass.
-    reinvoke: HashSet<String>,
-    /// The object as the webhooks left it in the first pass.
-    last_output: Option<Value>,
-}
-
-impl Round {
-    /// The object changed after these webhooks saw it: they run again.
-    fn require_reinvoking_invoked(&mut self) {
-        let invoked = std::mem::take(&mut self.invoked);
-        self.reinvoke.extend(invoked);
-    }
-}
 
 /// The admission configuration kinds webhooks never see (so a broken
 /// webhook can always be removed).
@@ -274,12 +253,12 @@ impl MutatingWebhooks {
     ) -> Result<(), ApiError> {
         let reinvoking = a.reinvocation.is_reinvoke();
         if reinvoking {
-            let mut round = a.reinvocation.webhooks.borrow_mut();
-            // Built-in plugins changed the object since the webhooks saw
+            // Another plugin changed the object since the webhooks saw
             // it: every IfNeeded webhook sees it again.
-            if round.last_output.as_ref() != object.as_deref() {
-                round.require_reinvoking_invoked();
-            }
+            a.reinvocation
+                .webhooks
+                .borrow_mut()
+                .start_reinvoking(object.as_deref());
         }
         let hooks = self.source.webhooks();
         let mut defaulted = false;
@@ -627,14 +606,5 @@ mod tests {
             e.message,
             "admission webhook \"d\" denied the request without explanation"
         );
-    }
-
-    #[test]
-    fn reinvocation_moves_invoked_webhooks() {
-        let mut r = Round::default();
-        r.invoked.insert("a/0".into());
-        r.require_reinvoking_invoked();
-        assert!(r.invoked.is_empty());
-        assert!(r.reinvoke.contains("a/0"));
     }
 }

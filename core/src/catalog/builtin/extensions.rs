@@ -73,3 +73,26 @@ pub(super) fn resources() -> Vec<Entry> {
             .printer(Printer::PriorityLevelConfiguration),
     ]
 }
+
+/// MutatingAdmissionPolicy and its bindings (kube 1.34: beta, served at
+/// v1beta1 only when its feature gate and that version are on).
+pub(super) fn mutating_admission_policies() -> Vec<Entry> {
+    let entry = |kind: &str, plural: &str| {
+        entry(
+            "admissionregistration.k8s.io",
+            "v1beta1",
+            kind,
+            plural,
+            false,
+        )
+        .categories(API_EXTENSIONS)
+        .generation()
+    };
+    vec![
+        entry("MutatingAdmissionPolicy", "mutatingadmissionpolicies"),
+        entry(
+            "MutatingAdmissionPolicyBinding",
+            "mutatingadmissionpolicybindings",
+        ),
+    ]
+}

@@ -303,6 +303,15 @@ pub fn builtin_resources() -> Vec<ResourceInfo> {
     .collect()
 }
 
+/// The kinds served only when a feature asks for them: the mutating
+/// admission policy kinds (`--feature-gates` and `--runtime-config`).
+pub fn gated_admission_resources() -> Vec<ResourceInfo> {
+    extensions::mutating_admission_policies()
+        .into_iter()
+        .map(|e| e.info)
+        .collect()
+}
+
 /// An Event's selectable fields, under the names one version gives the
 /// object it is about and the component that reported it; the paths are
 /// the stored (core) ones.
