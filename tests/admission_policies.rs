@@ -311,3 +311,59 @@ fn type_errors_are_reported_in_the_policys_status() {
     );
     assert!(text.contains("undefined field 'maxRetries'"), "{text}");
 }
+
+#[test]
+fn the_authorizer_variable_asks_rbac() {
+    let s = Server::start(2);
+    let ns = namespace(&s, "authorized");
+    create(
+        &s,
+        POLICIES,
+        json!({"metadata": {"name": "reader-may-read"}, "spec": {
+            "matchConstraints": {"resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"],
+                "operations": ["CREATE"], "resources": ["configmaps"]}]},
+            "variables": [{"name": "decision", "expression":
+                "authorizer.serviceAccount(object.metadata.namespace, 'reader').group('').resource('secrets').namespace(object.metadata.namespace).check('get')"}],
+            "validations": [
+                {"expression": "variables.decision.allowed()",
+                    "messageExpression": "'reader may not get secrets: ' + variables.decision.reason()"},
+                // The requester (system:masters here) may do what it does.
+                {"expression": "authorizer.requestResource.check('create').allowed()"}]}}),
+    );
+    create(
+        &s,
+        BINDINGS,
+        json!({"metadata": {"name": "reader-may-read-binding"},
+            "spec": {"policyName": "reader-may-read", "validationActions": ["Deny"]}}),
+    );
+    let cms = format!("/api/v1/namespaces/{ns}/configmaps");
+    let (code, body) = eventually(10, "the policy in effect", || {
+        let (code, body) = s.post(&cms, &configmap(&unique("cm"), json!({})));
+        (code != 201).then_some((code, body))
+    });
+    assert_eq!(code, 422, "{body}");
+    assert!(
+        body["message"]
+            .as_str()
+            .unwrap()
+            .ends_with("denied request: reader may not get secrets:"),
+        "{body}"
+    );
+    // Granted by RBAC: the same check now passes.
+    create(
+        &s,
+        &format!("/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/roles"),
+        json!({"metadata": {"name": "secret-reader"},
+            "rules": [{"apiGroups": [""], "resources": ["secrets"], "verbs": ["get"]}]}),
+    );
+    create(
+        &s,
+        &format!("/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/rolebindings"),
+        json!({"metadata": {"name": "reader"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "secret-reader"},
+            "subjects": [{"kind": "ServiceAccount", "name": "reader", "namespace": ns}]}),
+    );
+    eventually(10, "the grant seen by the policy", || {
+        (s.post(&cms, &configmap(&unique("cm"), json!({}))).0 == 201).then_some(())
+    });
+}

@@ -13,6 +13,7 @@
 //! webhook).
 
 mod always;
+mod authorizer;
 mod certificates;
 pub mod config;
 mod default_class;

@@ -26,6 +26,7 @@ pub fn register(ctx: &mut Context<'static, 'static>) {
     super::cel_semver::register(ctx, &add);
     super::cel_comprehensions::register(ctx, &add);
     super::cel_objects::register(ctx, &add);
+    super::cel_authz::register(ctx, &add);
     add(
         "isSorted",
         ctx.add_function("isSorted", |This(l): This<Arc<Vec<Cel>>>| {

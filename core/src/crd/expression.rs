@@ -81,6 +81,7 @@ impl Expression {
             .collect();
         let mut raw = program.expression().clone();
         super::cel_objects::structs_to_maps(&mut raw);
+        super::cel_authz::rewrite(&mut raw);
         if !defined.is_empty() {
             let mut used = Vec::new();
             substitute(&mut raw, defined, &mut used)?;
@@ -238,6 +239,16 @@ impl<'a> Variables<'a> {
         let v: Box<dyn Val + 'a> = match value {
             Some(v) => to_val(v, None),
             None => Box::new(CelNull),
+        };
+        self.values.push((name, v));
+        self
+    }
+
+    /// Binds `name` to a CEL value (the `authorizer`).
+    pub fn bind_value(mut self, name: &'a str, value: Cel) -> Self {
+        let v: Box<dyn Val + 'a> = match Box::<dyn Val>::try_from(value) {
+            Ok(v) => v,
+            Err(_) => Box::new(CelNull),
         };
         self.values.push((name, v));
         self

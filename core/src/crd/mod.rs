@@ -16,6 +16,7 @@
 //! through the same registry, store and watch cache as built-in kinds.
 
 pub mod cel;
+pub mod cel_authz;
 pub mod cel_check;
 mod cel_comprehensions;
 mod cel_cost;

@@ -17,6 +17,7 @@ pub const VARIABLES: &[&str] = &[
     "request",
     "params",
     "namespaceObject",
+    "authorizer",
 ];
 
 fn compiles(

@@ -17,7 +17,7 @@ use std::collections::HashSet;
 
 /// The variables match conditions may read (kube also has
 /// `namespaceObject` and `authorizer`, not offered here yet).
-const CONDITION_VARIABLES: &[&str] = &["object", "oldObject", "request"];
+const CONDITION_VARIABLES: &[&str] = &["object", "oldObject", "request", "authorizer"];
 
 /// What an update may keep from the old object.
 struct Relaxed {

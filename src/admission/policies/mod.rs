@@ -11,16 +11,19 @@ mod params;
 mod source;
 pub mod type_check;
 
+use super::authorizer;
 use super::matching;
 use super::namespace_labels::NamespaceLabels;
 use super::plugins::PluginInit;
 use super::webhooks::review;
 use super::{Attributes, Outcome, Validating};
+use crate::security::Security;
 use kubeshard_core::crd::expression::Variables;
 use kubeshard_core::status::{ApiError, StatusCause};
 use serde_json::{json, Value};
 use source::{Binding, Policy, Source};
 use std::collections::BTreeMap;
+use std::rc::Rc;
 use std::sync::Arc;
 
 pub const NAME: &str = "ValidatingAdmissionPolicy";
@@ -36,6 +39,8 @@ pub struct Policies {
     namespaces: NamespaceLabels,
     /// Where namespaces are stored (`namespaceObject`).
     namespace_key: Arc<str>,
+    /// Who answers `authorizer` checks.
+    security: Rc<Security>,
 }
 
 /// The first refusal, as kube reports it.
@@ -59,6 +64,7 @@ impl Policies {
             ),
             namespaces,
             namespace_key: init.keys.builtin("", "namespaces"),
+            security: init.security.clone(),
         }
     }
 
@@ -159,31 +165,33 @@ impl Policies {
                             "namespaceObject",
                             namespace_object.as_ref().and_then(Option::as_ref),
                         );
-                    match matching::conditions_hold(
-                        &policy.conditions,
-                        policy.ignore_failures,
-                        a,
-                        &vars,
-                    ) {
-                        Ok(true) => {}
-                        Ok(false) => continue,
-                        Err(e) => {
-                            deny(&policy, Some(&binding), e.message, "Invalid");
-                            continue;
+                    let vars = authorizer::bind(a, compiled.reads_authorizer, vars);
+                    authorizer::scope(&self.security, a, compiled.reads_authorizer, || {
+                        match matching::conditions_hold(
+                            &policy.conditions,
+                            policy.ignore_failures,
+                            a,
+                            &vars,
+                        ) {
+                            Ok(true) => {}
+                            Ok(false) => return,
+                            Err(e) => {
+                                deny(&policy, Some(&binding), e.message, "Invalid");
+                                return;
+                            }
                         }
-                    }
-                    let mut budget = BUDGET;
-                    for (index, v) in compiled.validations.iter().enumerate() {
-                        let failure = match v.expression.evaluate_bool(&vars, &mut budget) {
-                            Ok(true) => continue,
-                            Ok(false) => (message(v, &vars, &mut budget), v.reason.as_str()),
-                            Err(_) if policy.ignore_failures => continue,
-                            Err(e) => (e, "Invalid"),
-                        };
-                        self.act(a, &policy, &binding, index, failure, &mut deny);
-                    }
-                    for (key, e) in &compiled.audit_annotations {
-                        match e.evaluate_text(&vars, &mut budget) {
+                        let mut budget = BUDGET;
+                        for (index, v) in compiled.validations.iter().enumerate() {
+                            let failure = match v.expression.evaluate_bool(&vars, &mut budget) {
+                                Ok(true) => continue,
+                                Ok(false) => (message(v, &vars, &mut budget), v.reason.as_str()),
+                                Err(_) if policy.ignore_failures => continue,
+                                Err(e) => (e, "Invalid"),
+                            };
+                            self.act(a, &policy, &binding, index, failure, &mut deny);
+                        }
+                        for (key, e) in &compiled.audit_annotations {
+                            match e.evaluate_text(&vars, &mut budget) {
                             Ok(Some(s)) => {
                                 let mut value = s.trim().to_string();
                                 value.truncate(MAX_ANNOTATION);
@@ -203,7 +211,8 @@ impl Policies {
                             ),
                             Err(_) => {}
                         }
-                    }
+                        }
+                    });
                 }
             }
             for (key, values) in annotations {

@@ -15,14 +15,14 @@ use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::rc::Rc;
 
-/// What a policy's expressions may read (kube also offers `authorizer`,
-/// which kubeshard does not yet).
+/// What a policy's expressions may read.
 pub const VARIABLES: &[&str] = &[
     "object",
     "oldObject",
     "request",
     "params",
     "namespaceObject",
+    "authorizer",
 ];
 
 /// A policy's `spec.paramKind` as (group, version, kind).
@@ -64,6 +64,7 @@ pub struct Compiled {
     /// are made per request).
     pub reads_request: bool,
     pub reads_namespace: bool,
+    pub reads_authorizer: bool,
 }
 
 impl Policy {
@@ -131,6 +132,7 @@ fn compile(spec: &Value) -> Result<Compiled, String> {
     Ok(Compiled {
         reads_request: all.iter().any(|e| e.reads("request")),
         reads_namespace: all.iter().any(|e| e.reads("namespaceObject")),
+        reads_authorizer: all.iter().any(|e| e.reads("authorizer")),
         validations,
         audit_annotations,
     })

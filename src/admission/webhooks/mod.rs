@@ -14,10 +14,12 @@ pub mod metrics;
 pub(super) mod review;
 mod source;
 
+use super::authorizer;
 use super::matching::{self, Invocation};
 use super::namespace_labels::NamespaceLabels;
 use super::plugins::PluginInit;
 use super::{Attributes, Mutating, Outcome, Validating};
+use crate::security::Security;
 use circuit::{Circuits, Transition};
 use kubeshard_core::crd::expression::Variables;
 use kubeshard_core::status::{ApiError, StatusDetails};
@@ -60,12 +62,15 @@ pub struct MutatingWebhooks {
     source: Source,
     namespaces: NamespaceLabels,
     health: Health,
+    /// Who answers match conditions' `authorizer` checks.
+    security: Rc<Security>,
 }
 
 pub struct ValidatingWebhooks {
     source: Source,
     namespaces: NamespaceLabels,
     health: Health,
+    security: Rc<Security>,
 }
 
 /// How this executor's calls to the plugin's webhooks go: the metrics
@@ -140,6 +145,7 @@ impl MutatingWebhooks {
             source: Source::start(init.ctx, init.informers, resource),
             namespaces,
             health: Health::new(metrics, true),
+            security: init.security.clone(),
         }
     }
 }
@@ -158,6 +164,7 @@ impl ValidatingWebhooks {
             source: Source::start(init.ctx, init.informers, resource),
             namespaces,
             health: Health::new(metrics, false),
+            security: init.security.clone(),
         }
     }
 }
@@ -205,10 +212,11 @@ async fn matched(
     a: &Attributes<'_>,
     object: Option<&Value>,
     namespaces: &NamespaceLabels,
+    security: &Rc<Security>,
 ) -> Result<Vec<Call>, ApiError> {
     let mut calls = Vec::new();
     for (index, hook) in hooks.into_iter().enumerate() {
-        if let Some(call) = match_one(hook, index, a, object, namespaces).await? {
+        if let Some(call) = match_one(hook, index, a, object, namespaces, security).await? {
             calls.push(call);
         }
     }
@@ -221,6 +229,7 @@ async fn match_one(
     a: &Attributes<'_>,
     object: Option<&Value>,
     namespaces: &NamespaceLabels,
+    security: &Rc<Security>,
 ) -> Result<Option<Call>, ApiError> {
     let Some(invocation) = matching::should_call(&hook.matcher, a, object, namespaces).await?
     else {
@@ -228,11 +237,18 @@ async fn match_one(
     };
     let request = review::request(a, invocation.resource(a), object);
     let holds = {
+        let reads = hook
+            .conditions
+            .as_ref()
+            .is_ok_and(|c| c.iter().any(|(_, e)| e.reads("authorizer")));
         let vars = Variables::default()
             .bind("object", object)
             .bind("oldObject", a.old_object)
             .bind("request", Some(&request));
-        matching::conditions_hold(&hook.conditions, hook.ignore_failures, a, &vars)?
+        let vars = authorizer::bind(a, reads, vars);
+        authorizer::scope(security, a, reads, || {
+            matching::conditions_hold(&hook.conditions, hook.ignore_failures, a, &vars)
+        })?
     };
     if !holds {
         return Ok(None);
@@ -264,7 +280,9 @@ impl MutatingWebhooks {
         let mut defaulted = false;
         for (index, hook) in hooks.into_iter().enumerate() {
             let current = object.as_deref();
-            let Some(call) = match_one(hook, index, a, current, &self.namespaces).await? else {
+            let Some(call) =
+                match_one(hook, index, a, current, &self.namespaces, &self.security).await?
+            else {
                 continue;
             };
             if reinvoking
@@ -312,7 +330,14 @@ impl MutatingWebhooks {
 
 impl ValidatingWebhooks {
     async fn dispatch(&self, a: &Attributes<'_>, object: Option<&Value>) -> Result<(), ApiError> {
-        let calls = matched(self.source.webhooks(), a, object, &self.namespaces).await?;
+        let calls = matched(
+            self.source.webhooks(),
+            a,
+            object,
+            &self.namespaces,
+            &self.security,
+        )
+        .await?;
         if calls.is_empty() {
             return Ok(());
         }

@@ -17,7 +17,7 @@ use std::time::Duration;
 
 /// The variables a webhook's match conditions may read (kube also offers
 /// `authorizer`, which kubeshard does not yet).
-pub const CONDITION_VARIABLES: &[&str] = &["object", "oldObject", "request"];
+pub const CONDITION_VARIABLES: &[&str] = &["object", "oldObject", "request", "authorizer"];
 
 /// One webhook of a configuration, ready to match and call.
 pub struct Hook {

@@ -12,16 +12,19 @@ mod patch;
 
 use super::params;
 use super::source::{param_kind, Binding, ParamKind, Source};
+use crate::admission::authorizer;
 use crate::admission::matching::{self, compile_conditions, Conditions, Matcher};
 use crate::admission::namespace_labels::NamespaceLabels;
 use crate::admission::plugins::PluginInit;
 use crate::admission::webhooks::{exempt, review};
 use crate::admission::{Attributes, Mutating, Operation, Outcome};
+use crate::security::Security;
 use kubeshard_core::crd::expression::{Expression, Variables};
 use kubeshard_core::meta;
 use kubeshard_core::registry::mutating_policy::VARIABLES;
 use kubeshard_core::status::{ApiError, StatusCause};
 use serde_json::Value;
+use std::rc::Rc;
 use std::sync::Arc;
 
 pub const NAME: &str = "MutatingAdmissionPolicy";
@@ -34,6 +37,7 @@ enum Mutation {
 struct Compiled {
     mutations: Vec<Mutation>,
     reads_namespace: bool,
+    reads_authorizer: bool,
 }
 
 pub struct Policy {
@@ -88,12 +92,18 @@ fn compile(spec: &Value) -> Result<Compiled, String> {
             .map_err(|e| format!("spec.mutations[{i}].{field}.expression: {e}"))?;
         mutations.push(make(e));
     }
-    let reads_namespace = mutations.iter().any(|m| match m {
-        Mutation::ApplyConfiguration(e) | Mutation::JsonPatch(e) => e.reads("namespaceObject"),
-    });
+    let reads = |v: &str| {
+        mutations.iter().any(|m| match m {
+            Mutation::ApplyConfiguration(e) | Mutation::JsonPatch(e) => e.reads(v),
+        })
+    };
+    let conditions = compile_conditions(meta::array_at(spec, "/matchConditions"), VARIABLES);
+    let conditions_read_authorizer =
+        conditions.is_ok_and(|c| c.iter().any(|(_, e)| e.reads("authorizer")));
     Ok(Compiled {
+        reads_namespace: reads("namespaceObject"),
+        reads_authorizer: reads("authorizer") || conditions_read_authorizer,
         mutations,
-        reads_namespace,
     })
 }
 
@@ -101,6 +111,8 @@ pub struct MutatingPolicies {
     source: Source<Policy>,
     namespaces: NamespaceLabels,
     namespace_key: Arc<str>,
+    /// Who answers `authorizer` checks.
+    security: Rc<Security>,
 }
 
 /// A policy that could not be applied, as kube reports it.
@@ -121,6 +133,7 @@ impl MutatingPolicies {
             ),
             namespaces,
             namespace_key: init.keys.builtin("", "namespaces"),
+            security: init.security.clone(),
         }
     }
 
@@ -204,28 +217,41 @@ impl MutatingPolicies {
                     }
                     let before = object.clone();
                     let request = review::request(a, invocation.resource(a), Some(&before));
+                    let reads = compiled.reads_authorizer;
                     let vars = Variables::default()
                         .bind("object", Some(&before))
                         .bind("oldObject", a.old_object)
                         .bind("request", Some(&request))
                         .bind("params", param.as_ref())
                         .bind("namespaceObject", namespace);
-                    match matching::conditions_hold(
-                        &policy.conditions,
-                        policy.ignore_failures,
-                        a,
-                        &vars,
-                    ) {
-                        Ok(true) => {}
-                        Ok(false) => continue,
+                    let vars = authorizer::bind(a, reads, vars);
+                    let outcome = authorizer::scope(&self.security, a, reads, || {
+                        let conditions = &policy.conditions;
+                        match matching::conditions_hold(
+                            conditions,
+                            policy.ignore_failures,
+                            a,
+                            &vars,
+                        ) {
+                            Ok(true) => {}
+                            Ok(false) => return Ok(None),
+                            Err(e) => return Err(e.message),
+                        }
+                        let bound = Bound {
+                            request: &request,
+                            param: param.as_ref(),
+                            namespace,
+                        };
+                        Ok(Some(run(a, compiled, object, &bound)))
+                    });
+                    match outcome {
+                        Ok(Some(Ok(()))) => {}
+                        Ok(Some(Err(e))) => fail(&policy, &binding, e),
+                        Ok(None) => continue,
                         Err(e) => {
-                            fail(&policy, &binding, e.message);
+                            fail(&policy, &binding, e);
                             continue;
                         }
-                    }
-                    drop(vars);
-                    if let Err(e) = run(a, compiled, object, &request, param.as_ref(), namespace) {
-                        fail(&policy, &binding, e);
                     }
                     let mut round = a.reinvocation.policies.borrow_mut();
                     if *object != before {
@@ -246,15 +272,20 @@ impl MutatingPolicies {
     }
 }
 
+/// What a policy's mutations read besides the object.
+struct Bound<'a> {
+    request: &'a Value,
+    param: Option<&'a Value>,
+    namespace: Option<&'a Value>,
+}
+
 /// Runs a policy's mutations in order on `object`, each evaluated against
 /// the object as the previous one left it.
 fn run(
     a: &Attributes<'_>,
     compiled: &Compiled,
     object: &mut Value,
-    request: &Value,
-    param: Option<&Value>,
-    namespace: Option<&Value>,
+    bound: &Bound<'_>,
 ) -> Result<(), String> {
     let mut budget = super::BUDGET;
     for m in &compiled.mutations {
@@ -262,9 +293,10 @@ fn run(
         let vars = Variables::default()
             .bind("object", Some(&current))
             .bind("oldObject", a.old_object)
-            .bind("request", Some(request))
-            .bind("params", param)
-            .bind("namespaceObject", namespace);
+            .bind("request", Some(bound.request))
+            .bind("params", bound.param)
+            .bind("namespaceObject", bound.namespace);
+        let vars = authorizer::bind(a, compiled.reads_authorizer, vars);
         match m {
             Mutation::ApplyConfiguration(e) => {
                 let patch = e.evaluate_json(&vars, &mut budget)?;
