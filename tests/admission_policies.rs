@@ -2,7 +2,8 @@
 //! params from a ConfigMap, variables, messageExpression and reasons, Deny
 //! and Warn actions, match conditions and resource rules, a missing param
 //! under `parameterNotFoundAction: Deny`, a policy that does not
-//! compile meeting its failure policy, and type errors reported in the
+//! compile refused when written and one that fails meeting its failure
+//! policy, and type errors reported in the
 //! policy's status.
 
 mod common;
@@ -164,7 +165,29 @@ fn missing_params_and_broken_policies_meet_their_failure_policy() {
     ), "{body}");
     assert_eq!(s.delete(&format!("{BINDINGS}/needs-params")).0, 200);
 
-    // An expression that does not compile: Fail refuses, Ignore admits.
+    // An expression that does not compile is refused when written, as
+    // kube refuses it.
+    let (code, body) = s.post(
+        POLICIES,
+        &json!({"metadata": {"name": "uncompilable"}, "spec": {
+            "matchConstraints": {"resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"],
+                "operations": ["CREATE"], "resources": ["configmaps"]}]},
+            "validations": [{"expression": "object.spec.nothing == undefinedThing"}]}}),
+    );
+    assert_eq!(code, 422, "{body}");
+    assert_eq!(
+        body["details"]["causes"][0]["field"],
+        "spec.validations[0].expression"
+    );
+    let msg = body["message"].as_str().unwrap();
+    assert!(
+        msg.contains(
+            "compilation failed: ERROR: <input>:1:24: undeclared reference to 'undefinedThing'"
+        ),
+        "{msg}"
+    );
+
+    // An expression that fails when evaluated: Fail refuses, Ignore admits.
     for (name, policy) in [("strict", "Fail"), ("lenient", "Ignore")] {
         create(
             &s,
@@ -173,7 +196,7 @@ fn missing_params_and_broken_policies_meet_their_failure_policy() {
                 "matchConstraints": {"resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"],
                     "operations": ["CREATE"], "resources": ["configmaps"]}],
                     "objectSelector": {"matchLabels": {"policy": name}}},
-                "validations": [{"expression": "object.spec.nothing == undefinedThing"}]}}),
+                "validations": [{"expression": "object.data.nothing == 'x'"}]}}),
         );
         create(
             &s,
@@ -182,21 +205,17 @@ fn missing_params_and_broken_policies_meet_their_failure_policy() {
         );
     }
     let cms = format!("/api/v1/namespaces/{ns}/configmaps");
-    let labelled = |name: String, policy: &str| json!({"metadata": {"name": name, "labels": {"policy": policy}}});
+    let labelled = |name: String, policy: &str| json!({"metadata": {"name": name, "labels": {"policy": policy}}, "data": {"k": "v"}});
     let (code, body) = eventually(10, "the strict policy in effect", || {
         let r = s.post(&cms, &labelled(unique("c"), "strict"));
         (r.0 != 201).then_some(r)
     });
     assert_eq!(code, 422, "{body}");
-    assert!(body["message"].as_str().unwrap().contains(
-        "ValidatingAdmissionPolicy 'strict' denied request: failed to configure policy: spec.validations[0].expression: compilation failed"
-    ), "{body}");
+    let msg = body["message"].as_str().unwrap();
     assert!(
-        body["message"]
-            .as_str()
-            .unwrap()
-            .contains("undeclared reference to 'undefinedThing'"),
-        "{body}"
+        msg.contains("ValidatingAdmissionPolicy 'strict' with binding 'strict' denied request: ")
+            && msg.contains("no such key: nothing"),
+        "{msg}"
     );
     assert_eq!(
         s.post(&cms, &labelled("lenient-1".into(), "lenient")).0,

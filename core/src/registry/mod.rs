@@ -6,12 +6,12 @@
 //! named hooks in [`hooks`]. The shard that owns a key runs these functions,
 //! so they must be pure and cheap.
 
+pub mod admission_policy;
 pub mod certificates;
 pub mod deletion;
 mod hooks;
 pub mod lifecycle;
 pub mod location;
-pub mod mutating_policy;
 pub mod pod;
 pub mod podspec;
 mod qos;

@@ -39,8 +39,17 @@ fn webhook_configuration(
         ("admissionregistration.k8s.io", "ValidatingWebhookConfiguration") => {
             super::webhook_configuration::validate(obj, old, false)
         }
+        ("admissionregistration.k8s.io", "ValidatingAdmissionPolicy") => {
+            super::admission_policy::validate_policy(obj, old, false)
+        }
         ("admissionregistration.k8s.io", "MutatingAdmissionPolicy") => {
-            super::mutating_policy::validate(obj)
+            super::admission_policy::validate_policy(obj, old, true)
+        }
+        ("admissionregistration.k8s.io", "ValidatingAdmissionPolicyBinding") => {
+            super::admission_policy::validate_binding(obj, false)
+        }
+        ("admissionregistration.k8s.io", "MutatingAdmissionPolicyBinding") => {
+            super::admission_policy::validate_binding(obj, true)
         }
         _ => Vec::new(),
     }

@@ -21,7 +21,7 @@ use crate::admission::{Attributes, Mutating, Operation, Outcome};
 use crate::security::Security;
 use kubeshard_core::crd::expression::{Expression, Variables};
 use kubeshard_core::meta;
-use kubeshard_core::registry::mutating_policy::VARIABLES;
+use kubeshard_core::registry::admission_policy::VARIABLES;
 use kubeshard_core::status::{ApiError, StatusCause};
 use serde_json::Value;
 use std::rc::Rc;
