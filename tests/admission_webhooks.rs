@@ -797,3 +797,106 @@ fn a_failing_webhook_trips_its_circuit_and_recovers() {
         )) >= 2.0
     );
 }
+
+#[test]
+fn scale_writes_reach_webhooks_as_scales() {
+    let s = Server::start(2);
+    let w = Webhook::start(
+        &[],
+        Arc::new(|path: &str, review: Value| {
+            let replicas = review["request"]["object"]["spec"]["replicas"]
+                .as_i64()
+                .unwrap_or(0);
+            match path.split('?').next().unwrap_or("") {
+                // Caps the replicas a Scale asks for at 3.
+                "/cap" if replicas > 3 => answer(
+                    &review,
+                    json!({"allowed": true, "patchType": "JSONPatch", "patch": b64(
+                        json!([{"op": "replace", "path": "/spec/replicas", "value": 3}]).to_string().as_bytes())}),
+                ),
+                "/no-two" if replicas == 2 => answer(
+                    &review,
+                    json!({"allowed": false, "status": {"code": 403, "message": "two replicas are refused"}}),
+                ),
+                _ => answer(&review, json!({"allowed": true})),
+            }
+        }),
+    );
+    let ns = namespace(&s, "scaled");
+    let scale_rule = json!({"rules": [{"operations": ["UPDATE"], "apiGroups": ["apps"],
+        "apiVersions": ["v1"], "resources": ["deployments/scale"]}]});
+    configure(
+        &s,
+        MUTATING,
+        "cap",
+        vec![hook(&w, "cap.example.com", "/cap", &[], scale_rule.clone())],
+    );
+    configure(
+        &s,
+        VALIDATING,
+        "no-two",
+        vec![hook(&w, "no-two.example.com", "/no-two", &[], scale_rule)],
+    );
+    let d = format!("/apis/apps/v1/namespaces/{ns}/deployments");
+    let (code, body) = s.post(
+        &d,
+        &json!({"metadata": {"name": "web"}, "spec": {"replicas": 1,
+            "selector": {"matchLabels": {"app": "web"}},
+            "template": {"metadata": {"labels": {"app": "web"}},
+                "spec": {"containers": [{"name": "c", "image": "nginx"}]}}}}),
+    );
+    assert_eq!(code, 201, "{body}");
+    let scale = format!("{d}/web/scale");
+    let patch = |n: i64| {
+        s.patch(
+            &scale,
+            "application/merge-patch+json",
+            &json!({"spec": {"replicas": n}}),
+        )
+    };
+    let (code, body) = eventually(10, "the webhooks in effect", || {
+        let (code, body) = patch(2);
+        (code != 200).then_some((code, body))
+    });
+    assert_eq!(code, 403, "{body}");
+    assert!(
+        body["message"]
+            .as_str()
+            .unwrap()
+            .contains("two replicas are refused"),
+        "{body}"
+    );
+    let (code, body) = patch(5);
+    assert_eq!(code, 200, "{body}");
+    assert_eq!(body["kind"], "Scale");
+    assert_eq!(
+        body["spec"]["replicas"], 3,
+        "capped by the mutating webhook"
+    );
+    let (_, stored) = s.get(&format!("{d}/web"));
+    assert_eq!(stored["spec"]["replicas"], 3);
+    // What the webhook saw: a Scale, old and new, of the deployment.
+    let reviews = w.requests.lock().unwrap();
+    let (_, review) = reviews
+        .iter()
+        .rev()
+        .find(|(p, r)| p.starts_with("/cap") && r["request"]["object"]["spec"]["replicas"] == 5)
+        .expect("the mutating webhook saw the write");
+    let r = &review["request"];
+    assert_eq!(
+        r["kind"],
+        json!({"group": "autoscaling", "version": "v1", "kind": "Scale"})
+    );
+    assert_eq!(
+        r["resource"],
+        json!({"group": "apps", "version": "v1", "resource": "deployments"})
+    );
+    assert_eq!(r["subResource"], "scale");
+    assert_eq!(r["object"]["kind"], "Scale");
+    assert_eq!(r["object"]["metadata"]["name"], "web");
+    assert_eq!(r["oldObject"]["kind"], "Scale");
+    assert!(
+        r["oldObject"]["spec"]["replicas"].as_i64().unwrap() < 5,
+        "{r}"
+    );
+}

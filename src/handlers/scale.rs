@@ -14,15 +14,12 @@ use crate::serving::body::Body;
 use crate::storage::{Storage, StorageResult};
 use http::{Request, StatusCode};
 use hyper::body::Incoming;
-use kubeshard_core::catalog::{ScaleSelector, ScaleSpec};
 use kubeshard_core::meta;
-use kubeshard_core::selector::LabelSelector;
+use kubeshard_core::registry::scale::{scale_of, set_replicas, SCALE_API_VERSION};
 use kubeshard_core::status::{field_invalid_raw, ApiError};
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 use std::rc::Rc;
 use std::time::Duration;
-
-const SCALE_API_VERSION: &str = "autoscaling/v1";
 
 pub async fn serve(api: &Rc<Api>, rr: &ResourceRequest, req: Request<Incoming>) -> HandlerResult {
     let info = rr.resource.clone();
@@ -85,7 +82,7 @@ pub async fn serve(api: &Rc<Api>, rr: &ResourceRequest, req: Request<Incoming>) 
         }
         let replicas = validated_replicas(&scale, &n)?;
         let mut new = old.value.clone();
-        set_path(&mut new, &sp.spec_replicas, json!(replicas));
+        set_replicas(&sp, &mut new, replicas);
         Ok(new)
     });
     let written = super::update::change(api, rr, requested, tracking, None).await?;
@@ -180,76 +177,6 @@ fn validated_replicas(scale: &Value, name: &str) -> Result<i64, ApiError> {
     }
 }
 
-/// The Scale view of `obj`: the parent's identity, its desired and
-/// observed replicas, and its selector as a string.
-pub fn scale_of(spec: &ScaleSpec, obj: &Value) -> Result<Value, ApiError> {
-    let mut md = Map::new();
-    for field in [
-        "name",
-        "namespace",
-        "uid",
-        "resourceVersion",
-        "creationTimestamp",
-    ] {
-        if let Some(v) = meta::metadata(obj).and_then(|m| m.get(field)) {
-            md.insert(field.into(), v.clone());
-        }
-    }
-    let int_at = |path: &[Box<str>]| get_path(obj, path).and_then(Value::as_i64).unwrap_or(0);
-    let selector = match &spec.selector {
-        ScaleSelector::LabelSelector(path) => {
-            let raw = get_path(obj, path).cloned().unwrap_or(Value::Null);
-            LabelSelector::from_metav1(&raw)
-                .map_err(|e| ApiError::internal(&format!("invalid label selector: {e}")))?
-                .to_string()
-        }
-        ScaleSelector::LabelMap(path) => {
-            kubeshard_core::table::format::label_pairs(get_path(obj, path))
-        }
-        ScaleSelector::String(path) => get_path(obj, path)
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_string(),
-    };
-    let mut scale_spec = Map::new();
-    let replicas = int_at(&spec.spec_replicas);
-    // autoscaling/v1 omits a zero spec.replicas; status.replicas is always there.
-    if replicas != 0 {
-        scale_spec.insert("replicas".into(), json!(replicas));
-    }
-    let mut status = Map::new();
-    status.insert("replicas".into(), json!(int_at(&spec.status_replicas)));
-    if !selector.is_empty() {
-        status.insert("selector".into(), json!(selector));
-    }
-    Ok(json!({
-        "kind": "Scale",
-        "apiVersion": SCALE_API_VERSION,
-        "metadata": md,
-        "spec": scale_spec,
-        "status": status,
-    }))
-}
-
-fn get_path<'a, K: AsRef<str>>(obj: &'a Value, path: &[K]) -> Option<&'a Value> {
-    path.iter().try_fold(obj, |cur, p| cur.get(p.as_ref()))
-}
-
-fn set_path<K: AsRef<str>>(obj: &mut Value, path: &[K], value: Value) {
-    let Some((last, parents)) = path.split_last() else {
-        return;
-    };
-    let mut cur = obj;
-    for p in parents {
-        let p = p.as_ref();
-        if !cur.get(p).is_some_and(Value::is_object) {
-            cur[p] = json!({});
-        }
-        cur = &mut cur[p];
-    }
-    cur[last.as_ref()] = value;
-}
-
 fn respond(code: StatusCode, scale: &Value, render: Render) -> HandlerResult {
     let bytes = serde_json::to_vec(scale).expect("a Value always serializes");
     let render = match render.output {
@@ -262,7 +189,7 @@ fn respond(code: StatusCode, scale: &Value, render: Render) -> HandlerResult {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use kubeshard_core::catalog::ResourceInfo;
+    use kubeshard_core::catalog::{ResourceInfo, ScaleSpec};
     use std::sync::Arc;
 
     fn deployment_spec() -> (Arc<ResourceInfo>, ScaleSpec) {
@@ -270,31 +197,6 @@ mod tests {
         let info = cat.lookup("apps", "v1", "deployments").unwrap().clone();
         let spec = info.scale.clone().unwrap();
         (info, spec)
-    }
-
-    #[test]
-    fn scale_view_of_a_deployment() {
-        let (_, spec) = deployment_spec();
-        let d = json!({"metadata": {"name": "web", "namespace": "n", "uid": "u", "resourceVersion": "7", "creationTimestamp": "2026-01-01T00:00:00Z", "labels": {"x": "y"}},
-            "spec": {"replicas": 3, "selector": {"matchLabels": {"app": "web", "tier": "fe"}, "matchExpressions": [{"key": "env", "operator": "In", "values": ["prod", "dev"]}]}},
-            "status": {"replicas": 2}});
-        let s = scale_of(&spec, &d).unwrap();
-        assert_eq!(s["spec"], json!({"replicas": 3}));
-        assert_eq!(
-            s["status"],
-            json!({"replicas": 2, "selector": "app=web,env in (dev,prod),tier=fe"})
-        );
-        assert_eq!(
-            s["metadata"],
-            json!({"name": "web", "namespace": "n", "uid": "u", "resourceVersion": "7", "creationTimestamp": "2026-01-01T00:00:00Z"})
-        );
-        let zero = scale_of(
-            &spec,
-            &json!({"metadata": {"name": "z"}, "spec": {"replicas": 0, "selector": {}}}),
-        )
-        .unwrap();
-        assert_eq!(zero["spec"], json!({}));
-        assert_eq!(zero["status"], json!({"replicas": 0}));
     }
 
     #[test]
@@ -323,8 +225,5 @@ mod tests {
             .apply(scale_of(&spec, &d).unwrap())
             .unwrap();
         assert_eq!(merged["spec"]["replicas"], 5);
-        let mut target = json!({"a": {}});
-        set_path(&mut target, &["a", "b", "c"], json!(1));
-        assert_eq!(target, json!({"a": {"b": {"c": 1}}}));
     }
 }

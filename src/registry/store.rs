@@ -30,10 +30,11 @@ use crate::security::authz;
 use crate::storage::{status_error, Storage, StorageError, StorageResult, UpdateFn, UpdateStep};
 use kubeshard_cache::StoredObject;
 use kubeshard_core::authn::UserInfo;
-use kubeshard_core::catalog::{KindHooks, ResourceInfo};
+use kubeshard_core::catalog::{KindHooks, ResourceInfo, ScaleSpec};
 use kubeshard_core::meta;
 use kubeshard_core::registry::certificates;
 use kubeshard_core::registry::deletion::DeleteOptions;
+use kubeshard_core::registry::scale::{replicas_of, scale_of, set_replicas};
 use kubeshard_core::registry::should_delete_during_update;
 use kubeshard_core::status::ApiError;
 use kubeshard_shards::store::{DeleteOutcome, UpdateOutcome};
@@ -439,6 +440,14 @@ impl<'a> Store<'a> {
             return Err(ApiError::not_found(&t.info.group, &t.info.plural, t.name));
         }
         let mut new = (requested.lock())(old)?;
+        // kube admits a write to a `scale` subresource as a Scale: the
+        // plugins see the autoscaling/v1 view (old and new), and what a
+        // mutating one does to its replicas goes back to the object.
+        let scale = scale_subresource(t.info, t.subresource);
+        let old_view = match scale {
+            Some(spec) => old_value.as_ref().map(|o| scale_of(spec, o)).transpose()?,
+            None => None,
+        };
         let attrs = Attributes {
             operation: if old.is_some() {
                 Operation::Update
@@ -449,7 +458,11 @@ impl<'a> Store<'a> {
             subresource: t.subresource,
             namespace: t.namespace,
             name: t.name,
-            old_object: old_value.as_ref(),
+            old_object: if scale.is_some() {
+                old_view.as_ref()
+            } else {
+                old_value.as_ref()
+            },
             user: w.user,
             dry_run: w.dry_run,
             options: if old.is_some() {
@@ -465,7 +478,17 @@ impl<'a> Store<'a> {
             notes: w.notes,
             reinvocation: Default::default(),
         };
-        self.admission().admit(&attrs, Some(&mut new)).await?;
+        match scale {
+            Some(spec) => {
+                let mut view = scale_of(spec, &new)?;
+                let asked = replicas_of(&view);
+                self.admission().admit(&attrs, Some(&mut view)).await?;
+                if replicas_of(&view) != asked {
+                    set_replicas(spec, &mut new, replicas_of(&view));
+                }
+            }
+            None => self.admission().admit(&attrs, Some(&mut new)).await?,
+        }
         // A Service gets (and gives up) cluster IPs and node ports as its
         // type and ports change; one created by PUT as a POSTed one does.
         let is_service = t.info.strategy.kind_hooks == KindHooks::Service;
@@ -518,7 +541,13 @@ impl<'a> Store<'a> {
         let shards = self.api.storage();
         let new = shape(t.info, part, ownership, new, old_value)?;
         guards.check(t.info, current, &new)?;
-        self.admission().validate(attrs, Some(&new)).await?;
+        match scale_subresource(t.info, t.subresource) {
+            Some(spec) => {
+                let view = scale_of(spec, &new)?;
+                self.admission().validate(attrs, Some(&view)).await?;
+            }
+            None => self.admission().validate(attrs, Some(&new)).await?,
+        }
         if w.dry_run {
             // The answer carries the current resourceVersion: nothing new
             // was drawn.
@@ -750,4 +779,12 @@ async fn create_refusal(api: &Api, user: &UserInfo, t: &Target<'_>) -> Option<Ap
     let closed = api.storage().progress();
     let decision = authz::decide_fresh(&api.security, &api.exec.hub, user, &attrs, closed).await;
     (!decision.allowed()).then(|| authz::forbidden(user, &attrs, &decision.reason(user)))
+}
+
+/// The Scale a write to `subresource` of `info` is admitted as, when it
+/// is a write to the `scale` subresource.
+fn scale_subresource<'i>(info: &'i ResourceInfo, subresource: &str) -> Option<&'i ScaleSpec> {
+    (subresource == "scale")
+        .then_some(())
+        .and(info.scale.as_ref())
 }

@@ -15,6 +15,7 @@ pub mod location;
 pub mod pod;
 pub mod podspec;
 mod qos;
+pub mod scale;
 mod service;
 mod validate;
 mod volumes;
