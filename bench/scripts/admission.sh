@@ -36,7 +36,7 @@ source "$(dirname "$0")/servers-common.sh"
 post() { curl -sf -XPOST -H 'content-type: application/json' "$1$2" -d "$3" >/dev/null; }
 
 # Every plugin kube turns on by default, for "no admission".
-NONE=--disable-admission-plugins=NamespaceLifecycle,LimitRanger,ServiceAccount,TaintNodesByCondition,Priority,DefaultTolerationSeconds,DefaultStorageClass,StorageObjectInUseProtection,PersistentVolumeClaimResize,RuntimeClass,CertificateApproval,CertificateSigning,CertificateSubjectRestriction,DefaultIngressClass,MutatingAdmissionWebhook,ValidatingAdmissionWebhook,ResourceQuota,PodSecurity,ValidatingAdmissionPolicy
+NONE=--disable-admission-plugins=ClusterTrustBundleAttest,PodTopologyLabels,MutatingAdmissionPolicy,NamespaceLifecycle,LimitRanger,ServiceAccount,TaintNodesByCondition,Priority,DefaultTolerationSeconds,DefaultStorageClass,StorageObjectInUseProtection,PersistentVolumeClaimResize,RuntimeClass,CertificateApproval,CertificateSigning,CertificateSubjectRestriction,DefaultIngressClass,MutatingAdmissionWebhook,ValidatingAdmissionWebhook,ResourceQuota,PodSecurity,ValidatingAdmissionPolicy
 
 compare() {
   local name=$1; shift

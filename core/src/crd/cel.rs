@@ -200,6 +200,47 @@ pub(super) fn loop_variables(e: &IdedExpr, out: &mut Vec<String>) {
     });
 }
 
+/// Calls `f` on each expression directly under `e` (a call's target and
+/// arguments, a comprehension's parts, list items, map keys and values,
+/// struct field values, a selection's operand): what rewrites of the
+/// tree recurse through.
+pub(super) fn for_each_child_mut(e: &mut IdedExpr, mut f: impl FnMut(&mut IdedExpr)) {
+    match &mut e.expr {
+        Expr::Call(c) => {
+            if let Some(t) = &mut c.target {
+                f(t);
+            }
+            c.args.iter_mut().for_each(f);
+        }
+        Expr::Comprehension(c) => {
+            for x in [
+                &mut c.iter_range,
+                &mut c.accu_init,
+                &mut c.loop_cond,
+                &mut c.loop_step,
+                &mut c.result,
+            ] {
+                f(x);
+            }
+        }
+        Expr::List(l) => l.elements.iter_mut().for_each(f),
+        Expr::Map(cel::common::ast::MapExpr { entries })
+        | Expr::Struct(cel::common::ast::StructExpr { entries, .. }) => {
+            for en in entries {
+                match &mut en.expr {
+                    cel::common::ast::EntryExpr::MapEntry(me) => {
+                        f(&mut me.key);
+                        f(&mut me.value);
+                    }
+                    cel::common::ast::EntryExpr::StructField(sf) => f(&mut sf.value),
+                }
+            }
+        }
+        Expr::Select(s) => f(&mut s.operand),
+        _ => {}
+    }
+}
+
 pub(super) fn walk(e: &IdedExpr, f: &mut impl FnMut(&IdedExpr)) {
     f(e);
     match &e.expr {

@@ -121,36 +121,7 @@ pub(super) fn rewrite(e: &mut IdedExpr) {
             }
         }
     }
-    match &mut e.expr {
-        Expr::Select(s) => rewrite(&mut s.operand),
-        Expr::Call(c) => {
-            if let Some(t) = &mut c.target {
-                rewrite(t);
-            }
-            c.args.iter_mut().for_each(rewrite);
-        }
-        Expr::List(l) => l.elements.iter_mut().for_each(rewrite),
-        Expr::Map(m) => {
-            for entry in &mut m.entries {
-                if let cel::common::ast::EntryExpr::MapEntry(me) = &mut entry.expr {
-                    rewrite(&mut me.key);
-                    rewrite(&mut me.value);
-                }
-            }
-        }
-        Expr::Comprehension(c) => {
-            for x in [
-                &mut c.iter_range,
-                &mut c.accu_init,
-                &mut c.loop_cond,
-                &mut c.loop_step,
-                &mut c.result,
-            ] {
-                rewrite(x);
-            }
-        }
-        _ => {}
-    }
+    super::cel::for_each_child_mut(e, rewrite);
 }
 
 fn this(v: &Arc<dyn Opaque>, function: &str) -> Result<Authz, ExecutionError> {

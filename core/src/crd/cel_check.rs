@@ -92,6 +92,54 @@ impl<'a> Type<'a> {
         }
     }
 
+    /// The type of values a CRD's structural schema node describes (as
+    /// JSON), as kube declares it for `self` in `x-kubernetes-validations`:
+    /// int-or-string, preserved unknown fields and nodes without a type
+    /// are open (`dyn`); strings take their format's type; an object with
+    /// properties is a record of them, one with `additionalProperties` a
+    /// map. At the root and in embedded resources `apiVersion`, `kind` and
+    /// `metadata` are open whatever the schema spells out.
+    pub fn of_json_schema(s: &serde_json::Value, envelope: bool) -> Type<'static> {
+        let flag = |k: &str| s.get(k).and_then(serde_json::Value::as_bool) == Some(true);
+        if flag("x-kubernetes-int-or-string") || flag("x-kubernetes-preserve-unknown-fields") {
+            return Type::Dyn;
+        }
+        match s.get("type").and_then(serde_json::Value::as_str) {
+            Some("object") => {
+                let envelope = envelope || flag("x-kubernetes-embedded-resource");
+                if let Some(values) = s.get("additionalProperties").filter(|v| v.is_object()) {
+                    return Type::map(Type::String, Type::of_json_schema(values, false));
+                }
+                let Some(props) = s.get("properties").and_then(serde_json::Value::as_object) else {
+                    return Type::Dyn;
+                };
+                let mut fields: Vec<(&str, Type<'static>)> = props
+                    .iter()
+                    .filter(|(k, _)| !(envelope && ENVELOPE.contains(&k.as_str())))
+                    .map(|(k, v)| (k.as_str(), Type::of_json_schema(v, false)))
+                    .collect();
+                if envelope {
+                    fields.extend(ENVELOPE.iter().map(|k| (*k, Type::Dyn)));
+                }
+                Type::record(fields)
+            }
+            Some("array") => match s.get("items").filter(|i| i.is_object()) {
+                Some(items) => Type::list(Type::of_json_schema(items, false)),
+                None => Type::list(Type::Dyn),
+            },
+            Some("string") => match s.get("format").and_then(serde_json::Value::as_str) {
+                Some("date-time" | "datetime") => Type::Timestamp,
+                Some("duration") => Type::Duration,
+                Some("byte") => Type::Bytes,
+                _ => Type::String,
+            },
+            Some("integer") => Type::Int,
+            Some("number") => Type::Double,
+            Some("boolean") => Type::Bool,
+            _ => Type::Dyn,
+        }
+    }
+
     /// A record of named fields.
     pub fn record(fields: Vec<(&str, Type<'a>)>) -> Type<'a> {
         Type::Record(fields.into_iter().map(|(k, t)| (Rc::from(k), t)).collect())
@@ -144,6 +192,10 @@ impl<'a> Type<'a> {
         matches!(self, Type::Dyn)
     }
 }
+
+/// The fields every kube object has, open in the types of CRD roots and
+/// embedded resources.
+const ENVELOPE: [&str; 3] = ["apiVersion", "kind", "metadata"];
 
 /// Whether a value of one type may stand where the other is expected
 /// (they unify): `dyn` and null unify with anything, a schema string with
@@ -737,25 +789,28 @@ mod tests {
             check_object("object.spec.replicas > '1'").unwrap_err(),
             "ERROR: <input>:1:22: found no matching overload for '_>_' applied to '(int, string)'\n | object.spec.replicas > '1'\n | .....................^"
         );
-        let e = check_object("'wants replicas > 1, got ' + object.spec.replicas").unwrap_err();
-        assert!(
-            e.contains("found no matching overload for '_+_' applied to '(string, int)'"),
-            "{e}"
-        );
-        let e = check_object("object.spec.maxRetries < 10").unwrap_err();
-        assert!(e.contains("undefined field 'maxRetries'"), "{e}");
-        let e = check_object("object.spec.replicas.foo == 1").unwrap_err();
-        assert!(
-            e.contains("type 'int' does not support field selection"),
-            "{e}"
-        );
-        let e = check_object("object.metadata.name.startsWith(1)").unwrap_err();
-        assert!(
-            e.contains("found no matching overload for 'startsWith' applied to 'string.(int)'"),
-            "{e}"
-        );
-        let e = check_object("request.userInfo.nobody == ''").unwrap_err();
-        assert!(e.contains("undefined field 'nobody'"), "{e}");
+        for (source, says) in [
+            (
+                "'wants replicas > 1, got ' + object.spec.replicas",
+                "found no matching overload for '_+_' applied to '(string, int)'",
+            ),
+            (
+                "object.spec.maxRetries < 10",
+                "undefined field 'maxRetries'",
+            ),
+            (
+                "object.spec.replicas.foo == 1",
+                "type 'int' does not support field selection",
+            ),
+            (
+                "object.metadata.name.startsWith(1)",
+                "found no matching overload for 'startsWith' applied to 'string.(int)'",
+            ),
+            ("request.userInfo.nobody == ''", "undefined field 'nobody'"),
+        ] {
+            let e = check_object(source).unwrap_err();
+            assert!(e.contains(says), "{source}: {e}");
+        }
         // Both errors, in source order.
         let e = check_object("object.nope == 1 && 1 + 'a' == 2").unwrap_err();
         assert_eq!(e.matches("ERROR:").count(), 2, "{e}");
@@ -804,5 +859,48 @@ mod tests {
             check_object("object.spec.template.spec.containers.map(c, c.name)").unwrap(),
             "list(string)"
         );
+    }
+}
+
+#[cfg(test)]
+mod crd_rules {
+    use super::*;
+    use serde_json::json;
+
+    /// Rules of the kind Gateway API and other operators' CRDs carry, on
+    /// a list of matches: none is refused.
+    #[test]
+    fn operator_style_rules_check() {
+        let schema = json!({"type": "array", "maxItems": 8, "items": {"type": "object", "properties": {
+            "name": {"type": "string"}, "port": {"type": "integer", "format": "int32"},
+            "type": {"type": "string", "enum": ["Exact", "PathPrefix", "RegularExpression"]},
+            "value": {"type": "string"},
+            "weight": {"type": "integer"},
+            "headers": {"type": "array", "items": {"type": "object", "properties": {
+                "name": {"type": "string"}, "value": {"type": "string"}}},
+                "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"]},
+            "timeout": {"type": "string", "format": "duration"},
+            "ips": {"type": "array", "items": {"type": "string"}}}}});
+        let this = Type::of_json_schema(&schema, false);
+        let declared = [("self", this.clone()), ("oldSelf", this)];
+        for rule in [
+            "self.all(p1, self.exists_one(p2, p1.name == p2.name))",
+            "self.size() > 0 ? self[0].name != '' : true",
+            "self.filter(f, f.type == 'Exact').size() <= 1",
+            "self.all(m, !has(m.port) || (m.port >= 1 && m.port <= 65535))",
+            r#"self.all(m, m.type == 'Exact' ? m.value.matches(r"^(?:[-A-Za-z0-9/._~!$&'()*+,;=:@]|[%][0-9a-fA-F]{2})+$") : true)"#,
+            "self.all(m, m.type in ['RegularExpression'] || !has(m.value) || m.value.startsWith('/'))",
+            "self.all(m, !has(m.headers) || m.headers.all(h, h.name.size() > 0))",
+            "self.all(m, !has(m.timeout) || m.timeout <= duration('1h'))",
+            "self.all(m, !has(m.ips) || m.ips.all(i, isIP(i) && ip(i).family() == 4))",
+            "self.map(m, m.weight).sum() <= 1000 || self.size() == 0",
+            "self.exists(m, m.name == 'default') ? self.size() == 1 : true",
+            "oldSelf.all(o, self.exists(n, n.name == o.name))",
+            "self.all(m, m.name.matches('^[a-z]+$') && url('https://' + m.name).getHost() != '')",
+            "self.all(m, format.dns1123Label().validate(m.name).hasValue() == false)",
+            "size(self) == size(self.map(m, m.name))",
+        ] {
+            assert!(check(rule, &declared).is_ok(), "{rule}: {:?}", check(rule, &declared).err());
+        }
     }
 }

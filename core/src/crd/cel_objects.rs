@@ -108,35 +108,7 @@ fn rewrite(e: &mut IdedExpr, expected: Option<&str>, next_id: &mut u64) {
                 rewrite(x, expected, next_id);
             }
         }
-        Expr::Map(m) => {
-            for entry in &mut m.entries {
-                if let EntryExpr::MapEntry(me) = &mut entry.expr {
-                    rewrite(&mut me.key, None, next_id);
-                    rewrite(&mut me.value, None, next_id);
-                }
-            }
-        }
-        Expr::Call(c) => {
-            if let Some(t) = &mut c.target {
-                rewrite(t, None, next_id);
-            }
-            for a in &mut c.args {
-                rewrite(a, None, next_id);
-            }
-        }
-        Expr::Comprehension(c) => {
-            for x in [
-                &mut c.iter_range,
-                &mut c.accu_init,
-                &mut c.loop_cond,
-                &mut c.loop_step,
-                &mut c.result,
-            ] {
-                rewrite(x, None, next_id);
-            }
-        }
-        Expr::Select(s) => rewrite(&mut s.operand, None, next_id),
-        _ => {}
+        _ => super::cel::for_each_child_mut(e, |x| rewrite(x, None, next_id)),
     }
 }
 

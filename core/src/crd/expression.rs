@@ -6,7 +6,7 @@
 //! loop counting and cost limit as `x-kubernetes-validations` rules.
 
 use super::cel::{base, count_loops, env, error_text, loop_variables, metered, to_val};
-use cel::common::ast::{EntryExpr, Expr, IdedExpr};
+use cel::common::ast::{Expr, IdedExpr};
 use cel::common::types::CelNull;
 use cel::common::value::{CowVal, Val};
 use cel::context::VariableResolver;
@@ -179,50 +179,16 @@ fn substitute<'d>(
             return Ok(());
         }
     }
-    match &mut e.expr {
-        Expr::Call(c) => {
-            if let Some(t) = &mut c.target {
-                substitute(t, defined, used)?;
-            }
-            for a in &mut c.args {
-                substitute(a, defined, used)?;
-            }
-        }
-        Expr::Comprehension(c) => {
-            for x in [
-                &mut c.iter_range,
-                &mut c.accu_init,
-                &mut c.loop_cond,
-                &mut c.loop_step,
-                &mut c.result,
-            ] {
-                substitute(x, defined, used)?;
-            }
-        }
-        Expr::List(l) => {
-            for x in &mut l.elements {
-                substitute(x, defined, used)?;
-            }
-        }
-        Expr::Map(cel::common::ast::MapExpr { entries })
-        | Expr::Struct(cel::common::ast::StructExpr { entries, .. }) => {
-            for en in entries {
-                match &mut en.expr {
-                    EntryExpr::MapEntry(me) => {
-                        substitute(&mut me.key, defined, used)?;
-                        substitute(&mut me.value, defined, used)?;
-                    }
-                    EntryExpr::StructField(f) => substitute(&mut f.value, defined, used)?,
-                }
-            }
-        }
-        Expr::Select(s) => substitute(&mut s.operand, defined, used)?,
-        Expr::Ident(n) if n == "variables" => {
-            return Err("compilation failed: ERROR: <input>:1:1: variables may only be read by name (variables.<name>)".into());
-        }
-        _ => {}
+    if matches!(&e.expr, Expr::Ident(n) if n == "variables") {
+        return Err("compilation failed: ERROR: <input>:1:1: variables may only be read by name (variables.<name>)".into());
     }
-    Ok(())
+    let mut result = Ok(());
+    super::cel::for_each_child_mut(e, |x| {
+        if result.is_ok() {
+            result = substitute(x, defined, used);
+        }
+    });
+    result
 }
 
 /// The variables of one evaluation: JSON values seen as CEL values

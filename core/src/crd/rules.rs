@@ -244,7 +244,7 @@ fn node(s: &Map<String, Value>, path: &str, place: Place, f: &mut Findings) {
     if let Some(d) = s.get("default") {
         check_default(s, d, &p("default"), f);
     }
-    rules(s, path, f);
+    rules(s, path, place, f);
     if let Some(props) = s.get("properties").and_then(Value::as_object) {
         for (k, v) in props {
             if let Some(v) = v.as_object() {
@@ -562,7 +562,7 @@ fn check_default(s: &Map<String, Value>, d: &Value, path: &str, f: &mut Findings
 }
 
 /// `x-kubernetes-validations`: each rule's fields, and that it compiles.
-fn rules(s: &Map<String, Value>, path: &str, f: &mut Findings) {
+fn rules(s: &Map<String, Value>, path: &str, place: Place, f: &mut Findings) {
     let Some(list) = s.get("x-kubernetes-validations").and_then(Value::as_array) else {
         return;
     };
@@ -621,6 +621,54 @@ fn rules(s: &Map<String, Value>, path: &str, f: &mut Findings) {
                 &super::cel::go_rule(r),
                 &e.message,
             ));
+        } else if place != Place::Junctor {
+            type_check(s, r, place == Place::Root, &p, f);
         }
+    }
+}
+
+/// kube's type check of a rule that compiles: `self` (and `oldSelf`) has
+/// the type of the node the rule sits on, and the rule must be a boolean,
+/// its message expression a string. What the check cannot type is open,
+/// so only what kube refuses too is refused.
+fn type_check(
+    s: &Map<String, Value>,
+    r: &Value,
+    root: bool,
+    p: &dyn Fn(&str) -> String,
+    f: &mut Findings,
+) {
+    use super::cel_check::{check, Type};
+    let this = Type::of_json_schema(&Value::Object(s.clone()), root);
+    // An optional oldSelf is an optional of the type, which this check
+    // leaves open.
+    let old = match r.get("optionalOldSelf").and_then(Value::as_bool) {
+        Some(true) => Type::Dyn,
+        _ => this.clone(),
+    };
+    let declared = [("self", this), ("oldSelf", old)];
+    let fields: [(&str, &str); 2] = [("rule", "bool"), ("messageExpression", "string")];
+    for (field, want) in fields {
+        let Some(source) = r.get(field).and_then(Value::as_str) else {
+            continue;
+        };
+        let what = if field == "rule" {
+            "compilation failed"
+        } else {
+            "messageExpression compilation failed"
+        };
+        let message = match check(source, &declared) {
+            Err(issues) => format!("{what}: {issues}"),
+            Ok(Type::Dyn) => continue,
+            Ok(Type::Bool) if want == "bool" => continue,
+            Ok(Type::String) if want == "string" => continue,
+            Ok(_) if field == "rule" => "cel expression must evaluate to a bool".to_string(),
+            Ok(_) => "messageExpression must evaluate to a string".to_string(),
+        };
+        f.causes.push(field_invalid_raw(
+            &p(field),
+            &super::cel::go_rule(r),
+            &message,
+        ));
     }
 }

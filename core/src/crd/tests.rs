@@ -588,3 +588,62 @@ fn zero_values_go_clients_send_count_as_absent() {
     );
     assert!(refusals(&c).is_empty(), "{:?}", refusals(&c));
 }
+
+#[test]
+fn rules_are_type_checked_against_their_node_as_kube_does() {
+    let with_rules = |rules: Value| {
+        crd(
+            json!({"type": "object", "properties": {"spec": {"type": "object",
+            "x-kubernetes-validations": rules,
+            "properties": {
+                "replicas": {"type": "integer"},
+                "ratio": {"type": "number"},
+                "name": {"type": "string"},
+                "since": {"type": "string", "format": "date-time"},
+                "size": {"x-kubernetes-int-or-string": true},
+                "items": {"type": "array", "items": {"type": "string"}},
+                "labels": {"type": "object", "additionalProperties": {"type": "string"}},
+                "free": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}}}),
+        )
+    };
+    // What kube accepts.
+    let ok = with_rules(json!([
+        {"rule": "self.replicas >= 0 && self.ratio > 0.5 && self.ratio < 2"},
+        {"rule": "self.name.startsWith('a') && size(self.items) < 10"},
+        {"rule": "self.items.all(i, i.size() > 0) && self.labels.all(k, self.labels[k] != '')"},
+        {"rule": "!has(self.since) || self.since < timestamp('2030-01-01T00:00:00Z')"},
+        {"rule": "self.free.anything.goes == 1 && self.size == self.size"},
+        {"rule": "self.replicas >= oldSelf.replicas", "message": "no scaling down"},
+        {"rule": "self.replicas < 10", "messageExpression": "'too many: ' + string(self.replicas)"},
+        {"rule": "!has(oldSelf.name) || self.name == oldSelf.name", "optionalOldSelf": true}]));
+    assert_eq!(refusals(&ok), Vec::<String>::new());
+    // What kube refuses.
+    let bad = with_rules(json!([
+        {"rule": "self.replicas > '1'"},
+        {"rule": "self.maxRetries < 10"},
+        {"rule": "self.replicas"},
+        {"rule": "true", "messageExpression": "self.replicas"}]));
+    let found = refusals(&bad);
+    assert_eq!(found.len(), 4, "{found:#?}");
+    assert!(found[0].contains("x-kubernetes-validations[0].rule: Invalid value: ")
+        && found[0].contains("compilation failed: ERROR: <input>:1:15: found no matching overload for '_>_' applied to '(int, string)'"),
+        "{found:#?}");
+    assert!(
+        found[1].contains("undefined field 'maxRetries'"),
+        "{found:#?}"
+    );
+    assert!(
+        found[2].ends_with("cel expression must evaluate to a bool"),
+        "{found:#?}"
+    );
+    assert!(
+        found[3].contains("x-kubernetes-validations[3].messageExpression")
+            && found[3].ends_with("messageExpression must evaluate to a string"),
+        "{found:#?}"
+    );
+    // The root's envelope is open, and rules see it.
+    let root = crd(json!({"type": "object",
+        "x-kubernetes-validations": [{"rule": "self.metadata.name.size() < 20 && self.kind == 'Widget'"}],
+        "properties": {"spec": {"type": "object"}}}));
+    assert_eq!(refusals(&root), Vec::<String>::new());
+}

@@ -16,14 +16,7 @@ use std::collections::BTreeMap;
 use std::rc::Rc;
 
 /// What a policy's expressions may read.
-pub const VARIABLES: &[&str] = &[
-    "object",
-    "oldObject",
-    "request",
-    "params",
-    "namespaceObject",
-    "authorizer",
-];
+pub use kubeshard_core::registry::admission_policy::VARIABLES;
 
 /// A policy's `spec.paramKind` as (group, version, kind).
 pub type ParamKind = (String, String, String);
@@ -87,13 +80,19 @@ impl Policy {
     }
 }
 
-fn compile(spec: &Value) -> Result<Compiled, String> {
+/// A policy's `spec.variables`, each compiled with those before it.
+pub fn compile_variables(spec: &Value) -> Result<Vec<(String, Expression)>, String> {
     let mut defined: Vec<(String, Expression)> = Vec::new();
     for (i, var) in meta::array_at(spec, "/variables").iter().enumerate() {
         let e = Expression::compile_with(meta::str_at(var, "/expression"), VARIABLES, &defined)
             .map_err(|e| format!("spec.variables[{i}].expression: {e}"))?;
         defined.push((meta::str_at(var, "/name").to_string(), e));
     }
+    Ok(defined)
+}
+
+fn compile(spec: &Value) -> Result<Compiled, String> {
+    let defined = compile_variables(spec)?;
     let mut validations = Vec::new();
     for (i, v) in meta::array_at(spec, "/validations").iter().enumerate() {
         let expression =

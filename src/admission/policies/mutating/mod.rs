@@ -11,7 +11,7 @@
 mod patch;
 
 use super::params;
-use super::source::{param_kind, Binding, ParamKind, Source};
+use super::source::{compile_variables, param_kind, Binding, ParamKind, Source, VARIABLES};
 use crate::admission::authorizer;
 use crate::admission::matching::{self, compile_conditions, Conditions, Matcher};
 use crate::admission::namespace_labels::NamespaceLabels;
@@ -21,7 +21,6 @@ use crate::admission::{Attributes, Mutating, Operation, Outcome};
 use crate::security::Security;
 use kubeshard_core::crd::expression::{Expression, Variables};
 use kubeshard_core::meta;
-use kubeshard_core::registry::admission_policy::VARIABLES;
 use kubeshard_core::status::{ApiError, StatusCause};
 use serde_json::Value;
 use std::rc::Rc;
@@ -70,12 +69,7 @@ impl Policy {
 }
 
 fn compile(spec: &Value) -> Result<Compiled, String> {
-    let mut defined: Vec<(String, Expression)> = Vec::new();
-    for (i, var) in meta::array_at(spec, "/variables").iter().enumerate() {
-        let e = Expression::compile_with(meta::str_at(var, "/expression"), VARIABLES, &defined)
-            .map_err(|e| format!("spec.variables[{i}].expression: {e}"))?;
-        defined.push((meta::str_at(var, "/name").to_string(), e));
-    }
+    let defined = compile_variables(spec)?;
     let mut mutations = Vec::new();
     for (i, m) in meta::array_at(spec, "/mutations").iter().enumerate() {
         let (field, make): (&str, fn(Expression) -> Mutation) = match meta::str_at(m, "/patchType")
