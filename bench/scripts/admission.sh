@@ -2,7 +2,11 @@
 # What admission costs a create, with `kubeshard-bench compare` (A B A B,
 # medians of per-round ratios B/A) on one kubeshard binary:
 #
-#   bench/scripts/admission.sh BIN [OUT_DIR]      (ROUNDS=3 SECS=8)
+#   bench/scripts/admission.sh BIN [OUT_DIR]      (ROUNDS=3 SECS=8 ONLY="")
+#
+# ONLY="policy webhook" runs only the groups named (by their first
+# comparison: plugins-configmaps, plugins-pods-bare, plugins-pods, policy,
+# webhook).
 #
 # plugins-configmaps: ConfigMap creates, no admission plugin (A) vs kube's
 #   default plugins (B);
@@ -46,20 +50,28 @@ compare() {
     | tee -a "$OUT/summary.txt"
 }
 
+# Whether the group named $1 runs (ONLY unset: all do).
+want() { [ -z "${ONLY:-}" ] || [[ " $ONLY " == *" $1 "* ]]; }
+
 # Wait until the default ServiceAccount exists (pods need it).
 settle() { for _ in $(seq 100); do curl -sf "$1/api/v1/namespaces/default/serviceaccounts/default" >/dev/null && return; sleep 0.1; done; }
 
+if want plugins-configmaps; then
 start "$BIN" a --storage memory "$NONE"; start "$BIN" b --storage memory
 compare plugins-configmaps
 stop_all
+fi
 
 echo '{"apiVersion":"v1","kind":"Pod","spec":{"containers":[{"name":"c","image":"registry.k8s.io/pause:3.10"}]}}' >"$TMP/pod.json"
 POD=(--resource /api/v1/namespaces/default/pods --kind Pod --template "$TMP/pod.json")
+if want plugins-pods-bare; then
 start "$BIN" a --storage memory "$NONE"; start "$BIN" b --storage memory
 settle "$URL_a"; settle "$URL_b"
 compare plugins-pods-bare "${POD[@]}"
 stop_all
+fi
 
+if want plugins-pods; then
 start "$BIN" a --storage memory "$NONE"; start "$BIN" b --storage memory
 for u in "$URL_a" "$URL_b"; do
   settle "$u"
@@ -71,7 +83,9 @@ done
 sleep 1
 compare plugins-pods "${POD[@]}"
 stop_all
+fi
 
+if want policy; then
 start "$BIN" a --storage memory; start "$BIN" b --storage memory
 post "$URL_b" /apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies '{
   "metadata":{"name":"three-rules"},
@@ -85,7 +99,9 @@ post "$URL_b" /apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybin
 sleep 1
 compare policy
 stop_all
+fi
 
+if want webhook; then
 # A CA and a serving certificate for the webhook.
 openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=bench-ca \
   -keyout "$TMP/ca.key" -out "$TMP/ca.crt" 2>/dev/null
@@ -108,6 +124,8 @@ sleep 1
 compare webhook
 compare webhook-2000 --rate 2000
 stop_all
+# The webhook prints its own time per review every 10 s.
 sleep 11
-cat "$OUT/webhook.log" | tail -3 | tee -a "$OUT/summary.txt"
+tail -3 "$OUT/webhook.log" | tee -a "$OUT/summary.txt"
+fi
 echo "results in $OUT"

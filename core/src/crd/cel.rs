@@ -243,12 +243,18 @@ pub(super) fn for_each_child_mut(e: &mut IdedExpr, mut f: impl FnMut(&mut IdedEx
 
 pub(super) fn walk(e: &IdedExpr, f: &mut impl FnMut(&IdedExpr)) {
     f(e);
+    for_each_child(e, |x| walk(x, f));
+}
+
+/// Calls `f` on each expression directly under `e` (as
+/// [`for_each_child_mut`], for reading).
+pub(super) fn for_each_child(e: &IdedExpr, mut f: impl FnMut(&IdedExpr)) {
     match &e.expr {
         Expr::Call(c) => {
             if let Some(t) = &c.target {
-                walk(t, f);
+                f(t);
             }
-            c.args.iter().for_each(|a| walk(a, f));
+            c.args.iter().for_each(f);
         }
         Expr::Comprehension(c) => {
             for x in [
@@ -258,17 +264,23 @@ pub(super) fn walk(e: &IdedExpr, f: &mut impl FnMut(&IdedExpr)) {
                 &c.loop_step,
                 &c.result,
             ] {
-                walk(x, f);
+                f(x);
             }
         }
-        Expr::List(l) => l.elements.iter().for_each(|a| walk(a, f)),
-        Expr::Map(m) => m.entries.iter().for_each(|en| {
-            if let cel::common::ast::EntryExpr::MapEntry(me) = &en.expr {
-                walk(&me.key, f);
-                walk(&me.value, f);
+        Expr::List(l) => l.elements.iter().for_each(f),
+        Expr::Map(cel::common::ast::MapExpr { entries })
+        | Expr::Struct(cel::common::ast::StructExpr { entries, .. }) => {
+            for en in entries {
+                match &en.expr {
+                    cel::common::ast::EntryExpr::MapEntry(me) => {
+                        f(&me.key);
+                        f(&me.value);
+                    }
+                    cel::common::ast::EntryExpr::StructField(sf) => f(&sf.value),
+                }
             }
-        }),
-        Expr::Select(s) => walk(&s.operand, f),
+        }
+        Expr::Select(s) => f(&s.operand),
         _ => {}
     }
 }

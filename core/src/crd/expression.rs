@@ -107,6 +107,11 @@ impl Expression {
         &self.source
     }
 
+    /// What the expression reads of the variable `name`.
+    pub fn access(&self, name: &str) -> super::access::Access {
+        super::access::Access::of(&self.raw, name)
+    }
+
     /// Whether the expression reads the declared variable `name`.
     pub fn reads(&self, name: &str) -> bool {
         self.reads.iter().any(|r| &**r == name)
@@ -204,6 +209,22 @@ impl<'a> Variables<'a> {
     pub fn bind(mut self, name: &'a str, value: Option<&'a Value>) -> Self {
         let v: Box<dyn Val + 'a> = match value {
             Some(v) => to_val(v, None),
+            None => Box::new(CelNull),
+        };
+        self.values.push((name, v));
+        self
+    }
+
+    /// Binds `name` to as much of `value` as `access` reads (null when
+    /// absent).
+    pub fn bind_read(
+        mut self,
+        name: &'a str,
+        value: Option<&'a Value>,
+        access: &super::access::Access,
+    ) -> Self {
+        let v: Box<dyn Val + 'a> = match value {
+            Some(v) => access.project(v),
             None => Box::new(CelNull),
         };
         self.values.push((name, v));

@@ -15,6 +15,7 @@
 //! after them) lives in the server crate; custom resources themselves go
 //! through the same registry, store and watch cache as built-in kinds.
 
+pub mod access;
 pub mod cel;
 pub mod cel_authz;
 pub mod cel_check;

@@ -157,10 +157,10 @@ impl Policies {
                     .then(|| review::request(a, invocation.resource(a), object));
                 for param in &params {
                     let vars = Variables::default()
-                        .bind("object", object)
-                        .bind("oldObject", a.old_object)
+                        .bind_read("object", object, &compiled.object)
+                        .bind_read("oldObject", a.old_object, &compiled.old_object)
                         .bind("request", request.as_ref())
-                        .bind("params", param.as_ref())
+                        .bind_read("params", param.as_ref(), &compiled.params)
                         .bind(
                             "namespaceObject",
                             namespace_object.as_ref().and_then(Option::as_ref),

@@ -8,6 +8,7 @@ use crate::admission::matching::{compile_conditions, Conditions, Matcher};
 use crate::admission::plugins::PluginInit;
 use crate::informer::{Change, Sink};
 use kubeshard_cache::Filter;
+use kubeshard_core::crd::access::Access;
 use kubeshard_core::crd::expression::Expression;
 use kubeshard_core::meta;
 use serde_json::Value;
@@ -58,6 +59,11 @@ pub struct Compiled {
     pub reads_request: bool,
     pub reads_namespace: bool,
     pub reads_authorizer: bool,
+    /// What the expressions read of the objects and params (only that is
+    /// made a CEL value per write).
+    pub object: Access,
+    pub old_object: Access,
+    pub params: Access,
 }
 
 impl Policy {
@@ -132,9 +138,18 @@ fn compile(spec: &Value) -> Result<Compiled, String> {
         reads_request: all.iter().any(|e| e.reads("request")),
         reads_namespace: all.iter().any(|e| e.reads("namespaceObject")),
         reads_authorizer: all.iter().any(|e| e.reads("authorizer")),
+        object: read(&all, "object"),
+        old_object: read(&all, "oldObject"),
+        params: read(&all, "params"),
         validations,
         audit_annotations,
     })
+}
+
+/// What any of `all` reads of the variable `name`.
+fn read(all: &[&Expression], name: &str) -> Access {
+    all.iter()
+        .fold(Access::None, |acc, e| acc.union(e.access(name)))
 }
 
 pub struct Binding {
