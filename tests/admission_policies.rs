@@ -352,8 +352,11 @@ fn the_authorizer_variable_asks_rbac() {
     create(
         &s,
         BINDINGS,
+        // Resources named by a namespace selector alone: every resource
+        // the policy matches, in that namespace (as e2e's bindings).
         json!({"metadata": {"name": "reader-may-read-binding"},
-            "spec": {"policyName": "reader-may-read", "validationActions": ["Deny"]}}),
+            "spec": {"policyName": "reader-may-read", "validationActions": ["Deny"],
+                "matchResources": {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": ns}}}}}),
     );
     let cms = format!("/api/v1/namespaces/{ns}/configmaps");
     let (code, body) = eventually(10, "the policy in effect", || {

@@ -88,9 +88,21 @@ pub struct Matcher {
     pub equivalent: bool,
     pub namespace_selector: Result<Selector, String>,
     pub object_selector: Result<Selector, String>,
+    /// No rules match every resource (policies' MatchResources); a
+    /// webhook without rules matches nothing.
+    pub all_without_rules: bool,
 }
 
 impl Matcher {
+    /// An admission policy's or binding's `MatchResources`: its
+    /// `resourceRules` (none: every resource) and `excludeResourceRules`.
+    pub fn resources(v: &Value) -> Matcher {
+        Matcher {
+            all_without_rules: true,
+            ..Matcher::parse(v, "/resourceRules", "/excludeResourceRules")
+        }
+    }
+
     /// From the object holding the settings, its rules under `rules` and
     /// excluded ones under `exclude`.
     pub fn parse(v: &Value, rules: &str, exclude: &str) -> Matcher {
@@ -105,6 +117,7 @@ impl Matcher {
             equivalent: meta::str_at(v, "/matchPolicy") != "Exact",
             namespace_selector: selector("namespaceSelector"),
             object_selector: selector("objectSelector"),
+            all_without_rules: false,
         }
     }
 }
@@ -258,7 +271,9 @@ fn rule_match(m: &Matcher, a: &Attributes<'_>) -> Option<Invocation> {
     if m.exclude.iter().any(|r| r.matches(a, a.resource)) {
         return None;
     }
-    if m.rules.iter().any(|r| r.matches(a, a.resource)) {
+    if m.rules.iter().any(|r| r.matches(a, a.resource))
+        || (m.rules.is_empty() && m.all_without_rules)
+    {
         return Some(Invocation { equivalent: None });
     }
     if !m.equivalent {

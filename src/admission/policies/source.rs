@@ -70,11 +70,7 @@ impl Policy {
     pub fn parse(v: &Value) -> Policy {
         let spec = v.get("spec").unwrap_or(&Value::Null);
         let param_kind = param_kind(spec);
-        let matcher = Matcher::parse(
-            spec.get("matchConstraints").unwrap_or(&Value::Null),
-            "/resourceRules",
-            "/excludeResourceRules",
-        );
+        let matcher = Matcher::resources(spec.get("matchConstraints").unwrap_or(&Value::Null));
         Policy {
             name: meta::name(v).to_string(),
             param_kind,
@@ -171,7 +167,7 @@ impl Binding {
             matcher: spec
                 .get("matchResources")
                 .filter(|m| m.is_object())
-                .map(|m| Matcher::parse(m, "/resourceRules", "/excludeResourceRules")),
+                .map(Matcher::resources),
             actions: meta::array_at(spec, "/validationActions")
                 .iter()
                 .filter_map(Value::as_str)

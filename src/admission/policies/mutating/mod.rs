@@ -55,11 +55,7 @@ impl Policy {
         Policy {
             name: meta::name(v).to_string(),
             param_kind: param_kind(spec),
-            matcher: Matcher::parse(
-                spec.get("matchConstraints").unwrap_or(&Value::Null),
-                "/resourceRules",
-                "/excludeResourceRules",
-            ),
+            matcher: Matcher::resources(spec.get("matchConstraints").unwrap_or(&Value::Null)),
             ignore_failures: meta::str_at(spec, "/failurePolicy") == "Ignore",
             conditions: compile_conditions(meta::array_at(spec, "/matchConditions"), VARIABLES),
             reinvoke_if_needed: meta::str_at(spec, "/reinvocationPolicy") == "IfNeeded",
