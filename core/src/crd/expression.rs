@@ -95,6 +95,8 @@ impl Expression {
         }
         let mut tree = raw.clone();
         count_loops(&mut tree);
+        let mut next_id = u64::MAX / 2;
+        cheaper(&mut tree, &mut next_id);
         Ok(Self {
             source: source.into(),
             raw: Arc::new(raw),
@@ -161,6 +163,36 @@ impl Expression {
                 "expression {:?} resulted in a non-boolean value: {other:?}",
                 &*self.source
             )),
+        }
+    }
+}
+
+/// Rewrites `e` into forms the interpreter evaluates with less work and
+/// the same results: `!x` as `x ? false : true` (its `!` builds an
+/// overload error before it looks at the operand), `x.size()` as
+/// `size(x)` (no member overload search).
+fn cheaper(e: &mut IdedExpr, next_id: &mut u64) {
+    super::cel::for_each_child_mut(e, |x| cheaper(x, next_id));
+    let Expr::Call(c) = &mut e.expr else {
+        return;
+    };
+    let mut literal = |b: bool| {
+        *next_id += 1;
+        IdedExpr {
+            id: *next_id,
+            expr: Expr::Literal(cel::common::ast::LiteralValue::Boolean(b.into())),
+        }
+    };
+    if c.func_name == cel::common::ast::operators::LOGICAL_NOT
+        && c.target.is_none()
+        && c.args.len() == 1
+    {
+        c.func_name = cel::common::ast::operators::CONDITIONAL.into();
+        c.args.push(literal(false));
+        c.args.push(literal(true));
+    } else if c.func_name == "size" && c.args.is_empty() {
+        if let Some(target) = c.target.take() {
+            c.args.push(*target);
         }
     }
 }
@@ -355,6 +387,34 @@ mod tests {
             err.contains("field type name mismatch: expected Object.spec, got Object.spex"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn rewritten_negations_and_sizes_answer_the_same() {
+        let obj = json!({"metadata": {"name": "abc", "labels": {"a": "1"}}, "items": [1, 2]});
+        let vars = Variables::default().bind("object", Some(&obj));
+        for (source, want) in [
+            ("!(object.metadata.name == 'x')", true),
+            ("!has(object.metadata.labels)", false),
+            ("!!true", true),
+            (
+                "object.metadata.name.size() == 3 && object.items.size() == 2",
+                true,
+            ),
+            (
+                "object.metadata.labels.size() == 1 && size(object.items) == 2",
+                true,
+            ),
+            ("object.items.all(i, !(i > 2))", true),
+        ] {
+            let e = Expression::compile(source, VARS).unwrap();
+            assert_eq!(e.evaluate_bool(&vars, &mut 100).unwrap(), want, "{source}");
+        }
+        let e = Expression::compile("!object.metadata.name", VARS).unwrap();
+        assert!(e.evaluate_bool(&vars, &mut 100).is_err());
+        let e = Expression::compile("!object.metadata.nope", VARS).unwrap();
+        let err = e.evaluate_bool(&vars, &mut 100).unwrap_err();
+        assert!(err.contains("no such key"), "{err}");
     }
 
     #[test]
