@@ -498,6 +498,17 @@ struct Checker<'s, 'a> {
     errors: Vec<(usize, String)>,
 }
 
+/// Functions the interpreter's extensions offer that kube 1.34 does not
+/// let a new expression use (its lists extension arrives at compatibility
+/// version 1.34, a 1.34 server compiles new expressions at 1.33; it has no
+/// math extension): refused as kube refuses them.
+const NOT_IN_KUBE: &[&str] = &[
+    "slice", "flatten", "distinct", "reverse", "sort", "first", "last",
+];
+
+/// Namespaces of such functions (`math.abs`, `lists.range`).
+const NAMESPACES_NOT_IN_KUBE: &[&str] = &["math", "lists"];
+
 /// Identifiers that name types.
 const TYPE_NAMES: &[&str] = &[
     "int",
@@ -546,6 +557,10 @@ impl<'a> Checker<'_, 'a> {
             }
             Expr::Call(c) => {
                 let target = c.target.as_deref().map(|t| match &t.expr {
+                    Expr::Ident(n) if NAMESPACES_NOT_IN_KUBE.contains(&n.as_str()) => {
+                        self.undeclared(t.id, n);
+                        None
+                    }
                     // `sets.contains(…)`: a library namespace, not a value.
                     Expr::Ident(n) if !self.is_variable(n) => None,
                     _ => Some(self.check(t)),
@@ -624,6 +639,13 @@ impl<'a> Checker<'_, 'a> {
         self.scopes.iter().any(|(n, _)| n == name) || self.declared.iter().any(|(n, _)| *n == name)
     }
 
+    fn undeclared(&mut self, id: u64, name: &str) -> Type<'a> {
+        self.error(
+            id,
+            format!("undeclared reference to '{name}' (in container '')"),
+        )
+    }
+
     fn ident(&mut self, id: u64, name: &str) -> Type<'a> {
         if let Some((_, t)) = self.scopes.iter().rev().find(|(n, _)| n == name) {
             return t.clone();
@@ -634,10 +656,7 @@ impl<'a> Checker<'_, 'a> {
         if TYPE_NAMES.contains(&name) {
             return Type::TypeValue;
         }
-        self.error(
-            id,
-            format!("undeclared reference to '{name}' (in container '')"),
-        )
+        self.undeclared(id, name)
     }
 
     fn select(&mut self, id: u64, operand: &Type<'a>, field: &str) -> Type<'a> {
@@ -673,6 +692,12 @@ impl<'a> Checker<'_, 'a> {
         if let Some(t) = conversion(name) {
             return t;
         }
+        // What the math extension's macros expand to.
+        if let Some(ns) = name.split_once('.').map(|(ns, _)| ns) {
+            if NAMESPACES_NOT_IN_KUBE.contains(&ns) {
+                return self.undeclared(id, ns);
+            }
+        }
         let Some(overloads) = global(name) else {
             return Type::Dyn;
         };
@@ -698,6 +723,13 @@ impl<'a> Checker<'_, 'a> {
         target: Type<'a>,
         args: Vec<Type<'a>>,
     ) -> Type<'a> {
+        if NOT_IN_KUBE.contains(&name) {
+            return self.undeclared(id, name);
+        }
+        // What the lists extension's `sortBy` macro expands to.
+        if name == "@sortByAssociatedKeys" {
+            return self.undeclared(id, "sortBy");
+        }
         let Some(overloads) = member(name) else {
             return Type::Dyn;
         };
@@ -901,6 +933,24 @@ mod crd_rules {
             "size(self) == size(self.map(m, m.name))",
         ] {
             assert!(check(rule, &declared).is_ok(), "{rule}: {:?}", check(rule, &declared).err());
+        }
+        // What kube 1.34 does not offer new expressions.
+        for (rule, name) in [
+            (
+                "self.map(m, m.name).distinct().size() == self.size()",
+                "distinct",
+            ),
+            ("self.map(m, m.ips).flatten().size() < 10", "flatten"),
+            ("self.sortBy(m, m.name).size() >= 0", "sortBy"),
+            ("math.greatest(1, 2) == 2", "math"),
+            ("math.abs(-1) == 1", "math"),
+            ("lists.range(3).size() == 3", "lists"),
+        ] {
+            let e = check(rule, &declared).err().unwrap_or_default();
+            assert!(
+                e.contains(&format!("undeclared reference to '{name}'")),
+                "{rule}: {e}"
+            );
         }
     }
 }
