@@ -21,6 +21,10 @@ use serde_json::Value;
 pub struct Findings {
     pub causes: Vec<StatusCause>,
     pub warnings: Vec<String>,
+    /// The schema being checked is the one the CRD already has (an update
+    /// that keeps it): its rules are not type-checked again, as kube
+    /// compiles kept rules in its lenient stored-expression environment.
+    pub kept_schema: bool,
 }
 
 /// The most selectable fields a version may declare.
@@ -302,8 +306,10 @@ fn validate_versions(versions: &[&Value], spec: &Value, old: Option<&Value>, f: 
                     i,
                 );
                 if let Some(path) = once(path, &mut done) {
-                    super::rules::validate(schema, &path, status, f);
                     let unchanged = old_schema(old, v).is_some_and(|o| o == schema);
+                    f.kept_schema = unchanged;
+                    super::rules::validate(schema, &path, status, f);
+                    f.kept_schema = false;
                     super::cel_cost::check(schema, &path, unchanged, f);
                 }
             }

@@ -621,7 +621,7 @@ fn rules(s: &Map<String, Value>, path: &str, place: Place, f: &mut Findings) {
                 &super::cel::go_rule(r),
                 &e.message,
             ));
-        } else if place != Place::Junctor {
+        } else if place != Place::Junctor && !f.kept_schema {
             type_check(s, r, place == Place::Root, &p, f);
         }
     }

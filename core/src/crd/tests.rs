@@ -641,6 +641,16 @@ fn rules_are_type_checked_against_their_node_as_kube_does() {
             && found[3].ends_with("messageExpression must evaluate to a string"),
         "{found:#?}"
     );
+    // An update that keeps the schema does not judge its rules again.
+    let kept: Vec<String> = validate_update(&bad, &bad)
+        .causes
+        .iter()
+        .map(|c| c.error_string())
+        .collect();
+    assert!(
+        !kept.iter().any(|c| c.contains("x-kubernetes-validations")),
+        "{kept:#?}"
+    );
     // The root's envelope is open, and rules see it.
     let root = crd(json!({"type": "object",
         "x-kubernetes-validations": [{"rule": "self.metadata.name.size() < 20 && self.kind == 'Widget'"}],
