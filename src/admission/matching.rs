@@ -125,6 +125,13 @@ impl Matcher {
 /// A list of named CEL conditions (`matchConditions`), compiled.
 pub type Conditions = Result<Vec<(String, Expression)>, String>;
 
+/// Whether any of the compiled conditions reads the variable `name`.
+pub fn conditions_read(conditions: &Conditions, name: &str) -> bool {
+    conditions
+        .as_ref()
+        .is_ok_and(|c| c.iter().any(|(_, e)| e.reads(name)))
+}
+
 /// Compiles `matchConditions` for expressions that may read `variables`.
 pub fn compile_conditions(list: &[Value], variables: &[&str]) -> Conditions {
     list.iter()

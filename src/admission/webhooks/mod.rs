@@ -237,10 +237,7 @@ async fn match_one(
     };
     let request = review::request(a, invocation.resource(a), object);
     let holds = {
-        let reads = hook
-            .conditions
-            .as_ref()
-            .is_ok_and(|c| c.iter().any(|(_, e)| e.reads("authorizer")));
+        let reads = hook.conditions_read_authorizer;
         let vars = Variables::default()
             .bind("object", object)
             .bind("oldObject", a.old_object)

@@ -3,7 +3,7 @@
 //! change (selectors, rules, match conditions compiled), kept in kube's
 //! order — configurations by name, webhooks as listed.
 
-use crate::admission::matching::{compile_conditions, Conditions, Matcher};
+use crate::admission::matching::{compile_conditions, conditions_read, Conditions, Matcher};
 use crate::informer::{Change, Informers};
 use kubeshard_cache::Filter;
 use kubeshard_core::meta;
@@ -41,6 +41,8 @@ pub struct Hook {
     /// `reinvocationPolicy: IfNeeded` (mutating webhooks).
     pub reinvoke_if_needed: bool,
     pub conditions: Conditions,
+    /// Some match condition reads `authorizer` (only then is it bound).
+    pub conditions_read_authorizer: bool,
 }
 
 impl Hook {
@@ -48,7 +50,9 @@ impl Hook {
         let s = |k: &str| meta::str_at(v, k);
         let conditions =
             compile_conditions(meta::array_at(v, "/matchConditions"), CONDITION_VARIABLES);
+        let conditions_read_authorizer = conditions_read(&conditions, "authorizer");
         Hook {
+            conditions_read_authorizer,
             uid: format!("{configuration}/{index}"),
             name: s("/name").to_string(),
             client: v.get("clientConfig").cloned().unwrap_or(Value::Null),

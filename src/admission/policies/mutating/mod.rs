@@ -13,7 +13,7 @@ mod patch;
 use super::params;
 use super::source::{compile_variables, param_kind, Binding, ParamKind, Source, VARIABLES};
 use crate::admission::authorizer;
-use crate::admission::matching::{self, compile_conditions, Conditions, Matcher};
+use crate::admission::matching::{self, compile_conditions, conditions_read, Conditions, Matcher};
 use crate::admission::namespace_labels::NamespaceLabels;
 use crate::admission::plugins::PluginInit;
 use crate::admission::webhooks::{exempt, review};
@@ -52,19 +52,20 @@ pub struct Policy {
 impl Policy {
     fn parse(v: &Value) -> Policy {
         let spec = v.get("spec").unwrap_or(&Value::Null);
+        let conditions = compile_conditions(meta::array_at(spec, "/matchConditions"), VARIABLES);
         Policy {
             name: meta::name(v).to_string(),
             param_kind: param_kind(spec),
             matcher: Matcher::resources(spec.get("matchConstraints").unwrap_or(&Value::Null)),
             ignore_failures: meta::str_at(spec, "/failurePolicy") == "Ignore",
-            conditions: compile_conditions(meta::array_at(spec, "/matchConditions"), VARIABLES),
             reinvoke_if_needed: meta::str_at(spec, "/reinvocationPolicy") == "IfNeeded",
-            compiled: compile(spec),
+            compiled: compile(spec, &conditions),
+            conditions,
         }
     }
 }
 
-fn compile(spec: &Value) -> Result<Compiled, String> {
+fn compile(spec: &Value, conditions: &Conditions) -> Result<Compiled, String> {
     let defined = compile_variables(spec)?;
     let mut mutations = Vec::new();
     for (i, m) in meta::array_at(spec, "/mutations").iter().enumerate() {
@@ -87,9 +88,7 @@ fn compile(spec: &Value) -> Result<Compiled, String> {
             Mutation::ApplyConfiguration(e) | Mutation::JsonPatch(e) => e.reads(v),
         })
     };
-    let conditions = compile_conditions(meta::array_at(spec, "/matchConditions"), VARIABLES);
-    let conditions_read_authorizer =
-        conditions.is_ok_and(|c| c.iter().any(|(_, e)| e.reads("authorizer")));
+    let conditions_read_authorizer = conditions_read(conditions, "authorizer");
     Ok(Compiled {
         reads_namespace: reads("namespaceObject"),
         reads_authorizer: reads("authorizer") || conditions_read_authorizer,
@@ -149,11 +148,10 @@ impl MutatingPolicies {
         let mut namespace_object: Option<Option<Value>> = None;
         for (policy, bindings) in self.source.bound() {
             for binding in bindings {
-                let snapshot = object.clone();
                 let invocation = match matching::should_call(
                     &policy.matcher,
                     a,
-                    Some(&snapshot),
+                    Some(&*object),
                     &self.namespaces,
                 )
                 .await
@@ -173,7 +171,7 @@ impl MutatingPolicies {
                     }
                 };
                 if let Some(m) = &binding.matcher {
-                    match matching::should_call(m, a, Some(&snapshot), &self.namespaces).await {
+                    match matching::should_call(m, a, Some(&*object), &self.namespaces).await {
                         Ok(Some(_)) => {}
                         Ok(None) => continue,
                         Err(e) => {
