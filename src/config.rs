@@ -217,6 +217,8 @@ pub struct ServerConfig {
     pub keys: KeyLayout,
     /// How kubelets and other backends are reached (`--kubelet-*`).
     pub backends: std::sync::Arc<crate::proxy::flags::Backends>,
+    /// The service-backed group versions the aggregator proxies.
+    pub aggregator: std::sync::Arc<crate::aggregated::Aggregator>,
     /// `--conversion-webhook-timeout`.
     pub conversion_webhook_timeout: Duration,
 }

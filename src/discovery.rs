@@ -11,15 +11,25 @@
 //! with no extra wiring.
 //!
 //! Ordering is part of the contract, because clients take the first match
-//! for a short name or kind: groups follow kube-aggregator's priority table
-//! (core alone under `/api`; then `apps`, `events.k8s.io`, ...), groups it
-//! does not know (CRDs) come after, by name; versions go GA > beta > alpha,
-//! newest first (kube's version-aware order); resources sort by name, which
-//! puts each `plural/subresource` right after its parent.
+//! for a short name or kind: groups follow kube-aggregator's priorities
+//! (core alone under `/api`; then `apps`, `events.k8s.io`, ...; CRD groups
+//! at 1000; an extension server's group at its APIService's
+//! `groupPriorityMinimum`), then name; versions by `versionPriority`, then
+//! GA > beta > alpha, newest first (kube's version-aware order); resources
+//! sort by name, which puts each `plural/subresource` right after its
+//! parent.
+//!
+//! Group versions an extension server serves (see [`crate::aggregator`])
+//! are listed with the server's own; their resources come from the
+//! document the availability check fetched, and while the server is
+//! unavailable they are listed as `Stale` in aggregated discovery.
 
+use crate::aggregated::{Remote, Routes};
+use crate::aggregator::{convert, priority};
 use base64::Engine;
 use kubeshard_core::catalog::{CatalogSnapshot, ResourceInfo};
 use serde_json::{json, Value};
+use std::sync::Arc;
 
 /// Echoed back so client-go recognises the body as aggregated: it checks the
 /// `g`, `v` and `as` parameters of the response Content-Type.
@@ -33,14 +43,6 @@ const KUBE_MINOR: &str = "34";
 /// kube 1.34 binaries declare compatibility with the previous minor.
 const KUBE_MIN_COMPAT_MINOR: &str = "33";
 
-/// kube-aggregator's named groups, highest priority first.
-const GROUP_PRIORITY: &str = "apiregistration.k8s.io apps events.k8s.io \
-    authentication.k8s.io authorization.k8s.io autoscaling batch certificates.k8s.io \
-    networking.k8s.io policy rbac.authorization.k8s.io storage.k8s.io \
-    admissionregistration.k8s.io apiextensions.k8s.io scheduling.k8s.io \
-    coordination.k8s.io node.k8s.io discovery.k8s.io flowcontrol.apiserver.k8s.io \
-    internal.apiserver.k8s.io resource.k8s.io storagemigration.k8s.io";
-
 pub fn api_versions(server_address: &str) -> Vec<u8> {
     to_bytes(json!({
         "kind": "APIVersions",
@@ -51,20 +53,20 @@ pub fn api_versions(server_address: &str) -> Vec<u8> {
     }))
 }
 
-pub fn api_group_list(cat: &CatalogSnapshot) -> Vec<u8> {
-    let groups: Vec<Value> = named_groups(cat)
+pub fn api_group_list(cat: &CatalogSnapshot, routes: &Routes) -> Vec<u8> {
+    let groups: Vec<Value> = named_groups(cat, routes)
         .iter()
-        .filter_map(|g| group_doc(cat, g, None))
+        .filter_map(|g| group_doc(cat, routes, g, None))
         .collect();
     to_bytes(json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": groups}))
 }
 
 /// `None` for the core group too: kube has no `/apis/` entry for it.
-pub fn api_group(cat: &CatalogSnapshot, group: &str) -> Option<Vec<u8>> {
+pub fn api_group(cat: &CatalogSnapshot, routes: &Routes, group: &str) -> Option<Vec<u8>> {
     if group.is_empty() {
         return None;
     }
-    group_doc(cat, group, Some("APIGroup")).map(to_bytes)
+    group_doc(cat, routes, group, Some("APIGroup")).map(to_bytes)
 }
 
 /// `group` is `""` for `/api/v1`.
@@ -92,13 +94,16 @@ pub fn api_resource_list(cat: &CatalogSnapshot, group: &str, version: &str) -> O
 /// One round trip replaces the per-group-version fan-out, which is why
 /// kubectl asks for this first. `core` selects the `/api` document (the
 /// legacy group only) versus `/apis` (every named group).
-pub fn aggregated_discovery(cat: &CatalogSnapshot, core: bool) -> Vec<u8> {
+pub fn aggregated_discovery(cat: &CatalogSnapshot, routes: &Routes, core: bool) -> Vec<u8> {
     let groups: Vec<String> = if core {
         cat.groups().into_iter().filter(String::is_empty).collect()
     } else {
-        named_groups(cat)
+        named_groups(cat, routes)
     };
-    let items: Vec<Value> = groups.iter().map(|g| aggregated_group(cat, g)).collect();
+    let items: Vec<Value> = groups
+        .iter()
+        .map(|g| aggregated_group(cat, routes, g))
+        .collect();
     to_bytes(json!({
         "kind": "APIGroupDiscoveryList",
         "apiVersion": "apidiscovery.k8s.io/v2",
@@ -205,28 +210,70 @@ fn gv_string(group: &str, version: &str) -> String {
     }
 }
 
-/// Named (non-core) groups in kube's priority order.
-fn named_groups(cat: &CatalogSnapshot) -> Vec<String> {
+/// Named (non-core) groups, local and remote, in kube-aggregator's order:
+/// highest group priority first, then by name.
+fn named_groups(cat: &CatalogSnapshot, routes: &Routes) -> Vec<String> {
     let mut groups: Vec<String> = cat.groups().into_iter().filter(|g| !g.is_empty()).collect();
+    for g in routes.by_group.keys() {
+        if !groups.contains(g) {
+            groups.push(g.clone());
+        }
+    }
     groups.sort_by_cached_key(|g| {
-        let rank = GROUP_PRIORITY.split_whitespace().position(|p| p == g);
-        (rank.unwrap_or(usize::MAX), g.clone())
+        let local = cat
+            .versions(g)
+            .first()
+            .map(|v| priority::local(g, v).0)
+            .unwrap_or(i64::MIN);
+        let remote = routes
+            .by_group
+            .get(g)
+            .and_then(|vs| vs.values().map(|r| r.group_priority).max())
+            .unwrap_or(i64::MIN);
+        (std::cmp::Reverse(local.max(remote)), g.clone())
     });
     groups
 }
 
-/// Versions in preference order; the first is what clients use by default.
-fn preferred_versions(cat: &CatalogSnapshot, group: &str) -> Vec<String> {
-    let mut versions = cat.versions(group);
-    versions.sort_by_cached_key(|v| kubeshard_core::catalog::version_rank(v));
-    versions
+/// A group's versions in preference order (the first is what clients use
+/// by default), each with the remote that serves it, if one does (it
+/// wins over a local one, as requests go to it).
+fn preferred_versions<'r>(
+    cat: &CatalogSnapshot,
+    routes: &'r Routes,
+    group: &str,
+) -> Vec<(String, Option<&'r Arc<Remote>>)> {
+    let mut versions: Vec<(String, i64, Option<&Arc<Remote>>)> = cat
+        .versions(group)
+        .into_iter()
+        .map(|v| {
+            let vp = priority::local(group, &v).1;
+            (v, vp, None)
+        })
+        .collect();
+    for (v, r) in routes.by_group.get(group).into_iter().flatten() {
+        versions.retain(|(have, ..)| have != v);
+        versions.push((v.clone(), r.version_priority, Some(r)));
+    }
+    versions.sort_by_cached_key(|(v, vp, _)| {
+        (
+            std::cmp::Reverse(*vp),
+            kubeshard_core::catalog::version_rank(v),
+        )
+    });
+    versions.into_iter().map(|(v, _, r)| (v, r)).collect()
 }
 
 /// An APIGroup; `kind` is set for the standalone `/apis/{g}` document and
 /// left out for entries of an APIGroupList, as kube does.
-fn group_doc(cat: &CatalogSnapshot, group: &str, kind: Option<&str>) -> Option<Value> {
-    let versions = preferred_versions(cat, group);
-    let entry = |v: &String| json!({"groupVersion": gv_string(group, v), "version": v});
+fn group_doc(
+    cat: &CatalogSnapshot,
+    routes: &Routes,
+    group: &str,
+    kind: Option<&str>,
+) -> Option<Value> {
+    let versions = preferred_versions(cat, routes, group);
+    let entry = |(v, _): &(String, _)| json!({"groupVersion": gv_string(group, v), "version": v});
     let preferred = entry(versions.first()?);
     Some(json!({
         "kind": kind,
@@ -353,10 +400,16 @@ fn api_resource(r: &ResourceInfo) -> Value {
     })
 }
 
-fn aggregated_group(cat: &CatalogSnapshot, group: &str) -> Value {
-    let versions: Vec<Value> = preferred_versions(cat, group)
+fn aggregated_group(cat: &CatalogSnapshot, routes: &Routes, group: &str) -> Value {
+    let versions: Vec<Value> = preferred_versions(cat, routes, group)
         .iter()
-        .map(|v| {
+        .map(|(v, remote)| {
+            if let Some(r) = remote {
+                return match (&r.discovery, r.available) {
+                    (Some(list), true) => convert::aggregated_version(list, v),
+                    _ => convert::stale_version(v),
+                };
+            }
             let resources: Vec<Value> = cat
                 .group_version(group, v)
                 .iter()
@@ -446,8 +499,8 @@ mod tests {
         "coordination.k8s.io",
         "node.k8s.io",
         "discovery.k8s.io",
-        "flowcontrol.apiserver.k8s.io",
         "resource.k8s.io",
+        "flowcontrol.apiserver.k8s.io",
     ];
 
     #[test]
@@ -458,17 +511,21 @@ mod tests {
             r#"{"kind":"APIVersions","versions":["v1"],"serverAddressByClientCIDRs":[{"clientCIDR":"0.0.0.0/0","serverAddress":"10.0.0.1:6443"}]}"#
         );
         let cat = Catalog::with_builtins().snapshot();
-        let list = parse(&api_group_list(&cat));
+        let list = parse(&api_group_list(&cat, &Routes::default()));
         assert_eq!([&list["kind"], &list["apiVersion"]], ["APIGroupList", "v1"]);
         assert_eq!(names(&list["groups"], "/name"), NAMED_GROUPS);
         let apps = r#""name":"apps","versions":[{"groupVersion":"apps/v1","version":"v1"}],"preferredVersion":{"groupVersion":"apps/v1","version":"v1"}}"#;
         assert_eq!(list["groups"][1].to_string(), format!("{{{apps}"));
-        let group = String::from_utf8(api_group(&cat, "apps").unwrap()).unwrap();
+        let group =
+            String::from_utf8(api_group(&cat, &Routes::default(), "apps").unwrap()).unwrap();
         assert_eq!(
             group,
             format!(r#"{{"kind":"APIGroup","apiVersion":"v1",{apps}"#)
         );
-        assert!(api_group(&cat, "").is_none() && api_group(&cat, "nope.example").is_none());
+        assert!(
+            api_group(&cat, &Routes::default(), "").is_none()
+                && api_group(&cat, &Routes::default(), "nope.example").is_none()
+        );
     }
 
     #[test]
@@ -536,7 +593,7 @@ mod tests {
     #[test]
     fn aggregated() {
         let cat = Catalog::with_builtins().snapshot();
-        let text = String::from_utf8(aggregated_discovery(&cat, true)).unwrap();
+        let text = String::from_utf8(aggregated_discovery(&cat, &Routes::default(), true)).unwrap();
         assert!(text.starts_with(r#"{"kind":"APIGroupDiscoveryList","apiVersion":"apidiscovery.k8s.io/v2","metadata":{},"items":[{"metadata":{},"versions":[{"version":"v1","resources":["#));
         let doc = parse(text.as_bytes());
         assert_eq!(doc["items"].as_array().unwrap().len(), 1);
@@ -550,7 +607,7 @@ mod tests {
         let cm = find(&v1["resources"], "resource", "configmaps");
         assert!(!cm.contains("subresources") && !cm.contains("categories"));
 
-        let named = parse(&aggregated_discovery(&cat, false));
+        let named = parse(&aggregated_discovery(&cat, &Routes::default(), false));
         // kube's priority table ranks apps above coordination.k8s.io.
         let order = names(&named["items"], "/metadata/name");
         assert_eq!(order, NAMED_GROUPS);
@@ -568,7 +625,7 @@ mod tests {
             r#"{{"name":"deployments/scale","singularName":"","namespaced":true,"group":"autoscaling","version":"v1","kind":"Scale","verbs":{RW}}}"#
         );
         assert_eq!(find(&doc["resources"], "name", "deployments/scale"), want);
-        let agg = parse(&aggregated_discovery(&snap, false));
+        let agg = parse(&aggregated_discovery(&snap, &Routes::default(), false));
         let apps = &agg["items"]
             .as_array()
             .unwrap()
@@ -596,7 +653,7 @@ mod tests {
             widget.version = v.into();
             cat.register(widget.clone());
         }
-        let doc = parse(&api_group_list(&cat.snapshot()));
+        let doc = parse(&api_group_list(&cat.snapshot(), &Routes::default()));
         let crd = doc["groups"].as_array().unwrap().last().unwrap().clone();
         assert_eq!(crd["name"], "aaa.example.com", "unknown groups go last");
         assert_eq!(names(&crd["versions"], "/version"), ["v2", "v1", "v1beta1"]);

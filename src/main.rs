@@ -1,6 +1,8 @@
 //! kubeshard: a Kubernetes-compatible API server, sharded thread-per-core.
 
 mod admission;
+mod aggregated;
+mod aggregator;
 mod apiextensions;
 mod config;
 mod context;
@@ -139,6 +141,7 @@ fn serve(mut flags: Flags) -> Result<(), String> {
         backends: flags
             .kubelet
             .backends(insecure.as_ref().map(|i| i.addr.port()))?,
+        aggregator: Arc::default(),
     });
     let limits = RingLimits {
         max_events: flags.watch_history_max_events,
@@ -278,6 +281,7 @@ fn start_controllers(
         match boot.await {
             Ok(()) => {
                 apiextensions::start(api.clone(), catalog.clone());
+                aggregator::controller::start(api.clone(), catalog.clone());
                 glommio::spawn_local(controllers::run(api.clone(), catalog, enabled)).detach();
                 api.mark_ready();
                 tracing::info!("ready");

@@ -4,9 +4,14 @@
 //! schema registry — what `kubectl explain`, kubectl's client-side
 //! strategic merge and its field-validation probe read.
 //!
-//! Documents are built once per catalog snapshot and executor, and served
-//! as bytes.
+//! Extension servers' documents (fetched by the aggregator) are merged
+//! in: their group versions in the v3 index, their paths and definitions
+//! in the v2 document (ours win a conflict).
+//!
+//! Documents are built once per catalog snapshot, published routes and
+//! executor, and served as bytes.
 
+use crate::aggregated::Routes;
 use kubeshard_core::catalog::{CatalogSnapshot, ResourceInfo};
 use kubeshard_core::schema::openapi::{self as render, ServedKind};
 use kubeshard_core::schema::{self, REF_PREFIX};
@@ -26,21 +31,23 @@ pub struct Documents {
     v2_pb: std::cell::OnceCell<Vec<u8>>,
 }
 
+type Cached = (Arc<CatalogSnapshot>, u64, Rc<Documents>);
+
 thread_local! {
-    static CACHE: RefCell<Option<(Arc<CatalogSnapshot>, Rc<Documents>)>> = const { RefCell::new(None) };
+    static CACHE: RefCell<Option<Cached>> = const { RefCell::new(None) };
 }
 
-/// The documents for `cat`, built on first use per executor.
-pub fn documents(cat: &Arc<CatalogSnapshot>) -> Rc<Documents> {
+/// The documents for `cat` and `routes`, built on first use per executor.
+pub fn documents(cat: &Arc<CatalogSnapshot>, routes: &Routes) -> Rc<Documents> {
     CACHE.with(|c| {
         let mut c = c.borrow_mut();
-        if let Some((snap, docs)) = c.as_ref() {
-            if Arc::ptr_eq(snap, cat) {
+        if let Some((snap, generation, docs)) = c.as_ref() {
+            if Arc::ptr_eq(snap, cat) && *generation == routes.generation {
                 return docs.clone();
             }
         }
-        let docs = Rc::new(build(cat));
-        *c = Some((cat.clone(), docs.clone()));
+        let docs = Rc::new(build(cat, routes));
+        *c = Some((cat.clone(), routes.generation, docs.clone()));
         docs
     })
 }
@@ -64,7 +71,7 @@ fn served(r: &ResourceInfo) -> ServedKind<'_> {
     }
 }
 
-fn build(cat: &CatalogSnapshot) -> Documents {
+fn build(cat: &CatalogSnapshot, routes: &Routes) -> Documents {
     let mut v3 = BTreeMap::new();
     let mut index = Map::new();
     let mut gvs: Vec<(String, String)> = Vec::new();
@@ -74,9 +81,17 @@ fn build(cat: &CatalogSnapshot) -> Documents {
             gvs.push(key);
         }
     }
-    for (group, version) in &gvs {
-        let bytes = v3_document(cat.group_version(group, version));
-        let p = gv_path(group, version);
+    let local = gvs
+        .iter()
+        .filter(|(g, v)| routes.get(g, v).is_none())
+        .map(|(g, v)| (gv_path(g, v), v3_document(cat.group_version(g, v))));
+    let remote = routes.remotes().filter(|r| r.available).filter_map(|r| {
+        Some((
+            gv_path(&r.group, &r.version),
+            (**r.openapi_v3.as_ref()?).clone(),
+        ))
+    });
+    for (p, bytes) in local.chain(remote) {
         let hash = format!("{:016X}", xxhash_rust::xxh3::xxh3_64(&bytes));
         index.insert(
             p.clone(),
@@ -86,10 +101,15 @@ fn build(cat: &CatalogSnapshot) -> Documents {
     }
     let v3_index = serde_json::to_vec(&json!({"paths": index})).expect("serializes");
     let all: Vec<&Arc<ResourceInfo>> = cat.resources().collect();
+    let extensions: Vec<&Value> = routes
+        .remotes()
+        .filter(|r| r.available)
+        .filter_map(|r| r.openapi_v2.as_ref())
+        .collect();
     Documents {
         v3_index,
         v3,
-        v2: v2_document(&all),
+        v2: v2_document(&all, &extensions),
         v2_pb: std::cell::OnceCell::new(),
     }
 }
@@ -123,14 +143,27 @@ fn v3_document(resources: Vec<&Arc<ResourceInfo>>) -> Vec<u8> {
     serde_json::to_vec(&doc).expect("serializes")
 }
 
-fn v2_document(resources: &[&Arc<ResourceInfo>]) -> Vec<u8> {
+/// `extensions`: extension servers' `{"paths", "definitions"}`, added
+/// where they name what this document does not.
+fn v2_document(resources: &[&Arc<ResourceInfo>], extensions: &[&Value]) -> Vec<u8> {
     let reg = schema::builtin();
-    let (paths, kinds) = paths_and_kinds(resources, Flavor::V2);
+    let (mut paths, kinds) = paths_and_kinds(resources, Flavor::V2);
+    let mut definitions = render::v2_definitions(reg, &kinds);
+    for ext in extensions {
+        for (into, from) in [
+            (&mut paths, ext.get("paths")),
+            (&mut definitions, ext.get("definitions")),
+        ] {
+            for (k, v) in from.and_then(Value::as_object).into_iter().flatten() {
+                into.entry(k.clone()).or_insert_with(|| v.clone());
+            }
+        }
+    }
     let doc = json!({
         "swagger": "2.0",
         "info": {"title": "Kubernetes", "version": "v1.34.0"},
         "paths": paths,
-        "definitions": render::v2_definitions(reg, &kinds),
+        "definitions": definitions,
         "securityDefinitions": {"BearerToken": {"type": "apiKey", "in": "header", "name": "authorization",
                                  "description": "Bearer token authentication"}},
         "security": [{"BearerToken": []}]
@@ -152,9 +185,10 @@ pub const V2_PROTOBUF: &str = "application/com.github.proto-openapi.spec.v2.v1.0
 /// the forms kubeshard serves, JSON otherwise; 406 for anything else.
 pub fn v2_response(
     cat: &Arc<CatalogSnapshot>,
+    routes: &Routes,
     accept: &str,
 ) -> Result<(Vec<u8>, &'static str), kubeshard_core::status::ApiError> {
-    let docs = documents(cat);
+    let docs = documents(cat, routes);
     if accept.trim().is_empty() {
         return Ok((docs.v2.clone(), "application/json"));
     }
@@ -408,7 +442,7 @@ mod tests {
     use kubeshard_core::catalog::Catalog;
 
     fn docs() -> Rc<Documents> {
-        documents(&Catalog::with_builtins().snapshot())
+        documents(&Catalog::with_builtins().snapshot(), &Routes::default())
     }
 
     /// Every `$ref` with `prefix` names a definition of `defs`.
@@ -475,14 +509,19 @@ mod tests {
     #[test]
     fn v2_negotiates_json_and_protobuf() {
         let cat = Catalog::with_builtins().snapshot();
-        let (json_doc, ct) = v2_response(&cat, "application/json").unwrap();
+        let (json_doc, ct) = v2_response(&cat, &Routes::default(), "application/json").unwrap();
         assert_eq!(ct, "application/json");
         assert!(json_doc.starts_with(b"{"));
-        let (pb, ct) = v2_response(&cat, V2_PROTOBUF_ASKED).unwrap();
+        let (pb, ct) = v2_response(&cat, &Routes::default(), V2_PROTOBUF_ASKED).unwrap();
         assert_eq!(ct, V2_PROTOBUF);
         // Field 1 (swagger) comes first: tag 0x0a, length 3, "2.0".
         assert_eq!(&pb[..5], b"\x0a\x032.0");
-        assert_eq!(v2_response(&cat, "text/html").unwrap_err().code, 406);
+        assert_eq!(
+            v2_response(&cat, &Routes::default(), "text/html")
+                .unwrap_err()
+                .code,
+            406
+        );
     }
 
     #[test]
@@ -563,7 +602,7 @@ mod runtime_kind_tests {
         )]);
         widget.schema_source = SchemaSource::Own(Arc::new(SchemaRegistry::new(defs, kinds)));
         catalog.register(widget);
-        let docs = documents(&catalog.snapshot());
+        let docs = documents(&catalog.snapshot(), &Routes::default());
         let doc: Value =
             serde_json::from_slice(&v3_document_for(&docs, "apis/example.com/v1").unwrap())
                 .unwrap();

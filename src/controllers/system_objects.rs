@@ -65,7 +65,7 @@ pub async fn ensure(api: &Api) -> Result<(), ApiError> {
         config_map(TOKEN_TRACKING, json!({"since": today})),
     )
     .await?;
-    let wanted = json!({"client-ca-file": api.security.config.client_ca_pem});
+    let wanted = authentication_data(&api.security.config);
     ensure_field(
         api,
         &config_maps,
@@ -73,6 +73,43 @@ pub async fn ensure(api: &Api) -> Result<(), ApiError> {
         "data",
     )
     .await
+}
+
+/// What extension API servers read to authenticate callers: the client
+/// CA, and when an authenticating proxy is trusted, its CA, allowed names
+/// and headers (lists as JSON arrays in strings, as kube writes them).
+fn authentication_data(config: &crate::security::SecurityConfig) -> Value {
+    let mut data = json!({"client-ca-file": config.client_ca_pem});
+    if let Some(rh) = &config.front_proxy.request_header {
+        let list = |names: Vec<String>| Value::String(Value::from(names).to_string());
+        let header_list = |names: &[http::HeaderName]| {
+            // Canonical (X-Remote-User) form, as the flags spell them.
+            list(names.iter().map(|n| canonical(n.as_str())).collect())
+        };
+        data["requestheader-client-ca-file"] = rh.ca_pem.clone().into();
+        data["requestheader-allowed-names"] = list(rh.allowed_names.clone());
+        data["requestheader-username-headers"] = header_list(&rh.username_headers);
+        data["requestheader-group-headers"] = header_list(&rh.group_headers);
+        data["requestheader-extra-headers-prefix"] =
+            list(rh.extra_prefixes.iter().map(|p| canonical(p)).collect());
+        if !rh.uid_headers.is_empty() {
+            data["requestheader-uid-headers"] = header_list(&rh.uid_headers);
+        }
+    }
+    data
+}
+
+/// `x-remote-user` → `X-Remote-User` (Go's canonical header form).
+fn canonical(name: &str) -> String {
+    name.split('-')
+        .map(|w| {
+            let mut c = w.chars();
+            c.next()
+                .map(|f| f.to_ascii_uppercase().to_string() + c.as_str())
+                .unwrap_or_default()
+        })
+        .collect::<Vec<_>>()
+        .join("-")
 }
 
 fn config_map(name: &str, data: Value) -> Value {

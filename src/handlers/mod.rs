@@ -74,6 +74,13 @@ impl Api {
         if let Some(hello) = &self.config.hello {
             return Response::new(Body::full(hello.clone()));
         }
+        // A group version an extension server serves goes there, whatever
+        // it is (its discovery document included), as it was asked for.
+        if self.config.aggregator.any() && info.api_prefix == "apis" && !info.version.is_empty() {
+            if let Some(remote) = self.config.aggregator.route(&info.group, &info.version) {
+                return Box::pin(crate::aggregator::proxy::serve(self, req, &remote)).await;
+            }
+        }
         let accept = req
             .headers()
             .get(header::ACCEPT)

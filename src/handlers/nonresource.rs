@@ -52,6 +52,7 @@ pub async fn handle(
         .unwrap_or("");
     let path = info.path.trim_end_matches('/');
     let catalog = api.catalog.current();
+    let routes = api.config.aggregator.routes();
     let aggregated = discovery::wants_aggregated(accept);
     match path {
         "/healthz" | "/livez" | "/readyz" => Ok(health(api, path, query)),
@@ -74,13 +75,15 @@ pub async fn handle(
         }
         "/openapi/v3" => Ok(json(
             StatusCode::OK,
-            crate::openapi::documents(&catalog).v3_index.clone(),
+            crate::openapi::documents(&catalog, &routes)
+                .v3_index
+                .clone(),
             "application/json",
         )),
-        "/openapi/v2" => crate::openapi::v2_response(&catalog, accept)
+        "/openapi/v2" => crate::openapi::v2_response(&catalog, &routes, accept)
             .map(|(b, content_type)| json(StatusCode::OK, b, content_type)),
         p if p.starts_with("/openapi/v3/") => crate::openapi::v3_document_for(
-            &crate::openapi::documents(&catalog),
+            &crate::openapi::documents(&catalog, &routes),
             &p["/openapi/v3/".len()..],
         )
         .map(|b| json(StatusCode::OK, b, "application/json"))
@@ -112,7 +115,7 @@ pub async fn handle(
         )),
         "/api" if aggregated => Ok(json(
             StatusCode::OK,
-            discovery::aggregated_discovery(&catalog, true),
+            discovery::aggregated_discovery(&catalog, &routes, true),
             discovery::AGGREGATED_CONTENT_TYPE,
         )),
         "/api" => Ok(json(
@@ -122,12 +125,12 @@ pub async fn handle(
         )),
         "/apis" if aggregated => Ok(json(
             StatusCode::OK,
-            discovery::aggregated_discovery(&catalog, false),
+            discovery::aggregated_discovery(&catalog, &routes, false),
             discovery::AGGREGATED_CONTENT_TYPE,
         )),
         "/apis" => Ok(json(
             StatusCode::OK,
-            discovery::api_group_list(&catalog),
+            discovery::api_group_list(&catalog, &routes),
             "application/json",
         )),
         _ if info.api_prefix == "api" && info.group.is_empty() => {
@@ -136,7 +139,7 @@ pub async fn handle(
                 .ok_or_else(not_found_path)
         }
         _ if info.version.is_empty() && !info.group.is_empty() && path.starts_with("/apis/") => {
-            discovery::api_group(&catalog, &info.group)
+            discovery::api_group(&catalog, &routes, &info.group)
                 .map(|b| json(StatusCode::OK, b, "application/json"))
                 .ok_or_else(not_found_path)
         }

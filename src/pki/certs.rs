@@ -57,7 +57,17 @@ impl ClientIssuer {
 
     /// The CA in `dir`, generated when missing.
     pub fn load_or_generate(dir: &Path) -> Result<Self, String> {
-        let (crt, key) = (dir.join("ca.crt"), dir.join("ca.key"));
+        Self::load_or_generate_named(dir, "ca", "kubeshard-ca")
+    }
+
+    /// The CA `<name>.crt`/`<name>.key` in `dir`, generated when missing
+    /// with a CommonName of `<common_name>@<time>`.
+    pub fn load_or_generate_named(
+        dir: &Path,
+        name: &str,
+        common_name: &str,
+    ) -> Result<Self, String> {
+        let (crt, key) = (dir.join(format!("{name}.crt")), key_path(dir, name));
         if crt.exists() && key.exists() {
             return Self::from_files(&crt, &key);
         }
@@ -65,7 +75,7 @@ impl ClientIssuer {
         let mut params = CertificateParams::new(Vec::<String>::new()).map_err(rcgen_err)?;
         params.distinguished_name.push(
             DnType::CommonName,
-            format!("kubeshard-ca@{}", chrono::Utc::now().timestamp()),
+            format!("{common_name}@{}", chrono::Utc::now().timestamp()),
         );
         params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
         params.key_usages = vec![
@@ -75,7 +85,7 @@ impl ClientIssuer {
         ];
         validity(&mut params, CA_DAYS);
         let cert = params.self_signed(&key).map_err(rcgen_err)?;
-        write_private(&key_path(dir, "ca"), key.serialize_pem().as_bytes())?;
+        write_private(&key_path(dir, name), key.serialize_pem().as_bytes())?;
         std::fs::write(&crt, cert.pem()).map_err(|e| format!("writing {}: {e}", crt.display()))?;
         let ca_pem = cert.pem();
         Ok(Self {
@@ -107,6 +117,25 @@ impl ClientIssuer {
                 params.distinguished_name.push(t, *g);
             }
         })
+    }
+
+    /// The client certificate `<file>.crt`/`<file>.key` in `dir` for
+    /// `user`, issued when missing or about to expire: (cert path, key
+    /// path).
+    pub fn kept_client_cert(
+        &self,
+        dir: &Path,
+        file: &str,
+        user: &str,
+    ) -> Result<(PathBuf, PathBuf), String> {
+        let (crt, key) = (dir.join(format!("{file}.crt")), key_path(dir, file));
+        let usable = crt.exists() && key.exists() && !expired(&read(&crt)?);
+        if !usable {
+            let (c, k) = self.client_cert(user, &[], LEAF_DAYS)?;
+            write_private(&key, k.as_bytes())?;
+            std::fs::write(&crt, c).map_err(|e| format!("writing {}: {e}", crt.display()))?;
+        }
+        Ok((crt, key))
     }
 
     fn serving_cert(&self, sans: &[SanType]) -> Result<(String, String), String> {

@@ -41,7 +41,7 @@ fn is_upgrade(headers: &HeaderMap) -> bool {
             .any(|t| t.trim().eq_ignore_ascii_case("upgrade"))
 }
 
-fn copy_headers(from: &HeaderMap, to: &mut HeaderMap, upgrade: bool) {
+pub fn copy_headers(from: &HeaderMap, to: &mut HeaderMap, upgrade: bool) {
     // Headers the sender named in `Connection` are for this hop only too.
     let per_hop: Vec<String> = from
         .get_all(header::CONNECTION)
@@ -87,13 +87,24 @@ pub const PROXIED: Unreachable = Unreachable {
     prefix: "error trying to reach service",
 };
 
-fn unreachable_error(u: &Unreachable, e: impl std::fmt::Display) -> ApiError {
+pub fn unreachable_error(u: &Unreachable, e: impl std::fmt::Display) -> ApiError {
     let reason = if u.code == 503 {
         "ServiceUnavailable"
     } else {
         "InternalError"
     };
     ApiError::new(u.code, reason, format!("{}: {e}", u.prefix))
+}
+
+/// Refuses an upgrade the client's connection cannot make.
+pub fn check_upgrade(req: &Request<Incoming>) -> Result<bool, ApiError> {
+    let upgrade = is_upgrade(req.headers());
+    if upgrade && req.extensions().get::<Upgradable>().is_none() {
+        return Err(ApiError::bad_request(
+            "protocol upgrades need an HTTP/1.1 connection",
+        ));
+    }
+    Ok(upgrade)
 }
 
 /// Sends `req` to `path_and_query` at `ep` and answers what came back.
@@ -104,17 +115,24 @@ pub async fn forward(
     req: Request<Incoming>,
     unreachable: &Unreachable,
 ) -> Result<Response<Body>, ApiError> {
-    let upgrade = is_upgrade(req.headers());
-    let upgradable = req.extensions().get::<Upgradable>().copied();
-    if upgrade && upgradable.is_none() {
-        return Err(ApiError::bad_request(
-            "protocol upgrades need an HTTP/1.1 connection",
-        ));
-    }
+    check_upgrade(&req)?;
     let stream = dialer
         .dial(ep)
         .await
         .map_err(|e| unreachable_error(unreachable, e))?;
+    let out = outgoing(req, path_and_query, &ep.authority(), |_| {})?;
+    exchange(stream, out, unreachable).await
+}
+
+/// The request to send on: `req` at `path_and_query`, with the end-to-end
+/// headers only, then those `add` puts in.
+pub fn outgoing(
+    req: Request<Incoming>,
+    path_and_query: &str,
+    authority: &str,
+    add: impl FnOnce(&mut HeaderMap),
+) -> Result<Request<Incoming>, ApiError> {
+    let upgrade = is_upgrade(req.headers());
     crate::serving::unread::BodyRead::mark(&req);
     let (parts, body) = req.into_parts();
     let mut out = Request::builder()
@@ -123,9 +141,23 @@ pub async fn forward(
         .body(body)
         .map_err(|e| ApiError::bad_request(format!("cannot forward this request: {e}")))?;
     copy_headers(&parts.headers, out.headers_mut(), upgrade);
-    if let Ok(host) = HeaderValue::from_str(&ep.authority()) {
+    if let Ok(host) = HeaderValue::from_str(authority) {
         out.headers_mut().insert(header::HOST, host);
     }
+    add(out.headers_mut());
+    *out.extensions_mut() = parts.extensions;
+    Ok(out)
+}
+
+/// Sends `out` (from [`outgoing`]) over a new connection `stream` and
+/// answers what came back; an upgrade is passed through.
+pub async fn exchange(
+    stream: super::dial::Stream,
+    out: Request<Incoming>,
+    unreachable: &Unreachable,
+) -> Result<Response<Body>, ApiError> {
+    let upgrade = is_upgrade(out.headers());
+    let upgradable = out.extensions().get::<Upgradable>().copied();
     let (mut sender, conn) = hyper::client::conn::http1::handshake(BackendIo(stream))
         .await
         .map_err(|e| unreachable_error(unreachable, e))?;
@@ -154,11 +186,8 @@ pub async fn forward(
     .map_err(|e| unreachable_error(unreachable, e))?;
     drop(sent);
     let (head, backend_body) = answer.into_parts();
-    let mut resp = Response::builder().status(head.status);
     let switching = head.status == StatusCode::SWITCHING_PROTOCOLS;
-    if let Some(h) = resp.headers_mut() {
-        copy_headers(&head.headers, h, switching);
-    }
+    let resp = response_head(&head, switching);
     if switching {
         let Some(id) = upgradable.filter(|_| upgrade) else {
             return Err(ApiError::internal("the backend switched protocols unasked"));
@@ -186,17 +215,44 @@ pub async fn forward(
         })
         .detach();
     }
-    resp.body(Body::Stream(Box::pin(Forwarded(backend_body))))
+    resp.body(Body::Stream(Box::pin(Forwarded::new(backend_body))))
         .map_err(|e| ApiError::internal(&e.to_string()))
 }
 
-/// A backend's response body, passed on as it arrives.
-struct Forwarded(Incoming);
+/// The client's response head for a backend's: its status and end-to-end
+/// headers.
+pub fn response_head(head: &http::response::Parts, switching: bool) -> http::response::Builder {
+    let mut resp = Response::builder().status(head.status);
+    if let Some(h) = resp.headers_mut() {
+        copy_headers(&head.headers, h, switching);
+    }
+    resp
+}
+
+/// A backend's response body, passed on as it arrives; `on_end` runs
+/// once it was read to its end (a kept connection goes back to its pool).
+pub struct Forwarded {
+    body: Incoming,
+    on_end: Option<Box<dyn FnOnce()>>,
+}
+
+impl Forwarded {
+    pub fn new(body: Incoming) -> Self {
+        Self { body, on_end: None }
+    }
+
+    pub fn on_end(body: Incoming, f: impl FnOnce() + 'static) -> Self {
+        Self {
+            body,
+            on_end: Some(Box::new(f)),
+        }
+    }
+}
 
 impl ChunkStream for Forwarded {
     fn poll_chunk(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Frames>> {
         loop {
-            match std::task::ready!(Pin::new(&mut self.0).poll_frame(cx)) {
+            match std::task::ready!(Pin::new(&mut self.body).poll_frame(cx)) {
                 Some(Ok(frame)) => {
                     if let Ok(data) = frame.into_data() {
                         if !data.is_empty() {
@@ -204,9 +260,15 @@ impl ChunkStream for Forwarded {
                         }
                     }
                 }
+                None => {
+                    if let Some(f) = self.on_end.take() {
+                        f();
+                    }
+                    return Poll::Ready(None);
+                }
                 // A backend that fails mid-body ends the response short,
                 // as a proxy can do no better once the head is sent.
-                Some(Err(_)) | None => return Poll::Ready(None),
+                Some(Err(_)) => return Poll::Ready(None),
             }
         }
     }

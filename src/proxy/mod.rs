@@ -6,6 +6,7 @@
 pub mod dial;
 pub mod flags;
 pub mod forward;
+pub mod pool;
 mod tunnel;
 
 pub use dial::{Endpoint, Scheme};

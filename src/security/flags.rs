@@ -117,6 +117,46 @@ pub struct SecurityFlags {
     #[arg(long, default_value_t = 200)]
     pub max_mutating_requests_inflight: usize,
 
+    /// Client certificate presented to extension API servers when
+    /// proxying to them (the front proxy's identity). Without it and
+    /// --proxy-client-key-file, one is issued by a generated front-proxy
+    /// CA (`front-proxy-ca.crt` in the cert dir).
+    #[arg(long)]
+    pub proxy_client_cert_file: Option<PathBuf>,
+
+    /// Private key of --proxy-client-cert-file.
+    #[arg(long)]
+    pub proxy_client_key_file: Option<PathBuf>,
+
+    /// CA bundle that signs the client certificates of authenticating
+    /// proxies: only a connection with such a certificate may name its
+    /// user in request headers. Default: the generated front-proxy CA
+    /// when the proxy client certificate is generated.
+    #[arg(long)]
+    pub requestheader_client_ca_file: Option<PathBuf>,
+
+    /// Common names a proxy's certificate may carry (empty: any the
+    /// CA signs). Default with the generated CA: front-proxy-client.
+    #[arg(long, value_delimiter = ',')]
+    pub requestheader_allowed_names: Vec<String>,
+
+    /// Request headers naming the user, first non-empty wins.
+    #[arg(long, value_delimiter = ',', default_value = "X-Remote-User")]
+    pub requestheader_username_headers: Vec<String>,
+
+    /// Request headers naming the user's uid.
+    #[arg(long, value_delimiter = ',', default_value = "X-Remote-Uid")]
+    pub requestheader_uid_headers: Vec<String>,
+
+    /// Request headers naming the user's groups (every value of each).
+    #[arg(long, value_delimiter = ',', default_value = "X-Remote-Group")]
+    pub requestheader_group_headers: Vec<String>,
+
+    /// Prefixes of request headers carrying the user's extra values
+    /// (`<prefix><key>: <value>`, the key URL-escaped).
+    #[arg(long, value_delimiter = ',', default_value = "X-Remote-Extra-")]
+    pub requestheader_extra_headers_prefix: Vec<String>,
+
     /// Longest a non-long-running request may take before 504.
     #[arg(long, default_value = "60s", value_parser = parse_duration)]
     pub request_timeout: Duration,

@@ -12,6 +12,7 @@ pub mod authn;
 pub mod authz;
 mod flags;
 pub mod flowcontrol;
+pub mod front_proxy;
 mod state;
 
 pub use flags::SecurityFlags;
@@ -63,6 +64,8 @@ pub struct SecurityConfig {
     /// kube-system's `extension-apiserver-authentication` ConfigMap).
     pub client_ca_pem: String,
     pub issuer: ClientIssuer,
+    /// The proxy client certificate and the request-header authenticator.
+    pub front_proxy: front_proxy::FrontProxy,
 }
 
 impl SecurityConfig {
@@ -114,7 +117,13 @@ impl SecurityConfig {
                     ),
                 },
             );
-        let tls = crate::serving::tls::server_config(serving.chain, serving.key, &ca_certs)?;
+        let front_proxy = front_proxy::FrontProxy::build(flags, &cert_dir)?;
+        // Clients are asked for a certificate of either kind of CA.
+        let mut hinted = ca_certs.clone();
+        if let Some(rh) = &front_proxy.request_header {
+            hinted.extend(rh.certs.iter().cloned());
+        }
+        let tls = crate::serving::tls::server_config(serving.chain, serving.key, &hinted)?;
         let static_tokens = match &flags.token_auth_file {
             Some(f) => kubeshard_core::authn::token_file::parse(&pki::read(f)?)?
                 .into_iter()
@@ -171,6 +180,7 @@ impl SecurityConfig {
             csr_signer,
             csr_signing_duration: flags.cluster_signing_duration,
             issuer,
+            front_proxy,
         })
     }
 

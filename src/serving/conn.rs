@@ -19,6 +19,9 @@ pub struct ConnInfo {
     /// first request and reused by the rest of the connection (each
     /// request still checks the chain's validity window).
     pub x509: OnceCell<Result<Verified, String>>,
+    /// The request-header authenticator's verdict on `client_chain` (is
+    /// this an authenticating proxy?), kept the same way.
+    pub front_proxy: OnceCell<Result<Verified, String>>,
     /// Its place among the executor's connections: in flight, idle,
     /// trusted.
     pub state: Rc<ConnState>,
@@ -34,6 +37,7 @@ impl ConnInfo {
             privileged: true,
             client_chain: Vec::new(),
             x509: OnceCell::new(),
+            front_proxy: OnceCell::new(),
             state,
         }
     }
@@ -48,6 +52,7 @@ impl ConnInfo {
             privileged: false,
             client_chain,
             x509: OnceCell::new(),
+            front_proxy: OnceCell::new(),
             state,
         }
     }

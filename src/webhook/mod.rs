@@ -5,17 +5,21 @@
 //! the next call. CRD conversion webhooks call through here.
 
 mod config;
-mod pool;
-mod tls;
+pub mod tls;
 
 pub use config::{ClientConfig, Target};
 
 use crate::context::Api;
 use crate::proxy::dial::{BackendIo, Endpoint, Scheme};
+use crate::proxy::pool;
 use bytes::Bytes;
 use http::{header, Request};
 use http_body_util::{BodyExt, Full};
 use std::time::Duration;
+
+thread_local! {
+    static IDLE: pool::Idle<Full<Bytes>> = pool::Idle::default();
+}
 
 /// The most a webhook may answer (kube bounds its webhook responses too):
 /// a conversion of a long list is the largest answer expected.
@@ -39,7 +43,7 @@ pub async fn post_json(
         // A kept connection the webhook closed meanwhile fails before any
         // answer: then once more on a new one.
         for fresh in [false, true] {
-            let sender = match pool::take(&key, fresh) {
+            let sender = match IDLE.with(|i| i.take(&key, fresh)) {
                 Some(s) => s,
                 None => {
                     let name = rustls::pki_types::ServerName::try_from(server_name.clone())
@@ -74,7 +78,7 @@ pub async fn post_json(
                 .await
                 .map_err(|e| failed(&e))?
                 .to_bytes();
-            pool::give_back(key, sender);
+            IDLE.with(|i| i.give_back(key, sender));
             if !status.is_success() {
                 let text = String::from_utf8_lossy(&bytes[..bytes.len().min(1024)]).into_owned();
                 return Err(failed(&format!(

@@ -1,6 +1,7 @@
-//! TLS client configurations for webhooks, one per distinct `caBundle`,
-//! kept per executor: building one parses certificates, and every call to
-//! the same webhook names the same bundle.
+//! TLS client configurations for webhooks and extension API servers, one
+//! per distinct `caBundle` (and identity), kept per executor: building one
+//! parses certificates, and every call to the same backend names the same
+//! bundle.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -10,17 +11,36 @@ use std::sync::Arc;
 /// when a webhook names no `caBundle` (kube then trusts the system's).
 const SYSTEM_ROOTS: &str = "/etc/ssl/certs/ca-certificates.crt";
 
+/// (bundle hash, skip verification, present the proxy client identity).
+type ConfigKey = (u64, bool, bool);
+
 thread_local! {
-    static CONFIGS: RefCell<HashMap<u64, Arc<rustls::ClientConfig>>> = RefCell::default();
+    static CONFIGS: RefCell<HashMap<ConfigKey, Arc<rustls::ClientConfig>>> = RefCell::default();
 }
 
 /// The configuration verifying a webhook against `ca_bundle` (PEM).
 pub fn client_config(ca_bundle: &[u8]) -> Result<Arc<rustls::ClientConfig>, String> {
-    let key = xxhash_rust::xxh3::xxh3_64(ca_bundle);
+    client_config_with(ca_bundle, false, None)
+}
+
+/// The configuration verifying a backend against `ca_bundle` (or not at
+/// all when `insecure`), presenting `identity` when given. There is one
+/// identity per server (the proxy client certificate), so whether one is
+/// presented tells configurations apart.
+pub fn client_config_with(
+    ca_bundle: &[u8],
+    insecure: bool,
+    identity: Option<&crate::security::front_proxy::ProxyClient>,
+) -> Result<Arc<rustls::ClientConfig>, String> {
+    let key = (
+        xxhash_rust::xxh3::xxh3_64(ca_bundle),
+        insecure,
+        identity.is_some(),
+    );
     if let Some(c) = CONFIGS.with(|m| m.borrow().get(&key).cloned()) {
         return Ok(c);
     }
-    let config = Arc::new(build(ca_bundle)?);
+    let config = Arc::new(build(ca_bundle, insecure, identity)?);
     CONFIGS.with(|m| {
         let mut m = m.borrow_mut();
         // Bundles change rarely; a flood of distinct ones must not grow
@@ -33,7 +53,26 @@ pub fn client_config(ca_bundle: &[u8]) -> Result<Arc<rustls::ClientConfig>, Stri
     Ok(config)
 }
 
-fn build(ca_bundle: &[u8]) -> Result<rustls::ClientConfig, String> {
+fn build(
+    ca_bundle: &[u8],
+    insecure: bool,
+    identity: Option<&crate::security::front_proxy::ProxyClient>,
+) -> Result<rustls::ClientConfig, String> {
+    let builder = if insecure {
+        crate::proxy::dial::unverified_builder()
+    } else {
+        rustls::ClientConfig::builder().with_root_certificates(roots(ca_bundle)?)
+    };
+    match identity {
+        Some(id) => builder
+            .with_client_auth_cert(id.chain.clone(), id.key.clone_key())
+            .map_err(|e| format!("proxy client certificate: {e}")),
+        None => Ok(builder.with_no_client_auth()),
+    }
+}
+
+/// The roots `ca_bundle` names, or the system's when it is empty.
+fn roots(ca_bundle: &[u8]) -> Result<rustls::RootCertStore, String> {
     use rustls::pki_types::pem::PemObject;
     use rustls::pki_types::CertificateDer;
     let system;
@@ -53,9 +92,7 @@ fn build(ca_bundle: &[u8]) -> Result<rustls::ClientConfig, String> {
     if roots.is_empty() && !ca_bundle.is_empty() {
         return Err("unable to load root certificates: no certificate in caBundle".into());
     }
-    Ok(rustls::ClientConfig::builder()
-        .with_root_certificates(roots)
-        .with_no_client_auth())
+    Ok(roots)
 }
 
 #[cfg(test)]

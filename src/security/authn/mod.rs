@@ -1,16 +1,17 @@
 //! Authentication: who is making the request, decided by the first
 //! authenticator that recognises its credential, in kube's order —
-//! client certificate, then bearer token (static token file,
-//! service-account JWT, bootstrap token) — and otherwise anonymous.
+//! an authenticating proxy's request headers, client certificate, then
+//! bearer token (static token file, service-account JWT, bootstrap
+//! token) — and otherwise anonymous.
 //!
 //! A credential that is presented but fails is a 401; it never falls back
 //! to anonymous. Authenticated users are added to system:authenticated.
-//! Places for the authenticating proxy (request headers, before x509),
-//! OIDC and webhook token authenticators (after bootstrap tokens) are
-//! marked below.
+//! Places for the OIDC and webhook token authenticators (after bootstrap
+//! tokens) are marked below.
 
 mod bootstrap;
 mod cache;
+pub mod request_header;
 pub mod serviceaccount;
 mod static_token;
 
@@ -51,7 +52,19 @@ pub async fn authenticate(
     }
     let config = &sec.config;
     let mut failed = false;
-    // (The authenticating proxy's request-header authenticator goes here.)
+    if let (Some(rh), false) = (
+        &config.front_proxy.request_header,
+        conn.client_chain.is_empty(),
+    ) {
+        match request_header::authenticate(rh, conn, headers) {
+            Ok(Some(user)) => return Ok(with_authenticated(Arc::new(user))),
+            Ok(None) => {}
+            Err(e) => {
+                tracing::debug!(error = %e, "authenticating proxy rejected");
+                failed = true;
+            }
+        }
+    }
     if !conn.client_chain.is_empty() {
         let verdict = conn.x509.get_or_init(|| {
             crate::pki::client_cert::verify(&config.client_cas, &conn.client_chain).map(|mut v| {

@@ -1,0 +1,275 @@
+//! Whether a service-backed APIService is available, checked as kube's
+//! availability controller checks it — the Service exists and has the
+//! port, its EndpointSlices have ready addresses for that port, and a GET
+//! of the group version's discovery document answers 2xx within 5 s — and
+//! said in kube's reasons and messages. The discovery document fetched by
+//! the check is kept: it is what the group's discovery shows.
+
+use super::{transport, Remote};
+use crate::context::Api;
+use crate::storage::Storage;
+use bytes::Bytes;
+use http::{header, Request};
+use http_body_util::{BodyExt, Empty};
+use kubeshard_core::meta;
+use serde_json::Value;
+use std::time::Duration;
+
+/// How long a probe may take (kube's discovery check timeout).
+const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
+/// The most a document fetched from an extension server may weigh.
+const MAX_DOCUMENT: usize = 32 * 1024 * 1024;
+
+/// The outcome of one check.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Verdict {
+    pub available: bool,
+    pub reason: &'static str,
+    pub message: String,
+    pub endpoints: Vec<(String, u16)>,
+    pub discovery: Option<Value>,
+}
+
+impl Verdict {
+    fn unavailable(reason: &'static str, message: String) -> Self {
+        Self {
+            available: false,
+            reason,
+            message,
+            endpoints: Vec::new(),
+            discovery: None,
+        }
+    }
+}
+
+/// Checks `remote` (its endpoints are ignored: they are looked up again).
+pub async fn check(api: &Api, remote: &Remote) -> Verdict {
+    let endpoints = match resolve(api, remote).await {
+        Ok(e) => e,
+        Err(v) => return v,
+    };
+    let mut target = remote.clone();
+    target.endpoints = endpoints.clone();
+    let path = format!("/apis/{}/{}", remote.group, remote.version);
+    let mut last = String::new();
+    for ep in endpoints.iter() {
+        let one = Remote {
+            endpoints: vec![ep.clone()],
+            ..target.clone()
+        };
+        match get(api, &one, &path, "application/json").await {
+            Ok((200..=299, body)) => {
+                return Verdict {
+                    available: true,
+                    reason: "Passed",
+                    message: "all checks passed".into(),
+                    endpoints,
+                    discovery: serde_json::from_slice(&body).ok(),
+                };
+            }
+            Ok((code, _)) => {
+                let url = url(ep, &path);
+                last = format!(
+                    "failing or missing response from {url}: bad status from {url}: {code}"
+                );
+            }
+            Err(e) => last = e,
+        }
+    }
+    Verdict {
+        endpoints,
+        ..Verdict::unavailable("FailedDiscoveryCheck", last)
+    }
+}
+
+fn url((host, port): &(String, u16), path: &str) -> String {
+    let host = match host.parse::<std::net::IpAddr>() {
+        Ok(std::net::IpAddr::V6(a)) => format!("[{a}]"),
+        _ => host.clone(),
+    };
+    format!("https://{host}:{port}{path}")
+}
+
+/// The Service's ready endpoints for the APIService's port, or why there
+/// are none.
+async fn resolve(api: &Api, remote: &Remote) -> Result<Vec<(String, u16)>, Verdict> {
+    let svc = &remote.service;
+    let (ns, name) = (&svc.namespace, &svc.name);
+    let access = |e: String| {
+        Verdict::unavailable(
+            "ServiceAccessError",
+            format!("service/{name} in {ns:?} cannot be checked due to: {e}"),
+        )
+    };
+    let services = api.builtin("", "services").map_err(|e| access(e.message))?;
+    let service = api
+        .storage()
+        .get(&services.storage_key, ns, name)
+        .await
+        .map_err(|e| access(format!("{e:?}")))?
+        .map(|o| o.to_value())
+        .ok_or_else(|| {
+            Verdict::unavailable(
+                "ServiceNotFound",
+                format!("service/{name} in {ns:?} is not present"),
+            )
+        })?;
+    if meta::str_at(&service, "/spec/type") == "ExternalName" {
+        let host = meta::str_at(&service, "/spec/externalName").to_string();
+        return Ok(vec![(host, svc.port)]);
+    }
+    let port_name = meta::array_at(&service, "/spec/ports")
+        .iter()
+        .find(|p| p.get("port").and_then(Value::as_u64) == Some(u64::from(svc.port)))
+        .map(|p| meta::str_at(p, "/name").to_string())
+        .ok_or_else(|| {
+            Verdict::unavailable(
+                "ServicePortError",
+                format!(
+                    "service/{name} in {ns:?} is not listening on port {}",
+                    svc.port
+                ),
+            )
+        })?;
+    let slices_info = api
+        .builtin("discovery.k8s.io", "endpointslices")
+        .map_err(|e| access(e.message))?;
+    let slices: Vec<Value> = crate::storage::list_in(api.storage(), &slices_info, ns)
+        .await
+        .map_err(|e| {
+            Verdict::unavailable(
+                "EndpointsAccessError",
+                format!(
+                    "service/{name} in {ns:?} cannot be checked due to: {}",
+                    e.message
+                ),
+            )
+        })?
+        .iter()
+        .map(|s| s.to_value())
+        .filter(|s| meta::str_at(s, "/metadata/labels/kubernetes.io~1service-name") == name)
+        .collect();
+    if slices.is_empty() {
+        return Err(Verdict::unavailable(
+            "EndpointsNotFound",
+            format!("cannot find endpointslices for service/{name} in {ns:?}"),
+        ));
+    }
+    let endpoints = ready_endpoints(&slices, &port_name);
+    if endpoints.is_empty() {
+        return Err(Verdict::unavailable(
+            "MissingEndpoints",
+            format!(
+                "endpointslices for service/{name} in {ns:?} have no addresses with port name {port_name:?}"
+            ),
+        ));
+    }
+    Ok(endpoints)
+}
+
+/// Ready (or not said to be unready) addresses of `slices` with the port
+/// named `port_name`.
+fn ready_endpoints(slices: &[Value], port_name: &str) -> Vec<(String, u16)> {
+    let mut out = Vec::new();
+    for slice in slices {
+        let Some(port) = meta::array_at(slice, "/ports")
+            .iter()
+            .find(|p| meta::str_at(p, "/name") == port_name)
+            .and_then(|p| p.get("port").and_then(Value::as_u64))
+            .and_then(|p| u16::try_from(p).ok())
+        else {
+            continue;
+        };
+        for ep in meta::array_at(slice, "/endpoints") {
+            if ep.pointer("/conditions/ready").and_then(Value::as_bool) == Some(false) {
+                continue;
+            }
+            for addr in meta::array_at(ep, "/addresses")
+                .iter()
+                .filter_map(Value::as_str)
+            {
+                out.push((addr.to_string(), port));
+            }
+        }
+    }
+    out
+}
+
+/// GETs `path` from the remote's first endpoint as the aggregator itself
+/// (kube's `system:kube-aggregator` in `system:masters`): the status and
+/// body, or kube's words for why there was none.
+pub async fn get(
+    api: &Api,
+    remote: &Remote,
+    path: &str,
+    accept: &str,
+) -> Result<(u16, Bytes), String> {
+    let Some(ep) = transport::endpoint(remote) else {
+        return Err("no endpoints".into());
+    };
+    let url = url(&(ep.host.clone(), ep.port), path);
+    let failed = |e: &dyn std::fmt::Display| {
+        format!("failing or missing response from {url}: Get {url:?}: {e}")
+    };
+    let call = async {
+        let stream = transport::connect(api, remote, &ep)
+            .await
+            .map_err(|e| failed(&e))?;
+        let (mut sender, conn) =
+            hyper::client::conn::http1::handshake(crate::proxy::dial::BackendIo(stream))
+                .await
+                .map_err(|e| failed(&e))?;
+        glommio::spawn_local(async move {
+            let _ = conn.await;
+        })
+        .detach();
+        let req = Request::get(path)
+            .header(header::HOST, ep.authority())
+            .header(header::ACCEPT, accept)
+            .header("x-remote-user", "system:kube-aggregator")
+            .header("x-remote-group", "system:masters")
+            .body(Empty::<Bytes>::new())
+            .map_err(|e| failed(&e))?;
+        let resp = sender.send_request(req).await.map_err(|e| failed(&e))?;
+        let status = resp.status().as_u16();
+        let body = http_body_util::Limited::new(resp.into_body(), MAX_DOCUMENT)
+            .collect()
+            .await
+            .map_err(|e| failed(&e))?
+            .to_bytes();
+        Ok((status, body))
+    };
+    let expired = async {
+        glommio::timer::Timer::new(PROBE_TIMEOUT).await;
+        Err(format!("timed out waiting for {url}"))
+    };
+    futures_lite::future::or(call, expired).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn ready_addresses_of_the_named_port() {
+        let slices = [
+            json!({"ports": [{"name": "https", "port": 8443}], "endpoints": [
+                {"addresses": ["10.0.0.1"]},
+                {"addresses": ["10.0.0.2"], "conditions": {"ready": false}},
+                {"addresses": ["10.0.0.3"], "conditions": {"ready": true}},
+            ]}),
+            json!({"ports": [{"name": "metrics", "port": 9000}], "endpoints": [
+                {"addresses": ["10.0.0.9"]},
+            ]}),
+        ];
+        assert_eq!(
+            ready_endpoints(&slices, "https"),
+            [
+                ("10.0.0.1".to_string(), 8443),
+                ("10.0.0.3".to_string(), 8443)
+            ]
+        );
+        assert!(ready_endpoints(&slices, "grpc").is_empty());
+    }
+}

@@ -1,0 +1,312 @@
+//! The aggregator's controller, on executor 0: registers the local
+//! APIServices, checks each service-backed one (kube's availability
+//! controller: every 30 s while available; while not, again after 1 s,
+//! doubling to 30 s; at once when its APIService changes or a proxied
+//! request could not reach it), writes their `Available` conditions,
+//! fetches their OpenAPI documents, and publishes the routes every
+//! executor proxies by.
+
+use super::available::{self, Verdict};
+use super::{autoregister, documents, Remote, ServiceRef};
+use crate::context::Api;
+use crate::informer::{mirror, Change};
+use crate::registry::{self, Addressed, APISERVER};
+use kubeshard_cache::Filter;
+use kubeshard_core::catalog::{Catalog, ResourceInfo};
+use kubeshard_core::meta;
+use serde_json::Value;
+use std::cell::RefCell;
+use std::collections::{BTreeMap, HashMap};
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// How often an available APIService is checked again.
+const RECHECK: Duration = Duration::from_secs(30);
+/// The first retry of an unavailable one; doubles up to [`RECHECK`].
+const RETRY: Duration = Duration::from_secs(1);
+/// How often an available backend's OpenAPI documents are fetched again.
+const OPENAPI_REFRESH: Duration = Duration::from_secs(60);
+
+/// What the controller knows of one service-backed APIService.
+struct Tracked {
+    /// The spec it was last checked with (a new spec is checked at once).
+    spec: Value,
+    due: Instant,
+    backoff: Duration,
+    verdict: Option<Verdict>,
+    openapi_at: Option<Instant>,
+    openapi_v2: Option<Value>,
+    openapi_v3: Option<Arc<Vec<u8>>>,
+}
+
+/// Starts the controller on this executor (executor 0).
+pub fn start(api: Rc<Api>, catalog: Arc<Catalog>) {
+    let Ok(info) = api.builtin("apiregistration.k8s.io", "apiservices") else {
+        return;
+    };
+    let seen: Rc<RefCell<HashMap<String, Value>>> = Rc::default();
+    let changed = Rc::new(event_listener::Event::new());
+    let sink = {
+        let (mut inner, changed) = (
+            mirror(seen.clone(), |o| Some(o.name.to_string()), |o| o.to_value()),
+            changed.clone(),
+        );
+        Box::new(move |c: Change<'_>| {
+            inner(c);
+            changed.notify(usize::MAX);
+        })
+    };
+    api.security
+        .informers
+        .start(&api.exec, info.storage_key.clone(), Filter::default(), sink);
+    glommio::spawn_local(run(api, catalog, info, seen, changed)).detach();
+}
+
+async fn run(
+    api: Rc<Api>,
+    catalog: Arc<Catalog>,
+    info: Arc<ResourceInfo>,
+    seen: Rc<RefCell<HashMap<String, Value>>>,
+    changed: Rc<event_listener::Event>,
+) {
+    let shutdown = api.exec.shutdown.clone();
+    let mut tracked: BTreeMap<String, Tracked> = BTreeMap::new();
+    let mut catalog_seen = None;
+    let mut published = None;
+    while !shutdown.is_triggered() {
+        let local_changes = changed.listen();
+        let remote_asks = api.config.aggregator.wake.listen();
+        if !api.security.informers.synced() {
+            glommio::timer::sleep(Duration::from_millis(50)).await;
+            continue;
+        }
+        let have: BTreeMap<String, Value> = seen
+            .borrow()
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        let generation = catalog.generation();
+        if catalog_seen != Some(generation) {
+            let at_start = catalog_seen.is_none();
+            autoregister::sync(&api, &info, &catalog.snapshot(), &have, at_start).await;
+            catalog_seen = Some(generation);
+        }
+        let rechecks = api.config.aggregator.take_rechecks();
+        let now = Instant::now();
+        tracked.retain(|name, _| have.get(name).is_some_and(|o| service(o).is_some()));
+        let mut due = Vec::new();
+        for (name, obj) in &have {
+            let spec = obj.get("spec").cloned().unwrap_or(Value::Null);
+            if service(obj).is_none() {
+                mark_local(&api, &info, name, obj).await;
+                continue;
+            }
+            let t = tracked.entry(name.clone()).or_insert_with(|| Tracked {
+                spec: Value::Null,
+                due: now,
+                backoff: RETRY,
+                verdict: None,
+                openapi_at: None,
+                openapi_v2: None,
+                openapi_v3: None,
+            });
+            if t.spec != spec || t.due <= now || rechecks.contains(name) {
+                t.spec = spec;
+                due.push(name.clone());
+            }
+        }
+        // Checks run side by side: one unreachable backend's timeout
+        // does not hold up the others.
+        let checks = due.iter().filter_map(|name| {
+            let remote = remote_of(have.get(name)?, None)?;
+            let api = &api;
+            Some(async move { (name.clone(), available::check(api, &remote).await) })
+        });
+        let results = futures_util::future::join_all(checks).await;
+        let checked = !results.is_empty();
+        for (name, verdict) in results {
+            let Some(t) = tracked.get_mut(&name) else {
+                continue;
+            };
+            let obj = &have[&name];
+            if verdict.available {
+                t.backoff = RETRY;
+                t.due = Instant::now() + RECHECK;
+                let stale = t
+                    .openapi_at
+                    .is_none_or(|at| at.elapsed() >= OPENAPI_REFRESH);
+                if let (true, Some(remote)) = (stale, remote_of(obj, Some(&verdict))) {
+                    let (v2, v3) = documents::fetch(&api, &remote).await;
+                    (t.openapi_v2, t.openapi_v3) = (v2, v3);
+                    t.openapi_at = Some(Instant::now());
+                }
+            } else {
+                t.due = Instant::now() + t.backoff;
+                t.backoff = (t.backoff * 2).min(RECHECK);
+            }
+            write_condition(&api, &info, &name, obj, &verdict).await;
+            t.verdict = Some(verdict);
+        }
+        let remotes: Vec<Remote> = tracked
+            .iter()
+            .filter_map(|(name, t)| {
+                let mut r = remote_of(have.get(name)?, t.verdict.as_ref())?;
+                r.openapi_v2 = t.openapi_v2.clone();
+                r.openapi_v3 = t.openapi_v3.clone();
+                Some(r)
+            })
+            .collect();
+        // Published again when an APIService or a check changed anything.
+        let fingerprint: Vec<(String, String)> = tracked
+            .keys()
+            .filter_map(|n| {
+                Some((
+                    n.clone(),
+                    meta::meta_str(have.get(n)?, "resourceVersion")?.to_string(),
+                ))
+            })
+            .collect();
+        if checked || published.as_ref() != Some(&fingerprint) {
+            api.config.aggregator.publish(remotes);
+            published = Some(fingerprint);
+        }
+        let next = tracked
+            .values()
+            .map(|t| t.due.saturating_duration_since(Instant::now()))
+            .min()
+            .unwrap_or(RECHECK)
+            .min(Duration::from_secs(1));
+        futures_lite::future::or(
+            futures_lite::future::or(local_changes, remote_asks),
+            async {
+                glommio::timer::sleep(next).await;
+            },
+        )
+        .await;
+    }
+}
+
+/// The Service an APIService names, if any.
+fn service(obj: &Value) -> Option<ServiceRef> {
+    let svc = obj.pointer("/spec/service").filter(|s| s.is_object())?;
+    Some(ServiceRef {
+        namespace: meta::str_at(svc, "/namespace").to_string(),
+        name: meta::str_at(svc, "/name").to_string(),
+        port: svc
+            .get("port")
+            .and_then(Value::as_u64)
+            .and_then(|p| u16::try_from(p).ok())
+            .unwrap_or(443),
+    })
+}
+
+/// The remote a service-backed APIService describes: available as its
+/// stored condition says, with the endpoints and discovery of `verdict`.
+fn remote_of(obj: &Value, verdict: Option<&Verdict>) -> Option<Remote> {
+    use base64::Engine;
+    let service = service(obj)?;
+    let spec = obj.get("spec")?;
+    let ca_bundle = base64::engine::general_purpose::STANDARD
+        .decode(meta::str_at(spec, "/caBundle"))
+        .unwrap_or_default();
+    let int = |p: &str| spec.pointer(p).and_then(Value::as_i64).unwrap_or(0);
+    let available = meta::array_at(obj, "/status/conditions")
+        .iter()
+        .any(|c| meta::str_at(c, "/type") == "Available" && meta::str_at(c, "/status") == "True");
+    Some(Remote {
+        name: meta::name(obj).to_string(),
+        group: meta::str_at(spec, "/group").to_string(),
+        version: meta::str_at(spec, "/version").to_string(),
+        service,
+        ca_bundle,
+        insecure: spec.get("insecureSkipTLSVerify").and_then(Value::as_bool) == Some(true),
+        group_priority: int("/groupPriorityMinimum"),
+        version_priority: int("/versionPriority"),
+        available,
+        endpoints: verdict.map(|v| v.endpoints.clone()).unwrap_or_default(),
+        discovery: verdict.and_then(|v| v.discovery.clone()),
+        openapi_v2: None,
+        openapi_v3: None,
+    })
+}
+
+/// Writes the `Available` condition `verdict` calls for, when it differs.
+async fn write_condition(
+    api: &Api,
+    info: &Arc<ResourceInfo>,
+    name: &str,
+    obj: &Value,
+    verdict: &Verdict,
+) {
+    let status = if verdict.available { "True" } else { "False" };
+    set_available(
+        api,
+        info,
+        name,
+        obj,
+        status,
+        verdict.reason,
+        &verdict.message,
+    )
+    .await;
+}
+
+/// Local APIServices are always available.
+async fn mark_local(api: &Api, info: &Arc<ResourceInfo>, name: &str, obj: &Value) {
+    set_available(
+        api,
+        info,
+        name,
+        obj,
+        "True",
+        "Local",
+        "Local APIServices are always available",
+    )
+    .await;
+}
+
+async fn set_available(
+    api: &Api,
+    info: &Arc<ResourceInfo>,
+    name: &str,
+    obj: &Value,
+    status: &str,
+    reason: &str,
+    message: &str,
+) {
+    let now = crate::registry::strategy::now_rfc3339();
+    let mut wanted = obj.clone();
+    if !kubeshard_core::crd::set_condition(&mut wanted, "Available", status, reason, message, &now)
+    {
+        return;
+    }
+    let uid = meta::meta_str(obj, "uid").unwrap_or("").to_string();
+    let at = Addressed {
+        uid: Some(&uid),
+        ..Addressed::status(info, "", name)
+    };
+    let (status, reason, message) = (status.to_string(), reason.to_string(), message.to_string());
+    let written = registry::update_with(
+        api,
+        &APISERVER,
+        at,
+        Box::new(move |o: &mut Value| {
+            let now = crate::registry::strategy::now_rfc3339();
+            Ok(kubeshard_core::crd::set_condition(
+                o,
+                "Available",
+                &status,
+                &reason,
+                &message,
+                &now,
+            ))
+        }),
+    )
+    .await;
+    if let Err(e) = written {
+        if e.code != 404 && e.code != 409 {
+            tracing::warn!(apiservice = %name, error = %e.message, "could not write the Available condition");
+        }
+    }
+}
