@@ -89,7 +89,10 @@ pub struct Aggregator {
 }
 
 thread_local! {
-    /// This executor's copy of the published routes and its generation.
+    /// This executor's copy of the published routes and its generation
+    /// (behind an `Rc` so handing it out bumps a local count, not the
+    /// shared atomic one).
+    #[allow(clippy::redundant_allocation)]
     static LOCAL: RefCell<(u64, Rc<Arc<Routes>>)> = RefCell::default();
 }
 
@@ -100,6 +103,7 @@ impl Aggregator {
     }
 
     /// The current routes, through this executor's copy.
+    #[allow(clippy::redundant_allocation)] // see LOCAL
     pub fn routes(&self) -> Rc<Arc<Routes>> {
         let generation = self.generation.load(Ordering::Acquire);
         LOCAL.with(|l| {

@@ -42,6 +42,10 @@ pub enum Command {
     /// Serves an admission webhook that admits everything (HTTPS on
     /// loopback), for benchmarks of the webhook path.
     Webhook(crate::webhook::WebhookArgs),
+    /// Serves metrics.k8s.io/v1beta1 as an extension API server behind
+    /// the aggregator (HTTPS on loopback), for tests and benchmarks of
+    /// the aggregation layer.
+    MetricsServer(crate::metrics_server::MetricsServerArgs),
 }
 
 #[derive(Debug, Clone, Subcommand, Serialize)]
@@ -183,6 +187,11 @@ pub struct GetArgs {
     /// resourceVersion query parameter ("0": served from the watch cache).
     #[arg(long)]
     pub resource_version: Option<String>,
+    /// Read objects that exist already (`<prefix>-<i>`, see --prefix)
+    /// instead of creating them first: a read-only API, such as an
+    /// extension server's.
+    #[arg(long)]
+    pub existing: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize)]

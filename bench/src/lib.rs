@@ -16,6 +16,7 @@ pub mod compare;
 #[cfg(feature = "etcd")]
 pub mod etcd;
 pub mod kubeconfig;
+pub mod metrics_server;
 pub mod objects;
 pub mod procfs;
 pub mod progress;

@@ -54,6 +54,7 @@ async fn run(cli: &Cli) -> Result<()> {
             }
         }
         Command::Webhook(args) => kubeshard_bench::webhook::serve(args).await?,
+        Command::MetricsServer(args) => kubeshard_bench::metrics_server::serve(args).await?,
         #[cfg(feature = "etcd")]
         Command::Etcd(args) => {
             let r = kubeshard_bench::etcd::run(cli, args).await?;

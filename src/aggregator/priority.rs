@@ -9,7 +9,9 @@ pub const CRD_GROUP_PRIORITY: i64 = 1000;
 pub const CRD_VERSION_PRIORITY: i64 = 100;
 
 /// (group, groupPriorityMinimum, [(version, versionPriority)]).
-const TABLE: &[(&str, i64, &[(&str, i64)])] = &[
+type Row = (&'static str, i64, &'static [(&'static str, i64)]);
+
+const TABLE: &[Row] = &[
     ("", 18000, &[("v1", 1)]),
     ("apiregistration.k8s.io", 18000, &[("v1", 15)]),
     ("apps", 17800, &[("v1", 15)]),

@@ -35,7 +35,9 @@ pub async fn create(ctx: &Ctx) -> Result<Extra> {
 pub async fn get(ctx: &Ctx, a: &GetArgs) -> Result<Extra> {
     let mut extra = Extra::new();
     let n = a.objects.max(1);
-    precreate(ctx, n, &mut extra).await?;
+    if !a.existing {
+        precreate(ctx, n, &mut extra).await?;
+    }
     let query = match &a.resource_version {
         Some(rv) => format!("?resourceVersion={}", objects::query_escape(rv)),
         None => String::new(),

@@ -9,7 +9,7 @@ mod cluster;
 mod pod;
 mod rbac;
 mod service;
-mod util;
+pub(crate) mod util;
 
 #[cfg(test)]
 mod tests;
@@ -63,6 +63,7 @@ pub fn apply(group: &str, kind: &str, obj: &mut Value) {
         ("resource.k8s.io", "ResourceClaimTemplate") => {
             admission::resource_claim_spec(obj.pointer_mut("/spec/spec"))
         }
+        ("apiregistration.k8s.io", "APIService") => crate::registry::apiservice::default(obj),
         ("flowcontrol.apiserver.k8s.io", "FlowSchema") => cluster::flow_schema(obj),
         ("flowcontrol.apiserver.k8s.io", "PriorityLevelConfiguration") => {
             cluster::priority_level_configuration(obj)

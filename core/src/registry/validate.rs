@@ -51,6 +51,7 @@ fn webhook_configuration(
         ("admissionregistration.k8s.io", "MutatingAdmissionPolicyBinding") => {
             super::admission_policy::validate_binding(obj, true)
         }
+        ("apiregistration.k8s.io", "APIService") => super::apiservice::validate(obj),
         _ => Vec::new(),
     }
 }

@@ -64,6 +64,8 @@ pub(super) fn resources() -> Vec<Entry> {
             "apiservices",
             false,
         )
+        // `v1.` names the core group's.
+        .name_rule(super::NameRule::PathSegment)
         .categories(API_EXTENSIONS)
         .status()
         .initial_status("{}")
