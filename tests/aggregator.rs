@@ -150,6 +150,9 @@ fn an_extension_server_is_served_through_the_aggregator() {
     assert_eq!(events.last().unwrap()["object"]["kind"], "NodeMetrics");
     drop(w);
 
+    // A protocol upgrade passes through, both ways.
+    upgrade_through(&s);
+
     // Discovery: legacy, aggregated and per group; kubectl api-resources.
     let (_, groups) = s.get("/apis");
     let metrics = groups["groups"]
@@ -250,6 +253,36 @@ fn an_extension_server_is_served_through_the_aggregator() {
     let (code, nodes) = s.get("/apis/metrics.k8s.io/v1beta1/nodes");
     assert_eq!(code, 200, "{nodes}");
     assert_eq!(names(&nodes), ["node-a", "node-b"]);
+}
+
+/// Switches to the extension server's `echo` protocol through kubeshard
+/// and sees bytes come back.
+fn upgrade_through(s: &Server) {
+    use std::io::{Read, Write};
+    let mut c = std::net::TcpStream::connect(("127.0.0.1", s.port)).unwrap();
+    c.set_read_timeout(Some(std::time::Duration::from_secs(20)))
+        .unwrap();
+    write!(
+        c,
+        "POST /apis/metrics.k8s.io/v1beta1/namespaces/shop/pods/web-1/echo HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: echo\r\nX-Remote-User: mallory\r\n\r\n"
+    )
+    .unwrap();
+    let mut head = Vec::new();
+    let mut byte = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") {
+        c.read_exact(&mut byte).unwrap();
+        head.push(byte[0]);
+    }
+    let head = String::from_utf8(head).unwrap().to_ascii_lowercase();
+    assert!(head.starts_with("http/1.1 101"), "{head}");
+    assert!(head.contains("upgrade: echo"), "{head}");
+    assert!(head.contains("x-seen-user: system:unsecured"), "{head}");
+    for msg in ["ping", "and again"] {
+        c.write_all(msg.as_bytes()).unwrap();
+        let mut back = vec![0u8; msg.len()];
+        c.read_exact(&mut back).unwrap();
+        assert_eq!(back, msg.as_bytes());
+    }
 }
 
 #[test]

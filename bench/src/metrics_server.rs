@@ -130,6 +130,7 @@ pub async fn serve(args: &MetricsServerArgs) -> Result<()> {
             });
             let _ = hyper::server::conn::http1::Builder::new()
                 .serve_connection(hyper_util::rt::TokioIo::new(tls), service)
+                .with_upgrades()
                 .await;
         });
     }
@@ -161,7 +162,11 @@ fn status(code: StatusCode, reason: &str, message: &str) -> Response<Body> {
 }
 
 impl Server {
-    fn handle(&self, req: Request<hyper::body::Incoming>, proxy: Option<String>) -> Response<Body> {
+    fn handle(
+        &self,
+        mut req: Request<hyper::body::Incoming>,
+        proxy: Option<String>,
+    ) -> Response<Body> {
         let allowed = &self.args.requestheader_allowed_names;
         let proxy_ok = proxy
             .as_ref()
@@ -187,6 +192,8 @@ impl Server {
             })
             .collect();
         extra.sort();
+        let authorization: String = values("authorization").join(",").chars().take(16).collect();
+        let wants_echo = upgrade_to_echo(&req);
         let mut resp = match (&user, proxy_ok) {
             (_, false) => status(
                 StatusCode::UNAUTHORIZED,
@@ -194,6 +201,7 @@ impl Server {
                 "a front proxy certificate with an allowed name is required",
             ),
             (None, true) => status(StatusCode::UNAUTHORIZED, "Unauthorized", "Unauthorized"),
+            (Some(_), true) if wants_echo => echo(&mut req),
             (Some(_), true) => self.route(&req),
         };
         let headers = resp.headers_mut();
@@ -202,10 +210,7 @@ impl Server {
             ("x-seen-groups", groups.join(",")),
             ("x-seen-extra", extra.join(";")),
             ("x-seen-proxy", proxy.unwrap_or_default()),
-            (
-                "x-seen-authorization",
-                values("authorization").join(",").chars().take(16).collect(),
-            ),
+            ("x-seen-authorization", authorization),
         ] {
             if let Ok(v) = value.parse() {
                 headers.insert(name, v);
@@ -322,6 +327,31 @@ impl Server {
             .body(Events(rx).boxed())
             .expect("a valid response")
     }
+}
+
+/// A request to switch to the `echo` protocol (what the tests use to see
+/// an upgrade pass through the aggregator).
+fn upgrade_to_echo(req: &Request<hyper::body::Incoming>) -> bool {
+    req.headers()
+        .get(hyper::header::UPGRADE)
+        .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"echo"))
+}
+
+/// Switches protocols and sends back every byte received.
+fn echo(req: &mut Request<hyper::body::Incoming>) -> Response<Body> {
+    let upgraded = hyper::upgrade::on(req);
+    tokio::spawn(async move {
+        if let Ok(up) = upgraded.await {
+            let (mut r, mut w) = tokio::io::split(hyper_util::rt::TokioIo::new(up));
+            let _ = tokio::io::copy(&mut r, &mut w).await;
+        }
+    });
+    Response::builder()
+        .status(StatusCode::SWITCHING_PROTOCOLS)
+        .header(hyper::header::CONNECTION, "Upgrade")
+        .header(hyper::header::UPGRADE, "echo")
+        .body(Full::new(Bytes::new()).boxed())
+        .expect("a valid response")
 }
 
 /// Watch events as they are produced, as a streamed body.
