@@ -276,7 +276,8 @@ fn start_controllers(
             registry::node_ports::repair(&api).await?;
             controllers::security::bootstrap_policy::ensure(&api).await?;
             controllers::security::aggregation::settle(&api).await?;
-            apiextensions::restore(&api, &catalog).await
+            apiextensions::restore(&api, &catalog).await?;
+            aggregator::autoregister::bootstrap(&api, &catalog.snapshot()).await
         };
         match boot.await {
             Ok(()) => {

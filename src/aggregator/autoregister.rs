@@ -46,6 +46,32 @@ pub fn wanted(cat: &CatalogSnapshot) -> BTreeMap<String, Value> {
     out
 }
 
+/// At start, before the server is ready: the local APIServices written
+/// and said to be available, so none of it happens under clients' feet
+/// (and a restart writes nothing).
+pub async fn bootstrap(
+    api: &Api,
+    cat: &CatalogSnapshot,
+) -> Result<(), kubeshard_core::status::ApiError> {
+    let info = api.builtin("apiregistration.k8s.io", "apiservices")?;
+    let stored = |objs: Vec<Arc<kubeshard_cache::StoredObject>>| -> BTreeMap<String, Value> {
+        objs.iter()
+            .map(|o| {
+                let v = o.to_value();
+                (meta::name(&v).to_string(), v)
+            })
+            .collect()
+    };
+    let have = stored(crate::storage::list_all(api.storage(), &info).await?);
+    sync(api, &info, cat, &have, true).await;
+    for (name, obj) in stored(crate::storage::list_all(api.storage(), &info).await?) {
+        if obj.pointer("/spec/service").is_none_or(Value::is_null) {
+            super::controller::mark_local(api, &info, &name, &obj).await;
+        }
+    }
+    Ok(())
+}
+
 /// Brings the stored APIServices (`have`, by name) to what `cat` calls
 /// for. `at_start`: the `onstart` ones are written too.
 pub async fn sync(

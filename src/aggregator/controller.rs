@@ -40,13 +40,20 @@ struct Tracked {
     openapi_v3: Option<Arc<Vec<u8>>>,
 }
 
+/// Set when the informer changed the APIServices it mirrors.
+#[derive(Default)]
+struct Changed {
+    dirty: std::cell::Cell<bool>,
+    event: event_listener::Event,
+}
+
 /// Starts the controller on this executor (executor 0).
 pub fn start(api: Rc<Api>, catalog: Arc<Catalog>) {
     let Ok(info) = api.builtin("apiregistration.k8s.io", "apiservices") else {
         return;
     };
     let seen: Rc<RefCell<HashMap<String, Value>>> = Rc::default();
-    let changed = Rc::new(event_listener::Event::new());
+    let changed = Rc::new(Changed::default());
     let sink = {
         let (mut inner, changed) = (
             mirror(seen.clone(), |o| Some(o.name.to_string()), |o| o.to_value()),
@@ -54,7 +61,8 @@ pub fn start(api: Rc<Api>, catalog: Arc<Catalog>) {
         );
         Box::new(move |c: Change<'_>| {
             inner(c);
-            changed.notify(usize::MAX);
+            changed.dirty.set(true);
+            changed.event.notify(usize::MAX);
         })
     };
     api.security
@@ -68,24 +76,29 @@ async fn run(
     catalog: Arc<Catalog>,
     info: Arc<ResourceInfo>,
     seen: Rc<RefCell<HashMap<String, Value>>>,
-    changed: Rc<event_listener::Event>,
+    changed: Rc<Changed>,
 ) {
     let shutdown = api.exec.shutdown.clone();
     let mut tracked: BTreeMap<String, Tracked> = BTreeMap::new();
     let mut catalog_seen = None;
     let mut published = None;
+    let mut have: BTreeMap<String, Value> = BTreeMap::new();
     while !shutdown.is_triggered() {
-        let local_changes = changed.listen();
+        let local_changes = changed.event.listen();
         let remote_asks = api.config.aggregator.wake.listen();
         if !api.security.informers.synced() {
             glommio::timer::sleep(Duration::from_millis(50)).await;
             continue;
         }
-        let have: BTreeMap<String, Value> = seen
-            .borrow()
-            .iter()
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect();
+        // A copy, taken only when it changed: the informer's sink writes
+        // the mirror while this loop awaits.
+        if changed.dirty.replace(false) || catalog_seen.is_none() {
+            have = seen
+                .borrow()
+                .iter()
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect();
+        }
         let generation = catalog.generation();
         if catalog_seen != Some(generation) {
             let at_start = catalog_seen.is_none();
@@ -253,7 +266,15 @@ async fn write_condition(
 }
 
 /// Local APIServices are always available.
-async fn mark_local(api: &Api, info: &Arc<ResourceInfo>, name: &str, obj: &Value) {
+pub(super) async fn mark_local(api: &Api, info: &Arc<ResourceInfo>, name: &str, obj: &Value) {
+    let local = meta::array_at(obj, "/status/conditions").iter().any(|c| {
+        meta::str_at(c, "/type") == "Available"
+            && meta::str_at(c, "/status") == "True"
+            && meta::str_at(c, "/reason") == "Local"
+    });
+    if local {
+        return;
+    }
     set_available(
         api,
         info,

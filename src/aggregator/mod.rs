@@ -14,7 +14,7 @@
 //! one atomic load per request on `/apis/<group>/<version>` paths, and
 //! none at all while no service-backed APIService exists.
 
-mod autoregister;
+pub mod autoregister;
 mod available;
 pub mod controller;
 pub mod convert;
