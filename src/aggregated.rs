@@ -35,12 +35,16 @@ pub struct Remote {
     /// PEM roots; empty with `insecureSkipTLSVerify`.
     pub ca_bundle: Vec<u8>,
     pub insecure: bool,
+    /// A hash of how the backend is trusted (`ca_bundle`, `insecure`),
+    /// which tells its kept connections apart.
+    pub trust_hash: u64,
     pub group_priority: i64,
     pub version_priority: i64,
     /// Its `Available` condition is True.
     pub available: bool,
-    /// Ready endpoints (address, port) when last checked.
-    pub endpoints: Vec<(String, u16)>,
+    /// Its ready endpoints when last checked, each with the key its kept
+    /// connections go under (built once here, not per request).
+    pub targets: Vec<Target>,
     /// Its APIResourceList, from the last successful check.
     pub discovery: Option<Value>,
     /// Its swagger document's paths under `/apis/<group>/<version>/` and
@@ -48,6 +52,13 @@ pub struct Remote {
     pub openapi_v2: Option<Value>,
     /// Its OpenAPI v3 document for the group version.
     pub openapi_v3: Option<Arc<Vec<u8>>>,
+}
+
+/// An endpoint of a remote.
+#[derive(Debug, Clone)]
+pub struct Target {
+    pub endpoint: crate::proxy::dial::Endpoint,
+    pub key: crate::proxy::pool::Key,
 }
 
 impl Remote {

@@ -48,16 +48,11 @@ pub async fn check(api: &Api, remote: &Remote) -> Verdict {
         Ok(e) => e,
         Err(v) => return v,
     };
-    let mut target = remote.clone();
-    target.endpoints = endpoints.clone();
     let path = format!("/apis/{}/{}", remote.group, remote.version);
     let mut last = String::new();
-    for ep in endpoints.iter() {
-        let one = Remote {
-            endpoints: vec![ep.clone()],
-            ..target.clone()
-        };
-        match get(api, &one, &path, "application/json").await {
+    let targets = transport::targets(&endpoints, &remote.server_name(), remote.trust_hash);
+    for (ep, target) in endpoints.iter().zip(&targets) {
+        match get(api, remote, &target.endpoint, &path, "application/json").await {
             Ok((200..=299, body)) => {
                 return Verdict {
                     available: true,
@@ -195,28 +190,26 @@ fn ready_endpoints(slices: &[Value], port_name: &str) -> Vec<(String, u16)> {
     out
 }
 
-/// GETs `path` from the remote's first endpoint as the aggregator itself
-/// (kube's `system:kube-aggregator` in `system:masters`): the status and
-/// body, or kube's words for why there was none.
+/// GETs `path` from the remote at `ep` as the aggregator itself (kube's
+/// `system:kube-aggregator` in `system:masters`): the status and body, or
+/// kube's words for why there was none.
 pub async fn get(
     api: &Api,
     remote: &Remote,
+    ep: &crate::proxy::dial::Endpoint,
     path: &str,
     accept: &str,
 ) -> Result<(u16, Bytes), String> {
-    let Some(ep) = transport::endpoint(remote) else {
-        return Err("no endpoints".into());
-    };
     let url = url(&(ep.host.clone(), ep.port), path);
     let failed = |e: &dyn std::fmt::Display| {
         format!("failing or missing response from {url}: Get {url:?}: {e}")
     };
     let call = async {
-        let stream = transport::connect(api, remote, &ep)
+        let stream = transport::connect(api, remote, ep)
             .await
             .map_err(|e| failed(&e))?;
         let (mut sender, conn) =
-            hyper::client::conn::http1::handshake(crate::proxy::dial::BackendIo(stream))
+            hyper::client::conn::http1::handshake(crate::proxy::dial::BackendIo::new(stream))
                 .await
                 .map_err(|e| failed(&e))?;
         glommio::spawn_local(async move {

@@ -92,7 +92,8 @@ async fn run(
         }
         // A copy, taken only when it changed: the informer's sink writes
         // the mirror while this loop awaits.
-        if changed.dirty.replace(false) || catalog_seen.is_none() {
+        let refreshed = changed.dirty.replace(false) || catalog_seen.is_none();
+        if refreshed {
             have = seen
                 .borrow()
                 .iter()
@@ -112,7 +113,9 @@ async fn run(
         for (name, obj) in &have {
             let spec = obj.get("spec").cloned().unwrap_or(Value::Null);
             if service(obj).is_none() {
-                mark_local(&api, &info, name, obj).await;
+                if refreshed {
+                    mark_local(&api, &info, name, obj).await;
+                }
                 continue;
             }
             let t = tracked.entry(name.clone()).or_insert_with(|| Tracked {
@@ -227,17 +230,24 @@ fn remote_of(obj: &Value, verdict: Option<&Verdict>) -> Option<Remote> {
     let available = meta::array_at(obj, "/status/conditions")
         .iter()
         .any(|c| meta::str_at(c, "/type") == "Available" && meta::str_at(c, "/status") == "True");
+    let insecure = spec.get("insecureSkipTLSVerify").and_then(Value::as_bool) == Some(true);
+    let trust_hash = xxhash_rust::xxh3::xxh3_64(&ca_bundle) ^ u64::from(insecure);
+    let server_name = format!("{}.{}.svc", service.name, service.namespace);
+    let targets = verdict
+        .map(|v| super::transport::targets(&v.endpoints, &server_name, trust_hash))
+        .unwrap_or_default();
     Some(Remote {
         name: meta::name(obj).to_string(),
         group: meta::str_at(spec, "/group").to_string(),
         version: meta::str_at(spec, "/version").to_string(),
         service,
         ca_bundle,
-        insecure: spec.get("insecureSkipTLSVerify").and_then(Value::as_bool) == Some(true),
+        insecure,
+        trust_hash,
         group_priority: int("/groupPriorityMinimum"),
         version_priority: int("/versionPriority"),
         available,
-        endpoints: verdict.map(|v| v.endpoints.clone()).unwrap_or_default(),
+        targets,
         discovery: verdict.and_then(|v| v.discovery.clone()),
         openapi_v2: None,
         openapi_v3: None,

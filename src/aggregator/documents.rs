@@ -13,7 +13,11 @@ use std::sync::Arc;
 
 /// (filtered v2 `{"paths", "definitions"}`, v3 document).
 pub async fn fetch(api: &Api, remote: &Remote) -> (Option<Value>, Option<Arc<Vec<u8>>>) {
-    let v2 = match get(api, remote, "/openapi/v2", "application/json").await {
+    let Some(target) = super::transport::pick(remote) else {
+        return (None, None);
+    };
+    let ep = &target.endpoint;
+    let v2 = match get(api, remote, ep, "/openapi/v2", "application/json").await {
         Ok((200, body)) => serde_json::from_slice::<Value>(&body)
             .ok()
             .map(|doc| filtered_v2(&doc, &remote.group, &remote.version)),
@@ -23,12 +27,16 @@ pub async fn fetch(api: &Api, remote: &Remote) -> (Option<Value>, Option<Arc<Vec
             None
         }
     };
-    (v2, fetch_v3(api, remote).await)
+    (v2, fetch_v3(api, remote, ep).await)
 }
 
 /// The v3 document the backend's index names for the group version.
-async fn fetch_v3(api: &Api, remote: &Remote) -> Option<Arc<Vec<u8>>> {
-    let (status, index) = get(api, remote, "/openapi/v3", "application/json")
+async fn fetch_v3(
+    api: &Api,
+    remote: &Remote,
+    ep: &crate::proxy::dial::Endpoint,
+) -> Option<Arc<Vec<u8>>> {
+    let (status, index) = get(api, remote, ep, "/openapi/v3", "application/json")
         .await
         .ok()?;
     if status != 200 {
@@ -47,7 +55,7 @@ async fn fetch_v3(api: &Api, remote: &Remote) -> Option<Arc<Vec<u8>>> {
     if !url.starts_with('/') {
         return None;
     }
-    match get(api, remote, &url, "application/json").await {
+    match get(api, remote, ep, &url, "application/json").await {
         Ok((200, body)) if serde_json::from_slice::<Value>(&body).is_ok() => {
             Some(Arc::new(body.to_vec()))
         }

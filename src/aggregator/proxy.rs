@@ -23,9 +23,10 @@ pub async fn serve(api: &Api, req: Request<Incoming>, remote: &Remote) -> Respon
     let Some(user) = req.extensions().get::<RequestUser>().map(|u| u.0.clone()) else {
         return text(StatusCode::INTERNAL_SERVER_ERROR, "missing user");
     };
-    let Some(ep) = transport::endpoint(remote) else {
+    let Some(target) = transport::pick(remote) else {
         return text(StatusCode::SERVICE_UNAVAILABLE, "service unavailable");
     };
+    let ep = &target.endpoint;
     let upgrade = match forward::check_upgrade(&req) {
         Ok(u) => u,
         Err(e) => return text(StatusCode::BAD_REQUEST, &e.message),
@@ -48,7 +49,7 @@ pub async fn serve(api: &Api, req: Request<Incoming>, remote: &Remote) -> Respon
         text(StatusCode::SERVICE_UNAVAILABLE, &e.to_string())
     };
     if upgrade {
-        let stream = match transport::connect(api, remote, &ep).await {
+        let stream = match transport::connect(api, remote, ep).await {
             Ok(s) => s,
             Err(e) => return unreachable(&e),
         };
@@ -56,12 +57,12 @@ pub async fn serve(api: &Api, req: Request<Incoming>, remote: &Remote) -> Respon
             .await
             .unwrap_or_else(|e| text(StatusCode::SERVICE_UNAVAILABLE, &e.message));
     }
-    let key = transport::key(remote, &ep);
+    let key = &target.key;
     let mut out = out;
     // A kept connection the backend closed meanwhile fails before the
     // request is sent: then once more on a new one.
     for fresh in [false, true] {
-        let mut sender = match transport::sender(api, remote, &ep, &key, fresh).await {
+        let mut sender = match transport::sender(api, remote, ep, key, fresh).await {
             Ok(s) => s,
             Err(e) => return unreachable(&e),
         };

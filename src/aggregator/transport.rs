@@ -3,7 +3,7 @@
 //! verified with `insecureSkipTLSVerify`), presenting the proxy client
 //! certificate; kept per executor for the next request.
 
-use super::Remote;
+use crate::aggregated::{Remote, Target};
 use crate::context::Api;
 use crate::proxy::dial::{BackendIo, Endpoint, Scheme, Stream};
 use crate::proxy::pool::{self, Idle, Key};
@@ -16,20 +16,32 @@ thread_local! {
 }
 
 /// An endpoint of `remote`, picked at random among the ready ones.
-pub fn endpoint(remote: &Remote) -> Option<Endpoint> {
-    if remote.endpoints.is_empty() {
+pub fn pick(remote: &Remote) -> Option<&Target> {
+    if remote.targets.is_empty() {
         return None;
     }
-    let (host, port) = &remote.endpoints[rand::random::<usize>() % remote.endpoints.len()];
-    Some(Endpoint {
-        scheme: Scheme::Https,
-        host: host.clone(),
-        port: *port,
-        kubelet: false,
-        // Extension servers run anywhere, loopback included (the dialer
-        // still refuses the privileged port).
-        routable_only: false,
-    })
+    Some(&remote.targets[rand::random::<usize>() % remote.targets.len()])
+}
+
+/// The targets of a remote named `server_name`, trusted as `trust_hash`
+/// says, at `endpoints`.
+pub fn targets(endpoints: &[(String, u16)], server_name: &str, trust_hash: u64) -> Vec<Target> {
+    endpoints
+        .iter()
+        .map(|(host, port)| {
+            let endpoint = Endpoint {
+                scheme: Scheme::Https,
+                host: host.clone(),
+                port: *port,
+                kubelet: false,
+                // Extension servers run anywhere, loopback included (the
+                // dialer still refuses the privileged port).
+                routable_only: false,
+            };
+            let key = Key::hashed(&endpoint, server_name, trust_hash);
+            Target { endpoint, key }
+        })
+        .collect()
 }
 
 /// A new TLS connection to `ep` for `remote`.
@@ -46,14 +58,6 @@ pub async fn connect(api: &Api, remote: &Remote, ep: &Endpoint) -> io::Result<St
         .await
 }
 
-/// What tells this remote's kept connections apart from others to the
-/// same address.
-pub fn key(remote: &Remote, ep: &Endpoint) -> Key {
-    let mut trust = remote.ca_bundle.clone();
-    trust.push(u8::from(remote.insecure));
-    Key::new(ep, &remote.server_name(), &trust)
-}
-
 /// A kept connection, or a new one.
 pub async fn sender(
     api: &Api,
@@ -66,7 +70,7 @@ pub async fn sender(
         return Ok(s);
     }
     let stream = connect(api, remote, ep).await?;
-    pool::handshake(BackendIo(stream))
+    pool::handshake(BackendIo::new(stream))
         .await
         .map_err(io::Error::other)
 }

@@ -269,7 +269,16 @@ impl AsyncWrite for Stream {
 }
 
 /// hyper's IO traits over a backend stream.
-pub struct BackendIo(pub Stream);
+pub struct BackendIo(pub Stream, Vec<u8>);
+
+/// What one read may take in (a TLS record's worth).
+const READ_CHUNK: usize = 16 * 1024;
+
+impl BackendIo {
+    pub fn new(stream: Stream) -> Self {
+        Self(stream, Vec::new())
+    }
+}
 
 impl hyper::rt::Read for BackendIo {
     fn poll_read(
@@ -277,11 +286,16 @@ impl hyper::rt::Read for BackendIo {
         cx: &mut Context<'_>,
         mut buf: hyper::rt::ReadBufCursor<'_>,
     ) -> Poll<io::Result<()>> {
-        let mut scratch = [0u8; 16 * 1024];
-        let want = buf.remaining().min(scratch.len());
-        let n =
-            std::task::ready!(Pin::new(&mut self.get_mut().0).poll_read(cx, &mut scratch[..want]))?;
-        buf.put_slice(&scratch[..n]);
+        let this = self.get_mut();
+        // The stream reads into initialised bytes: a buffer of the
+        // connection's, zeroed once. (A fresh zeroed array per read
+        // cost a third of a proxied GET's instructions in memset.)
+        if this.1.is_empty() {
+            this.1 = vec![0u8; READ_CHUNK];
+        }
+        let want = buf.remaining().min(READ_CHUNK);
+        let n = std::task::ready!(Pin::new(&mut this.0).poll_read(cx, &mut this.1[..want]))?;
+        buf.put_slice(&this.1[..n]);
         Poll::Ready(Ok(()))
     }
 }

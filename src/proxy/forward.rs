@@ -158,7 +158,7 @@ pub async fn exchange(
 ) -> Result<Response<Body>, ApiError> {
     let upgrade = is_upgrade(out.headers());
     let upgradable = out.extensions().get::<Upgradable>().copied();
-    let (mut sender, conn) = hyper::client::conn::http1::handshake(BackendIo(stream))
+    let (mut sender, conn) = hyper::client::conn::http1::handshake(BackendIo::new(stream))
         .await
         .map_err(|e| unreachable_error(unreachable, e))?;
     let mut conn = Box::pin(conn.without_shutdown());
@@ -254,6 +254,13 @@ impl ChunkStream for Forwarded {
         loop {
             match std::task::ready!(Pin::new(&mut self.body).poll_frame(cx)) {
                 Some(Ok(frame)) => {
+                    // The last bytes of a body of known length: whoever
+                    // sends them on may not ask for the end after them.
+                    if self.body.is_end_stream() {
+                        if let Some(f) = self.on_end.take() {
+                            f();
+                        }
+                    }
                     if let Ok(data) = frame.into_data() {
                         if !data.is_empty() {
                             return Poll::Ready(Some(Frames::from(data)));
@@ -289,7 +296,7 @@ pub async fn probe(dialer: &Dialer, ep: &Endpoint, path: &str) -> Result<(u16, S
     );
     let failed = |e: &dyn std::fmt::Display| format!("Get {url:?}: {e}");
     let stream = dialer.dial(ep).await.map_err(|e| failed(&e))?;
-    let (mut sender, conn) = hyper::client::conn::http1::handshake(BackendIo(stream))
+    let (mut sender, conn) = hyper::client::conn::http1::handshake(BackendIo::new(stream))
         .await
         .map_err(|e| failed(&e))?;
     glommio::spawn_local(async move {

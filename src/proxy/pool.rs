@@ -23,10 +23,12 @@ impl Key {
     /// `trust` tells apart connections verified differently (the roots,
     /// and whether the server is verified at all).
     pub fn new(ep: &Endpoint, server_name: &str, trust: &[u8]) -> Self {
-        Key(
-            format!("{}|{server_name}", ep.authority()),
-            xxhash_rust::xxh3::xxh3_64(trust),
-        )
+        Self::hashed(ep, server_name, xxhash_rust::xxh3::xxh3_64(trust))
+    }
+
+    /// With the trust already hashed (once, not per request).
+    pub fn hashed(ep: &Endpoint, server_name: &str, trust: u64) -> Self {
+        Key(format!("{}|{server_name}", ep.authority()), trust)
     }
 }
 
@@ -49,17 +51,27 @@ impl<B> Idle<B> {
         }
         let mut m = self.0.borrow_mut();
         let idle = m.get_mut(key)?;
+        // One given back as its answer ended may not have been marked
+        // ready by its connection yet: kept for the next call, not closed.
+        let mut settling = Vec::new();
+        let mut found = None;
         while let Some(s) = idle.pop() {
             if s.is_ready() {
-                return Some(s);
+                found = Some(s);
+                break;
+            }
+            if !s.is_closed() {
+                settling.push(s);
             }
         }
-        None
+        idle.extend(settling);
+        found
     }
 
-    /// Keeps a connection whose exchange completed.
+    /// Keeps a connection whose exchange completed (its answer read to
+    /// the end).
     pub fn give_back(&self, key: Key, sender: SendRequest<B>) {
-        if !sender.is_ready() {
+        if sender.is_closed() {
             return;
         }
         let mut m = self.0.borrow_mut();

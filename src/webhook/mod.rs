@@ -55,7 +55,7 @@ pub async fn post_json(
                         .connect(&ep, Some((tls.clone(), name)))
                         .await
                         .map_err(|e| failed(&e))?;
-                    pool::handshake(BackendIo(stream))
+                    pool::handshake(BackendIo::new(stream))
                         .await
                         .map_err(|e| failed(&e))?
                 }

@@ -82,26 +82,26 @@ fn user_from(rh: &RequestHeader, headers: &HeaderMap) -> Option<UserInfo> {
 /// fixed `X-Remote-*` names, which extension servers read by default);
 /// the caller removes any of them the client sent first.
 pub fn identity_headers(user: &UserInfo, out: &mut HeaderMap) {
-    use http::HeaderValue;
-    let mut put = |name: String, value: &str| {
-        if let (Ok(n), Ok(v)) = (
-            http::HeaderName::try_from(name),
-            HeaderValue::from_str(value),
-        ) {
-            out.append(n, v);
+    use http::{HeaderName, HeaderValue};
+    let mut put = |name: HeaderName, value: &str| {
+        if let Ok(v) = HeaderValue::from_str(value) {
+            out.append(name, v);
         }
     };
-    put("x-remote-user".into(), &user.name);
+    put(HeaderName::from_static("x-remote-user"), &user.name);
     if !user.uid.is_empty() {
-        put("x-remote-uid".into(), &user.uid);
+        put(HeaderName::from_static("x-remote-uid"), &user.uid);
     }
     for g in &user.groups {
-        put("x-remote-group".into(), g);
+        put(HeaderName::from_static("x-remote-group"), g);
     }
     for (key, values) in &user.extra {
         let escaped = percent_encoding::utf8_percent_encode(key, EXTRA_KEY).to_string();
+        let Ok(name) = HeaderName::try_from(format!("x-remote-extra-{escaped}")) else {
+            continue;
+        };
         for v in values {
-            put(format!("x-remote-extra-{escaped}"), v);
+            put(name.clone(), v);
         }
     }
 }
