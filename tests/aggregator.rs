@@ -168,6 +168,13 @@ fn an_extension_server_is_served_through_the_aggregator() {
     );
     let (code, group) = s.get("/apis/metrics.k8s.io");
     assert_eq!((code, group["kind"].as_str()), (200, Some("APIGroup")));
+    // The group version's own document comes from the extension server.
+    let (code, list) = s.get("/apis/metrics.k8s.io/v1beta1");
+    assert_eq!(
+        (code, list["kind"].as_str()),
+        (200, Some("APIResourceList"))
+    );
+    assert_eq!(list["groupVersion"], "metrics.k8s.io/v1beta1");
     let (_, _, agg) = s.get_with("/apis", AGGREGATED);
     let agg: Value = serde_json::from_str(&agg).unwrap();
     let entry = agg["items"]
@@ -219,6 +226,16 @@ fn an_extension_server_is_served_through_the_aggregator() {
         "{listed}"
     );
 
+    let gauge = |s: &Server| {
+        let (_, _, text) = s.get_with("/metrics", "text/plain");
+        text.lines()
+            .find(|l| {
+                l.starts_with(r#"aggregator_unavailable_apiservice{name="v1beta1.metrics.k8s.io"}"#)
+            })
+            .map(|l| l.rsplit(' ').next().unwrap().to_string())
+    };
+    assert_eq!(gauge(&s).as_deref(), Some("0"));
+
     // The extension server goes away: 503, then the condition says why
     // and discovery calls the group version stale.
     ext.stop();
@@ -243,6 +260,9 @@ fn an_extension_server_is_served_through_the_aggregator() {
         vec![],
     );
     assert_eq!((code, body.as_str()), (503, "service unavailable\n"));
+    eventually(10, "the unavailable gauge", || {
+        (gauge(&s).as_deref() == Some("1")).then_some(())
+    });
     eventually(10, "a stale group version in discovery", || {
         let (_, _, agg) = s.get_with("/apis", AGGREGATED);
         agg.contains(r#""freshness":"Stale""#).then_some(())

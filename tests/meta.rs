@@ -249,17 +249,22 @@ fn metrics_report_bounded_history() {
         + bootstrap::cluster_role_bindings().len()
         + bootstrap::roles().len()
         + bootstrap::role_bindings().len();
+    let (_, apiservices) = s.get("/apis/apiregistration.k8s.io/v1/apiservices");
+    let apiservices = apiservices["items"].as_array().unwrap().len();
+    assert!(apiservices > 20, "a local APIService per group version");
     assert_eq!(
         objects,
-        61 + rbac as i64,
+        61 + (rbac + apiservices) as i64,
         "50 configmaps, 4 namespaces, the kubernetes Service and its IPAddress, the ServiceCIDR, \
-         2 system PriorityClasses, 2 kube-system ConfigMaps and the bootstrap RBAC policy: {text}"
+         2 system PriorityClasses, 2 kube-system ConfigMaps, the bootstrap RBAC policy and the \
+         local APIServices: {text}"
     );
     assert_eq!(metric(&text, "watchers").iter().sum::<i64>(), 1, "{text}");
     // The resources written so far (namespaces, configmaps, services,
-    // ipaddresses, servicecidrs, priorityclasses, the four RBAC kinds),
-    // at most 10 events each, per shard and per executor ring.
-    let bound = 10 * 10;
+    // ipaddresses, servicecidrs, priorityclasses, the four RBAC kinds,
+    // apiservices), at most 10 events each, per shard and per executor
+    // ring.
+    let bound = 11 * 10;
     assert!(
         metric(&text, "store_history_events")
             .iter()

@@ -19,6 +19,7 @@ mod available;
 pub mod controller;
 pub mod convert;
 mod documents;
+pub mod metrics;
 pub mod priority;
 pub mod proxy;
 mod transport;

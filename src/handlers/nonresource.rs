@@ -97,6 +97,7 @@ pub async fn handle(
                 &api.config.conn_limit,
             ));
             gauges.push_str(&api.config.admission.webhook_metrics.render());
+            gauges.push_str(&crate::aggregator::metrics::render(&routes));
             let at = body.rfind("# EOF").unwrap_or(body.len());
             body.insert_str(at, &gauges);
             let mut resp = text(StatusCode::OK, body);
