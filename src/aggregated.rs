@@ -24,6 +24,23 @@ pub struct ServiceRef {
     pub port: u16,
 }
 
+impl ServiceRef {
+    /// A service reference as webhooks and APIServices write one
+    /// (`namespace`, `name`, `port` defaulting to 443).
+    pub fn parse(svc: &Value) -> Self {
+        let text = |k: &str| svc.get(k).and_then(Value::as_str).unwrap_or("").to_string();
+        Self {
+            namespace: text("namespace"),
+            name: text("name"),
+            port: svc
+                .get("port")
+                .and_then(Value::as_u64)
+                .and_then(|p| u16::try_from(p).ok())
+                .unwrap_or(443),
+        }
+    }
+}
+
 /// A service-backed group version, as the controller last saw it.
 #[derive(Debug, Clone)]
 pub struct Remote {

@@ -278,31 +278,17 @@ fn an_extension_server_is_served_through_the_aggregator() {
 /// Switches to the extension server's `echo` protocol through kubeshard
 /// and sees bytes come back.
 fn upgrade_through(s: &Server) {
-    use std::io::{Read, Write};
     let mut c = std::net::TcpStream::connect(("127.0.0.1", s.port)).unwrap();
     c.set_read_timeout(Some(std::time::Duration::from_secs(20)))
         .unwrap();
-    write!(
-        c,
-        "POST /apis/metrics.k8s.io/v1beta1/namespaces/shop/pods/web-1/echo HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: echo\r\nX-Remote-User: mallory\r\n\r\n"
-    )
-    .unwrap();
-    let mut head = Vec::new();
-    let mut byte = [0u8; 1];
-    while !head.ends_with(b"\r\n\r\n") {
-        c.read_exact(&mut byte).unwrap();
-        head.push(byte[0]);
-    }
-    let head = String::from_utf8(head).unwrap().to_ascii_lowercase();
+    let head = upgrade_head(
+        &mut c,
+        "POST /apis/metrics.k8s.io/v1beta1/namespaces/shop/pods/web-1/echo HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: echo\r\nX-Remote-User: mallory\r\n\r\n",
+    );
     assert!(head.starts_with("http/1.1 101"), "{head}");
     assert!(head.contains("upgrade: echo"), "{head}");
     assert!(head.contains("x-seen-user: system:unsecured"), "{head}");
-    for msg in ["ping", "and again"] {
-        c.write_all(msg.as_bytes()).unwrap();
-        let mut back = vec![0u8; msg.len()];
-        c.read_exact(&mut back).unwrap();
-        assert_eq!(back, msg.as_bytes());
-    }
+    assert_echoes(&mut c);
 }
 
 #[test]
@@ -363,14 +349,8 @@ fn local_apiservices_follow_the_catalog() {
             "service": {"namespace": "default", "name": "x"}}}),
     );
     assert_eq!(code, 422, "{out}");
-    let fields: Vec<&str> = out["details"]["causes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| c["field"].as_str().unwrap())
-        .collect();
     assert_eq!(
-        fields,
+        cause_fields(&out),
         [
             "metadata.name",
             "spec.groupPriorityMinimum",

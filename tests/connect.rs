@@ -8,7 +8,6 @@ use common::kubectl::Kubectl;
 use common::kubelet::FakeKubelet;
 use common::*;
 use serde_json::json;
-use std::io::{Read, Write};
 
 /// A Node whose kubelet is at `address` (type, address) and `port`.
 fn node(s: &Server, name: &str, address: (&str, &str), port: u16) {
@@ -101,29 +100,13 @@ fn upgrades_are_tunnelled_both_ways() {
     let mut c = std::net::TcpStream::connect(("127.0.0.1", s.port)).unwrap();
     c.set_read_timeout(Some(std::time::Duration::from_secs(20)))
         .unwrap();
-    write!(
-        c,
-        "POST /api/v1/namespaces/apps/pods/web/attach?stdin=true&stdout=true HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: echo\r\n\r\n"
-    )
-    .unwrap();
-    let mut head = Vec::new();
-    let mut byte = [0u8; 1];
-    while !head.ends_with(b"\r\n\r\n") {
-        c.read_exact(&mut byte).unwrap();
-        head.push(byte[0]);
-    }
-    let head = String::from_utf8(head).unwrap();
-    assert!(head.starts_with("HTTP/1.1 101"), "{head}");
-    assert!(
-        head.to_ascii_lowercase().contains("upgrade: echo"),
-        "{head}"
+    let head = upgrade_head(
+        &mut c,
+        "POST /api/v1/namespaces/apps/pods/web/attach?stdin=true&stdout=true HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: echo\r\n\r\n",
     );
-    for msg in ["ping", "and again"] {
-        c.write_all(msg.as_bytes()).unwrap();
-        let mut back = vec![0u8; msg.len()];
-        c.read_exact(&mut back).unwrap();
-        assert_eq!(back, msg.as_bytes());
-    }
+    assert!(head.starts_with("http/1.1 101"), "{head}");
+    assert!(head.contains("upgrade: echo"), "{head}");
+    assert_echoes(&mut c);
     assert!(kubelet
         .saw("POST /attach/apps/web/c?input=1&output=1")
         .is_some());

@@ -79,14 +79,8 @@ fn ephemeral_containers_are_added_through_their_subresource() {
             "ports": [{"containerPort": 80}]}]}}),
     );
     assert_eq!(code, 422, "{st}");
-    let fields: Vec<&str> = st["details"]["causes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| c["field"].as_str().unwrap())
-        .collect();
     assert_eq!(
-        fields,
+        cause_fields(&st),
         [
             "spec.ephemeralContainers",
             "spec.ephemeralContainers[0].name",

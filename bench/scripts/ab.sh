@@ -17,13 +17,6 @@ B=$(realpath "${2:?usage: ab.sh A_BIN B_BIN [OUT_DIR]}")
 OUT=${3:-$(mktemp -d /tmp/ab-XXXX)}
 ROUNDS=${ROUNDS:-3}; SECS=${SECS:-8}
 WORKLOADS=${WORKLOADS:-get create create-durable update list watch}
-mkdir -p "$OUT"
-cargo build --release -q -p kubeshard-bench
-BENCH=$PWD/target/release/kubeshard-bench
-TMP=$(mktemp -d); pids=()
-cleanup() { kill "${pids[@]}" 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$TMP"; }
-trap cleanup EXIT
-
 source "$(dirname "$0")/servers-common.sh"
 
 run() {

@@ -20,12 +20,6 @@ cd "$(dirname "$0")/../.."
 BIN=$(realpath "${1:?usage: aggregator.sh BIN [OUT_DIR]}")
 OUT=${2:-$(mktemp -d /tmp/aggregator-XXXX)}
 ROUNDS=${ROUNDS:-3}; SECS=${SECS:-8}; RATE=${RATE:-2000}
-mkdir -p "$OUT"
-cargo build --release -q -p kubeshard-bench
-BENCH=$PWD/target/release/kubeshard-bench
-TMP=$(mktemp -d); pids=()
-cleanup() { kill "${pids[@]}" 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$TMP"; }
-trap cleanup EXIT
 source "$(dirname "$0")/servers-common.sh"
 
 start "$BIN" ks --storage memory

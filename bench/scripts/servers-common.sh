@@ -1,7 +1,14 @@
-# Shared by ab.sh and admission.sh (sourced, not run): a free loopback
-# port, kubeshard servers started fresh on one (ready before returning),
-# and stopping them. Expects OUT (where logs go), TMP (scratch) and the
-# pids array of the caller, whose EXIT trap kills what is left.
+# Shared by ab.sh, admission.sh and aggregator.sh (sourced, not run):
+# builds kubeshard-bench (BENCH), makes OUT (where logs go) and TMP
+# (scratch), and provides a free loopback port, kubeshard servers started
+# fresh on one (ready before returning), and stopping them. Everything
+# started is in `pids`, which the EXIT trap kills.
+mkdir -p "$OUT"
+cargo build --release -q -p kubeshard-bench
+BENCH=$PWD/target/release/kubeshard-bench
+TMP=$(mktemp -d); pids=()
+cleanup() { kill "${pids[@]}" 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$TMP"; }
+trap cleanup EXIT
 
 port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 

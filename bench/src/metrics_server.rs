@@ -17,7 +17,7 @@ use http_body_util::{BodyExt, Full};
 use hyper::body::Frame;
 use hyper::{Request, Response, StatusCode};
 use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use rustls::pki_types::CertificateDer;
 use serde::Serialize;
 use serde_json::{json, Value};
 use std::path::PathBuf;
@@ -73,11 +73,7 @@ struct Server {
 
 /// Serves until killed.
 pub async fn serve(args: &MetricsServerArgs) -> Result<()> {
-    let certs = CertificateDer::pem_file_iter(&args.cert)
-        .context("reading --cert")?
-        .collect::<Result<Vec<_>, _>>()
-        .context("parsing --cert")?;
-    let key = PrivateKeyDer::from_pem_file(&args.key).context("reading --key")?;
+    let (certs, key) = crate::tls::serving_identity(&args.cert, &args.key)?;
     let mut roots = rustls::RootCertStore::empty();
     for ca in CertificateDer::pem_file_iter(&args.requestheader_client_ca)
         .context("reading --requestheader-client-ca")?

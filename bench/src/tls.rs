@@ -19,6 +19,20 @@ pub struct TlsSettings {
     pub client_key_pem: Option<Vec<u8>>,
 }
 
+/// A server's certificate chain and key from PEM files (the `--cert` and
+/// `--key` of the test servers this tool runs).
+pub fn serving_identity(
+    cert: &std::path::Path,
+    key: &std::path::Path,
+) -> Result<(Vec<CertificateDer<'static>>, PrivateKeyDer<'static>)> {
+    let certs = CertificateDer::pem_file_iter(cert)
+        .context("reading --cert")?
+        .collect::<Result<Vec<_>, _>>()
+        .context("parsing --cert")?;
+    let key = PrivateKeyDer::from_pem_file(key).context("reading --key")?;
+    Ok((certs, key))
+}
+
 /// Debian's and most distributions' bundle of public CAs.
 const SYSTEM_BUNDLE: &str = "/etc/ssl/certs/ca-certificates.crt";
 

@@ -5,15 +5,13 @@
 //! written) every ten seconds on stderr, so a run can tell the server's
 //! share of the added latency from the webhook's.
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use bytes::Bytes;
 use clap::Args;
 use hdrhistogram::Histogram;
 use http_body_util::{BodyExt, Full};
 use hyper::{Request, Response};
 use parking_lot::Mutex;
-use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use serde::Serialize;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -36,11 +34,7 @@ type Times = Arc<Mutex<Histogram<u64>>>;
 
 /// Serves until killed.
 pub async fn serve(args: &WebhookArgs) -> Result<()> {
-    let certs = CertificateDer::pem_file_iter(&args.cert)
-        .context("reading --cert")?
-        .collect::<Result<Vec<_>, _>>()
-        .context("parsing --cert")?;
-    let key = PrivateKeyDer::from_pem_file(&args.key).context("reading --key")?;
+    let (certs, key) = crate::tls::serving_identity(&args.cert, &args.key)?;
     let config = rustls::ServerConfig::builder_with_provider(Arc::new(
         rustls::crypto::ring::default_provider(),
     ))

@@ -7,6 +7,7 @@
 
 use super::{transport, Remote};
 use crate::context::Api;
+use crate::proxy::endpoints;
 use crate::storage::Storage;
 use bytes::Bytes;
 use http::{header, Request};
@@ -113,19 +114,15 @@ async fn resolve(api: &Api, remote: &Remote) -> Result<Vec<(String, u16)>, Verdi
         let host = meta::str_at(&service, "/spec/externalName").to_string();
         return Ok(vec![(host, svc.port)]);
     }
-    let port_name = meta::array_at(&service, "/spec/ports")
-        .iter()
-        .find(|p| p.get("port").and_then(Value::as_u64) == Some(u64::from(svc.port)))
-        .map(|p| meta::str_at(p, "/name").to_string())
-        .ok_or_else(|| {
-            Verdict::unavailable(
-                "ServicePortError",
-                format!(
-                    "service/{name} in {ns:?} is not listening on port {}",
-                    svc.port
-                ),
-            )
-        })?;
+    let port_name = endpoints::port_name(&service, svc.port).ok_or_else(|| {
+        Verdict::unavailable(
+            "ServicePortError",
+            format!(
+                "service/{name} in {ns:?} is not listening on port {}",
+                svc.port
+            ),
+        )
+    })?;
     let slices_info = api
         .builtin("discovery.k8s.io", "endpointslices")
         .map_err(|e| access(e.message))?;
@@ -142,7 +139,7 @@ async fn resolve(api: &Api, remote: &Remote) -> Result<Vec<(String, u16)>, Verdi
         })?
         .iter()
         .map(|s| s.to_value())
-        .filter(|s| meta::str_at(s, "/metadata/labels/kubernetes.io~1service-name") == name)
+        .filter(|s| endpoints::of_service(s, name))
         .collect();
     if slices.is_empty() {
         return Err(Verdict::unavailable(
@@ -150,8 +147,8 @@ async fn resolve(api: &Api, remote: &Remote) -> Result<Vec<(String, u16)>, Verdi
             format!("cannot find endpointslices for service/{name} in {ns:?}"),
         ));
     }
-    let endpoints = ready_endpoints(&slices, &port_name);
-    if endpoints.is_empty() {
+    let ready = endpoints::ready(&slices, &port_name);
+    if ready.is_empty() {
         return Err(Verdict::unavailable(
             "MissingEndpoints",
             format!(
@@ -159,35 +156,7 @@ async fn resolve(api: &Api, remote: &Remote) -> Result<Vec<(String, u16)>, Verdi
             ),
         ));
     }
-    Ok(endpoints)
-}
-
-/// Ready (or not said to be unready) addresses of `slices` with the port
-/// named `port_name`.
-fn ready_endpoints(slices: &[Value], port_name: &str) -> Vec<(String, u16)> {
-    let mut out = Vec::new();
-    for slice in slices {
-        let Some(port) = meta::array_at(slice, "/ports")
-            .iter()
-            .find(|p| meta::str_at(p, "/name") == port_name)
-            .and_then(|p| p.get("port").and_then(Value::as_u64))
-            .and_then(|p| u16::try_from(p).ok())
-        else {
-            continue;
-        };
-        for ep in meta::array_at(slice, "/endpoints") {
-            if ep.pointer("/conditions/ready").and_then(Value::as_bool) == Some(false) {
-                continue;
-            }
-            for addr in meta::array_at(ep, "/addresses")
-                .iter()
-                .filter_map(Value::as_str)
-            {
-                out.push((addr.to_string(), port));
-            }
-        }
-    }
-    out
+    Ok(ready)
 }
 
 /// GETs `path` from the remote at `ep` as the aggregator itself (kube's
@@ -237,32 +206,4 @@ pub async fn get(
         Err(format!("timed out waiting for {url}"))
     };
     futures_lite::future::or(call, expired).await
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    #[test]
-    fn ready_addresses_of_the_named_port() {
-        let slices = [
-            json!({"ports": [{"name": "https", "port": 8443}], "endpoints": [
-                {"addresses": ["10.0.0.1"]},
-                {"addresses": ["10.0.0.2"], "conditions": {"ready": false}},
-                {"addresses": ["10.0.0.3"], "conditions": {"ready": true}},
-            ]}),
-            json!({"ports": [{"name": "metrics", "port": 9000}], "endpoints": [
-                {"addresses": ["10.0.0.9"]},
-            ]}),
-        ];
-        assert_eq!(
-            ready_endpoints(&slices, "https"),
-            [
-                ("10.0.0.1".to_string(), 8443),
-                ("10.0.0.3".to_string(), 8443)
-            ]
-        );
-        assert!(ready_endpoints(&slices, "grpc").is_empty());
-    }
 }

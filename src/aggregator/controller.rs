@@ -206,15 +206,7 @@ async fn run(
 /// The Service an APIService names, if any.
 fn service(obj: &Value) -> Option<ServiceRef> {
     let svc = obj.pointer("/spec/service").filter(|s| s.is_object())?;
-    Some(ServiceRef {
-        namespace: meta::str_at(svc, "/namespace").to_string(),
-        name: meta::str_at(svc, "/name").to_string(),
-        port: svc
-            .get("port")
-            .and_then(Value::as_u64)
-            .and_then(|p| u16::try_from(p).ok())
-            .unwrap_or(443),
-    })
+    Some(ServiceRef::parse(svc))
 }
 
 /// The remote a service-backed APIService describes: available as its

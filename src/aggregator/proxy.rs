@@ -11,7 +11,7 @@ use crate::filters::RequestUser;
 use crate::proxy::forward::{self, Forwarded};
 use crate::security::authn::request_header::identity_headers;
 use crate::serving::body::Body;
-use http::{header, HeaderMap, HeaderValue, Request, Response, StatusCode};
+use http::{HeaderMap, Request, Response, StatusCode};
 use hyper::body::Incoming;
 use kubeshard_core::authn::UserInfo;
 
@@ -116,15 +116,5 @@ fn as_user(headers: &mut HeaderMap, user: &UserInfo, api: &Api) {
 
 /// A plain-text answer, as kube-aggregator writes its errors.
 fn text(status: StatusCode, message: &str) -> Response<Body> {
-    let mut resp = Response::new(Body::full(format!("{message}\n")));
-    *resp.status_mut() = status;
-    resp.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("text/plain; charset=utf-8"),
-    );
-    resp.headers_mut().insert(
-        "x-content-type-options",
-        HeaderValue::from_static("nosniff"),
-    );
-    resp
+    crate::render::response::plain(status, format!("{message}\n"))
 }

@@ -18,19 +18,7 @@ fn json(status: StatusCode, body: Vec<u8>, content_type: &'static str) -> Respon
     resp
 }
 
-fn text(status: StatusCode, body: String) -> Response<Body> {
-    let mut resp = Response::new(Body::full(body));
-    *resp.status_mut() = status;
-    resp.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("text/plain; charset=utf-8"),
-    );
-    resp.headers_mut().insert(
-        "x-content-type-options",
-        HeaderValue::from_static("nosniff"),
-    );
-    resp
-}
+use crate::render::response::plain as text;
 
 pub async fn handle(
     api: &Rc<Api>,

@@ -37,6 +37,21 @@ pub fn read(path: &Path) -> Result<String, String> {
     std::fs::read_to_string(path).map_err(|e| format!("reading {}: {e}", path.display()))
 }
 
+/// Trust anchors for `certs`; `what` names them in errors.
+pub fn anchors(
+    certs: &[rustls_pki_types::CertificateDer<'static>],
+    what: &str,
+) -> Result<Vec<rustls_pki_types::TrustAnchor<'static>>, String> {
+    certs
+        .iter()
+        .map(|c| {
+            webpki::anchor_from_trusted_cert(c)
+                .map(|a| a.to_owned())
+                .map_err(|e| format!("{what}: {e}"))
+        })
+        .collect()
+}
+
 /// Every certificate in a PEM file.
 pub fn parse_certs(
     pem: &str,

@@ -4,6 +4,7 @@
 //! control-plane components (`componentstatuses`).
 
 pub mod dial;
+pub mod endpoints;
 pub mod flags;
 pub mod forward;
 pub mod pool;

@@ -256,8 +256,6 @@ pub fn list(
     json_bytes(StatusCode::OK, Body::list(list), render)
 }
 
-/// The `Success` Status (201) a create-only subresource answers with
-/// (a pod's binding, an eviction).
 /// A plain-text answer (an empty log).
 pub fn text(body: &str) -> Response<Body> {
     let mut resp = Response::new(Body::full(body.to_string()));
@@ -268,6 +266,24 @@ pub fn text(body: &str) -> Response<Body> {
     resp
 }
 
+/// A plain-text answer as Go's `http.Error` writes one (health checks,
+/// the aggregator's errors): UTF-8, not to be sniffed.
+pub fn plain(status: StatusCode, body: String) -> Response<Body> {
+    let mut resp = Response::new(Body::full(body));
+    *resp.status_mut() = status;
+    resp.headers_mut().insert(
+        http::header::CONTENT_TYPE,
+        http::HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    resp.headers_mut().insert(
+        "x-content-type-options",
+        http::HeaderValue::from_static("nosniff"),
+    );
+    resp
+}
+
+/// The `Success` Status (201) a create-only subresource answers with
+/// (a pod's binding, an eviction).
 pub fn created_success(render: Render) -> Response<Body> {
     let status = serde_json::json!({"kind": "Status", "apiVersion": "v1", "metadata": {},
         "status": "Success", "code": 201});

@@ -87,14 +87,7 @@ impl FrontProxy {
             },
         };
         let certs = pki::parse_certs(&ca_pem, &what)?;
-        let anchors = certs
-            .iter()
-            .map(|c| {
-                webpki::anchor_from_trusted_cert(c)
-                    .map(|a| a.to_owned())
-                    .map_err(|e| format!("--requestheader-client-ca-file: {e}"))
-            })
-            .collect::<Result<_, _>>()?;
+        let anchors = pki::anchors(&certs, "--requestheader-client-ca-file")?;
         let allowed_names = if flags.requestheader_allowed_names.is_empty() {
             default_names
         } else {

@@ -95,14 +95,7 @@ impl SecurityConfig {
             ca_certs.extend(pki::parse_certs(&pem, f)?);
             client_ca_pem.push_str(&pem);
         }
-        let client_cas = ca_certs
-            .iter()
-            .map(|c| {
-                webpki::anchor_from_trusted_cert(c)
-                    .map(|a| a.to_owned())
-                    .map_err(|e| format!("client CA: {e}"))
-            })
-            .collect::<Result<_, _>>()?;
+        let client_cas = pki::anchors(&ca_certs, "client CA")?;
         let csr_signer =
             Arc::new(
                 match (

@@ -4,6 +4,7 @@
 use super::endpoint;
 use crate::context::Api;
 use crate::proxy::dial::Endpoint;
+use crate::proxy::endpoints;
 use crate::storage::Storage;
 use kubeshard_core::meta;
 use serde_json::Value;
@@ -52,14 +53,15 @@ impl ClientConfig {
             Target::Url(url.to_string())
         } else if let Some(svc) = v.get("service") {
             let path = meta::str_at(svc, "/path");
+            let crate::aggregated::ServiceRef {
+                namespace,
+                name,
+                port,
+            } = crate::aggregated::ServiceRef::parse(svc);
             Target::Service {
-                namespace: meta::str_at(svc, "/namespace").to_string(),
-                name: meta::str_at(svc, "/name").to_string(),
-                port: svc
-                    .get("port")
-                    .and_then(Value::as_u64)
-                    .and_then(|p| u16::try_from(p).ok())
-                    .unwrap_or(443),
+                namespace,
+                name,
+                port,
                 path: if path.is_empty() {
                     "/".into()
                 } else {
@@ -161,42 +163,19 @@ async fn service_endpoint(
         let host = meta::str_at(&service, "/spec/externalName");
         return Ok((host.to_string(), port));
     }
-    let port_name = meta::array_at(&service, "/spec/ports")
-        .iter()
-        .find(|p| p.get("port").and_then(Value::as_u64) == Some(u64::from(port)))
-        .map(|p| meta::str_at(p, "/name").to_string())
+    let port_name = endpoints::port_name(&service, port)
         .ok_or_else(|| format!("no service port {port} found for service \"{name}\""))?;
     let slices_info = api
         .builtin("discovery.k8s.io", "endpointslices")
         .map_err(|e| e.message)?;
-    let slices = crate::storage::list_in(api.storage(), &slices_info, namespace)
+    let slices: Vec<Value> = crate::storage::list_in(api.storage(), &slices_info, namespace)
         .await
-        .map_err(|e| e.message)?;
-    let mut candidates = Vec::new();
-    for slice in slices.iter().map(|s| s.to_value()) {
-        if meta::str_at(&slice, "/metadata/labels/kubernetes.io~1service-name") != name {
-            continue;
-        }
-        let Some(target) = meta::array_at(&slice, "/ports")
-            .iter()
-            .find(|p| meta::str_at(p, "/name") == port_name)
-            .and_then(|p| p.get("port").and_then(Value::as_u64))
-            .and_then(|p| u16::try_from(p).ok())
-        else {
-            continue;
-        };
-        for ep in meta::array_at(&slice, "/endpoints") {
-            if ep.pointer("/conditions/ready").and_then(Value::as_bool) == Some(false) {
-                continue;
-            }
-            if let Some(addr) = meta::array_at(ep, "/addresses")
-                .first()
-                .and_then(Value::as_str)
-            {
-                candidates.push((addr.to_string(), target));
-            }
-        }
-    }
+        .map_err(|e| e.message)?
+        .iter()
+        .map(|s| s.to_value())
+        .filter(|s| endpoints::of_service(s, name))
+        .collect();
+    let mut candidates = endpoints::ready(&slices, &port_name);
     if candidates.is_empty() {
         return Err(format!("no endpoints available for service \"{name}\""));
     }

@@ -179,20 +179,9 @@ impl Drop for MetricsServer {
 /// A CA and a serving certificate it signs for `dns` and 127.0.0.1: (CA
 /// PEM, cert PEM, key PEM).
 fn serving_cert(dns: &str) -> (String, String, String) {
-    let ca_key = rcgen::KeyPair::generate().unwrap();
-    let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
-    ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
-    ca_params
-        .distinguished_name
-        .push(rcgen::DnType::CommonName, "metrics-server-test-ca");
-    let ca = ca_params.self_signed(&ca_key).unwrap();
-    let issuer = rcgen::Issuer::new(ca_params, ca_key);
-    let key = rcgen::KeyPair::generate().unwrap();
-    let leaf = rcgen::CertificateParams::new(vec![dns.to_string(), "127.0.0.1".into()])
-        .unwrap()
-        .signed_by(&key, &issuer)
-        .unwrap();
-    (ca.pem(), leaf.pem(), key.serialize_pem())
+    let sans = vec![dns.to_string(), "127.0.0.1".into()];
+    let (ca, leaf, key) = super::tls::ca_and_serving_cert("metrics-server-test-ca", sans);
+    (ca, leaf.pem(), key.serialize_pem())
 }
 
 /// The `Available` condition of the APIService named `name`.

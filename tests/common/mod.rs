@@ -503,6 +503,40 @@ pub fn rv(obj: &Value) -> u64 {
         .unwrap()
 }
 
+/// The fields of a Status's causes, in order.
+pub fn cause_fields(status: &Value) -> Vec<&str> {
+    status["details"]["causes"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no causes in {status}"))
+        .iter()
+        .map(|c| c["field"].as_str().unwrap())
+        .collect()
+}
+
+/// Writes an upgrade `request` (whole, with its blank line) on `c` and
+/// reads the response head (lowercased).
+pub fn upgrade_head(c: &mut (impl Read + std::io::Write), request: &str) -> String {
+    c.write_all(request.as_bytes()).unwrap();
+    let mut head = Vec::new();
+    let mut byte = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") {
+        c.read_exact(&mut byte).unwrap();
+        head.push(byte[0]);
+    }
+    String::from_utf8(head).unwrap().to_ascii_lowercase()
+}
+
+/// Over an upgraded connection to an echo backend, what is sent comes
+/// back.
+pub fn assert_echoes(c: &mut (impl Read + std::io::Write)) {
+    for msg in ["ping", "and again"] {
+        c.write_all(msg.as_bytes()).unwrap();
+        let mut back = vec![0u8; msg.len()];
+        c.read_exact(&mut back).unwrap();
+        assert_eq!(back, msg.as_bytes());
+    }
+}
+
 /// Polls `check` until it returns Some (or panics after `secs` seconds with
 /// `what`): for state that controllers reach asynchronously.
 pub fn eventually<T>(secs: u64, what: &str, mut check: impl FnMut() -> Option<T>) -> T {

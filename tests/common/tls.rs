@@ -466,6 +466,28 @@ impl Server {
     }
 }
 
+/// A CA of its own (CommonName `ca_name`) and a serving certificate it
+/// signs for `sans`: (CA PEM, certificate, its key).
+pub fn ca_and_serving_cert(
+    ca_name: &str,
+    sans: Vec<String>,
+) -> (String, rcgen::Certificate, rcgen::KeyPair) {
+    let ca_key = rcgen::KeyPair::generate().unwrap();
+    let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    ca_params
+        .distinguished_name
+        .push(rcgen::DnType::CommonName, ca_name);
+    let ca = ca_params.self_signed(&ca_key).unwrap();
+    let issuer = rcgen::Issuer::new(ca_params, ca_key);
+    let key = rcgen::KeyPair::generate().unwrap();
+    let leaf = rcgen::CertificateParams::new(sans)
+        .unwrap()
+        .signed_by(&key, &issuer)
+        .unwrap();
+    (ca.pem(), leaf, key)
+}
+
 /// A TLS server configuration serving `cert` with `key` (test servers:
 /// the stand-in kubelet, webhooks).
 pub fn server_config(

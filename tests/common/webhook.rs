@@ -22,21 +22,9 @@ pub struct Webhook {
 
 impl Webhook {
     pub fn start(names: &[&str], handler: Arc<Handler>) -> Webhook {
-        let ca_key = rcgen::KeyPair::generate().unwrap();
-        let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
-        ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
-        ca_params
-            .distinguished_name
-            .push(rcgen::DnType::CommonName, "webhook-test-ca");
-        let ca = ca_params.self_signed(&ca_key).unwrap();
-        let issuer = rcgen::Issuer::new(ca_params, ca_key);
-        let key = rcgen::KeyPair::generate().unwrap();
         let mut sans: Vec<String> = vec!["127.0.0.1".into()];
         sans.extend(names.iter().map(|n| n.to_string()));
-        let leaf = rcgen::CertificateParams::new(sans)
-            .unwrap()
-            .signed_by(&key, &issuer)
-            .unwrap();
+        let (ca_pem, leaf, key) = super::tls::ca_and_serving_cert("webhook-test-ca", sans);
         let config = super::tls::server_config(&leaf, &key);
         let requests: Arc<Mutex<Vec<(String, Value)>>> = Arc::default();
         let connections = Arc::new(AtomicUsize::new(0));
@@ -47,7 +35,7 @@ impl Webhook {
         });
         Webhook {
             port,
-            ca_pem: ca.pem(),
+            ca_pem,
             requests,
             connections,
         }
