@@ -291,6 +291,50 @@ fn upgrade_through(s: &Server) {
     assert_echoes(&mut c);
 }
 
+/// What Python users write to read metrics: the official client's
+/// CustomObjectsApi, through kubeshard to the extension server.
+#[test]
+fn the_python_client_reads_metrics_through_the_aggregator() {
+    let py = common::python::python();
+    let s = Server::start(1);
+    let ext = MetricsServer::start(&s, &["node-a"], &["shop/web-1", "shop/web-2"]);
+    ext.register(&s);
+    wait_available(&s, "True");
+    let script = r#"
+import json, sys
+from kubernetes import client
+c = client.Configuration()
+c.host = sys.argv[1]
+api = client.ApiClient(c)
+groups = [g.name for g in client.ApisApi(api).get_api_versions().groups]
+metrics = client.CustomObjectsApi(api)
+nodes = metrics.list_cluster_custom_object("metrics.k8s.io", "v1beta1", "nodes")
+pods = metrics.list_namespaced_custom_object("metrics.k8s.io", "v1beta1", "shop", "pods")
+one = metrics.get_namespaced_custom_object("metrics.k8s.io", "v1beta1", "shop", "pods", "web-2")
+print(json.dumps({
+    "metrics_group": "metrics.k8s.io" in groups,
+    "nodes": [n["metadata"]["name"] for n in nodes["items"]],
+    "pods": [[p["metadata"]["name"], p["containers"][0]["usage"]["cpu"]] for p in pods["items"]],
+    "one": one["metadata"]["name"],
+}))
+"#;
+    let out = std::process::Command::new(&py)
+        .args(["-c", script, &s.base])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let seen: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        seen,
+        json!({"metrics_group": true, "nodes": ["node-a"],
+               "pods": [["web-1", "10m"], ["web-2", "10m"]], "one": "web-2"})
+    );
+}
+
 #[test]
 fn local_apiservices_follow_the_catalog() {
     let s = Server::start(1);

@@ -3,46 +3,12 @@
 //! timeouts and a forced 410) and must end equal to the server's state.
 
 mod common;
+use common::python::python;
 use common::*;
 use serde_json::{json, Value};
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-
-/// A venv with `kubernetes` installed, kept under target/ between runs.
-fn python() -> PathBuf {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    let venv = root.join("target").join("python-venv");
-    let py = venv.join("bin").join("python");
-    let ok = py.exists()
-        && Command::new(&py)
-            .args(["-c", "import kubernetes"])
-            .status()
-            .map(|s| s.success())
-            .unwrap_or(false);
-    if !ok {
-        let status = Command::new("python3")
-            .arg("-m")
-            .arg("venv")
-            .arg(&venv)
-            .status()
-            .expect("python3 -m venv");
-        assert!(status.success(), "creating the venv failed");
-        let status = Command::new(&py)
-            .args([
-                "-m",
-                "pip",
-                "install",
-                "--quiet",
-                "--disable-pip-version-check",
-                "kubernetes>=31",
-            ])
-            .status()
-            .expect("pip install");
-        assert!(status.success(), "pip install kubernetes failed");
-    }
-    py
-}
 
 #[test]
 fn python_informer_stays_in_sync_through_timeouts_bookmarks_and_410() {

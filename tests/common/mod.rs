@@ -6,6 +6,7 @@
 pub mod extension;
 pub mod kubectl;
 pub mod kubelet;
+pub mod python;
 pub mod tls;
 pub mod verbs;
 pub mod webhook;
