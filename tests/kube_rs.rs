@@ -211,3 +211,46 @@ fn a_derived_custom_resource_works_with_kube_rs_and_its_runtime() {
             .unwrap();
     });
 }
+
+/// An aggregated API through kube-rs: discovery finds the extension
+/// server's group, and a dynamic API lists and gets its objects through
+/// kubeshard (as metrics readers written in Rust do).
+#[test]
+fn kube_rs_discovers_and_reads_an_aggregated_api() {
+    use common::extension::{available, MetricsServer, APISERVICE};
+    use kube::core::{ApiResource, DynamicObject, GroupVersionKind};
+    let s = Server::start(1);
+    let ext = MetricsServer::start(&s, &["node-a", "node-b"], &[]);
+    ext.register(&s);
+    eventually(40, "the APIService available", || {
+        available(&s, APISERVICE).filter(|c| c["status"] == "True")
+    });
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let client = client(&s).await;
+        let discovery = kube::Discovery::new(client.clone())
+            .run()
+            .await
+            .expect("discovery");
+        let group = discovery
+            .get("metrics.k8s.io")
+            .expect("metrics.k8s.io discovered");
+        let (found, _) = group
+            .recommended_kind("NodeMetrics")
+            .expect("NodeMetrics discovered");
+        assert_eq!(found.plural, "nodes");
+        let gvk = GroupVersionKind::gvk("metrics.k8s.io", "v1beta1", "NodeMetrics");
+        let ar = ApiResource::from_gvk_with_plural(&gvk, "nodes");
+        let nodes: Api<DynamicObject> = Api::all_with(client, &ar);
+        let list = nodes.list(&ListParams::default()).await.expect("list");
+        let names: Vec<String> = list.items.iter().map(|n| n.name_any()).collect();
+        assert_eq!(names, ["node-a", "node-b"]);
+        let one = nodes.get("node-b").await.expect("get");
+        assert_eq!(one.data["usage"]["cpu"], "250m");
+        let missing = nodes.get("node-z").await.unwrap_err();
+        assert!(
+            matches!(&missing, kube::Error::Api(e) if e.code == 404),
+            "{missing:?}"
+        );
+    });
+}
