@@ -488,3 +488,80 @@ fn an_authenticating_proxy_names_the_user() {
     );
     assert_eq!(whoami(&Who::Issued(cert, key), &named).0, 401);
 }
+
+/// The front proxy's certificates and header names from the flags: the
+/// proxy client certificate given is what extension servers see, the CA
+/// and names given are what `extension-apiserver-authentication`
+/// publishes and what kubeshard's own request-header authentication
+/// trusts; nothing is generated.
+#[test]
+fn front_proxy_flags_name_the_certificates_and_headers() {
+    let dir = tempfile::tempdir().unwrap();
+    let ca_key = rcgen::KeyPair::generate().unwrap();
+    let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+    params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    params
+        .distinguished_name
+        .push(rcgen::DnType::CommonName, "my-front-proxy-ca");
+    let ca_pem = params.self_signed(&ca_key).unwrap().pem();
+    let (cert, key) =
+        common::tls::sign_client_cert(&ca_pem, &ca_key.serialize_pem(), "my-proxy", &[]);
+    let file = |name: &str, text: &str| {
+        let p = dir.path().join(name);
+        std::fs::write(&p, text).unwrap();
+        p.to_string_lossy().into_owned()
+    };
+    let flags = [
+        format!("--proxy-client-cert-file={}", file("proxy.crt", &cert)),
+        format!("--proxy-client-key-file={}", file("proxy.key", &key)),
+        format!("--requestheader-client-ca-file={}", file("ca.crt", &ca_pem)),
+        "--requestheader-allowed-names=my-proxy".to_string(),
+        "--requestheader-username-headers=X-Who".to_string(),
+        "--requestheader-group-headers=X-Teams".to_string(),
+    ];
+    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+    let s = Server::start_with(1, &flags);
+    assert!(
+        !s.data_dir.join("pki/front-proxy-ca.crt").exists(),
+        "nothing is generated when the flags name the certificates"
+    );
+    let (_, cm) =
+        s.get("/api/v1/namespaces/kube-system/configmaps/extension-apiserver-authentication");
+    assert_eq!(cm["data"]["requestheader-client-ca-file"], ca_pem.as_str());
+    assert_eq!(cm["data"]["requestheader-allowed-names"], r#"["my-proxy"]"#);
+    assert_eq!(cm["data"]["requestheader-username-headers"], r#"["X-Who"]"#);
+    assert_eq!(cm["data"]["requestheader-group-headers"], r#"["X-Teams"]"#);
+
+    let whoami = |headers: &[(&str, &str)]| {
+        let mut c = s.client(&Who::Issued(cert.clone(), key.clone()));
+        for (k, v) in headers {
+            c = c.with_header(k, v);
+        }
+        c.post(
+            "/apis/authentication.k8s.io/v1/selfsubjectreviews",
+            &json!({"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"}),
+        )
+    };
+    let (code, r) = whoami(&[("X-Who", "erin"), ("X-Teams", "t1")]);
+    assert_eq!(code, 201, "{r}");
+    assert_eq!(r["status"]["userInfo"]["username"], "erin");
+    assert_eq!(
+        r["status"]["userInfo"]["groups"],
+        json!(["t1", "system:authenticated"])
+    );
+    // The default names are not read when others are configured.
+    assert_eq!(whoami(&[("X-Remote-User", "erin")]).0, 401);
+
+    // Extension servers see the configured certificate.
+    let ext = MetricsServer::start(&s, &["node-a"], &[]);
+    ext.register(&s);
+    wait_available(&s, "True");
+    let (code, h, body) = s.client(&Who::cert("root", &["system:masters"])).raw(
+        "GET",
+        "/apis/metrics.k8s.io/v1beta1/nodes/node-a",
+        vec![],
+    );
+    assert_eq!(code, 200, "{body}");
+    assert_eq!(header(&h, "x-seen-proxy"), "my-proxy");
+    assert_eq!(header(&h, "x-seen-user"), "root");
+}
