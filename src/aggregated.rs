@@ -62,7 +62,8 @@ pub struct Remote {
     /// Its ready endpoints when last checked, each with the key its kept
     /// connections go under (built once here, not per request).
     pub targets: Vec<Target>,
-    /// Its APIResourceList, from the last successful check.
+    /// Its aggregated discovery (v2) version entry, converted once from
+    /// the APIResourceList of the last successful check.
     pub discovery: Option<Value>,
     /// Its swagger document's paths under `/apis/<group>/<version>/` and
     /// definitions: `{"paths": …, "definitions": …}`.

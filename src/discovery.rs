@@ -406,7 +406,7 @@ fn aggregated_group(cat: &CatalogSnapshot, routes: &Routes, group: &str) -> Valu
         .map(|(v, remote)| {
             if let Some(r) = remote {
                 return match (&r.discovery, r.available) {
-                    (Some(list), true) => convert::aggregated_version(list, v),
+                    (Some(entry), true) => entry.clone(),
                     _ => convert::stale_version(v),
                 };
             }

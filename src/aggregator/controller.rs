@@ -215,8 +215,10 @@ fn remote_of(obj: &Value, verdict: Option<&Verdict>) -> Option<Remote> {
     use base64::Engine;
     let service = service(obj)?;
     let spec = obj.get("spec")?;
+    // Validated on write; line breaks are allowed, as Go's decoder skips
+    // them (a bundle wrapped at 76 columns works in kube).
     let ca_bundle = base64::engine::general_purpose::STANDARD
-        .decode(meta::str_at(spec, "/caBundle"))
+        .decode(without_line_breaks(meta::str_at(spec, "/caBundle")))
         .unwrap_or_default();
     let int = |p: &str| spec.pointer(p).and_then(Value::as_i64).unwrap_or(0);
     let available = meta::array_at(obj, "/status/conditions")
@@ -240,10 +242,16 @@ fn remote_of(obj: &Value, verdict: Option<&Verdict>) -> Option<Remote> {
         version_priority: int("/versionPriority"),
         available,
         targets,
-        discovery: verdict.and_then(|v| v.discovery.clone()),
+        discovery: verdict
+            .and_then(|v| v.discovery.as_ref())
+            .map(|list| super::convert::aggregated_version(list, meta::str_at(spec, "/version"))),
         openapi_v2: None,
         openapi_v3: None,
     })
+}
+
+fn without_line_breaks(s: &str) -> String {
+    s.chars().filter(|c| *c != '\r' && *c != '\n').collect()
 }
 
 /// Writes the `Available` condition `verdict` calls for, when it differs.

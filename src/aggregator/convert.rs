@@ -4,14 +4,24 @@
 //! legacy per-version document.
 
 use serde_json::{json, Value};
+use std::collections::HashMap;
+
+/// The most resources (subresources included) an extension server's
+/// document may list: past it the group version is reported stale.
+const MAX_RESOURCES: usize = 10_000;
 
 /// The v2 version entry of `list` (an APIResourceList) at `version`.
+/// Built once when the document is fetched; a document that is not what
+/// an APIResourceList must be (entries without names, lists that are
+/// not lists of strings) gives a stale entry rather than a discovery
+/// document clients cannot decode.
 pub fn aggregated_version(list: &Value, version: &str) -> Value {
-    let entries = list
-        .get("resources")
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default();
+    let Some(entries) = list.get("resources").and_then(Value::as_array) else {
+        return stale_version(version);
+    };
+    if entries.len() > MAX_RESOURCES {
+        return stale_version(version);
+    }
     let kind_of = |r: &Value| {
         json!({
             "group": r.get("group").and_then(Value::as_str).unwrap_or(""),
@@ -19,42 +29,63 @@ pub fn aggregated_version(list: &Value, version: &str) -> Value {
             "kind": r.get("kind").and_then(Value::as_str).unwrap_or(""),
         })
     };
+    let strings = |r: &Value, key: &str| -> Option<Vec<Value>> {
+        match r.get(key) {
+            None | Some(Value::Null) => Some(Vec::new()),
+            Some(Value::Array(a)) if a.iter().all(Value::is_string) => Some(a.clone()),
+            Some(_) => None,
+        }
+    };
+    // Subresources by their parent, in one pass.
+    let mut subresources: HashMap<&str, Vec<Value>> = HashMap::new();
+    for s in entries {
+        let Some((parent, sub)) = s
+            .get("name")
+            .and_then(Value::as_str)
+            .and_then(|n| n.split_once('/'))
+        else {
+            continue;
+        };
+        let Some(verbs) = strings(s, "verbs") else {
+            return stale_version(version);
+        };
+        subresources.entry(parent).or_default().push(json!({
+            "subresource": sub,
+            "responseKind": kind_of(s),
+            "verbs": verbs,
+        }));
+    }
     let mut resources: Vec<Value> = Vec::new();
-    for r in entries.iter() {
-        let name = r.get("name").and_then(Value::as_str).unwrap_or("");
+    for r in entries {
+        let Some(name) = r.get("name").and_then(Value::as_str) else {
+            return stale_version(version);
+        };
         if name.is_empty() || name.contains('/') {
             continue;
         }
-        let subresources: Vec<Value> = entries
-            .iter()
-            .filter_map(|s| {
-                let full = s.get("name").and_then(Value::as_str)?;
-                let sub = full.strip_prefix(name)?.strip_prefix('/')?;
-                Some(json!({
-                    "subresource": sub,
-                    "responseKind": kind_of(s),
-                    "verbs": s.get("verbs").cloned().unwrap_or(json!([])),
-                }))
-            })
-            .collect();
+        let (Some(verbs), Some(short), Some(categories)) = (
+            strings(r, "verbs"),
+            strings(r, "shortNames"),
+            strings(r, "categories"),
+        ) else {
+            return stale_version(version);
+        };
         let namespaced = r.get("namespaced").and_then(Value::as_bool) == Some(true);
         let mut entry = json!({
             "resource": name,
             "responseKind": kind_of(r),
             "scope": if namespaced { "Namespaced" } else { "Cluster" },
             "singularResource": r.get("singularName").and_then(Value::as_str).unwrap_or(""),
-            "verbs": r.get("verbs").cloned().unwrap_or(json!([])),
+            "verbs": verbs,
         });
-        for key in ["shortNames", "categories"] {
-            if let Some(v) = r
-                .get(key)
-                .filter(|v| v.as_array().is_some_and(|a| !a.is_empty()))
-            {
-                entry[key] = v.clone();
-            }
+        if !short.is_empty() {
+            entry["shortNames"] = short.into();
         }
-        if !subresources.is_empty() {
-            entry["subresources"] = subresources.into();
+        if !categories.is_empty() {
+            entry["categories"] = categories.into();
+        }
+        if let Some(subs) = subresources.remove(name) {
+            entry["subresources"] = subs.into();
         }
         resources.push(entry);
     }
@@ -89,5 +120,8 @@ mod tests {
         assert_eq!(rs[1]["shortNames"], json!(["pm"]));
         assert_eq!(rs[1]["subresources"][0]["subresource"], "status");
         assert!(rs[0].get("subresources").is_none());
+        let bad = json!({"resources": [{"name": "nodes", "verbs": "get"}]});
+        assert_eq!(aggregated_version(&bad, "v1")["freshness"], "Stale");
+        assert_eq!(aggregated_version(&json!({}), "v1")["freshness"], "Stale");
     }
 }

@@ -71,12 +71,23 @@ fn filtered_v2(doc: &Value, group: &str, version: &str) -> Value {
         .and_then(Value::as_object)
         .map(|p| {
             p.iter()
-                .filter(|(k, _)| k.starts_with(&prefix))
+                .filter(|(k, v)| k.starts_with(&prefix) && v.is_object())
                 .map(|(k, v)| (k.clone(), v.clone()))
                 .collect()
         })
         .unwrap_or_default();
-    let definitions = doc.get("definitions").cloned().unwrap_or(json!({}));
+    // Only what a swagger document can hold goes into ours: one odd
+    // extension must not break every client's OpenAPI.
+    let definitions: Map<String, Value> = doc
+        .get("definitions")
+        .and_then(Value::as_object)
+        .map(|d| {
+            d.iter()
+                .filter(|(_, v)| v.is_object())
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect()
+        })
+        .unwrap_or_default();
     json!({"paths": paths, "definitions": definitions})
 }
 

@@ -81,6 +81,8 @@ pub async fn serve(api: &Api, req: Request<Incoming>, remote: &Remote) -> Respon
         let key = key.clone();
         let body = Forwarded::on_end(body, move || transport::give_back(key, sender));
         return resp
+            // Its time is the request's, however long the body.
+            .extension(crate::serving::body::Unbounded)
             .body(Body::Stream(Box::pin(body)))
             .unwrap_or_else(|e| text(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()));
     }

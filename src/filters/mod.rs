@@ -196,11 +196,15 @@ pub async fn serve(api: &Rc<Api>, conn: &ConnInfo, mut req: Request<Incoming>) -
     let deadline = match cut {
         Some(cut)
             if !long_running
-                && resp
+                && (resp
                     .body()
                     .size_hint()
                     .exact()
-                    .is_some_and(|n| n >= DEADLINE_BODY) =>
+                    .is_some_and(|n| n >= DEADLINE_BODY)
+                    || resp
+                        .extensions()
+                        .get::<crate::serving::body::Unbounded>()
+                        .is_some()) =>
         {
             Some(api.stalls.deadline(cut, started + budget))
         }

@@ -54,6 +54,9 @@ pub fn copy_headers(from: &HeaderMap, to: &mut HeaderMap, upgrade: bool) {
         let n = name.as_str();
         if NOT_FORWARDED.contains(&n)
             || n.starts_with("impersonate-")
+            // An authenticating proxy's identity headers were for this
+            // server (kube drops them once read).
+            || n.starts_with("x-remote-")
             || per_hop.iter().any(|h| h == n)
         {
             continue;
@@ -330,6 +333,7 @@ mod tests {
             ("x-trace-hop", "1"),
             ("authorization", "Bearer secret"),
             ("impersonate-user", "root"),
+            ("x-remote-user", "carol"),
             ("accept", "text/plain"),
             ("transfer-encoding", "chunked"),
         ] {

@@ -194,6 +194,12 @@ impl hyper::body::Body for Body {
 /// flow-control permit, its place among its connection's busy requests,
 /// its deadline. hyper drops the body once it is sent, or when the client
 /// goes, and everything held goes with it.
+/// Marks a response whose body is streamed from elsewhere (a proxied
+/// backend) with no size known: it gets the request's deadline whatever
+/// its size, so a stalled backend or reader cannot hold its slot.
+#[derive(Debug, Clone, Copy)]
+pub struct Unbounded;
+
 pub struct Held<H> {
     body: Body,
     _hold: H,

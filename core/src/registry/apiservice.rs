@@ -64,6 +64,13 @@ pub fn validate(obj: &Value) -> Vec<StatusCause> {
     }
     let insecure = spec.get("insecureSkipTLSVerify").and_then(Value::as_bool) == Some(true);
     let ca_bundle = text("/caBundle");
+    if !ca_bundle.is_empty() && decoded(ca_bundle).is_none() {
+        out.push(field_invalid(
+            "spec.caBundle",
+            "<bytes>",
+            "must be base64-encoded bytes",
+        ));
+    }
     match spec.get("service").filter(|s| !s.is_null()) {
         None => {
             if !ca_bundle.is_empty() {
@@ -127,11 +134,16 @@ pub fn validate(obj: &Value) -> Vec<StatusCause> {
     out
 }
 
-fn base64_len(b64: &str) -> usize {
+/// The bytes of a base64 field as Go's JSON decoder reads them (line
+/// breaks skipped).
+fn decoded(b64: &str) -> Option<Vec<u8>> {
     use base64::Engine;
-    base64::engine::general_purpose::STANDARD
-        .decode(b64)
-        .map_or(0, |b| b.len())
+    let text: String = b64.chars().filter(|c| *c != '\r' && *c != '\n').collect();
+    base64::engine::general_purpose::STANDARD.decode(text).ok()
+}
+
+fn base64_len(b64: &str) -> usize {
+    decoded(b64).map_or(0, |b| b.len())
 }
 
 #[cfg(test)]
@@ -173,6 +185,16 @@ mod tests {
             fields(&both),
             ["spec.service.namespace", "spec.insecureSkipTLSVerify"]
         );
+        let wrapped = json!({"metadata": {"name": "v1.x.io"}, "spec": {"group": "x.io",
+            "version": "v1", "groupPriorityMinimum": 1, "versionPriority": 1,
+            "caBundle": "AAAA\nAAAA", "service": {"namespace": "n", "name": "s"}}});
+        assert!(
+            fields(&wrapped).is_empty(),
+            "line breaks are skipped, as Go skips them"
+        );
+        let mut garbled = wrapped.clone();
+        garbled["spec"]["caBundle"] = json!("%%%");
+        assert_eq!(fields(&garbled), ["spec.caBundle"]);
         let mut svc = json!({"spec": {"service": {"name": "s"}}});
         default(&mut svc);
         assert_eq!(svc["spec"]["service"]["port"], 443);
