@@ -25,6 +25,11 @@ pub struct ServiceRef {
 }
 
 impl ServiceRef {
+    /// The name its certificate must carry (kube's `<svc>.<ns>.svc`).
+    pub fn server_name(&self) -> String {
+        format!("{}.{}.svc", self.name, self.namespace)
+    }
+
     /// A service reference as webhooks and APIServices write one
     /// (`namespace`, `name`, `port` defaulting to 443).
     pub fn parse(svc: &Value) -> Self {
@@ -66,8 +71,9 @@ pub struct Remote {
     /// the APIResourceList of the last successful check.
     pub discovery: Option<Value>,
     /// Its swagger document's paths under `/apis/<group>/<version>/` and
-    /// definitions: `{"paths": …, "definitions": …}`.
-    pub openapi_v2: Option<Value>,
+    /// definitions: `{"paths": …, "definitions": …}` (shared, not copied,
+    /// each time the routes are published).
+    pub openapi_v2: Option<Arc<Value>>,
     /// Its OpenAPI v3 document for the group version.
     pub openapi_v3: Option<Arc<Vec<u8>>>,
 }
@@ -77,13 +83,6 @@ pub struct Remote {
 pub struct Target {
     pub endpoint: crate::proxy::dial::Endpoint,
     pub key: crate::proxy::pool::Key,
-}
-
-impl Remote {
-    /// The name its certificate must carry (kube's `<svc>.<ns>.svc`).
-    pub fn server_name(&self) -> String {
-        format!("{}.{}.svc", self.service.name, self.service.namespace)
-    }
 }
 
 /// The published picture: service-backed group versions by group, then

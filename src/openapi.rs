@@ -104,7 +104,7 @@ fn build(cat: &CatalogSnapshot, routes: &Routes) -> Documents {
     let extensions: Vec<&Value> = routes
         .remotes()
         .filter(|r| r.available)
-        .filter_map(|r| r.openapi_v2.as_ref())
+        .filter_map(|r| r.openapi_v2.as_deref())
         .collect();
     Documents {
         v3_index,

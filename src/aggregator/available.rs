@@ -7,11 +7,12 @@
 
 use super::{transport, Remote};
 use crate::context::Api;
+use crate::proxy::dial::Endpoint;
 use crate::proxy::endpoints;
+use crate::proxy::forward;
 use crate::storage::Storage;
 use bytes::Bytes;
-use http::{header, Request};
-use http_body_util::{BodyExt, Empty};
+use http::header;
 use kubeshard_core::meta;
 use serde_json::Value;
 use std::time::Duration;
@@ -28,6 +29,8 @@ pub struct Verdict {
     pub reason: &'static str,
     pub message: String,
     pub endpoints: Vec<(String, u16)>,
+    /// The group version's aggregated discovery (v2) entry, converted
+    /// from the APIResourceList the check fetched.
     pub discovery: Option<Value>,
 }
 
@@ -51,8 +54,8 @@ pub async fn check(api: &Api, remote: &Remote) -> Verdict {
     };
     let path = format!("/apis/{}/{}", remote.group, remote.version);
     let mut last = String::new();
-    let targets = transport::targets(&endpoints, &remote.server_name(), remote.trust_hash);
-    for (ep, target) in endpoints.iter().zip(&targets) {
+    let targets = transport::targets(&endpoints, &remote.service.server_name(), remote.trust_hash);
+    for target in &targets {
         match get(api, remote, &target.endpoint, &path, "application/json").await {
             Ok((200..=299, body)) => {
                 return Verdict {
@@ -60,11 +63,13 @@ pub async fn check(api: &Api, remote: &Remote) -> Verdict {
                     reason: "Passed",
                     message: "all checks passed".into(),
                     endpoints,
-                    discovery: serde_json::from_slice(&body).ok(),
+                    discovery: serde_json::from_slice(&body)
+                        .ok()
+                        .map(|list| super::convert::aggregated_version(&list, &remote.version)),
                 };
             }
             Ok((code, _)) => {
-                let url = url(ep, &path);
+                let url = format!("https://{}{path}", target.endpoint.authority());
                 last = format!(
                     "failing or missing response from {url}: bad status from {url}: {code}"
                 );
@@ -76,14 +81,6 @@ pub async fn check(api: &Api, remote: &Remote) -> Verdict {
         endpoints,
         ..Verdict::unavailable("FailedDiscoveryCheck", last)
     }
-}
-
-fn url((host, port): &(String, u16), path: &str) -> String {
-    let host = match host.parse::<std::net::IpAddr>() {
-        Ok(std::net::IpAddr::V6(a)) => format!("[{a}]"),
-        _ => host.clone(),
-    };
-    format!("https://{host}:{port}{path}")
 }
 
 /// The Service's ready endpoints for the APIService's port, or why there
@@ -165,11 +162,11 @@ async fn resolve(api: &Api, remote: &Remote) -> Result<Vec<(String, u16)>, Verdi
 pub async fn get(
     api: &Api,
     remote: &Remote,
-    ep: &crate::proxy::dial::Endpoint,
+    ep: &Endpoint,
     path: &str,
     accept: &str,
 ) -> Result<(u16, Bytes), String> {
-    let url = url(&(ep.host.clone(), ep.port), path);
+    let url = format!("https://{}{path}", ep.authority());
     let failed = |e: &dyn std::fmt::Display| {
         format!("failing or missing response from {url}: Get {url:?}: {e}")
     };
@@ -177,29 +174,14 @@ pub async fn get(
         let stream = transport::connect(api, remote, ep)
             .await
             .map_err(|e| failed(&e))?;
-        let (mut sender, conn) =
-            hyper::client::conn::http1::handshake(crate::proxy::dial::BackendIo::new(stream))
-                .await
-                .map_err(|e| failed(&e))?;
-        glommio::spawn_local(async move {
-            let _ = conn.await;
-        })
-        .detach();
-        let req = Request::get(path)
-            .header(header::HOST, ep.authority())
-            .header(header::ACCEPT, accept)
-            .header("x-remote-user", "system:kube-aggregator")
-            .header("x-remote-group", "system:masters")
-            .body(Empty::<Bytes>::new())
-            .map_err(|e| failed(&e))?;
-        let resp = sender.send_request(req).await.map_err(|e| failed(&e))?;
-        let status = resp.status().as_u16();
-        let body = http_body_util::Limited::new(resp.into_body(), MAX_DOCUMENT)
-            .collect()
+        let headers = [
+            (header::ACCEPT.as_str(), accept),
+            ("x-remote-user", "system:kube-aggregator"),
+            ("x-remote-group", "system:masters"),
+        ];
+        forward::get_once(stream, ep, path, &headers, MAX_DOCUMENT)
             .await
-            .map_err(|e| failed(&e))?
-            .to_bytes();
-        Ok((status, body))
+            .map_err(|e| failed(&e))
     };
     let expired = async {
         glommio::timer::Timer::new(PROBE_TIMEOUT).await;

@@ -36,7 +36,7 @@ struct Tracked {
     backoff: Duration,
     verdict: Option<Verdict>,
     openapi_at: Option<Instant>,
-    openapi_v2: Option<Value>,
+    openapi_v2: Option<Arc<Value>>,
     openapi_v3: Option<Arc<Vec<u8>>>,
 }
 
@@ -164,15 +164,6 @@ async fn run(
             write_condition(&api, &info, &name, obj, &verdict).await;
             t.verdict = Some(verdict);
         }
-        let remotes: Vec<Remote> = tracked
-            .iter()
-            .filter_map(|(name, t)| {
-                let mut r = remote_of(have.get(name)?, t.verdict.as_ref())?;
-                r.openapi_v2 = t.openapi_v2.clone();
-                r.openapi_v3 = t.openapi_v3.clone();
-                Some(r)
-            })
-            .collect();
         // Published again when an APIService or a check changed anything.
         let fingerprint: Vec<(String, String)> = tracked
             .keys()
@@ -184,6 +175,15 @@ async fn run(
             })
             .collect();
         if checked || published.as_ref() != Some(&fingerprint) {
+            let remotes = tracked
+                .iter()
+                .filter_map(|(name, t)| {
+                    let mut r = remote_of(have.get(name)?, t.verdict.as_ref())?;
+                    r.openapi_v2 = t.openapi_v2.clone();
+                    r.openapi_v3 = t.openapi_v3.clone();
+                    Some(r)
+                })
+                .collect();
             api.config.aggregator.publish(remotes);
             published = Some(fingerprint);
         }
@@ -212,21 +212,19 @@ fn service(obj: &Value) -> Option<ServiceRef> {
 /// The remote a service-backed APIService describes: available as its
 /// stored condition says, with the endpoints and discovery of `verdict`.
 fn remote_of(obj: &Value, verdict: Option<&Verdict>) -> Option<Remote> {
-    use base64::Engine;
     let service = service(obj)?;
     let spec = obj.get("spec")?;
-    // Validated on write; line breaks are allowed, as Go's decoder skips
-    // them (a bundle wrapped at 76 columns works in kube).
-    let ca_bundle = base64::engine::general_purpose::STANDARD
-        .decode(without_line_breaks(meta::str_at(spec, "/caBundle")))
-        .unwrap_or_default();
+    // Validated on write, so what does not decode is no bundle.
+    let ca_bundle =
+        kubeshard_core::registry::apiservice::decode_ca_bundle(meta::str_at(spec, "/caBundle"))
+            .unwrap_or_default();
     let int = |p: &str| spec.pointer(p).and_then(Value::as_i64).unwrap_or(0);
     let available = meta::array_at(obj, "/status/conditions")
         .iter()
         .any(|c| meta::str_at(c, "/type") == "Available" && meta::str_at(c, "/status") == "True");
     let insecure = spec.get("insecureSkipTLSVerify").and_then(Value::as_bool) == Some(true);
     let trust_hash = xxhash_rust::xxh3::xxh3_64(&ca_bundle) ^ u64::from(insecure);
-    let server_name = format!("{}.{}.svc", service.name, service.namespace);
+    let server_name = service.server_name();
     let targets = verdict
         .map(|v| super::transport::targets(&v.endpoints, &server_name, trust_hash))
         .unwrap_or_default();
@@ -242,16 +240,10 @@ fn remote_of(obj: &Value, verdict: Option<&Verdict>) -> Option<Remote> {
         version_priority: int("/versionPriority"),
         available,
         targets,
-        discovery: verdict
-            .and_then(|v| v.discovery.as_ref())
-            .map(|list| super::convert::aggregated_version(list, meta::str_at(spec, "/version"))),
+        discovery: verdict.and_then(|v| v.discovery.clone()),
         openapi_v2: None,
         openapi_v3: None,
     })
-}
-
-fn without_line_breaks(s: &str) -> String {
-    s.chars().filter(|c| *c != '\r' && *c != '\n').collect()
 }
 
 /// Writes the `Available` condition `verdict` calls for, when it differs.

@@ -12,7 +12,7 @@ use serde_json::{json, Map, Value};
 use std::sync::Arc;
 
 /// (filtered v2 `{"paths", "definitions"}`, v3 document).
-pub async fn fetch(api: &Api, remote: &Remote) -> (Option<Value>, Option<Arc<Vec<u8>>>) {
+pub async fn fetch(api: &Api, remote: &Remote) -> (Option<Arc<Value>>, Option<Arc<Vec<u8>>>) {
     let Some(target) = super::transport::pick(remote) else {
         return (None, None);
     };
@@ -20,7 +20,7 @@ pub async fn fetch(api: &Api, remote: &Remote) -> (Option<Value>, Option<Arc<Vec
     let v2 = match get(api, remote, ep, "/openapi/v2", "application/json").await {
         Ok((200, body)) => serde_json::from_slice::<Value>(&body)
             .ok()
-            .map(|doc| filtered_v2(&doc, &remote.group, &remote.version)),
+            .map(|doc| Arc::new(filtered_v2(&doc, &remote.group, &remote.version))),
         Ok(_) => None,
         Err(e) => {
             tracing::debug!(apiservice = %remote.name, error = %e, "no OpenAPI v2 document");

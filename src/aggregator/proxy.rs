@@ -91,22 +91,23 @@ pub async fn serve(api: &Api, req: Request<Incoming>, remote: &Remote) -> Respon
 
 /// Names `user` in the proxied request's headers, after removing any
 /// identity headers the client sent (which must never reach the
-/// extension server as ours).
+/// extension server as ours): `X-Remote-*` never passes
+/// `forward::outgoing`; the request-header names configured otherwise
+/// go here.
 fn as_user(headers: &mut HeaderMap, user: &UserInfo, api: &Api) {
     let configured = api.security.config.front_proxy.request_header.as_ref();
     let names: Vec<http::HeaderName> = headers
         .keys()
         .filter(|n| {
             let n = n.as_str();
-            n.starts_with("x-remote-")
-                || configured.is_some_and(|rh| {
-                    rh.username_headers
-                        .iter()
-                        .chain(&rh.group_headers)
-                        .chain(&rh.uid_headers)
-                        .any(|h| h.as_str() == n)
-                        || rh.extra_prefixes.iter().any(|p| n.starts_with(p.as_str()))
-                })
+            configured.is_some_and(|rh| {
+                rh.username_headers
+                    .iter()
+                    .chain(&rh.group_headers)
+                    .chain(&rh.uid_headers)
+                    .any(|h| h.as_str() == n)
+                    || rh.extra_prefixes.iter().any(|p| n.starts_with(p.as_str()))
+            })
         })
         .cloned()
         .collect();

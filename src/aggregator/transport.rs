@@ -49,7 +49,7 @@ pub async fn connect(api: &Api, remote: &Remote, ep: &Endpoint) -> io::Result<St
     let identity = api.security.config.front_proxy.client.as_ref();
     let tls = crate::webhook::tls::client_config_with(&remote.ca_bundle, remote.insecure, identity)
         .map_err(io::Error::other)?;
-    let name = rustls::pki_types::ServerName::try_from(remote.server_name())
+    let name = rustls::pki_types::ServerName::try_from(remote.service.server_name())
         .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
     api.config
         .backends

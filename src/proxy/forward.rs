@@ -287,7 +287,6 @@ impl ChunkStream for Forwarded {
 /// A GET of `path` at `ep` for a health check: the status and body (at
 /// most 64 KiB of it), or why there was none.
 pub async fn probe(dialer: &Dialer, ep: &Endpoint, path: &str) -> Result<(u16, String), String> {
-    use http_body_util::BodyExt;
     let url = format!(
         "{}://{}{path}",
         if ep.scheme == super::Scheme::Https {
@@ -297,28 +296,51 @@ pub async fn probe(dialer: &Dialer, ep: &Endpoint, path: &str) -> Result<(u16, S
         },
         ep.authority()
     );
-    let failed = |e: &dyn std::fmt::Display| format!("Get {url:?}: {e}");
-    let stream = dialer.dial(ep).await.map_err(|e| failed(&e))?;
+    let stream = dialer
+        .dial(ep)
+        .await
+        .map_err(|e| format!("Get {url:?}: {e}"))?;
+    let (status, body) = get_once(stream, ep, path, &[], 64 * 1024)
+        .await
+        .map_err(|e| format!("Get {url:?}: {e}"))?;
+    Ok((status, String::from_utf8_lossy(&body).into_owned()))
+}
+
+/// One GET of `path` with `headers` over a new connection `stream` to
+/// `ep`: the status and body (at most `limit` bytes), or why there was
+/// none.
+pub async fn get_once(
+    stream: super::dial::Stream,
+    ep: &Endpoint,
+    path: &str,
+    headers: &[(&str, &str)],
+    limit: usize,
+) -> Result<(u16, bytes::Bytes), String> {
+    use http_body_util::BodyExt;
     let (mut sender, conn) = hyper::client::conn::http1::handshake(BackendIo::new(stream))
         .await
-        .map_err(|e| failed(&e))?;
+        .map_err(|e| e.to_string())?;
     glommio::spawn_local(async move {
         let _ = conn.await;
     })
     .detach();
-    let req = Request::builder()
+    let mut req = Request::builder()
         .uri(path)
-        .header(header::HOST, ep.authority())
+        .header(header::HOST, ep.authority());
+    for (k, v) in headers {
+        req = req.header(*k, *v);
+    }
+    let req = req
         .body(http_body_util::Empty::<bytes::Bytes>::new())
-        .map_err(|e| failed(&e))?;
-    let resp = sender.send_request(req).await.map_err(|e| failed(&e))?;
+        .map_err(|e| e.to_string())?;
+    let resp = sender.send_request(req).await.map_err(|e| e.to_string())?;
     let status = resp.status().as_u16();
-    let body = http_body_util::Limited::new(resp.into_body(), 64 * 1024)
+    let body = http_body_util::Limited::new(resp.into_body(), limit)
         .collect()
         .await
-        .map_err(|e| failed(&e))?
+        .map_err(|e| e.to_string())?
         .to_bytes();
-    Ok((status, String::from_utf8_lossy(&body).into_owned()))
+    Ok((status, body))
 }
 
 #[cfg(test)]

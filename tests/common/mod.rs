@@ -514,9 +514,14 @@ pub fn cause_fields(status: &Value) -> Vec<&str> {
         .collect()
 }
 
-/// Writes an upgrade `request` (whole, with its blank line) on `c` and
-/// reads the response head (lowercased).
-pub fn upgrade_head(c: &mut (impl Read + std::io::Write), request: &str) -> String {
+/// Sends an upgrade `request` (whole, with its blank line) to the plain
+/// port, expects a 101 to the `echo` protocol and sees bytes sent over
+/// the tunnel come back; answers the response head (lowercased) for
+/// further checks.
+pub fn upgrade_to_echo(s: &Server, request: &str) -> String {
+    use std::io::Write;
+    let mut c = std::net::TcpStream::connect(("127.0.0.1", s.port)).unwrap();
+    c.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
     c.write_all(request.as_bytes()).unwrap();
     let mut head = Vec::new();
     let mut byte = [0u8; 1];
@@ -524,18 +529,16 @@ pub fn upgrade_head(c: &mut (impl Read + std::io::Write), request: &str) -> Stri
         c.read_exact(&mut byte).unwrap();
         head.push(byte[0]);
     }
-    String::from_utf8(head).unwrap().to_ascii_lowercase()
-}
-
-/// Over an upgraded connection to an echo backend, what is sent comes
-/// back.
-pub fn assert_echoes(c: &mut (impl Read + std::io::Write)) {
+    let head = String::from_utf8(head).unwrap().to_ascii_lowercase();
+    assert!(head.starts_with("http/1.1 101"), "{head}");
+    assert!(head.contains("upgrade: echo"), "{head}");
     for msg in ["ping", "and again"] {
         c.write_all(msg.as_bytes()).unwrap();
         let mut back = vec![0u8; msg.len()];
         c.read_exact(&mut back).unwrap();
         assert_eq!(back, msg.as_bytes());
     }
+    head
 }
 
 /// Polls `check` until it returns Some (or panics after `secs` seconds with

@@ -64,7 +64,7 @@ pub fn validate(obj: &Value) -> Vec<StatusCause> {
     }
     let insecure = spec.get("insecureSkipTLSVerify").and_then(Value::as_bool) == Some(true);
     let ca_bundle = text("/caBundle");
-    if !ca_bundle.is_empty() && decoded(ca_bundle).is_none() {
+    if !ca_bundle.is_empty() && decode_ca_bundle(ca_bundle).is_none() {
         out.push(field_invalid(
             "spec.caBundle",
             "<bytes>",
@@ -134,16 +134,16 @@ pub fn validate(obj: &Value) -> Vec<StatusCause> {
     out
 }
 
-/// The bytes of a base64 field as Go's JSON decoder reads them (line
-/// breaks skipped).
-fn decoded(b64: &str) -> Option<Vec<u8>> {
+/// The bytes of a `caBundle` as Go's JSON decoder reads them (line
+/// breaks skipped: a bundle wrapped at 76 columns works in kube).
+pub fn decode_ca_bundle(b64: &str) -> Option<Vec<u8>> {
     use base64::Engine;
     let text: String = b64.chars().filter(|c| *c != '\r' && *c != '\n').collect();
     base64::engine::general_purpose::STANDARD.decode(text).ok()
 }
 
 fn base64_len(b64: &str) -> usize {
-    decoded(b64).map_or(0, |b| b.len())
+    decode_ca_bundle(b64).map_or(0, |b| b.len())
 }
 
 #[cfg(test)]

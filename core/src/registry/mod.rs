@@ -7,7 +7,7 @@
 //! so they must be pure and cheap.
 
 pub mod admission_policy;
-pub(crate) mod apiservice;
+pub mod apiservice;
 pub mod certificates;
 pub mod deletion;
 mod hooks;
