@@ -50,7 +50,7 @@ ROOTS = {
     "api.core.v1": ["Namespace", "ConfigMap", "Secret", "ServiceAccount", "Pod", "Service",
                     "Endpoints", "Event", "Node", "Binding", "PodTemplate",
                     "ReplicationController", "PersistentVolumeClaim", "PersistentVolume",
-                    "LimitRange", "ResourceQuota"],
+                    "LimitRange", "ResourceQuota", "ComponentStatus"],
     "api.apps.v1": ["Deployment", "ReplicaSet", "StatefulSet", "DaemonSet", "ControllerRevision"],
     "api.discovery.v1": ["EndpointSlice"],
     "api.networking.v1": ["Ingress", "IngressClass", "NetworkPolicy", "IPAddress", "ServiceCIDR"],
@@ -77,11 +77,14 @@ ROOTS = {
     "api.autoscaling.v1": ["Scale", "HorizontalPodAutoscaler"],
     "api.events.v1": ["Event"],
     "api.policy.v1": ["Eviction", "PodDisruptionBudget"],
-    "apimachinery.pkg.apis.meta.v1": ["DeleteOptions"],
+    "apimachinery.pkg.apis.meta.v1": ["DeleteOptions", "Status", "WatchEvent",
+                                      "PartialObjectMetadata"],
 }
 # Kinds that every group version registers (metav1.AddToGroupVersion), so a
 # body may name any apiVersion; "" in the table means "any".
-ANY_GROUP_VERSION = {"DeleteOptions"}
+ANY_GROUP_VERSION = {"DeleteOptions", "Status", "WatchEvent"}
+# Kinds with no Resource impl in k8s-pb whose module names no other version.
+API_VERSION = {"PartialObjectMetadata": "meta.k8s.io/v1"}
 
 META = "apimachinery.pkg.apis.meta.v1"
 # Messages whose JSON form is not an object; the decoder renders them.
@@ -337,7 +340,8 @@ def emit(messages, order, resources, go_zero):
                     continue
                 # Subresource kinds (Scale, Eviction, TokenRequest) have no
                 # Resource impl; their module's other kinds name the version.
-                api_version = "" if kind in ANY_GROUP_VERSION else resources.get(
+                api_version = "" if kind in ANY_GROUP_VERSION else API_VERSION.get(
+                    kind) or resources.get(
                     f"{module}.{kind}") or next(v for n, v in sorted(resources.items())
                                                 if n.rsplit(".", 1)[0] == module)
                 roots.append((api_version, k, index[name]))

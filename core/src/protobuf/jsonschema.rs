@@ -102,6 +102,77 @@ fn schema_to_json(schema: &mut Value, depth: usize) {
     crate::schema::for_each_child_schema(node, |s| schema_to_json(s, depth + 1));
 }
 
+/// Rewrites every schema of a CRD from its JSON form into the field
+/// layout of its protobuf messages: the inverse of
+/// [`crd_schemas_to_json`], for encoding a CRD.
+pub(super) fn crd_schemas_to_proto(crd: &mut Value) {
+    let Some(versions) = crd
+        .pointer_mut("/spec/versions")
+        .and_then(Value::as_array_mut)
+    else {
+        return;
+    };
+    for v in versions {
+        if let Some(schema) = v.pointer_mut("/schema/openAPIV3Schema") {
+            schema_to_proto(schema, 0);
+        }
+    }
+}
+
+fn schema_to_proto(schema: &mut Value, depth: usize) {
+    let Some(node) = schema.as_object_mut() else {
+        return;
+    };
+    if depth > MAX_DEPTH {
+        return;
+    }
+    // Children are still in JSON form, which is what the walk reads.
+    crate::schema::for_each_child_schema(node, |s| schema_to_proto(s, depth + 1));
+    for (to, from) in RENAMED {
+        if let Some(v) = node.remove(*from) {
+            node.insert((*to).into(), v);
+        }
+    }
+    for k in ["default", "example"] {
+        if let Some(v) = node.get_mut(k) {
+            *v = json_message(v);
+        }
+    }
+    if let Some(Value::Array(values)) = node.get_mut("enum") {
+        for v in values {
+            *v = json_message(v);
+        }
+    }
+    if let Some(items) = node.get_mut("items") {
+        *items = match items.take() {
+            Value::Array(list) => serde_json::json!({"jSonSchemas": list}),
+            one => serde_json::json!({"schema": one}),
+        };
+    }
+    for k in ["additionalProperties", "additionalItems"] {
+        if let Some(v) = node.get_mut(k) {
+            *v = match v.take() {
+                Value::Bool(b) => serde_json::json!({"allows": b}),
+                schema => serde_json::json!({"allows": true, "schema": schema}),
+            };
+        }
+    }
+    if let Some(Value::Object(deps)) = node.get_mut("dependencies") {
+        for v in deps.values_mut() {
+            *v = match v.take() {
+                Value::Array(props) => serde_json::json!({"property": props}),
+                schema => serde_json::json!({"schema": schema}),
+            };
+        }
+    }
+}
+
+/// A JSON value as the JSON message `{"raw": base64}`.
+fn json_message(v: &Value) -> Value {
+    let raw = serde_json::to_vec(v).unwrap_or_default();
+    serde_json::json!({"raw": base64::engine::general_purpose::STANDARD.encode(raw)})
+}
+
 /// `{"raw": base64}` (the JSON message) as the JSON it holds.
 fn raw_json(v: &Value) -> Value {
     v.get("raw")
@@ -159,5 +230,10 @@ mod tests {
             crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"],
             expected
         );
+        // And back: the JSON form maps onto the protobuf layout.
+        let mut again = crd.clone();
+        crd_schemas_to_proto(&mut again);
+        crd_schemas_to_json(&mut again);
+        assert_eq!(again, crd);
     }
 }

@@ -1,4 +1,5 @@
-//! Decoding of Kubernetes protobuf request bodies into JSON.
+//! Kubernetes' protobuf encoding: request bodies decoded into JSON, and
+//! responses encoded from JSON for clients that ask for protobuf.
 //!
 //! kubectl's typed clients (`kubectl create namespace|configmap|secret|
 //! deployment|serviceaccount`, `kubectl auth can-i`, …) send
@@ -23,18 +24,22 @@
 //! absent fields behaves the same for both encodings.
 
 mod decode;
+mod encode;
 mod jsonschema;
 mod schema;
 mod special;
 mod wire;
 
 #[cfg(test)]
+mod encode_tests;
+#[cfg(test)]
 mod fixture_tests;
 #[cfg(test)]
 mod tests;
 
 use serde_json::{Map, Value};
-use wire::Reader;
+use std::ops::Range;
+use wire::{key, varint, varint_len, Reader, LEN};
 
 /// The media type of Kubernetes' protobuf encoding.
 pub const CONTENT_TYPE: &str = "application/vnd.kubernetes.protobuf";
@@ -49,6 +54,221 @@ pub(crate) const MAGIC: &[u8] = b"k8s\x00";
 pub fn is_protobuf(content_type: &str) -> bool {
     let essence = content_type.split(';').next().unwrap_or("").trim();
     essence.eq_ignore_ascii_case(CONTENT_TYPE)
+}
+
+/// The media type of a protobuf watch stream.
+pub const STREAM_CONTENT_TYPE: &str = "application/vnd.kubernetes.protobuf;stream=watch";
+
+/// What follows the raw object in an envelope: Go always writes the
+/// Unknown's (empty) contentEncoding and contentType.
+const ENVELOPE_TAIL: &[u8] = &[0x1a, 0x00, 0x22, 0x00];
+
+/// Room left in front of an encoding for a watch frame's header: the
+/// 4-byte length, the event type (at most `MODIFIED`/`BOOKMARK`) and two
+/// keys and lengths.
+const WATCH_HEAD_ROOM: usize = 32;
+
+/// An object's protobuf encoding, as kube-apiserver sends it
+/// (`k8s\0` + Unknown{TypeMeta, raw, "", ""}), with room in front for a
+/// watch frame's header so that a frame around it costs no copy.
+#[derive(Debug)]
+pub struct Encoded {
+    buf: Vec<u8>,
+    /// The enveloped object in `buf`.
+    object: Range<usize>,
+    /// The object's raw message (a list's items are raw messages).
+    raw: Range<usize>,
+}
+
+impl Encoded {
+    /// The enveloped object: a GET's body, a watch event's object.
+    pub fn object(&self) -> &[u8] {
+        &self.buf[self.object.clone()]
+    }
+
+    /// The raw message, as a list carries its items.
+    pub fn raw(&self) -> &[u8] {
+        &self.buf[self.raw.clone()]
+    }
+
+    /// Writes a watch frame's header for an `event_type` event in front of
+    /// the object; returns the frame's range in [`Encoded::into_vec`]'s
+    /// buffer and the object's and raw message's ranges there.
+    pub fn frame(mut self, event_type: &str) -> (Vec<u8>, [Range<usize>; 3]) {
+        let head = watch_event_head(event_type, self.object.len());
+        let start = self.object.start - head.len();
+        self.buf[start..self.object.start].copy_from_slice(&head);
+        let end = self.object.end;
+        (self.buf, [start..end, self.object, self.raw])
+    }
+
+    /// The buffer and the object's range in it.
+    pub fn into_parts(self) -> (Vec<u8>, Range<usize>) {
+        (self.buf, self.object)
+    }
+}
+
+/// Encodes `obj` in the protobuf form of the kind it names (its
+/// `apiVersion` and `kind`). Errors name the first field that does not fit
+/// the kind's schema, or a kind with no protobuf form (custom resources).
+pub fn encode_object(obj: &Value) -> Result<Encoded, String> {
+    let api_version = obj.get("apiVersion").and_then(Value::as_str).unwrap_or("");
+    let kind = obj.get("kind").and_then(Value::as_str).unwrap_or("");
+    encode_as(obj, api_version, kind)
+}
+
+/// Whether `api_version`/`kind` has a protobuf form.
+pub fn has_protobuf(api_version: &str, kind: &str) -> bool {
+    schema::root(api_version, kind).is_some()
+}
+
+/// Encodes `obj` as `api_version`/`kind`, whatever its own TypeMeta says.
+pub fn encode_as(obj: &Value, api_version: &str, kind: &str) -> Result<Encoded, String> {
+    let msg = schema::root(api_version, kind)
+        .ok_or_else(|| format!("no protobuf encoding for {api_version}, Kind={kind}"))?;
+    let fields = obj.as_object().ok_or("not an object")?;
+    let type_meta = type_meta(api_version, kind);
+    // The envelope's header is written once the raw message's length is
+    // known, right-aligned against it, in room reserved for its longest
+    // form (a 5-byte length).
+    let room = WATCH_HEAD_ROOM
+        + MAGIC.len()
+        + 1
+        + varint_len(type_meta.len() as u64)
+        + type_meta.len()
+        + 1
+        + 5;
+    let mut buf = Vec::with_capacity(room + 256);
+    buf.resize(room, 0);
+    if kind == "CustomResourceDefinition" {
+        let mut proto_form = obj.clone();
+        jsonschema::crd_schemas_to_proto(&mut proto_form);
+        let fields = proto_form.as_object().ok_or("not an object")?;
+        encode::message(msg, fields, &mut buf, 0)?;
+    } else {
+        encode::message(msg, fields, &mut buf, 0)?;
+    }
+    let raw = room..buf.len();
+    buf.extend_from_slice(ENVELOPE_TAIL);
+    let mut head = Vec::with_capacity(room - WATCH_HEAD_ROOM);
+    head.extend_from_slice(MAGIC);
+    key(&mut head, 1, LEN);
+    encode::bytes(&mut head, &type_meta);
+    key(&mut head, 2, LEN);
+    varint(&mut head, raw.len() as u64);
+    let start = room - head.len();
+    buf[start..room].copy_from_slice(&head);
+    let end = buf.len();
+    Ok(Encoded {
+        buf,
+        object: start..end,
+        raw,
+    })
+}
+
+/// TypeMeta{1: apiVersion, 2: kind}.
+fn type_meta(api_version: &str, kind: &str) -> Vec<u8> {
+    let mut tm = Vec::with_capacity(4 + api_version.len() + kind.len());
+    key(&mut tm, 1, LEN);
+    encode::bytes(&mut tm, api_version.as_bytes());
+    key(&mut tm, 2, LEN);
+    encode::bytes(&mut tm, kind.as_bytes());
+    tm
+}
+
+/// The bytes of a protobuf watch frame before its object: the frame's
+/// 4-byte big-endian length, then WatchEvent{1: type, 2: RawExtension{1:
+/// the enveloped object}} up to the object's bytes. kube's watch stream
+/// is these frames back to back (its `LengthDelimitedFramer`).
+pub fn watch_event_head(event_type: &str, object_len: usize) -> Vec<u8> {
+    let mut event = Vec::with_capacity(WATCH_HEAD_ROOM);
+    key(&mut event, 1, LEN);
+    encode::bytes(&mut event, event_type.as_bytes());
+    let raw_ext_len = 1 + varint_len(object_len as u64) + object_len;
+    key(&mut event, 2, LEN);
+    varint(&mut event, raw_ext_len as u64);
+    key(&mut event, 1, LEN);
+    varint(&mut event, object_len as u64);
+    let total = u32::try_from(event.len() + object_len).unwrap_or(u32::MAX);
+    let mut head = total.to_be_bytes().to_vec();
+    head.extend_from_slice(&event);
+    head
+}
+
+/// A whole watch frame for an event about `object` (an enveloped
+/// encoding), for events built on request (bookmarks, errors).
+pub fn watch_frame(event_type: &str, object: &[u8]) -> Vec<u8> {
+    let mut frame = watch_event_head(event_type, object.len());
+    frame.extend_from_slice(object);
+    frame
+}
+
+/// A protobuf list response around items already encoded: the bytes
+/// before the first item (envelope, TypeMeta, the list's metadata), what
+/// goes before each item (its key and length), and the closing bytes.
+pub struct ListFrame {
+    pub head: Vec<u8>,
+    pub tail: &'static [u8],
+}
+
+/// Frames a list of `list_kind` whose items' raw messages have
+/// `item_lens`; `metadata` is the list's ListMeta in JSON.
+pub fn list_frame(
+    api_version: &str,
+    list_kind: &str,
+    metadata: &Value,
+    item_lens: impl Iterator<Item = usize>,
+) -> Result<ListFrame, String> {
+    let msg = schema::root(api_version, list_kind)
+        .ok_or_else(|| format!("no protobuf encoding for {api_version}, Kind={list_kind}"))?;
+    let mut meta = Map::new();
+    meta.insert("metadata".into(), metadata.clone());
+    let mut list_meta = Vec::new();
+    encode::message(msg, &meta, &mut list_meta, 0)?;
+    let items: usize = item_lens.map(|l| item_head(l).len() + l).sum();
+    let mut head = Vec::with_capacity(64 + list_meta.len());
+    head.extend_from_slice(MAGIC);
+    key(&mut head, 1, LEN);
+    encode::bytes(&mut head, &type_meta(api_version, list_kind));
+    key(&mut head, 2, LEN);
+    varint(&mut head, (list_meta.len() + items) as u64);
+    head.extend_from_slice(&list_meta);
+    Ok(ListFrame {
+        head,
+        tail: ENVELOPE_TAIL,
+    })
+}
+
+/// The key and length before a list item of `len` bytes (`items` is
+/// field 2 of every kube list).
+pub fn item_head(len: usize) -> ItemHead {
+    let mut l = Vec::with_capacity(10);
+    key(&mut l, 2, LEN);
+    varint(&mut l, len as u64);
+    let mut h = ItemHead {
+        bytes: [0; 11],
+        len: l.len() as u8,
+    };
+    h.bytes[..l.len()].copy_from_slice(&l);
+    h
+}
+
+/// See [`item_head`]: at most a key and a 10-byte varint, held inline.
+#[derive(Clone, Copy, Debug)]
+pub struct ItemHead {
+    bytes: [u8; 11],
+    len: u8,
+}
+
+impl ItemHead {
+    pub fn as_slice(&self) -> &[u8] {
+        &self.bytes[..usize::from(self.len)]
+    }
+
+    #[allow(clippy::len_without_is_empty)]
+    pub fn len(&self) -> usize {
+        usize::from(self.len)
+    }
 }
 
 /// Decodes a k8s protobuf body (magic + runtime.Unknown) into the JSON

@@ -8,33 +8,33 @@ const fn f(tag: u32, json: &'static str, ty: Ty, card: Card, omit_zero: bool) ->
     Field { tag, json, ty, card, omit_zero }
 }
 
-pub(super) static MESSAGES: [Message; 558] = [
+pub(super) static MESSAGES: [Message; 567] = [
     // 0
     Message { name: "api.core.v1.Namespace", fields: &[
-        f(1, "metadata", Msg(127), One, false),
-        f(2, "spec", Msg(128), One, false),
-        f(3, "status", Msg(129), One, false),
+        f(1, "metadata", Msg(133), One, false),
+        f(2, "spec", Msg(134), One, false),
+        f(3, "status", Msg(135), One, false),
     ] },
     // 1
     Message { name: "api.core.v1.NamespaceList", fields: &[
-        f(1, "metadata", Msg(130), One, false),
+        f(1, "metadata", Msg(136), One, false),
         f(2, "items", Msg(0), Rep, false),
     ] },
     // 2
     Message { name: "api.core.v1.ConfigMap", fields: &[
-        f(1, "metadata", Msg(127), One, false),
+        f(1, "metadata", Msg(133), One, false),
         f(2, "data", Str, Map, false),
         f(3, "binaryData", Bytes, Map, false),
         f(4, "immutable", Bool, One, false),
     ] },
     // 3
     Message { name: "api.core.v1.ConfigMapList", fields: &[
-        f(1, "metadata", Msg(130), One, false),
+        f(1, "metadata", Msg(136), One, false),
         f(2, "items", Msg(2), Rep, false),
     ] },
     // 4
     Message { name: "api.core.v1.Secret", fields: &[
-        f(1, "metadata", Msg(127), One, false),
+        f(1, "metadata", Msg(133), One, false),
         f(2, "data", Bytes, Map, false),
         f(3, "type", Str, One, true),
         f(4, "stringData", Str, Map, false),
@@ -42,701 +42,734 @@ pub(super) static MESSAGES: [Message; 558] = [
     ] },
     // 5
     Message { name: "api.core.v1.SecretList", fields: &[
-        f(1, "metadata", Msg(130), One, false),
+        f(1, "metadata", Msg(136), One, false),
         f(2, "items", Msg(4), Rep, false),
     ] },
     // 6
     Message { name: "api.core.v1.ServiceAccount", fields: &[
-        f(1, "metadata", Msg(127), One, false),
-        f(2, "secrets", Msg(131), Rep, false),
-        f(3, "imagePullSecrets", Msg(132), Rep, false),
+        f(1, "metadata", Msg(133), One, false),
+        f(2, "secrets", Msg(137), Rep, false),
+        f(3, "imagePullSecrets", Msg(138), Rep, false),
         f(4, "automountServiceAccountToken", Bool, One, false),
     ] },
     // 7
     Message { name: "api.core.v1.ServiceAccountList", fields: &[
-        f(1, "metadata", Msg(130), One, false),
+        f(1, "metadata", Msg(136), One, false),
         f(2, "items", Msg(6), Rep, false),
     ] },
     // 8
     Message { name: "api.core.v1.Pod", fields: &[
-        f(1, "metadata", Msg(127), One, false),
-        f(2, "spec", Msg(133), One, false),
-        f(3, "status", Msg(134), One, false),
+        f(1, "metadata", Msg(133), One, false),
+        f(2, "spec", Msg(139), One, false),
+        f(3, "status", Msg(140), One, false),
     ] },
     // 9
     Message { name: "api.core.v1.PodList", fields: &[
-        f(1, "metadata", Msg(130), One, false),
+        f(1, "metadata", Msg(136), One, false),
         f(2, "items", Msg(8), Rep, false),
     ] },
     // 10
     Message { name: "api.core.v1.Service", fields: &[
-        f(1, "metadata", Msg(127), One, false),
-        f(2, "spec", Msg(135), One, false),
-        f(3, "status", Msg(136), One, false),
+        f(1, "metadata", Msg(133), One, false),
+        f(2, "spec", Msg(141), One, false),
+        f(3, "status", Msg(142), One, false),
     ] },
     // 11
     Message { name: "api.core.v1.ServiceList", fields: &[
-        f(1, "metadata", Msg(130), One, false),
+        f(1, "metadata", Msg(136), One, false),
         f(2, "items", Msg(10), Rep, false),
     ] },
     // 12
     Message { name: "api.core.v1.Endpoints", fields: &[
-        f(1, "metadata", Msg(127), One, false),
-        f(2, "subsets", Msg(137), Rep, false),
+        f(1, "metadata", Msg(133), One, false),
+        f(2, "subsets", Msg(143), Rep, false),
     ] },
     // 13
     Message { name: "api.core.v1.EndpointsList", fields: &[
-        f(1, "metadata", Msg(130), One, false),
+        f(1, "metadata", Msg(136), One, false),
         f(2, "items", Msg(12), Rep, false),
     ] },
     // 14
     Message { name: "api.core.v1.Event", fields: &[
-        f(1, "metadata", Msg(127), One, false),
-        f(2, "involvedObject", Msg(131), One, false),
+        f(1, "metadata", Msg(133), One, false),
+        f(2, "involvedObject", Msg(137), One, false),
         f(3, "reason", Str, One, true),
         f(4, "message", Str, One, true),
-        f(5, "source", Msg(138), One, false),
+        f(5, "source", Msg(144), One, false),
         f(6, "firstTimestamp", Time, One, false),
         f(7, "lastTimestamp", Time, One, false),
         f(8, "count", I32, One, true),
         f(9, "type", Str, One, true),
         f(10, "eventTime", MicroTime, One, false),
-        f(11, "series", Msg(139), One, false),
+        f(11, "series", Msg(145), One, false),
         f(12, "action", Str, One, true),
-        f(13, "related", Msg(131), One, false),
+        f(13, "related", Msg(137), One, false),
         f(14, "reportingComponent", Str, One, false),
         f(15, "reportingInstance", Str, One, false),
     ] },
     // 15
     Message { name: "api.core.v1.EventList", fields: &[
-        f(1, "metadata", Msg(130), One, false),
+        f(1, "metadata", Msg(136), One, false),
         f(2, "items", Msg(14), Rep, false),
     ] },
     // 16
     Message { name: "api.core.v1.Node", fields: &[
-        f(1, "metadata", Msg(127), One, false),
-        f(2, "spec", Msg(140), One, false),
-        f(3, "status", Msg(141), One, false),
+        f(1, "metadata", Msg(133), One, false),
+        f(2, "spec", Msg(146), One, false),
+        f(3, "status", Msg(147), One, false),
     ] },
     // 17
     Message { name: "api.core.v1.NodeList", fields: &[
-        f(1, "metadata", Msg(130), One, false),
+        f(1, "metadata", Msg(136), One, false),
         f(2, "items", Msg(16), Rep, false),
     ] },
     // 18
     Message { name: "api.core.v1.Binding", fields: &[
-        f(1, "metadata", Msg(127), One, false),
-        f(2, "target", Msg(131), One, false),
+        f(1, "metadata", Msg(133), One, false),
+        f(2, "target", Msg(137), One, false),
     ] },
     // 19
     Message { name: "api.core.v1.PodTemplate", fields: &[
-        f(1, "metadata", Msg(127), One, false),
-        f(2, "template", Msg(142), One, false),
+        f(1, "metadata", Msg(133), One, false),
+        f(2, "template", Msg(148), One, false),
     ] },
     // 20
     Message { name: "api.core.v1.PodTemplateList", fields: &[
-        f(1, "metadata", Msg(130), One, false),
+        f(1, "metadata", Msg(136), One, false),
         f(2, "items", Msg(19), Rep, false),
     ] },
     // 21
     Message { name: "api.core.v1.ReplicationController", fields: &[
-        f(1, "metadata", Msg(127), One, false),
-        f(2, "spec", Msg(143), One, false),
-        f(3, "status", Msg(144), One, false),
+        f(1, "metadata", Msg(133), One, false),
+        f(2, "spec", Msg(149), One, false),
+        f(3, "status", Msg(150), One, false),
     ] },
     // 22
     Message { name: "api.core.v1.ReplicationControllerList", fields: &[
-        f(1, "metadata", Msg(130), One, false),
+        f(1, "metadata", Msg(136), One, false),
         f(2, "items", Msg(21), Rep, false),
     ] },
     // 23
     Message { name: "api.core.v1.PersistentVolumeClaim", fields: &[
-        f(1, "metadata", Msg(127), One, false),
-        f(2, "spec", Msg(145), One, false),
-        f(3, "status", Msg(146), One, false),
+        f(1, "metadata", Msg(133), One, false),
+        f(2, "spec", Msg(151), One, false),
+        f(3, "status", Msg(152), One, false),
     ] },
     // 24
     Message { name: "api.core.v1.PersistentVolumeClaimList", fields: &[
-        f(1, "metadata", Msg(130), One, false),
+        f(1, "metadata", Msg(136), One, false),
         f(2, "items", Msg(23), Rep, false),
     ] },
     // 25
     Message { name: "api.core.v1.PersistentVolume", fields: &[
-        f(1, "metadata", Msg(127), One, false),
-        f(2, "spec", Msg(147), One, false),
-        f(3, "status", Msg(148), One, false),
+        f(1, "metadata", Msg(133), One, false),
+        f(2, "spec", Msg(153), One, false),
+        f(3, "status", Msg(154), One, false),
     ] },
     // 26
     Message { name: "api.core.v1.PersistentVolumeList", fields: &[
-        f(1, "metadata", Msg(130), One, false),
+        f(1, "metadata", Msg(136), One, false),
         f(2, "items", Msg(25), Rep, false),
     ] },
     // 27
     Message { name: "api.core.v1.LimitRange", fields: &[
-        f(1, "metadata", Msg(127), One, false),
-        f(2, "spec", Msg(149), One, false),
+        f(1, "metadata", Msg(133), One, false),
+        f(2, "spec", Msg(155), One, false),
     ] },
     // 28
     Message { name: "api.core.v1.LimitRangeList", fields: &[
-        f(1, "metadata", Msg(130), One, false),
+        f(1, "metadata", Msg(136), One, false),
         f(2, "items", Msg(27), Rep, false),
     ] },
     // 29
     Message { name: "api.core.v1.ResourceQuota", fields: &[
-        f(1, "metadata", Msg(127), One, false),
-        f(2, "spec", Msg(150), One, false),
-        f(3, "status", Msg(151), One, false),
-    ] },
-    // 30
-    Message { name: "api.core.v1.ResourceQuotaList", fields: &[
-        f(1, "metadata", Msg(130), One, false),
-        f(2, "items", Msg(29), Rep, false),
-    ] },
-    // 31
-    Message { name: "api.apps.v1.Deployment", fields: &[
-        f(1, "metadata", Msg(127), One, false),
-        f(2, "spec", Msg(152), One, false),
-        f(3, "status", Msg(153), One, false),
-    ] },
-    // 32
-    Message { name: "api.apps.v1.DeploymentList", fields: &[
-        f(1, "metadata", Msg(130), One, false),
-        f(2, "items", Msg(31), Rep, false),
-    ] },
-    // 33
-    Message { name: "api.apps.v1.ReplicaSet", fields: &[
-        f(1, "metadata", Msg(127), One, false),
-        f(2, "spec", Msg(154), One, false),
-        f(3, "status", Msg(155), One, false),
-    ] },
-    // 34
-    Message { name: "api.apps.v1.ReplicaSetList", fields: &[
-        f(1, "metadata", Msg(130), One, false),
-        f(2, "items", Msg(33), Rep, false),
-    ] },
-    // 35
-    Message { name: "api.apps.v1.StatefulSet", fields: &[
-        f(1, "metadata", Msg(127), One, false),
+        f(1, "metadata", Msg(133), One, false),
         f(2, "spec", Msg(156), One, false),
         f(3, "status", Msg(157), One, false),
     ] },
+    // 30
+    Message { name: "api.core.v1.ResourceQuotaList", fields: &[
+        f(1, "metadata", Msg(136), One, false),
+        f(2, "items", Msg(29), Rep, false),
+    ] },
+    // 31
+    Message { name: "api.core.v1.ComponentStatus", fields: &[
+        f(1, "metadata", Msg(133), One, false),
+        f(2, "conditions", Msg(158), Rep, false),
+    ] },
+    // 32
+    Message { name: "api.core.v1.ComponentStatusList", fields: &[
+        f(1, "metadata", Msg(136), One, false),
+        f(2, "items", Msg(31), Rep, false),
+    ] },
+    // 33
+    Message { name: "api.apps.v1.Deployment", fields: &[
+        f(1, "metadata", Msg(133), One, false),
+        f(2, "spec", Msg(159), One, false),
+        f(3, "status", Msg(160), One, false),
+    ] },
+    // 34
+    Message { name: "api.apps.v1.DeploymentList", fields: &[
+        f(1, "metadata", Msg(136), One, false),
+        f(2, "items", Msg(33), Rep, false),
+    ] },
+    // 35
+    Message { name: "api.apps.v1.ReplicaSet", fields: &[
+        f(1, "metadata", Msg(133), One, false),
+        f(2, "spec", Msg(161), One, false),
+        f(3, "status", Msg(162), One, false),
+    ] },
     // 36
-    Message { name: "api.apps.v1.StatefulSetList", fields: &[
-        f(1, "metadata", Msg(130), One, false),
+    Message { name: "api.apps.v1.ReplicaSetList", fields: &[
+        f(1, "metadata", Msg(136), One, false),
         f(2, "items", Msg(35), Rep, false),
     ] },
     // 37
-    Message { name: "api.apps.v1.DaemonSet", fields: &[
-        f(1, "metadata", Msg(127), One, false),
-        f(2, "spec", Msg(158), One, false),
-        f(3, "status", Msg(159), One, false),
+    Message { name: "api.apps.v1.StatefulSet", fields: &[
+        f(1, "metadata", Msg(133), One, false),
+        f(2, "spec", Msg(163), One, false),
+        f(3, "status", Msg(164), One, false),
     ] },
     // 38
-    Message { name: "api.apps.v1.DaemonSetList", fields: &[
-        f(1, "metadata", Msg(130), One, false),
+    Message { name: "api.apps.v1.StatefulSetList", fields: &[
+        f(1, "metadata", Msg(136), One, false),
         f(2, "items", Msg(37), Rep, false),
     ] },
     // 39
-    Message { name: "api.apps.v1.ControllerRevision", fields: &[
-        f(1, "metadata", Msg(127), One, false),
-        f(2, "data", RawExtension, One, false),
-        f(3, "revision", I64, One, false),
+    Message { name: "api.apps.v1.DaemonSet", fields: &[
+        f(1, "metadata", Msg(133), One, false),
+        f(2, "spec", Msg(165), One, false),
+        f(3, "status", Msg(166), One, false),
     ] },
     // 40
-    Message { name: "api.apps.v1.ControllerRevisionList", fields: &[
-        f(1, "metadata", Msg(130), One, false),
+    Message { name: "api.apps.v1.DaemonSetList", fields: &[
+        f(1, "metadata", Msg(136), One, false),
         f(2, "items", Msg(39), Rep, false),
     ] },
     // 41
-    Message { name: "api.discovery.v1.EndpointSlice", fields: &[
-        f(1, "metadata", Msg(127), One, false),
-        f(2, "endpoints", Msg(160), Rep, false),
-        f(3, "ports", Msg(161), Rep, false),
-        f(4, "addressType", Str, One, false),
+    Message { name: "api.apps.v1.ControllerRevision", fields: &[
+        f(1, "metadata", Msg(133), One, false),
+        f(2, "data", RawExtension, One, false),
+        f(3, "revision", I64, One, false),
     ] },
     // 42
-    Message { name: "api.discovery.v1.EndpointSliceList", fields: &[
-        f(1, "metadata", Msg(130), One, false),
+    Message { name: "api.apps.v1.ControllerRevisionList", fields: &[
+        f(1, "metadata", Msg(136), One, false),
         f(2, "items", Msg(41), Rep, false),
     ] },
     // 43
-    Message { name: "api.networking.v1.Ingress", fields: &[
-        f(1, "metadata", Msg(127), One, false),
-        f(2, "spec", Msg(162), One, false),
-        f(3, "status", Msg(163), One, false),
+    Message { name: "api.discovery.v1.EndpointSlice", fields: &[
+        f(1, "metadata", Msg(133), One, false),
+        f(2, "endpoints", Msg(167), Rep, false),
+        f(3, "ports", Msg(168), Rep, false),
+        f(4, "addressType", Str, One, false),
     ] },
     // 44
-    Message { name: "api.networking.v1.IngressList", fields: &[
-        f(1, "metadata", Msg(130), One, false),
+    Message { name: "api.discovery.v1.EndpointSliceList", fields: &[
+        f(1, "metadata", Msg(136), One, false),
         f(2, "items", Msg(43), Rep, false),
     ] },
     // 45
-    Message { name: "api.networking.v1.IngressClass", fields: &[
-        f(1, "metadata", Msg(127), One, false),
-        f(2, "spec", Msg(164), One, false),
-    ] },
-    // 46
-    Message { name: "api.networking.v1.IngressClassList", fields: &[
-        f(1, "metadata", Msg(130), One, false),
-        f(2, "items", Msg(45), Rep, false),
-    ] },
-    // 47
-    Message { name: "api.networking.v1.NetworkPolicy", fields: &[
-        f(1, "metadata", Msg(127), One, false),
-        f(2, "spec", Msg(165), One, false),
-    ] },
-    // 48
-    Message { name: "api.networking.v1.NetworkPolicyList", fields: &[
-        f(1, "metadata", Msg(130), One, false),
-        f(2, "items", Msg(47), Rep, false),
-    ] },
-    // 49
-    Message { name: "api.networking.v1.IPAddress", fields: &[
-        f(1, "metadata", Msg(127), One, false),
-        f(2, "spec", Msg(166), One, false),
-    ] },
-    // 50
-    Message { name: "api.networking.v1.IPAddressList", fields: &[
-        f(1, "metadata", Msg(130), One, false),
-        f(2, "items", Msg(49), Rep, false),
-    ] },
-    // 51
-    Message { name: "api.networking.v1.ServiceCIDR", fields: &[
-        f(1, "metadata", Msg(127), One, false),
-        f(2, "spec", Msg(167), One, false),
-        f(3, "status", Msg(168), One, false),
-    ] },
-    // 52
-    Message { name: "api.networking.v1.ServiceCIDRList", fields: &[
-        f(1, "metadata", Msg(130), One, false),
-        f(2, "items", Msg(51), Rep, false),
-    ] },
-    // 53
-    Message { name: "api.autoscaling.v2.HorizontalPodAutoscaler", fields: &[
-        f(1, "metadata", Msg(127), One, false),
+    Message { name: "api.networking.v1.Ingress", fields: &[
+        f(1, "metadata", Msg(133), One, false),
         f(2, "spec", Msg(169), One, false),
         f(3, "status", Msg(170), One, false),
     ] },
+    // 46
+    Message { name: "api.networking.v1.IngressList", fields: &[
+        f(1, "metadata", Msg(136), One, false),
+        f(2, "items", Msg(45), Rep, false),
+    ] },
+    // 47
+    Message { name: "api.networking.v1.IngressClass", fields: &[
+        f(1, "metadata", Msg(133), One, false),
+        f(2, "spec", Msg(171), One, false),
+    ] },
+    // 48
+    Message { name: "api.networking.v1.IngressClassList", fields: &[
+        f(1, "metadata", Msg(136), One, false),
+        f(2, "items", Msg(47), Rep, false),
+    ] },
+    // 49
+    Message { name: "api.networking.v1.NetworkPolicy", fields: &[
+        f(1, "metadata", Msg(133), One, false),
+        f(2, "spec", Msg(172), One, false),
+    ] },
+    // 50
+    Message { name: "api.networking.v1.NetworkPolicyList", fields: &[
+        f(1, "metadata", Msg(136), One, false),
+        f(2, "items", Msg(49), Rep, false),
+    ] },
+    // 51
+    Message { name: "api.networking.v1.IPAddress", fields: &[
+        f(1, "metadata", Msg(133), One, false),
+        f(2, "spec", Msg(173), One, false),
+    ] },
+    // 52
+    Message { name: "api.networking.v1.IPAddressList", fields: &[
+        f(1, "metadata", Msg(136), One, false),
+        f(2, "items", Msg(51), Rep, false),
+    ] },
+    // 53
+    Message { name: "api.networking.v1.ServiceCIDR", fields: &[
+        f(1, "metadata", Msg(133), One, false),
+        f(2, "spec", Msg(174), One, false),
+        f(3, "status", Msg(175), One, false),
+    ] },
     // 54
-    Message { name: "api.autoscaling.v2.HorizontalPodAutoscalerList", fields: &[
-        f(1, "metadata", Msg(130), One, false),
+    Message { name: "api.networking.v1.ServiceCIDRList", fields: &[
+        f(1, "metadata", Msg(136), One, false),
         f(2, "items", Msg(53), Rep, false),
     ] },
     // 55
-    Message { name: "api.certificates.v1.CertificateSigningRequest", fields: &[
-        f(1, "metadata", Msg(127), One, false),
-        f(2, "spec", Msg(171), One, false),
-        f(3, "status", Msg(172), One, false),
+    Message { name: "api.autoscaling.v2.HorizontalPodAutoscaler", fields: &[
+        f(1, "metadata", Msg(133), One, false),
+        f(2, "spec", Msg(176), One, false),
+        f(3, "status", Msg(177), One, false),
     ] },
     // 56
-    Message { name: "api.certificates.v1.CertificateSigningRequestList", fields: &[
-        f(1, "metadata", Msg(130), One, false),
+    Message { name: "api.autoscaling.v2.HorizontalPodAutoscalerList", fields: &[
+        f(1, "metadata", Msg(136), One, false),
         f(2, "items", Msg(55), Rep, false),
     ] },
     // 57
-    Message { name: "api.admissionregistration.v1.MutatingWebhookConfiguration", fields: &[
-        f(1, "metadata", Msg(127), One, false),
-        f(2, "webhooks", Msg(173), Rep, false),
-    ] },
-    // 58
-    Message { name: "api.admissionregistration.v1.MutatingWebhookConfigurationList", fields: &[
-        f(1, "metadata", Msg(130), One, false),
-        f(2, "items", Msg(57), Rep, false),
-    ] },
-    // 59
-    Message { name: "api.admissionregistration.v1.ValidatingWebhookConfiguration", fields: &[
-        f(1, "metadata", Msg(127), One, false),
-        f(2, "webhooks", Msg(174), Rep, false),
-    ] },
-    // 60
-    Message { name: "api.admissionregistration.v1.ValidatingWebhookConfigurationList", fields: &[
-        f(1, "metadata", Msg(130), One, false),
-        f(2, "items", Msg(59), Rep, false),
-    ] },
-    // 61
-    Message { name: "api.admissionregistration.v1.ValidatingAdmissionPolicy", fields: &[
-        f(1, "metadata", Msg(127), One, false),
-        f(2, "spec", Msg(175), One, false),
-        f(3, "status", Msg(176), One, false),
-    ] },
-    // 62
-    Message { name: "api.admissionregistration.v1.ValidatingAdmissionPolicyList", fields: &[
-        f(1, "metadata", Msg(130), One, false),
-        f(2, "items", Msg(61), Rep, false),
-    ] },
-    // 63
-    Message { name: "api.admissionregistration.v1.ValidatingAdmissionPolicyBinding", fields: &[
-        f(1, "metadata", Msg(127), One, false),
-        f(2, "spec", Msg(177), One, false),
-    ] },
-    // 64
-    Message { name: "api.admissionregistration.v1.ValidatingAdmissionPolicyBindingList", fields: &[
-        f(1, "metadata", Msg(130), One, false),
-        f(2, "items", Msg(63), Rep, false),
-    ] },
-    // 65
-    Message { name: "api.flowcontrol.v1.FlowSchema", fields: &[
-        f(1, "metadata", Msg(127), One, false),
+    Message { name: "api.certificates.v1.CertificateSigningRequest", fields: &[
+        f(1, "metadata", Msg(133), One, false),
         f(2, "spec", Msg(178), One, false),
         f(3, "status", Msg(179), One, false),
     ] },
+    // 58
+    Message { name: "api.certificates.v1.CertificateSigningRequestList", fields: &[
+        f(1, "metadata", Msg(136), One, false),
+        f(2, "items", Msg(57), Rep, false),
+    ] },
+    // 59
+    Message { name: "api.admissionregistration.v1.MutatingWebhookConfiguration", fields: &[
+        f(1, "metadata", Msg(133), One, false),
+        f(2, "webhooks", Msg(180), Rep, false),
+    ] },
+    // 60
+    Message { name: "api.admissionregistration.v1.MutatingWebhookConfigurationList", fields: &[
+        f(1, "metadata", Msg(136), One, false),
+        f(2, "items", Msg(59), Rep, false),
+    ] },
+    // 61
+    Message { name: "api.admissionregistration.v1.ValidatingWebhookConfiguration", fields: &[
+        f(1, "metadata", Msg(133), One, false),
+        f(2, "webhooks", Msg(181), Rep, false),
+    ] },
+    // 62
+    Message { name: "api.admissionregistration.v1.ValidatingWebhookConfigurationList", fields: &[
+        f(1, "metadata", Msg(136), One, false),
+        f(2, "items", Msg(61), Rep, false),
+    ] },
+    // 63
+    Message { name: "api.admissionregistration.v1.ValidatingAdmissionPolicy", fields: &[
+        f(1, "metadata", Msg(133), One, false),
+        f(2, "spec", Msg(182), One, false),
+        f(3, "status", Msg(183), One, false),
+    ] },
+    // 64
+    Message { name: "api.admissionregistration.v1.ValidatingAdmissionPolicyList", fields: &[
+        f(1, "metadata", Msg(136), One, false),
+        f(2, "items", Msg(63), Rep, false),
+    ] },
+    // 65
+    Message { name: "api.admissionregistration.v1.ValidatingAdmissionPolicyBinding", fields: &[
+        f(1, "metadata", Msg(133), One, false),
+        f(2, "spec", Msg(184), One, false),
+    ] },
     // 66
-    Message { name: "api.flowcontrol.v1.FlowSchemaList", fields: &[
-        f(1, "metadata", Msg(130), One, false),
+    Message { name: "api.admissionregistration.v1.ValidatingAdmissionPolicyBindingList", fields: &[
+        f(1, "metadata", Msg(136), One, false),
         f(2, "items", Msg(65), Rep, false),
     ] },
     // 67
-    Message { name: "api.flowcontrol.v1.PriorityLevelConfiguration", fields: &[
-        f(1, "metadata", Msg(127), One, false),
-        f(2, "spec", Msg(180), One, false),
-        f(3, "status", Msg(181), One, false),
+    Message { name: "api.flowcontrol.v1.FlowSchema", fields: &[
+        f(1, "metadata", Msg(133), One, false),
+        f(2, "spec", Msg(185), One, false),
+        f(3, "status", Msg(186), One, false),
     ] },
     // 68
-    Message { name: "api.flowcontrol.v1.PriorityLevelConfigurationList", fields: &[
-        f(1, "metadata", Msg(130), One, false),
+    Message { name: "api.flowcontrol.v1.FlowSchemaList", fields: &[
+        f(1, "metadata", Msg(136), One, false),
         f(2, "items", Msg(67), Rep, false),
     ] },
     // 69
-    Message { name: "api.resource.v1.DeviceClass", fields: &[
-        f(1, "metadata", Msg(127), One, false),
-        f(2, "spec", Msg(182), One, false),
-    ] },
-    // 70
-    Message { name: "api.resource.v1.DeviceClassList", fields: &[
-        f(1, "metadata", Msg(130), One, false),
-        f(2, "items", Msg(69), Rep, false),
-    ] },
-    // 71
-    Message { name: "api.resource.v1.ResourceClaim", fields: &[
-        f(1, "metadata", Msg(127), One, false),
-        f(2, "spec", Msg(183), One, false),
-        f(3, "status", Msg(184), One, false),
-    ] },
-    // 72
-    Message { name: "api.resource.v1.ResourceClaimList", fields: &[
-        f(1, "metadata", Msg(130), One, false),
-        f(2, "items", Msg(71), Rep, false),
-    ] },
-    // 73
-    Message { name: "api.resource.v1.ResourceClaimTemplate", fields: &[
-        f(1, "metadata", Msg(127), One, false),
-        f(2, "spec", Msg(185), One, false),
-    ] },
-    // 74
-    Message { name: "api.resource.v1.ResourceClaimTemplateList", fields: &[
-        f(1, "metadata", Msg(130), One, false),
-        f(2, "items", Msg(73), Rep, false),
-    ] },
-    // 75
-    Message { name: "api.resource.v1.ResourceSlice", fields: &[
-        f(1, "metadata", Msg(127), One, false),
-        f(2, "spec", Msg(186), One, false),
-    ] },
-    // 76
-    Message { name: "api.resource.v1.ResourceSliceList", fields: &[
-        f(1, "metadata", Msg(130), One, false),
-        f(2, "items", Msg(75), Rep, false),
-    ] },
-    // 77
-    Message { name: "apiextensions_apiserver.pkg.apis.apiextensions.v1.CustomResourceDefinition", fields: &[
-        f(1, "metadata", Msg(127), One, false),
+    Message { name: "api.flowcontrol.v1.PriorityLevelConfiguration", fields: &[
+        f(1, "metadata", Msg(133), One, false),
         f(2, "spec", Msg(187), One, false),
         f(3, "status", Msg(188), One, false),
     ] },
+    // 70
+    Message { name: "api.flowcontrol.v1.PriorityLevelConfigurationList", fields: &[
+        f(1, "metadata", Msg(136), One, false),
+        f(2, "items", Msg(69), Rep, false),
+    ] },
+    // 71
+    Message { name: "api.resource.v1.DeviceClass", fields: &[
+        f(1, "metadata", Msg(133), One, false),
+        f(2, "spec", Msg(189), One, false),
+    ] },
+    // 72
+    Message { name: "api.resource.v1.DeviceClassList", fields: &[
+        f(1, "metadata", Msg(136), One, false),
+        f(2, "items", Msg(71), Rep, false),
+    ] },
+    // 73
+    Message { name: "api.resource.v1.ResourceClaim", fields: &[
+        f(1, "metadata", Msg(133), One, false),
+        f(2, "spec", Msg(190), One, false),
+        f(3, "status", Msg(191), One, false),
+    ] },
+    // 74
+    Message { name: "api.resource.v1.ResourceClaimList", fields: &[
+        f(1, "metadata", Msg(136), One, false),
+        f(2, "items", Msg(73), Rep, false),
+    ] },
+    // 75
+    Message { name: "api.resource.v1.ResourceClaimTemplate", fields: &[
+        f(1, "metadata", Msg(133), One, false),
+        f(2, "spec", Msg(192), One, false),
+    ] },
+    // 76
+    Message { name: "api.resource.v1.ResourceClaimTemplateList", fields: &[
+        f(1, "metadata", Msg(136), One, false),
+        f(2, "items", Msg(75), Rep, false),
+    ] },
+    // 77
+    Message { name: "api.resource.v1.ResourceSlice", fields: &[
+        f(1, "metadata", Msg(133), One, false),
+        f(2, "spec", Msg(193), One, false),
+    ] },
     // 78
-    Message { name: "apiextensions_apiserver.pkg.apis.apiextensions.v1.CustomResourceDefinitionList", fields: &[
-        f(1, "metadata", Msg(130), One, false),
+    Message { name: "api.resource.v1.ResourceSliceList", fields: &[
+        f(1, "metadata", Msg(136), One, false),
         f(2, "items", Msg(77), Rep, false),
     ] },
     // 79
-    Message { name: "kube_aggregator.pkg.apis.apiregistration.v1.APIService", fields: &[
-        f(1, "metadata", Msg(127), One, false),
-        f(2, "spec", Msg(189), One, false),
-        f(3, "status", Msg(190), One, false),
+    Message { name: "apiextensions_apiserver.pkg.apis.apiextensions.v1.CustomResourceDefinition", fields: &[
+        f(1, "metadata", Msg(133), One, false),
+        f(2, "spec", Msg(194), One, false),
+        f(3, "status", Msg(195), One, false),
     ] },
     // 80
-    Message { name: "kube_aggregator.pkg.apis.apiregistration.v1.APIServiceList", fields: &[
-        f(1, "metadata", Msg(130), One, false),
+    Message { name: "apiextensions_apiserver.pkg.apis.apiextensions.v1.CustomResourceDefinitionList", fields: &[
+        f(1, "metadata", Msg(136), One, false),
         f(2, "items", Msg(79), Rep, false),
     ] },
     // 81
+    Message { name: "kube_aggregator.pkg.apis.apiregistration.v1.APIService", fields: &[
+        f(1, "metadata", Msg(133), One, false),
+        f(2, "spec", Msg(196), One, false),
+        f(3, "status", Msg(197), One, false),
+    ] },
+    // 82
+    Message { name: "kube_aggregator.pkg.apis.apiregistration.v1.APIServiceList", fields: &[
+        f(1, "metadata", Msg(136), One, false),
+        f(2, "items", Msg(81), Rep, false),
+    ] },
+    // 83
     Message { name: "api.storage.v1.StorageClass", fields: &[
-        f(1, "metadata", Msg(127), One, false),
+        f(1, "metadata", Msg(133), One, false),
         f(2, "provisioner", Str, One, false),
         f(3, "parameters", Str, Map, false),
         f(4, "reclaimPolicy", Str, One, false),
         f(5, "mountOptions", Str, Rep, false),
         f(6, "allowVolumeExpansion", Bool, One, false),
         f(7, "volumeBindingMode", Str, One, false),
-        f(8, "allowedTopologies", Msg(191), Rep, false),
-    ] },
-    // 82
-    Message { name: "api.storage.v1.StorageClassList", fields: &[
-        f(1, "metadata", Msg(130), One, false),
-        f(2, "items", Msg(81), Rep, false),
-    ] },
-    // 83
-    Message { name: "api.storage.v1.CSIDriver", fields: &[
-        f(1, "metadata", Msg(127), One, false),
-        f(2, "spec", Msg(192), One, false),
+        f(8, "allowedTopologies", Msg(198), Rep, false),
     ] },
     // 84
-    Message { name: "api.storage.v1.CSIDriverList", fields: &[
-        f(1, "metadata", Msg(130), One, false),
+    Message { name: "api.storage.v1.StorageClassList", fields: &[
+        f(1, "metadata", Msg(136), One, false),
         f(2, "items", Msg(83), Rep, false),
     ] },
     // 85
-    Message { name: "api.storage.v1.CSINode", fields: &[
-        f(1, "metadata", Msg(127), One, false),
-        f(2, "spec", Msg(193), One, false),
+    Message { name: "api.storage.v1.CSIDriver", fields: &[
+        f(1, "metadata", Msg(133), One, false),
+        f(2, "spec", Msg(199), One, false),
     ] },
     // 86
-    Message { name: "api.storage.v1.CSINodeList", fields: &[
-        f(1, "metadata", Msg(130), One, false),
+    Message { name: "api.storage.v1.CSIDriverList", fields: &[
+        f(1, "metadata", Msg(136), One, false),
         f(2, "items", Msg(85), Rep, false),
     ] },
     // 87
+    Message { name: "api.storage.v1.CSINode", fields: &[
+        f(1, "metadata", Msg(133), One, false),
+        f(2, "spec", Msg(200), One, false),
+    ] },
+    // 88
+    Message { name: "api.storage.v1.CSINodeList", fields: &[
+        f(1, "metadata", Msg(136), One, false),
+        f(2, "items", Msg(87), Rep, false),
+    ] },
+    // 89
     Message { name: "api.storage.v1.CSIStorageCapacity", fields: &[
-        f(1, "metadata", Msg(127), One, false),
-        f(2, "nodeTopology", Msg(194), One, false),
+        f(1, "metadata", Msg(133), One, false),
+        f(2, "nodeTopology", Msg(201), One, false),
         f(3, "storageClassName", Str, One, false),
         f(4, "capacity", Quantity, One, false),
         f(5, "maximumVolumeSize", Quantity, One, false),
     ] },
-    // 88
-    Message { name: "api.storage.v1.CSIStorageCapacityList", fields: &[
-        f(1, "metadata", Msg(130), One, false),
-        f(2, "items", Msg(87), Rep, false),
-    ] },
-    // 89
-    Message { name: "api.storage.v1.VolumeAttachment", fields: &[
-        f(1, "metadata", Msg(127), One, false),
-        f(2, "spec", Msg(195), One, false),
-        f(3, "status", Msg(196), One, false),
-    ] },
     // 90
-    Message { name: "api.storage.v1.VolumeAttachmentList", fields: &[
-        f(1, "metadata", Msg(130), One, false),
+    Message { name: "api.storage.v1.CSIStorageCapacityList", fields: &[
+        f(1, "metadata", Msg(136), One, false),
         f(2, "items", Msg(89), Rep, false),
     ] },
     // 91
-    Message { name: "api.storage.v1.VolumeAttributesClass", fields: &[
-        f(1, "metadata", Msg(127), One, false),
-        f(2, "driverName", Str, One, false),
-        f(3, "parameters", Str, Map, false),
+    Message { name: "api.storage.v1.VolumeAttachment", fields: &[
+        f(1, "metadata", Msg(133), One, false),
+        f(2, "spec", Msg(202), One, false),
+        f(3, "status", Msg(203), One, false),
     ] },
     // 92
-    Message { name: "api.storage.v1.VolumeAttributesClassList", fields: &[
-        f(1, "metadata", Msg(130), One, false),
+    Message { name: "api.storage.v1.VolumeAttachmentList", fields: &[
+        f(1, "metadata", Msg(136), One, false),
         f(2, "items", Msg(91), Rep, false),
     ] },
     // 93
+    Message { name: "api.storage.v1.VolumeAttributesClass", fields: &[
+        f(1, "metadata", Msg(133), One, false),
+        f(2, "driverName", Str, One, false),
+        f(3, "parameters", Str, Map, false),
+    ] },
+    // 94
+    Message { name: "api.storage.v1.VolumeAttributesClassList", fields: &[
+        f(1, "metadata", Msg(136), One, false),
+        f(2, "items", Msg(93), Rep, false),
+    ] },
+    // 95
     Message { name: "api.scheduling.v1.PriorityClass", fields: &[
-        f(1, "metadata", Msg(127), One, false),
+        f(1, "metadata", Msg(133), One, false),
         f(2, "value", I32, One, false),
         f(3, "globalDefault", Bool, One, false),
         f(4, "description", Str, One, false),
         f(5, "preemptionPolicy", Str, One, false),
     ] },
-    // 94
-    Message { name: "api.scheduling.v1.PriorityClassList", fields: &[
-        f(1, "metadata", Msg(130), One, false),
-        f(2, "items", Msg(93), Rep, false),
-    ] },
-    // 95
-    Message { name: "api.node.v1.RuntimeClass", fields: &[
-        f(1, "metadata", Msg(127), One, false),
-        f(2, "handler", Str, One, false),
-        f(3, "overhead", Msg(197), One, false),
-        f(4, "scheduling", Msg(198), One, false),
-    ] },
     // 96
-    Message { name: "api.node.v1.RuntimeClassList", fields: &[
-        f(1, "metadata", Msg(130), One, false),
+    Message { name: "api.scheduling.v1.PriorityClassList", fields: &[
+        f(1, "metadata", Msg(136), One, false),
         f(2, "items", Msg(95), Rep, false),
     ] },
     // 97
-    Message { name: "api.coordination.v1.Lease", fields: &[
-        f(1, "metadata", Msg(127), One, false),
-        f(2, "spec", Msg(199), One, false),
+    Message { name: "api.node.v1.RuntimeClass", fields: &[
+        f(1, "metadata", Msg(133), One, false),
+        f(2, "handler", Str, One, false),
+        f(3, "overhead", Msg(204), One, false),
+        f(4, "scheduling", Msg(205), One, false),
     ] },
     // 98
-    Message { name: "api.coordination.v1.LeaseList", fields: &[
-        f(1, "metadata", Msg(130), One, false),
+    Message { name: "api.node.v1.RuntimeClassList", fields: &[
+        f(1, "metadata", Msg(136), One, false),
         f(2, "items", Msg(97), Rep, false),
     ] },
     // 99
-    Message { name: "api.batch.v1.Job", fields: &[
-        f(1, "metadata", Msg(127), One, false),
-        f(2, "spec", Msg(200), One, false),
-        f(3, "status", Msg(201), One, false),
+    Message { name: "api.coordination.v1.Lease", fields: &[
+        f(1, "metadata", Msg(133), One, false),
+        f(2, "spec", Msg(206), One, false),
     ] },
     // 100
-    Message { name: "api.batch.v1.JobList", fields: &[
-        f(1, "metadata", Msg(130), One, false),
+    Message { name: "api.coordination.v1.LeaseList", fields: &[
+        f(1, "metadata", Msg(136), One, false),
         f(2, "items", Msg(99), Rep, false),
     ] },
     // 101
-    Message { name: "api.batch.v1.CronJob", fields: &[
-        f(1, "metadata", Msg(127), One, false),
-        f(2, "spec", Msg(202), One, false),
-        f(3, "status", Msg(203), One, false),
-    ] },
-    // 102
-    Message { name: "api.batch.v1.CronJobList", fields: &[
-        f(1, "metadata", Msg(130), One, false),
-        f(2, "items", Msg(101), Rep, false),
-    ] },
-    // 103
-    Message { name: "api.authorization.v1.SelfSubjectAccessReview", fields: &[
-        f(1, "metadata", Msg(127), One, false),
-        f(2, "spec", Msg(204), One, false),
-        f(3, "status", Msg(205), One, false),
-    ] },
-    // 104
-    Message { name: "api.authorization.v1.SubjectAccessReview", fields: &[
-        f(1, "metadata", Msg(127), One, false),
-        f(2, "spec", Msg(206), One, false),
-        f(3, "status", Msg(205), One, false),
-    ] },
-    // 105
-    Message { name: "api.authorization.v1.LocalSubjectAccessReview", fields: &[
-        f(1, "metadata", Msg(127), One, false),
-        f(2, "spec", Msg(206), One, false),
-        f(3, "status", Msg(205), One, false),
-    ] },
-    // 106
-    Message { name: "api.authorization.v1.SelfSubjectRulesReview", fields: &[
-        f(1, "metadata", Msg(127), One, false),
+    Message { name: "api.batch.v1.Job", fields: &[
+        f(1, "metadata", Msg(133), One, false),
         f(2, "spec", Msg(207), One, false),
         f(3, "status", Msg(208), One, false),
     ] },
-    // 107
-    Message { name: "api.authentication.v1.TokenReview", fields: &[
-        f(1, "metadata", Msg(127), One, false),
+    // 102
+    Message { name: "api.batch.v1.JobList", fields: &[
+        f(1, "metadata", Msg(136), One, false),
+        f(2, "items", Msg(101), Rep, false),
+    ] },
+    // 103
+    Message { name: "api.batch.v1.CronJob", fields: &[
+        f(1, "metadata", Msg(133), One, false),
         f(2, "spec", Msg(209), One, false),
         f(3, "status", Msg(210), One, false),
     ] },
-    // 108
-    Message { name: "api.authentication.v1.TokenRequest", fields: &[
-        f(1, "metadata", Msg(127), One, false),
+    // 104
+    Message { name: "api.batch.v1.CronJobList", fields: &[
+        f(1, "metadata", Msg(136), One, false),
+        f(2, "items", Msg(103), Rep, false),
+    ] },
+    // 105
+    Message { name: "api.authorization.v1.SelfSubjectAccessReview", fields: &[
+        f(1, "metadata", Msg(133), One, false),
         f(2, "spec", Msg(211), One, false),
         f(3, "status", Msg(212), One, false),
     ] },
+    // 106
+    Message { name: "api.authorization.v1.SubjectAccessReview", fields: &[
+        f(1, "metadata", Msg(133), One, false),
+        f(2, "spec", Msg(213), One, false),
+        f(3, "status", Msg(212), One, false),
+    ] },
+    // 107
+    Message { name: "api.authorization.v1.LocalSubjectAccessReview", fields: &[
+        f(1, "metadata", Msg(133), One, false),
+        f(2, "spec", Msg(213), One, false),
+        f(3, "status", Msg(212), One, false),
+    ] },
+    // 108
+    Message { name: "api.authorization.v1.SelfSubjectRulesReview", fields: &[
+        f(1, "metadata", Msg(133), One, false),
+        f(2, "spec", Msg(214), One, false),
+        f(3, "status", Msg(215), One, false),
+    ] },
     // 109
-    Message { name: "api.authentication.v1.SelfSubjectReview", fields: &[
-        f(1, "metadata", Msg(127), One, false),
-        f(2, "status", Msg(213), One, false),
+    Message { name: "api.authentication.v1.TokenReview", fields: &[
+        f(1, "metadata", Msg(133), One, false),
+        f(2, "spec", Msg(216), One, false),
+        f(3, "status", Msg(217), One, false),
     ] },
     // 110
-    Message { name: "api.rbac.v1.Role", fields: &[
-        f(1, "metadata", Msg(127), One, false),
-        f(2, "rules", Msg(214), Rep, false),
-    ] },
-    // 111
-    Message { name: "api.rbac.v1.RoleList", fields: &[
-        f(1, "metadata", Msg(130), One, false),
-        f(2, "items", Msg(110), Rep, false),
-    ] },
-    // 112
-    Message { name: "api.rbac.v1.ClusterRole", fields: &[
-        f(1, "metadata", Msg(127), One, false),
-        f(2, "rules", Msg(214), Rep, false),
-        f(3, "aggregationRule", Msg(215), One, false),
-    ] },
-    // 113
-    Message { name: "api.rbac.v1.ClusterRoleList", fields: &[
-        f(1, "metadata", Msg(130), One, false),
-        f(2, "items", Msg(112), Rep, false),
-    ] },
-    // 114
-    Message { name: "api.rbac.v1.RoleBinding", fields: &[
-        f(1, "metadata", Msg(127), One, false),
-        f(2, "subjects", Msg(216), Rep, false),
-        f(3, "roleRef", Msg(217), One, false),
-    ] },
-    // 115
-    Message { name: "api.rbac.v1.RoleBindingList", fields: &[
-        f(1, "metadata", Msg(130), One, false),
-        f(2, "items", Msg(114), Rep, false),
-    ] },
-    // 116
-    Message { name: "api.rbac.v1.ClusterRoleBinding", fields: &[
-        f(1, "metadata", Msg(127), One, false),
-        f(2, "subjects", Msg(216), Rep, false),
-        f(3, "roleRef", Msg(217), One, false),
-    ] },
-    // 117
-    Message { name: "api.rbac.v1.ClusterRoleBindingList", fields: &[
-        f(1, "metadata", Msg(130), One, false),
-        f(2, "items", Msg(116), Rep, false),
-    ] },
-    // 118
-    Message { name: "api.autoscaling.v1.Scale", fields: &[
-        f(1, "metadata", Msg(127), One, false),
+    Message { name: "api.authentication.v1.TokenRequest", fields: &[
+        f(1, "metadata", Msg(133), One, false),
         f(2, "spec", Msg(218), One, false),
         f(3, "status", Msg(219), One, false),
     ] },
+    // 111
+    Message { name: "api.authentication.v1.SelfSubjectReview", fields: &[
+        f(1, "metadata", Msg(133), One, false),
+        f(2, "status", Msg(220), One, false),
+    ] },
+    // 112
+    Message { name: "api.rbac.v1.Role", fields: &[
+        f(1, "metadata", Msg(133), One, false),
+        f(2, "rules", Msg(221), Rep, false),
+    ] },
+    // 113
+    Message { name: "api.rbac.v1.RoleList", fields: &[
+        f(1, "metadata", Msg(136), One, false),
+        f(2, "items", Msg(112), Rep, false),
+    ] },
+    // 114
+    Message { name: "api.rbac.v1.ClusterRole", fields: &[
+        f(1, "metadata", Msg(133), One, false),
+        f(2, "rules", Msg(221), Rep, false),
+        f(3, "aggregationRule", Msg(222), One, false),
+    ] },
+    // 115
+    Message { name: "api.rbac.v1.ClusterRoleList", fields: &[
+        f(1, "metadata", Msg(136), One, false),
+        f(2, "items", Msg(114), Rep, false),
+    ] },
+    // 116
+    Message { name: "api.rbac.v1.RoleBinding", fields: &[
+        f(1, "metadata", Msg(133), One, false),
+        f(2, "subjects", Msg(223), Rep, false),
+        f(3, "roleRef", Msg(224), One, false),
+    ] },
+    // 117
+    Message { name: "api.rbac.v1.RoleBindingList", fields: &[
+        f(1, "metadata", Msg(136), One, false),
+        f(2, "items", Msg(116), Rep, false),
+    ] },
+    // 118
+    Message { name: "api.rbac.v1.ClusterRoleBinding", fields: &[
+        f(1, "metadata", Msg(133), One, false),
+        f(2, "subjects", Msg(223), Rep, false),
+        f(3, "roleRef", Msg(224), One, false),
+    ] },
     // 119
-    Message { name: "api.autoscaling.v1.HorizontalPodAutoscaler", fields: &[
-        f(1, "metadata", Msg(127), One, false),
-        f(2, "spec", Msg(220), One, false),
-        f(3, "status", Msg(221), One, false),
+    Message { name: "api.rbac.v1.ClusterRoleBindingList", fields: &[
+        f(1, "metadata", Msg(136), One, false),
+        f(2, "items", Msg(118), Rep, false),
     ] },
     // 120
-    Message { name: "api.autoscaling.v1.HorizontalPodAutoscalerList", fields: &[
-        f(1, "metadata", Msg(130), One, false),
-        f(2, "items", Msg(119), Rep, false),
+    Message { name: "api.autoscaling.v1.Scale", fields: &[
+        f(1, "metadata", Msg(133), One, false),
+        f(2, "spec", Msg(225), One, false),
+        f(3, "status", Msg(226), One, false),
     ] },
     // 121
+    Message { name: "api.autoscaling.v1.HorizontalPodAutoscaler", fields: &[
+        f(1, "metadata", Msg(133), One, false),
+        f(2, "spec", Msg(227), One, false),
+        f(3, "status", Msg(228), One, false),
+    ] },
+    // 122
+    Message { name: "api.autoscaling.v1.HorizontalPodAutoscalerList", fields: &[
+        f(1, "metadata", Msg(136), One, false),
+        f(2, "items", Msg(121), Rep, false),
+    ] },
+    // 123
     Message { name: "api.events.v1.Event", fields: &[
-        f(1, "metadata", Msg(127), One, false),
+        f(1, "metadata", Msg(133), One, false),
         f(2, "eventTime", MicroTime, One, false),
-        f(3, "series", Msg(222), One, false),
+        f(3, "series", Msg(229), One, false),
         f(4, "reportingController", Str, One, false),
         f(5, "reportingInstance", Str, One, false),
         f(6, "action", Str, One, false),
         f(7, "reason", Str, One, false),
-        f(8, "regarding", Msg(131), One, false),
-        f(9, "related", Msg(131), One, false),
+        f(8, "regarding", Msg(137), One, false),
+        f(9, "related", Msg(137), One, false),
         f(10, "note", Str, One, false),
         f(11, "type", Str, One, false),
-        f(12, "deprecatedSource", Msg(138), One, false),
+        f(12, "deprecatedSource", Msg(144), One, false),
         f(13, "deprecatedFirstTimestamp", Time, One, false),
         f(14, "deprecatedLastTimestamp", Time, One, false),
         f(15, "deprecatedCount", I32, One, false),
     ] },
-    // 122
-    Message { name: "api.events.v1.EventList", fields: &[
-        f(1, "metadata", Msg(130), One, false),
-        f(2, "items", Msg(121), Rep, false),
-    ] },
-    // 123
-    Message { name: "api.policy.v1.Eviction", fields: &[
-        f(1, "metadata", Msg(127), One, false),
-        f(2, "deleteOptions", Msg(126), One, false),
-    ] },
     // 124
-    Message { name: "api.policy.v1.PodDisruptionBudget", fields: &[
-        f(1, "metadata", Msg(127), One, false),
-        f(2, "spec", Msg(223), One, false),
-        f(3, "status", Msg(224), One, false),
+    Message { name: "api.events.v1.EventList", fields: &[
+        f(1, "metadata", Msg(136), One, false),
+        f(2, "items", Msg(123), Rep, false),
     ] },
     // 125
-    Message { name: "api.policy.v1.PodDisruptionBudgetList", fields: &[
-        f(1, "metadata", Msg(130), One, false),
-        f(2, "items", Msg(124), Rep, false),
+    Message { name: "api.policy.v1.Eviction", fields: &[
+        f(1, "metadata", Msg(133), One, false),
+        f(2, "deleteOptions", Msg(128), One, false),
     ] },
     // 126
+    Message { name: "api.policy.v1.PodDisruptionBudget", fields: &[
+        f(1, "metadata", Msg(133), One, false),
+        f(2, "spec", Msg(230), One, false),
+        f(3, "status", Msg(231), One, false),
+    ] },
+    // 127
+    Message { name: "api.policy.v1.PodDisruptionBudgetList", fields: &[
+        f(1, "metadata", Msg(136), One, false),
+        f(2, "items", Msg(126), Rep, false),
+    ] },
+    // 128
     Message { name: "apimachinery.pkg.apis.meta.v1.DeleteOptions", fields: &[
         f(1, "gracePeriodSeconds", I64, One, false),
-        f(2, "preconditions", Msg(225), One, false),
+        f(2, "preconditions", Msg(232), One, false),
         f(3, "orphanDependents", Bool, One, false),
         f(4, "propagationPolicy", Str, One, false),
         f(5, "dryRun", Str, Rep, false),
         f(6, "ignoreStoreReadErrorWithClusterBreakingPotential", Bool, One, false),
     ] },
-    // 127
+    // 129
+    Message { name: "apimachinery.pkg.apis.meta.v1.Status", fields: &[
+        f(1, "metadata", Msg(136), One, false),
+        f(2, "status", Str, One, false),
+        f(3, "message", Str, One, false),
+        f(4, "reason", Str, One, false),
+        f(5, "details", Msg(233), One, false),
+        f(6, "code", I32, One, false),
+    ] },
+    // 130
+    Message { name: "apimachinery.pkg.apis.meta.v1.WatchEvent", fields: &[
+        f(1, "type", Str, One, false),
+        f(2, "object", RawExtension, One, false),
+    ] },
+    // 131
+    Message { name: "apimachinery.pkg.apis.meta.v1.PartialObjectMetadata", fields: &[
+        f(1, "metadata", Msg(133), One, false),
+    ] },
+    // 132
+    Message { name: "apimachinery.pkg.apis.meta.v1.PartialObjectMetadataList", fields: &[
+        f(1, "metadata", Msg(136), One, false),
+        f(2, "items", Msg(131), Rep, false),
+    ] },
+    // 133
     Message { name: "apimachinery.pkg.apis.meta.v1.ObjectMeta", fields: &[
         f(1, "name", Str, One, true),
         f(2, "generateName", Str, One, true),
@@ -750,27 +783,27 @@ pub(super) static MESSAGES: [Message; 558] = [
         f(10, "deletionGracePeriodSeconds", I64, One, false),
         f(11, "labels", Str, Map, false),
         f(12, "annotations", Str, Map, false),
-        f(13, "ownerReferences", Msg(226), Rep, false),
+        f(13, "ownerReferences", Msg(234), Rep, false),
         f(14, "finalizers", Str, Rep, false),
-        f(17, "managedFields", Msg(227), Rep, false),
+        f(17, "managedFields", Msg(235), Rep, false),
     ] },
-    // 128
+    // 134
     Message { name: "api.core.v1.NamespaceSpec", fields: &[
         f(1, "finalizers", Str, Rep, false),
     ] },
-    // 129
+    // 135
     Message { name: "api.core.v1.NamespaceStatus", fields: &[
         f(1, "phase", Str, One, true),
-        f(2, "conditions", Msg(228), Rep, false),
+        f(2, "conditions", Msg(236), Rep, false),
     ] },
-    // 130
+    // 136
     Message { name: "apimachinery.pkg.apis.meta.v1.ListMeta", fields: &[
         f(1, "selfLink", Str, One, false),
         f(2, "resourceVersion", Str, One, false),
         f(3, "continue", Str, One, false),
         f(4, "remainingItemCount", I64, One, false),
     ] },
-    // 131
+    // 137
     Message { name: "api.core.v1.ObjectReference", fields: &[
         f(1, "kind", Str, One, true),
         f(2, "namespace", Str, One, true),
@@ -780,14 +813,14 @@ pub(super) static MESSAGES: [Message; 558] = [
         f(6, "resourceVersion", Str, One, true),
         f(7, "fieldPath", Str, One, true),
     ] },
-    // 132
+    // 138
     Message { name: "api.core.v1.LocalObjectReference", fields: &[
         f(1, "name", Str, One, true),
     ] },
-    // 133
+    // 139
     Message { name: "api.core.v1.PodSpec", fields: &[
-        f(1, "volumes", Msg(229), Rep, false),
-        f(2, "containers", Msg(230), Rep, false),
+        f(1, "volumes", Msg(237), Rep, false),
+        f(2, "containers", Msg(238), Rep, false),
         f(3, "restartPolicy", Str, One, true),
         f(4, "terminationGracePeriodSeconds", I64, One, false),
         f(5, "activeDeadlineSeconds", I64, One, false),
@@ -799,62 +832,62 @@ pub(super) static MESSAGES: [Message; 558] = [
         f(11, "hostNetwork", Bool, One, true),
         f(12, "hostPID", Bool, One, true),
         f(13, "hostIPC", Bool, One, true),
-        f(14, "securityContext", Msg(232), One, false),
-        f(15, "imagePullSecrets", Msg(132), Rep, false),
+        f(14, "securityContext", Msg(240), One, false),
+        f(15, "imagePullSecrets", Msg(138), Rep, false),
         f(16, "hostname", Str, One, true),
         f(17, "subdomain", Str, One, true),
-        f(18, "affinity", Msg(233), One, false),
+        f(18, "affinity", Msg(241), One, false),
         f(19, "schedulerName", Str, One, true),
-        f(20, "initContainers", Msg(230), Rep, false),
+        f(20, "initContainers", Msg(238), Rep, false),
         f(21, "automountServiceAccountToken", Bool, One, false),
-        f(22, "tolerations", Msg(234), Rep, false),
-        f(23, "hostAliases", Msg(235), Rep, false),
+        f(22, "tolerations", Msg(242), Rep, false),
+        f(23, "hostAliases", Msg(243), Rep, false),
         f(24, "priorityClassName", Str, One, true),
         f(25, "priority", I32, One, false),
-        f(26, "dnsConfig", Msg(236), One, false),
+        f(26, "dnsConfig", Msg(244), One, false),
         f(27, "shareProcessNamespace", Bool, One, false),
-        f(28, "readinessGates", Msg(237), Rep, false),
+        f(28, "readinessGates", Msg(245), Rep, false),
         f(29, "runtimeClassName", Str, One, false),
         f(30, "enableServiceLinks", Bool, One, false),
         f(31, "preemptionPolicy", Str, One, false),
         f(32, "overhead", Quantity, Map, false),
-        f(33, "topologySpreadConstraints", Msg(238), Rep, false),
-        f(34, "ephemeralContainers", Msg(231), Rep, false),
+        f(33, "topologySpreadConstraints", Msg(246), Rep, false),
+        f(34, "ephemeralContainers", Msg(239), Rep, false),
         f(35, "setHostnameAsFQDN", Bool, One, false),
-        f(36, "os", Msg(239), One, false),
+        f(36, "os", Msg(247), One, false),
         f(37, "hostUsers", Bool, One, false),
-        f(38, "schedulingGates", Msg(240), Rep, false),
-        f(39, "resourceClaims", Msg(241), Rep, false),
-        f(40, "resources", Msg(242), One, false),
+        f(38, "schedulingGates", Msg(248), Rep, false),
+        f(39, "resourceClaims", Msg(249), Rep, false),
+        f(40, "resources", Msg(250), One, false),
         f(41, "hostnameOverride", Str, One, false),
-        f(42, "workloadRef", Msg(243), One, false),
+        f(42, "workloadRef", Msg(251), One, false),
     ] },
-    // 134
+    // 140
     Message { name: "api.core.v1.PodStatus", fields: &[
         f(1, "phase", Str, One, false),
-        f(2, "conditions", Msg(244), Rep, false),
+        f(2, "conditions", Msg(252), Rep, false),
         f(3, "message", Str, One, false),
         f(4, "reason", Str, One, false),
         f(5, "hostIP", Str, One, false),
         f(6, "podIP", Str, One, false),
         f(7, "startTime", Time, One, false),
-        f(8, "containerStatuses", Msg(247), Rep, false),
+        f(8, "containerStatuses", Msg(255), Rep, false),
         f(9, "qosClass", Str, One, false),
-        f(10, "initContainerStatuses", Msg(247), Rep, false),
+        f(10, "initContainerStatuses", Msg(255), Rep, false),
         f(11, "nominatedNodeName", Str, One, false),
-        f(12, "podIPs", Msg(246), Rep, false),
-        f(13, "ephemeralContainerStatuses", Msg(247), Rep, false),
+        f(12, "podIPs", Msg(254), Rep, false),
+        f(13, "ephemeralContainerStatuses", Msg(255), Rep, false),
         f(14, "resize", Str, One, false),
-        f(15, "resourceClaimStatuses", Msg(248), Rep, false),
-        f(16, "hostIPs", Msg(245), Rep, false),
+        f(15, "resourceClaimStatuses", Msg(256), Rep, false),
+        f(16, "hostIPs", Msg(253), Rep, false),
         f(17, "observedGeneration", I64, One, false),
-        f(18, "extendedResourceClaimStatus", Msg(249), One, false),
+        f(18, "extendedResourceClaimStatus", Msg(257), One, false),
         f(19, "allocatedResources", Quantity, Map, false),
-        f(20, "resources", Msg(242), One, false),
+        f(20, "resources", Msg(250), One, false),
     ] },
-    // 135
+    // 141
     Message { name: "api.core.v1.ServiceSpec", fields: &[
-        f(1, "ports", Msg(250), Rep, false),
+        f(1, "ports", Msg(258), Rep, false),
         f(2, "selector", Str, Map, false),
         f(3, "clusterIP", Str, One, true),
         f(4, "type", Str, One, true),
@@ -866,7 +899,7 @@ pub(super) static MESSAGES: [Message; 558] = [
         f(11, "externalTrafficPolicy", Str, One, true),
         f(12, "healthCheckNodePort", I32, One, true),
         f(13, "publishNotReadyAddresses", Bool, One, true),
-        f(14, "sessionAffinityConfig", Msg(251), One, false),
+        f(14, "sessionAffinityConfig", Msg(259), One, false),
         f(17, "ipFamilyPolicy", Str, One, false),
         f(18, "clusterIPs", Str, Rep, false),
         f(19, "ipFamilies", Str, Rep, false),
@@ -875,188 +908,195 @@ pub(super) static MESSAGES: [Message; 558] = [
         f(22, "internalTrafficPolicy", Str, One, false),
         f(23, "trafficDistribution", Str, One, false),
     ] },
-    // 136
+    // 142
     Message { name: "api.core.v1.ServiceStatus", fields: &[
-        f(1, "loadBalancer", Msg(252), One, false),
-        f(2, "conditions", Msg(253), Rep, false),
+        f(1, "loadBalancer", Msg(260), One, false),
+        f(2, "conditions", Msg(261), Rep, false),
     ] },
-    // 137
+    // 143
     Message { name: "api.core.v1.EndpointSubset", fields: &[
-        f(1, "addresses", Msg(254), Rep, false),
-        f(2, "notReadyAddresses", Msg(254), Rep, false),
-        f(3, "ports", Msg(255), Rep, false),
+        f(1, "addresses", Msg(262), Rep, false),
+        f(2, "notReadyAddresses", Msg(262), Rep, false),
+        f(3, "ports", Msg(263), Rep, false),
     ] },
-    // 138
+    // 144
     Message { name: "api.core.v1.EventSource", fields: &[
         f(1, "component", Str, One, true),
         f(2, "host", Str, One, true),
     ] },
-    // 139
+    // 145
     Message { name: "api.core.v1.EventSeries", fields: &[
         f(1, "count", I32, One, true),
         f(2, "lastObservedTime", MicroTime, One, false),
     ] },
-    // 140
+    // 146
     Message { name: "api.core.v1.NodeSpec", fields: &[
         f(1, "podCIDR", Str, One, false),
         f(2, "externalID", Str, One, false),
         f(3, "providerID", Str, One, false),
         f(4, "unschedulable", Bool, One, false),
-        f(5, "taints", Msg(256), Rep, false),
-        f(6, "configSource", Msg(257), One, false),
+        f(5, "taints", Msg(264), Rep, false),
+        f(6, "configSource", Msg(265), One, false),
         f(7, "podCIDRs", Str, Rep, false),
     ] },
-    // 141
+    // 147
     Message { name: "api.core.v1.NodeStatus", fields: &[
         f(1, "capacity", Quantity, Map, false),
         f(2, "allocatable", Quantity, Map, false),
         f(3, "phase", Str, One, false),
-        f(4, "conditions", Msg(258), Rep, false),
-        f(5, "addresses", Msg(259), Rep, false),
-        f(6, "daemonEndpoints", Msg(260), One, false),
-        f(7, "nodeInfo", Msg(261), One, false),
-        f(8, "images", Msg(262), Rep, false),
+        f(4, "conditions", Msg(266), Rep, false),
+        f(5, "addresses", Msg(267), Rep, false),
+        f(6, "daemonEndpoints", Msg(268), One, false),
+        f(7, "nodeInfo", Msg(269), One, false),
+        f(8, "images", Msg(270), Rep, false),
         f(9, "volumesInUse", Str, Rep, false),
-        f(10, "volumesAttached", Msg(263), Rep, false),
-        f(11, "config", Msg(264), One, false),
-        f(12, "runtimeHandlers", Msg(265), Rep, false),
-        f(13, "features", Msg(266), One, false),
+        f(10, "volumesAttached", Msg(271), Rep, false),
+        f(11, "config", Msg(272), One, false),
+        f(12, "runtimeHandlers", Msg(273), Rep, false),
+        f(13, "features", Msg(274), One, false),
         f(14, "declaredFeatures", Str, Rep, false),
     ] },
-    // 142
+    // 148
     Message { name: "api.core.v1.PodTemplateSpec", fields: &[
-        f(1, "metadata", Msg(127), One, false),
-        f(2, "spec", Msg(133), One, false),
+        f(1, "metadata", Msg(133), One, false),
+        f(2, "spec", Msg(139), One, false),
     ] },
-    // 143
+    // 149
     Message { name: "api.core.v1.ReplicationControllerSpec", fields: &[
         f(1, "replicas", I32, One, false),
         f(2, "selector", Str, Map, false),
-        f(3, "template", Msg(142), One, false),
+        f(3, "template", Msg(148), One, false),
         f(4, "minReadySeconds", I32, One, false),
     ] },
-    // 144
+    // 150
     Message { name: "api.core.v1.ReplicationControllerStatus", fields: &[
         f(1, "replicas", I32, One, false),
         f(2, "fullyLabeledReplicas", I32, One, false),
         f(3, "observedGeneration", I64, One, false),
         f(4, "readyReplicas", I32, One, false),
         f(5, "availableReplicas", I32, One, false),
-        f(6, "conditions", Msg(267), Rep, false),
+        f(6, "conditions", Msg(275), Rep, false),
     ] },
-    // 145
+    // 151
     Message { name: "api.core.v1.PersistentVolumeClaimSpec", fields: &[
         f(1, "accessModes", Str, Rep, false),
-        f(2, "resources", Msg(268), One, false),
+        f(2, "resources", Msg(276), One, false),
         f(3, "volumeName", Str, One, true),
-        f(4, "selector", Msg(194), One, false),
+        f(4, "selector", Msg(201), One, false),
         f(5, "storageClassName", Str, One, false),
         f(6, "volumeMode", Str, One, false),
-        f(7, "dataSource", Msg(269), One, false),
-        f(8, "dataSourceRef", Msg(270), One, false),
+        f(7, "dataSource", Msg(277), One, false),
+        f(8, "dataSourceRef", Msg(278), One, false),
         f(9, "volumeAttributesClassName", Str, One, false),
     ] },
-    // 146
+    // 152
     Message { name: "api.core.v1.PersistentVolumeClaimStatus", fields: &[
         f(1, "phase", Str, One, false),
         f(2, "accessModes", Str, Rep, false),
         f(3, "capacity", Quantity, Map, false),
-        f(4, "conditions", Msg(271), Rep, false),
+        f(4, "conditions", Msg(279), Rep, false),
         f(5, "allocatedResources", Quantity, Map, false),
         f(7, "allocatedResourceStatuses", Str, Map, false),
         f(8, "currentVolumeAttributesClassName", Str, One, false),
-        f(9, "modifyVolumeStatus", Msg(272), One, false),
+        f(9, "modifyVolumeStatus", Msg(280), One, false),
     ] },
-    // 147
+    // 153
     Message { name: "api.core.v1.PersistentVolumeSpec", fields: &[
         f(1, "capacity", Quantity, Map, false),
-        f(2, "persistentVolumeSource", Msg(273), Inline, false),
+        f(2, "persistentVolumeSource", Msg(281), Inline, false),
         f(3, "accessModes", Str, Rep, false),
-        f(4, "claimRef", Msg(131), One, false),
+        f(4, "claimRef", Msg(137), One, false),
         f(5, "persistentVolumeReclaimPolicy", Str, One, false),
         f(6, "storageClassName", Str, One, false),
         f(7, "mountOptions", Str, Rep, false),
         f(8, "volumeMode", Str, One, false),
-        f(9, "nodeAffinity", Msg(274), One, false),
+        f(9, "nodeAffinity", Msg(282), One, false),
         f(10, "volumeAttributesClassName", Str, One, false),
     ] },
-    // 148
+    // 154
     Message { name: "api.core.v1.PersistentVolumeStatus", fields: &[
         f(1, "phase", Str, One, false),
         f(2, "message", Str, One, false),
         f(3, "reason", Str, One, false),
         f(4, "lastPhaseTransitionTime", Time, One, false),
     ] },
-    // 149
+    // 155
     Message { name: "api.core.v1.LimitRangeSpec", fields: &[
-        f(1, "limits", Msg(275), Rep, false),
+        f(1, "limits", Msg(283), Rep, false),
     ] },
-    // 150
+    // 156
     Message { name: "api.core.v1.ResourceQuotaSpec", fields: &[
         f(1, "hard", Quantity, Map, false),
         f(2, "scopes", Str, Rep, false),
-        f(3, "scopeSelector", Msg(276), One, false),
+        f(3, "scopeSelector", Msg(284), One, false),
     ] },
-    // 151
+    // 157
     Message { name: "api.core.v1.ResourceQuotaStatus", fields: &[
         f(1, "hard", Quantity, Map, false),
         f(2, "used", Quantity, Map, false),
     ] },
-    // 152
+    // 158
+    Message { name: "api.core.v1.ComponentCondition", fields: &[
+        f(1, "type", Str, One, false),
+        f(2, "status", Str, One, false),
+        f(3, "message", Str, One, false),
+        f(4, "error", Str, One, false),
+    ] },
+    // 159
     Message { name: "api.apps.v1.DeploymentSpec", fields: &[
         f(1, "replicas", I32, One, false),
-        f(2, "selector", Msg(194), One, false),
-        f(3, "template", Msg(142), One, false),
-        f(4, "strategy", Msg(277), One, false),
+        f(2, "selector", Msg(201), One, false),
+        f(3, "template", Msg(148), One, false),
+        f(4, "strategy", Msg(285), One, false),
         f(5, "minReadySeconds", I32, One, true),
         f(6, "revisionHistoryLimit", I32, One, false),
         f(7, "paused", Bool, One, true),
         f(9, "progressDeadlineSeconds", I32, One, false),
     ] },
-    // 153
+    // 160
     Message { name: "api.apps.v1.DeploymentStatus", fields: &[
         f(1, "observedGeneration", I64, One, true),
         f(2, "replicas", I32, One, true),
         f(3, "updatedReplicas", I32, One, true),
         f(4, "availableReplicas", I32, One, true),
         f(5, "unavailableReplicas", I32, One, true),
-        f(6, "conditions", Msg(278), Rep, false),
+        f(6, "conditions", Msg(286), Rep, false),
         f(7, "readyReplicas", I32, One, true),
         f(8, "collisionCount", I32, One, false),
         f(9, "terminatingReplicas", I32, One, false),
     ] },
-    // 154
+    // 161
     Message { name: "api.apps.v1.ReplicaSetSpec", fields: &[
         f(1, "replicas", I32, One, false),
-        f(2, "selector", Msg(194), One, false),
-        f(3, "template", Msg(142), One, false),
+        f(2, "selector", Msg(201), One, false),
+        f(3, "template", Msg(148), One, false),
         f(4, "minReadySeconds", I32, One, false),
     ] },
-    // 155
+    // 162
     Message { name: "api.apps.v1.ReplicaSetStatus", fields: &[
         f(1, "replicas", I32, One, false),
         f(2, "fullyLabeledReplicas", I32, One, false),
         f(3, "observedGeneration", I64, One, false),
         f(4, "readyReplicas", I32, One, false),
         f(5, "availableReplicas", I32, One, false),
-        f(6, "conditions", Msg(279), Rep, false),
+        f(6, "conditions", Msg(287), Rep, false),
         f(7, "terminatingReplicas", I32, One, false),
     ] },
-    // 156
+    // 163
     Message { name: "api.apps.v1.StatefulSetSpec", fields: &[
         f(1, "replicas", I32, One, false),
-        f(2, "selector", Msg(194), One, false),
-        f(3, "template", Msg(142), One, false),
+        f(2, "selector", Msg(201), One, false),
+        f(3, "template", Msg(148), One, false),
         f(4, "volumeClaimTemplates", Msg(23), Rep, false),
         f(5, "serviceName", Str, One, false),
         f(6, "podManagementPolicy", Str, One, false),
-        f(7, "updateStrategy", Msg(280), One, false),
+        f(7, "updateStrategy", Msg(288), One, false),
         f(8, "revisionHistoryLimit", I32, One, false),
         f(9, "minReadySeconds", I32, One, false),
-        f(10, "persistentVolumeClaimRetentionPolicy", Msg(281), One, false),
-        f(11, "ordinals", Msg(282), One, false),
+        f(10, "persistentVolumeClaimRetentionPolicy", Msg(289), One, false),
+        f(11, "ordinals", Msg(290), One, false),
     ] },
-    // 157
+    // 164
     Message { name: "api.apps.v1.StatefulSetStatus", fields: &[
         f(1, "observedGeneration", I64, One, false),
         f(2, "replicas", I32, One, false),
@@ -1066,18 +1106,18 @@ pub(super) static MESSAGES: [Message; 558] = [
         f(6, "currentRevision", Str, One, false),
         f(7, "updateRevision", Str, One, false),
         f(9, "collisionCount", I32, One, false),
-        f(10, "conditions", Msg(283), Rep, false),
+        f(10, "conditions", Msg(291), Rep, false),
         f(11, "availableReplicas", I32, One, false),
     ] },
-    // 158
+    // 165
     Message { name: "api.apps.v1.DaemonSetSpec", fields: &[
-        f(1, "selector", Msg(194), One, false),
-        f(2, "template", Msg(142), One, false),
-        f(3, "updateStrategy", Msg(284), One, false),
+        f(1, "selector", Msg(201), One, false),
+        f(2, "template", Msg(148), One, false),
+        f(3, "updateStrategy", Msg(292), One, false),
         f(4, "minReadySeconds", I32, One, false),
         f(6, "revisionHistoryLimit", I32, One, false),
     ] },
-    // 159
+    // 166
     Message { name: "api.apps.v1.DaemonSetStatus", fields: &[
         f(1, "currentNumberScheduled", I32, One, false),
         f(2, "numberMisscheduled", I32, One, false),
@@ -1088,79 +1128,79 @@ pub(super) static MESSAGES: [Message; 558] = [
         f(7, "numberAvailable", I32, One, false),
         f(8, "numberUnavailable", I32, One, false),
         f(9, "collisionCount", I32, One, false),
-        f(10, "conditions", Msg(285), Rep, false),
+        f(10, "conditions", Msg(293), Rep, false),
     ] },
-    // 160
+    // 167
     Message { name: "api.discovery.v1.Endpoint", fields: &[
         f(1, "addresses", Str, Rep, false),
-        f(2, "conditions", Msg(286), One, false),
+        f(2, "conditions", Msg(294), One, false),
         f(3, "hostname", Str, One, false),
-        f(4, "targetRef", Msg(131), One, false),
+        f(4, "targetRef", Msg(137), One, false),
         f(5, "deprecatedTopology", Str, Map, false),
         f(6, "nodeName", Str, One, false),
         f(7, "zone", Str, One, false),
-        f(8, "hints", Msg(287), One, false),
+        f(8, "hints", Msg(295), One, false),
     ] },
-    // 161
+    // 168
     Message { name: "api.discovery.v1.EndpointPort", fields: &[
         f(1, "name", Str, One, false),
         f(2, "protocol", Str, One, false),
         f(3, "port", I32, One, false),
         f(4, "appProtocol", Str, One, false),
     ] },
-    // 162
+    // 169
     Message { name: "api.networking.v1.IngressSpec", fields: &[
-        f(1, "defaultBackend", Msg(288), One, false),
-        f(2, "tls", Msg(289), Rep, false),
-        f(3, "rules", Msg(290), Rep, false),
+        f(1, "defaultBackend", Msg(296), One, false),
+        f(2, "tls", Msg(297), Rep, false),
+        f(3, "rules", Msg(298), Rep, false),
         f(4, "ingressClassName", Str, One, false),
     ] },
-    // 163
+    // 170
     Message { name: "api.networking.v1.IngressStatus", fields: &[
-        f(1, "loadBalancer", Msg(291), One, false),
+        f(1, "loadBalancer", Msg(299), One, false),
     ] },
-    // 164
+    // 171
     Message { name: "api.networking.v1.IngressClassSpec", fields: &[
         f(1, "controller", Str, One, false),
-        f(2, "parameters", Msg(292), One, false),
+        f(2, "parameters", Msg(300), One, false),
     ] },
-    // 165
+    // 172
     Message { name: "api.networking.v1.NetworkPolicySpec", fields: &[
-        f(1, "podSelector", Msg(194), One, false),
-        f(2, "ingress", Msg(293), Rep, false),
-        f(3, "egress", Msg(294), Rep, false),
+        f(1, "podSelector", Msg(201), One, false),
+        f(2, "ingress", Msg(301), Rep, false),
+        f(3, "egress", Msg(302), Rep, false),
         f(4, "policyTypes", Str, Rep, false),
     ] },
-    // 166
+    // 173
     Message { name: "api.networking.v1.IPAddressSpec", fields: &[
-        f(1, "parentRef", Msg(295), One, false),
+        f(1, "parentRef", Msg(303), One, false),
     ] },
-    // 167
+    // 174
     Message { name: "api.networking.v1.ServiceCIDRSpec", fields: &[
         f(1, "cidrs", Str, Rep, false),
     ] },
-    // 168
+    // 175
     Message { name: "api.networking.v1.ServiceCIDRStatus", fields: &[
-        f(1, "conditions", Msg(253), Rep, false),
+        f(1, "conditions", Msg(261), Rep, false),
     ] },
-    // 169
+    // 176
     Message { name: "api.autoscaling.v2.HorizontalPodAutoscalerSpec", fields: &[
-        f(1, "scaleTargetRef", Msg(296), One, false),
+        f(1, "scaleTargetRef", Msg(304), One, false),
         f(2, "minReplicas", I32, One, false),
         f(3, "maxReplicas", I32, One, false),
-        f(4, "metrics", Msg(297), Rep, false),
-        f(5, "behavior", Msg(298), One, false),
+        f(4, "metrics", Msg(305), Rep, false),
+        f(5, "behavior", Msg(306), One, false),
     ] },
-    // 170
+    // 177
     Message { name: "api.autoscaling.v2.HorizontalPodAutoscalerStatus", fields: &[
         f(1, "observedGeneration", I64, One, false),
         f(2, "lastScaleTime", Time, One, false),
         f(3, "currentReplicas", I32, One, false),
         f(4, "desiredReplicas", I32, One, false),
-        f(5, "currentMetrics", Msg(299), Rep, false),
-        f(6, "conditions", Msg(300), Rep, false),
+        f(5, "currentMetrics", Msg(307), Rep, false),
+        f(6, "conditions", Msg(308), Rep, false),
     ] },
-    // 171
+    // 178
     Message { name: "api.certificates.v1.CertificateSigningRequestSpec", fields: &[
         f(1, "request", Bytes, One, false),
         f(2, "username", Str, One, false),
@@ -1171,135 +1211,135 @@ pub(super) static MESSAGES: [Message; 558] = [
         f(7, "signerName", Str, One, false),
         f(8, "expirationSeconds", I32, One, false),
     ] },
-    // 172
+    // 179
     Message { name: "api.certificates.v1.CertificateSigningRequestStatus", fields: &[
-        f(1, "conditions", Msg(302), Rep, false),
+        f(1, "conditions", Msg(310), Rep, false),
         f(2, "certificate", Bytes, One, false),
     ] },
-    // 173
+    // 180
     Message { name: "api.admissionregistration.v1.MutatingWebhook", fields: &[
         f(1, "name", Str, One, false),
-        f(2, "clientConfig", Msg(303), One, false),
-        f(3, "rules", Msg(304), Rep, false),
+        f(2, "clientConfig", Msg(311), One, false),
+        f(3, "rules", Msg(312), Rep, false),
         f(4, "failurePolicy", Str, One, false),
-        f(5, "namespaceSelector", Msg(194), One, false),
+        f(5, "namespaceSelector", Msg(201), One, false),
         f(6, "sideEffects", Str, One, false),
         f(7, "timeoutSeconds", I32, One, false),
         f(8, "admissionReviewVersions", Str, Rep, false),
         f(9, "matchPolicy", Str, One, false),
         f(10, "reinvocationPolicy", Str, One, false),
-        f(11, "objectSelector", Msg(194), One, false),
-        f(12, "matchConditions", Msg(305), Rep, false),
+        f(11, "objectSelector", Msg(201), One, false),
+        f(12, "matchConditions", Msg(313), Rep, false),
     ] },
-    // 174
+    // 181
     Message { name: "api.admissionregistration.v1.ValidatingWebhook", fields: &[
         f(1, "name", Str, One, false),
-        f(2, "clientConfig", Msg(303), One, false),
-        f(3, "rules", Msg(304), Rep, false),
+        f(2, "clientConfig", Msg(311), One, false),
+        f(3, "rules", Msg(312), Rep, false),
         f(4, "failurePolicy", Str, One, false),
-        f(5, "namespaceSelector", Msg(194), One, false),
+        f(5, "namespaceSelector", Msg(201), One, false),
         f(6, "sideEffects", Str, One, false),
         f(7, "timeoutSeconds", I32, One, false),
         f(8, "admissionReviewVersions", Str, Rep, false),
         f(9, "matchPolicy", Str, One, false),
-        f(10, "objectSelector", Msg(194), One, false),
-        f(11, "matchConditions", Msg(305), Rep, false),
-    ] },
-    // 175
-    Message { name: "api.admissionregistration.v1.ValidatingAdmissionPolicySpec", fields: &[
-        f(1, "paramKind", Msg(306), One, false),
-        f(2, "matchConstraints", Msg(307), One, false),
-        f(3, "validations", Msg(308), Rep, false),
-        f(4, "failurePolicy", Str, One, false),
-        f(5, "auditAnnotations", Msg(309), Rep, false),
-        f(6, "matchConditions", Msg(305), Rep, false),
-        f(7, "variables", Msg(310), Rep, false),
-    ] },
-    // 176
-    Message { name: "api.admissionregistration.v1.ValidatingAdmissionPolicyStatus", fields: &[
-        f(1, "observedGeneration", I64, One, false),
-        f(2, "typeChecking", Msg(311), One, false),
-        f(3, "conditions", Msg(253), Rep, false),
-    ] },
-    // 177
-    Message { name: "api.admissionregistration.v1.ValidatingAdmissionPolicyBindingSpec", fields: &[
-        f(1, "policyName", Str, One, false),
-        f(2, "paramRef", Msg(312), One, false),
-        f(3, "matchResources", Msg(307), One, false),
-        f(4, "validationActions", Str, Rep, false),
-    ] },
-    // 178
-    Message { name: "api.flowcontrol.v1.FlowSchemaSpec", fields: &[
-        f(1, "priorityLevelConfiguration", Msg(313), One, false),
-        f(2, "matchingPrecedence", I32, One, false),
-        f(3, "distinguisherMethod", Msg(314), One, false),
-        f(4, "rules", Msg(315), Rep, false),
-    ] },
-    // 179
-    Message { name: "api.flowcontrol.v1.FlowSchemaStatus", fields: &[
-        f(1, "conditions", Msg(316), Rep, false),
-    ] },
-    // 180
-    Message { name: "api.flowcontrol.v1.PriorityLevelConfigurationSpec", fields: &[
-        f(1, "type", Str, One, false),
-        f(2, "limited", Msg(317), One, false),
-        f(3, "exempt", Msg(318), One, false),
-    ] },
-    // 181
-    Message { name: "api.flowcontrol.v1.PriorityLevelConfigurationStatus", fields: &[
-        f(1, "conditions", Msg(319), Rep, false),
+        f(10, "objectSelector", Msg(201), One, false),
+        f(11, "matchConditions", Msg(313), Rep, false),
     ] },
     // 182
-    Message { name: "api.resource.v1.DeviceClassSpec", fields: &[
-        f(1, "selectors", Msg(320), Rep, false),
-        f(2, "config", Msg(321), Rep, false),
-        f(4, "extendedResourceName", Str, One, false),
+    Message { name: "api.admissionregistration.v1.ValidatingAdmissionPolicySpec", fields: &[
+        f(1, "paramKind", Msg(314), One, false),
+        f(2, "matchConstraints", Msg(315), One, false),
+        f(3, "validations", Msg(316), Rep, false),
+        f(4, "failurePolicy", Str, One, false),
+        f(5, "auditAnnotations", Msg(317), Rep, false),
+        f(6, "matchConditions", Msg(313), Rep, false),
+        f(7, "variables", Msg(318), Rep, false),
     ] },
     // 183
-    Message { name: "api.resource.v1.ResourceClaimSpec", fields: &[
-        f(1, "devices", Msg(322), One, false),
+    Message { name: "api.admissionregistration.v1.ValidatingAdmissionPolicyStatus", fields: &[
+        f(1, "observedGeneration", I64, One, false),
+        f(2, "typeChecking", Msg(319), One, false),
+        f(3, "conditions", Msg(261), Rep, false),
     ] },
     // 184
-    Message { name: "api.resource.v1.ResourceClaimStatus", fields: &[
-        f(1, "allocation", Msg(323), One, false),
-        f(2, "reservedFor", Msg(324), Rep, false),
-        f(4, "devices", Msg(325), Rep, false),
+    Message { name: "api.admissionregistration.v1.ValidatingAdmissionPolicyBindingSpec", fields: &[
+        f(1, "policyName", Str, One, false),
+        f(2, "paramRef", Msg(320), One, false),
+        f(3, "matchResources", Msg(315), One, false),
+        f(4, "validationActions", Str, Rep, false),
     ] },
     // 185
-    Message { name: "api.resource.v1.ResourceClaimTemplateSpec", fields: &[
-        f(1, "metadata", Msg(127), One, false),
-        f(2, "spec", Msg(183), One, false),
+    Message { name: "api.flowcontrol.v1.FlowSchemaSpec", fields: &[
+        f(1, "priorityLevelConfiguration", Msg(321), One, false),
+        f(2, "matchingPrecedence", I32, One, false),
+        f(3, "distinguisherMethod", Msg(322), One, false),
+        f(4, "rules", Msg(323), Rep, false),
     ] },
     // 186
-    Message { name: "api.resource.v1.ResourceSliceSpec", fields: &[
-        f(1, "driver", Str, One, false),
-        f(2, "pool", Msg(326), One, false),
-        f(3, "nodeName", Str, One, false),
-        f(4, "nodeSelector", Msg(327), One, false),
-        f(5, "allNodes", Bool, One, false),
-        f(6, "devices", Msg(328), Rep, false),
-        f(7, "perDeviceNodeSelection", Bool, One, false),
-        f(8, "sharedCounters", Msg(329), Rep, false),
+    Message { name: "api.flowcontrol.v1.FlowSchemaStatus", fields: &[
+        f(1, "conditions", Msg(324), Rep, false),
     ] },
     // 187
-    Message { name: "apiextensions_apiserver.pkg.apis.apiextensions.v1.CustomResourceDefinitionSpec", fields: &[
-        f(1, "group", Str, One, false),
-        f(3, "names", Msg(330), One, false),
-        f(4, "scope", Str, One, false),
-        f(7, "versions", Msg(331), Rep, false),
-        f(9, "conversion", Msg(332), One, false),
-        f(10, "preserveUnknownFields", Bool, One, false),
+    Message { name: "api.flowcontrol.v1.PriorityLevelConfigurationSpec", fields: &[
+        f(1, "type", Str, One, false),
+        f(2, "limited", Msg(325), One, false),
+        f(3, "exempt", Msg(326), One, false),
     ] },
     // 188
+    Message { name: "api.flowcontrol.v1.PriorityLevelConfigurationStatus", fields: &[
+        f(1, "conditions", Msg(327), Rep, false),
+    ] },
+    // 189
+    Message { name: "api.resource.v1.DeviceClassSpec", fields: &[
+        f(1, "selectors", Msg(328), Rep, false),
+        f(2, "config", Msg(329), Rep, false),
+        f(4, "extendedResourceName", Str, One, false),
+    ] },
+    // 190
+    Message { name: "api.resource.v1.ResourceClaimSpec", fields: &[
+        f(1, "devices", Msg(330), One, false),
+    ] },
+    // 191
+    Message { name: "api.resource.v1.ResourceClaimStatus", fields: &[
+        f(1, "allocation", Msg(331), One, false),
+        f(2, "reservedFor", Msg(332), Rep, false),
+        f(4, "devices", Msg(333), Rep, false),
+    ] },
+    // 192
+    Message { name: "api.resource.v1.ResourceClaimTemplateSpec", fields: &[
+        f(1, "metadata", Msg(133), One, false),
+        f(2, "spec", Msg(190), One, false),
+    ] },
+    // 193
+    Message { name: "api.resource.v1.ResourceSliceSpec", fields: &[
+        f(1, "driver", Str, One, false),
+        f(2, "pool", Msg(334), One, false),
+        f(3, "nodeName", Str, One, false),
+        f(4, "nodeSelector", Msg(335), One, false),
+        f(5, "allNodes", Bool, One, false),
+        f(6, "devices", Msg(336), Rep, false),
+        f(7, "perDeviceNodeSelection", Bool, One, false),
+        f(8, "sharedCounters", Msg(337), Rep, false),
+    ] },
+    // 194
+    Message { name: "apiextensions_apiserver.pkg.apis.apiextensions.v1.CustomResourceDefinitionSpec", fields: &[
+        f(1, "group", Str, One, false),
+        f(3, "names", Msg(338), One, false),
+        f(4, "scope", Str, One, false),
+        f(7, "versions", Msg(339), Rep, false),
+        f(9, "conversion", Msg(340), One, false),
+        f(10, "preserveUnknownFields", Bool, One, false),
+    ] },
+    // 195
     Message { name: "apiextensions_apiserver.pkg.apis.apiextensions.v1.CustomResourceDefinitionStatus", fields: &[
-        f(1, "conditions", Msg(333), Rep, false),
-        f(2, "acceptedNames", Msg(330), One, false),
+        f(1, "conditions", Msg(341), Rep, false),
+        f(2, "acceptedNames", Msg(338), One, false),
         f(3, "storedVersions", Str, Rep, false),
         f(4, "observedGeneration", I64, One, false),
     ] },
-    // 189
+    // 196
     Message { name: "kube_aggregator.pkg.apis.apiregistration.v1.APIServiceSpec", fields: &[
-        f(1, "service", Msg(334), One, false),
+        f(1, "service", Msg(342), One, false),
         f(2, "group", Str, One, false),
         f(3, "version", Str, One, false),
         f(4, "insecureSkipTLSVerify", Bool, One, false),
@@ -1307,59 +1347,59 @@ pub(super) static MESSAGES: [Message; 558] = [
         f(7, "groupPriorityMinimum", I32, One, false),
         f(8, "versionPriority", I32, One, false),
     ] },
-    // 190
+    // 197
     Message { name: "kube_aggregator.pkg.apis.apiregistration.v1.APIServiceStatus", fields: &[
-        f(1, "conditions", Msg(335), Rep, false),
+        f(1, "conditions", Msg(343), Rep, false),
     ] },
-    // 191
+    // 198
     Message { name: "api.core.v1.TopologySelectorTerm", fields: &[
-        f(1, "matchLabelExpressions", Msg(336), Rep, false),
+        f(1, "matchLabelExpressions", Msg(344), Rep, false),
     ] },
-    // 192
+    // 199
     Message { name: "api.storage.v1.CSIDriverSpec", fields: &[
         f(1, "attachRequired", Bool, One, false),
         f(2, "podInfoOnMount", Bool, One, false),
         f(3, "volumeLifecycleModes", Str, Rep, false),
         f(4, "storageCapacity", Bool, One, false),
         f(5, "fsGroupPolicy", Str, One, false),
-        f(6, "tokenRequests", Msg(337), Rep, false),
+        f(6, "tokenRequests", Msg(345), Rep, false),
         f(7, "requiresRepublish", Bool, One, false),
         f(8, "seLinuxMount", Bool, One, false),
         f(9, "nodeAllocatableUpdatePeriodSeconds", I64, One, false),
         f(10, "serviceAccountTokenInSecrets", Bool, One, false),
     ] },
-    // 193
+    // 200
     Message { name: "api.storage.v1.CSINodeSpec", fields: &[
-        f(1, "drivers", Msg(338), Rep, false),
+        f(1, "drivers", Msg(346), Rep, false),
     ] },
-    // 194
+    // 201
     Message { name: "apimachinery.pkg.apis.meta.v1.LabelSelector", fields: &[
         f(1, "matchLabels", Str, Map, false),
-        f(2, "matchExpressions", Msg(339), Rep, false),
+        f(2, "matchExpressions", Msg(347), Rep, false),
     ] },
-    // 195
+    // 202
     Message { name: "api.storage.v1.VolumeAttachmentSpec", fields: &[
         f(1, "attacher", Str, One, false),
-        f(2, "source", Msg(340), One, false),
+        f(2, "source", Msg(348), One, false),
         f(3, "nodeName", Str, One, false),
     ] },
-    // 196
+    // 203
     Message { name: "api.storage.v1.VolumeAttachmentStatus", fields: &[
         f(1, "attached", Bool, One, false),
         f(2, "attachmentMetadata", Str, Map, false),
-        f(3, "attachError", Msg(341), One, false),
-        f(4, "detachError", Msg(341), One, false),
+        f(3, "attachError", Msg(349), One, false),
+        f(4, "detachError", Msg(349), One, false),
     ] },
-    // 197
+    // 204
     Message { name: "api.node.v1.Overhead", fields: &[
         f(1, "podFixed", Quantity, Map, false),
     ] },
-    // 198
+    // 205
     Message { name: "api.node.v1.Scheduling", fields: &[
         f(1, "nodeSelector", Str, Map, false),
-        f(2, "tolerations", Msg(234), Rep, false),
+        f(2, "tolerations", Msg(242), Rep, false),
     ] },
-    // 199
+    // 206
     Message { name: "api.coordination.v1.LeaseSpec", fields: &[
         f(1, "holderIdentity", Str, One, false),
         f(2, "leaseDurationSeconds", I32, One, false),
@@ -1369,116 +1409,116 @@ pub(super) static MESSAGES: [Message; 558] = [
         f(6, "strategy", Str, One, false),
         f(7, "preferredHolder", Str, One, false),
     ] },
-    // 200
+    // 207
     Message { name: "api.batch.v1.JobSpec", fields: &[
         f(1, "parallelism", I32, One, false),
         f(2, "completions", I32, One, false),
         f(3, "activeDeadlineSeconds", I64, One, false),
-        f(4, "selector", Msg(194), One, false),
+        f(4, "selector", Msg(201), One, false),
         f(5, "manualSelector", Bool, One, false),
-        f(6, "template", Msg(142), One, false),
+        f(6, "template", Msg(148), One, false),
         f(7, "backoffLimit", I32, One, false),
         f(8, "ttlSecondsAfterFinished", I32, One, false),
         f(9, "completionMode", Str, One, false),
         f(10, "suspend", Bool, One, false),
-        f(11, "podFailurePolicy", Msg(342), One, false),
+        f(11, "podFailurePolicy", Msg(350), One, false),
         f(12, "backoffLimitPerIndex", I32, One, false),
         f(13, "maxFailedIndexes", I32, One, false),
         f(14, "podReplacementPolicy", Str, One, false),
         f(15, "managedBy", Str, One, false),
-        f(16, "successPolicy", Msg(343), One, false),
+        f(16, "successPolicy", Msg(351), One, false),
     ] },
-    // 201
+    // 208
     Message { name: "api.batch.v1.JobStatus", fields: &[
-        f(1, "conditions", Msg(344), Rep, false),
+        f(1, "conditions", Msg(352), Rep, false),
         f(2, "startTime", Time, One, false),
         f(3, "completionTime", Time, One, false),
         f(4, "active", I32, One, true),
         f(5, "succeeded", I32, One, true),
         f(6, "failed", I32, One, true),
         f(7, "completedIndexes", Str, One, true),
-        f(8, "uncountedTerminatedPods", Msg(345), One, false),
+        f(8, "uncountedTerminatedPods", Msg(353), One, false),
         f(9, "ready", I32, One, false),
         f(10, "failedIndexes", Str, One, false),
         f(11, "terminating", I32, One, false),
     ] },
-    // 202
+    // 209
     Message { name: "api.batch.v1.CronJobSpec", fields: &[
         f(1, "schedule", Str, One, false),
         f(2, "startingDeadlineSeconds", I64, One, false),
         f(3, "concurrencyPolicy", Str, One, true),
         f(4, "suspend", Bool, One, false),
-        f(5, "jobTemplate", Msg(346), One, false),
+        f(5, "jobTemplate", Msg(354), One, false),
         f(6, "successfulJobsHistoryLimit", I32, One, false),
         f(7, "failedJobsHistoryLimit", I32, One, false),
         f(8, "timeZone", Str, One, false),
     ] },
-    // 203
+    // 210
     Message { name: "api.batch.v1.CronJobStatus", fields: &[
-        f(1, "active", Msg(131), Rep, false),
+        f(1, "active", Msg(137), Rep, false),
         f(4, "lastScheduleTime", Time, One, false),
         f(5, "lastSuccessfulTime", Time, One, false),
     ] },
-    // 204
+    // 211
     Message { name: "api.authorization.v1.SelfSubjectAccessReviewSpec", fields: &[
-        f(1, "resourceAttributes", Msg(347), One, false),
-        f(2, "nonResourceAttributes", Msg(348), One, false),
+        f(1, "resourceAttributes", Msg(355), One, false),
+        f(2, "nonResourceAttributes", Msg(356), One, false),
     ] },
-    // 205
+    // 212
     Message { name: "api.authorization.v1.SubjectAccessReviewStatus", fields: &[
         f(1, "allowed", Bool, One, false),
         f(2, "reason", Str, One, true),
         f(3, "evaluationError", Str, One, true),
         f(4, "denied", Bool, One, true),
     ] },
-    // 206
+    // 213
     Message { name: "api.authorization.v1.SubjectAccessReviewSpec", fields: &[
-        f(1, "resourceAttributes", Msg(347), One, false),
-        f(2, "nonResourceAttributes", Msg(348), One, false),
+        f(1, "resourceAttributes", Msg(355), One, false),
+        f(2, "nonResourceAttributes", Msg(356), One, false),
         f(3, "user", Str, One, true),
         f(4, "groups", Str, Rep, false),
         f(5, "extra", StrList, Map, false),
         f(6, "uid", Str, One, true),
     ] },
-    // 207
+    // 214
     Message { name: "api.authorization.v1.SelfSubjectRulesReviewSpec", fields: &[
         f(1, "namespace", Str, One, true),
     ] },
-    // 208
+    // 215
     Message { name: "api.authorization.v1.SubjectRulesReviewStatus", fields: &[
-        f(1, "resourceRules", Msg(350), Rep, false),
-        f(2, "nonResourceRules", Msg(351), Rep, false),
+        f(1, "resourceRules", Msg(358), Rep, false),
+        f(2, "nonResourceRules", Msg(359), Rep, false),
         f(3, "incomplete", Bool, One, false),
         f(4, "evaluationError", Str, One, true),
     ] },
-    // 209
+    // 216
     Message { name: "api.authentication.v1.TokenReviewSpec", fields: &[
         f(1, "token", Str, One, false),
         f(2, "audiences", Str, Rep, false),
     ] },
-    // 210
+    // 217
     Message { name: "api.authentication.v1.TokenReviewStatus", fields: &[
         f(1, "authenticated", Bool, One, false),
-        f(2, "user", Msg(352), One, false),
+        f(2, "user", Msg(360), One, false),
         f(3, "error", Str, One, false),
         f(4, "audiences", Str, Rep, false),
     ] },
-    // 211
+    // 218
     Message { name: "api.authentication.v1.TokenRequestSpec", fields: &[
         f(1, "audiences", Str, Rep, false),
-        f(3, "boundObjectRef", Msg(353), One, false),
+        f(3, "boundObjectRef", Msg(361), One, false),
         f(4, "expirationSeconds", I64, One, false),
     ] },
-    // 212
+    // 219
     Message { name: "api.authentication.v1.TokenRequestStatus", fields: &[
         f(1, "token", Str, One, false),
         f(2, "expirationTimestamp", Time, One, false),
     ] },
-    // 213
+    // 220
     Message { name: "api.authentication.v1.SelfSubjectReviewStatus", fields: &[
-        f(1, "userInfo", Msg(352), One, false),
+        f(1, "userInfo", Msg(360), One, false),
     ] },
-    // 214
+    // 221
     Message { name: "api.rbac.v1.PolicyRule", fields: &[
         f(1, "verbs", Str, Rep, false),
         f(2, "apiGroups", Str, Rep, false),
@@ -1486,40 +1526,40 @@ pub(super) static MESSAGES: [Message; 558] = [
         f(4, "resourceNames", Str, Rep, false),
         f(5, "nonResourceURLs", Str, Rep, false),
     ] },
-    // 215
+    // 222
     Message { name: "api.rbac.v1.AggregationRule", fields: &[
-        f(1, "clusterRoleSelectors", Msg(194), Rep, false),
+        f(1, "clusterRoleSelectors", Msg(201), Rep, false),
     ] },
-    // 216
+    // 223
     Message { name: "api.rbac.v1.Subject", fields: &[
         f(1, "kind", Str, One, false),
         f(2, "apiGroup", Str, One, true),
         f(3, "name", Str, One, false),
         f(4, "namespace", Str, One, true),
     ] },
-    // 217
+    // 224
     Message { name: "api.rbac.v1.RoleRef", fields: &[
         f(1, "apiGroup", Str, One, false),
         f(2, "kind", Str, One, false),
         f(3, "name", Str, One, false),
     ] },
-    // 218
+    // 225
     Message { name: "api.autoscaling.v1.ScaleSpec", fields: &[
         f(1, "replicas", I32, One, false),
     ] },
-    // 219
+    // 226
     Message { name: "api.autoscaling.v1.ScaleStatus", fields: &[
         f(1, "replicas", I32, One, false),
         f(2, "selector", Str, One, false),
     ] },
-    // 220
+    // 227
     Message { name: "api.autoscaling.v1.HorizontalPodAutoscalerSpec", fields: &[
-        f(1, "scaleTargetRef", Msg(354), One, false),
+        f(1, "scaleTargetRef", Msg(362), One, false),
         f(2, "minReplicas", I32, One, false),
         f(3, "maxReplicas", I32, One, false),
         f(4, "targetCPUUtilizationPercentage", I32, One, false),
     ] },
-    // 221
+    // 228
     Message { name: "api.autoscaling.v1.HorizontalPodAutoscalerStatus", fields: &[
         f(1, "observedGeneration", I64, One, false),
         f(2, "lastScaleTime", Time, One, false),
@@ -1527,19 +1567,19 @@ pub(super) static MESSAGES: [Message; 558] = [
         f(4, "desiredReplicas", I32, One, false),
         f(5, "currentCPUUtilizationPercentage", I32, One, false),
     ] },
-    // 222
+    // 229
     Message { name: "api.events.v1.EventSeries", fields: &[
         f(1, "count", I32, One, false),
         f(2, "lastObservedTime", MicroTime, One, false),
     ] },
-    // 223
+    // 230
     Message { name: "api.policy.v1.PodDisruptionBudgetSpec", fields: &[
         f(1, "minAvailable", IntOrString, One, false),
-        f(2, "selector", Msg(194), One, false),
+        f(2, "selector", Msg(201), One, false),
         f(3, "maxUnavailable", IntOrString, One, false),
         f(4, "unhealthyPodEvictionPolicy", Str, One, false),
     ] },
-    // 224
+    // 231
     Message { name: "api.policy.v1.PodDisruptionBudgetStatus", fields: &[
         f(1, "observedGeneration", I64, One, false),
         f(2, "disruptedPods", Time, Map, false),
@@ -1547,14 +1587,23 @@ pub(super) static MESSAGES: [Message; 558] = [
         f(4, "currentHealthy", I32, One, false),
         f(5, "desiredHealthy", I32, One, false),
         f(6, "expectedPods", I32, One, false),
-        f(7, "conditions", Msg(253), Rep, false),
+        f(7, "conditions", Msg(261), Rep, false),
     ] },
-    // 225
+    // 232
     Message { name: "apimachinery.pkg.apis.meta.v1.Preconditions", fields: &[
         f(1, "uid", Str, One, false),
         f(2, "resourceVersion", Str, One, false),
     ] },
-    // 226
+    // 233
+    Message { name: "apimachinery.pkg.apis.meta.v1.StatusDetails", fields: &[
+        f(1, "name", Str, One, false),
+        f(2, "group", Str, One, false),
+        f(3, "kind", Str, One, false),
+        f(4, "causes", Msg(363), Rep, false),
+        f(5, "retryAfterSeconds", I32, One, false),
+        f(6, "uid", Str, One, false),
+    ] },
+    // 234
     Message { name: "apimachinery.pkg.apis.meta.v1.OwnerReference", fields: &[
         f(1, "kind", Str, One, false),
         f(3, "name", Str, One, false),
@@ -1563,7 +1612,7 @@ pub(super) static MESSAGES: [Message; 558] = [
         f(6, "controller", Bool, One, false),
         f(7, "blockOwnerDeletion", Bool, One, false),
     ] },
-    // 227
+    // 235
     Message { name: "apimachinery.pkg.apis.meta.v1.ManagedFieldsEntry", fields: &[
         f(1, "manager", Str, One, true),
         f(2, "operation", Str, One, true),
@@ -1573,7 +1622,7 @@ pub(super) static MESSAGES: [Message; 558] = [
         f(7, "fieldsV1", FieldsV1, One, false),
         f(8, "subresource", Str, One, true),
     ] },
-    // 228
+    // 236
     Message { name: "api.core.v1.NamespaceCondition", fields: &[
         f(1, "type", Str, One, false),
         f(2, "status", Str, One, false),
@@ -1581,67 +1630,67 @@ pub(super) static MESSAGES: [Message; 558] = [
         f(5, "reason", Str, One, true),
         f(6, "message", Str, One, true),
     ] },
-    // 229
+    // 237
     Message { name: "api.core.v1.Volume", fields: &[
         f(1, "name", Str, One, false),
-        f(2, "volumeSource", Msg(355), Inline, false),
+        f(2, "volumeSource", Msg(364), Inline, false),
     ] },
-    // 230
+    // 238
     Message { name: "api.core.v1.Container", fields: &[
         f(1, "name", Str, One, false),
         f(2, "image", Str, One, true),
         f(3, "command", Str, Rep, false),
         f(4, "args", Str, Rep, false),
         f(5, "workingDir", Str, One, true),
-        f(6, "ports", Msg(356), Rep, false),
-        f(7, "env", Msg(358), Rep, false),
-        f(8, "resources", Msg(242), One, false),
-        f(9, "volumeMounts", Msg(361), Rep, false),
-        f(10, "livenessProbe", Msg(363), One, false),
-        f(11, "readinessProbe", Msg(363), One, false),
-        f(12, "lifecycle", Msg(364), One, false),
+        f(6, "ports", Msg(365), Rep, false),
+        f(7, "env", Msg(367), Rep, false),
+        f(8, "resources", Msg(250), One, false),
+        f(9, "volumeMounts", Msg(370), Rep, false),
+        f(10, "livenessProbe", Msg(372), One, false),
+        f(11, "readinessProbe", Msg(372), One, false),
+        f(12, "lifecycle", Msg(373), One, false),
         f(13, "terminationMessagePath", Str, One, true),
         f(14, "imagePullPolicy", Str, One, true),
-        f(15, "securityContext", Msg(365), One, false),
+        f(15, "securityContext", Msg(374), One, false),
         f(16, "stdin", Bool, One, true),
         f(17, "stdinOnce", Bool, One, true),
         f(18, "tty", Bool, One, true),
-        f(19, "envFrom", Msg(357), Rep, false),
+        f(19, "envFrom", Msg(366), Rep, false),
         f(20, "terminationMessagePolicy", Str, One, true),
-        f(21, "volumeDevices", Msg(362), Rep, false),
-        f(22, "startupProbe", Msg(363), One, false),
-        f(23, "resizePolicy", Msg(359), Rep, false),
+        f(21, "volumeDevices", Msg(371), Rep, false),
+        f(22, "startupProbe", Msg(372), One, false),
+        f(23, "resizePolicy", Msg(368), Rep, false),
         f(24, "restartPolicy", Str, One, false),
-        f(25, "restartPolicyRules", Msg(360), Rep, false),
+        f(25, "restartPolicyRules", Msg(369), Rep, false),
     ] },
-    // 231
+    // 239
     Message { name: "api.core.v1.EphemeralContainer", fields: &[
-        f(1, "ephemeralContainerCommon", Msg(366), Inline, false),
+        f(1, "ephemeralContainerCommon", Msg(375), Inline, false),
         f(2, "targetContainerName", Str, One, true),
     ] },
-    // 232
+    // 240
     Message { name: "api.core.v1.PodSecurityContext", fields: &[
-        f(1, "seLinuxOptions", Msg(367), One, false),
+        f(1, "seLinuxOptions", Msg(376), One, false),
         f(2, "runAsUser", I64, One, false),
         f(3, "runAsNonRoot", Bool, One, false),
         f(4, "supplementalGroups", I64, Rep, false),
         f(5, "fsGroup", I64, One, false),
         f(6, "runAsGroup", I64, One, false),
-        f(7, "sysctls", Msg(369), Rep, false),
-        f(8, "windowsOptions", Msg(368), One, false),
+        f(7, "sysctls", Msg(378), Rep, false),
+        f(8, "windowsOptions", Msg(377), One, false),
         f(9, "fsGroupChangePolicy", Str, One, false),
-        f(10, "seccompProfile", Msg(370), One, false),
-        f(11, "appArmorProfile", Msg(371), One, false),
+        f(10, "seccompProfile", Msg(379), One, false),
+        f(11, "appArmorProfile", Msg(380), One, false),
         f(12, "supplementalGroupsPolicy", Str, One, false),
         f(13, "seLinuxChangePolicy", Str, One, false),
     ] },
-    // 233
+    // 241
     Message { name: "api.core.v1.Affinity", fields: &[
-        f(1, "nodeAffinity", Msg(372), One, false),
-        f(2, "podAffinity", Msg(373), One, false),
-        f(3, "podAntiAffinity", Msg(374), One, false),
+        f(1, "nodeAffinity", Msg(381), One, false),
+        f(2, "podAffinity", Msg(382), One, false),
+        f(3, "podAntiAffinity", Msg(383), One, false),
     ] },
-    // 234
+    // 242
     Message { name: "api.core.v1.Toleration", fields: &[
         f(1, "key", Str, One, true),
         f(2, "operator", Str, One, true),
@@ -1649,59 +1698,59 @@ pub(super) static MESSAGES: [Message; 558] = [
         f(4, "effect", Str, One, true),
         f(5, "tolerationSeconds", I64, One, false),
     ] },
-    // 235
+    // 243
     Message { name: "api.core.v1.HostAlias", fields: &[
         f(1, "ip", Str, One, false),
         f(2, "hostnames", Str, Rep, false),
     ] },
-    // 236
+    // 244
     Message { name: "api.core.v1.PodDnsConfig", fields: &[
         f(1, "nameservers", Str, Rep, false),
         f(2, "searches", Str, Rep, false),
-        f(3, "options", Msg(375), Rep, false),
+        f(3, "options", Msg(384), Rep, false),
     ] },
-    // 237
+    // 245
     Message { name: "api.core.v1.PodReadinessGate", fields: &[
         f(1, "conditionType", Str, One, false),
     ] },
-    // 238
+    // 246
     Message { name: "api.core.v1.TopologySpreadConstraint", fields: &[
         f(1, "maxSkew", I32, One, false),
         f(2, "topologyKey", Str, One, false),
         f(3, "whenUnsatisfiable", Str, One, false),
-        f(4, "labelSelector", Msg(194), One, false),
+        f(4, "labelSelector", Msg(201), One, false),
         f(5, "minDomains", I32, One, false),
         f(6, "nodeAffinityPolicy", Str, One, false),
         f(7, "nodeTaintsPolicy", Str, One, false),
         f(8, "matchLabelKeys", Str, Rep, false),
     ] },
-    // 239
+    // 247
     Message { name: "api.core.v1.PodOs", fields: &[
         f(1, "name", Str, One, false),
     ] },
-    // 240
+    // 248
     Message { name: "api.core.v1.PodSchedulingGate", fields: &[
         f(1, "name", Str, One, false),
     ] },
-    // 241
+    // 249
     Message { name: "api.core.v1.PodResourceClaim", fields: &[
         f(1, "name", Str, One, false),
         f(3, "resourceClaimName", Str, One, false),
         f(4, "resourceClaimTemplateName", Str, One, false),
     ] },
-    // 242
+    // 250
     Message { name: "api.core.v1.ResourceRequirements", fields: &[
         f(1, "limits", Quantity, Map, false),
         f(2, "requests", Quantity, Map, false),
-        f(3, "claims", Msg(376), Rep, false),
+        f(3, "claims", Msg(385), Rep, false),
     ] },
-    // 243
+    // 251
     Message { name: "api.core.v1.WorkloadReference", fields: &[
         f(1, "name", Str, One, false),
         f(2, "podGroup", Str, One, false),
         f(3, "podGroupReplicaKey", Str, One, false),
     ] },
-    // 244
+    // 252
     Message { name: "api.core.v1.PodCondition", fields: &[
         f(1, "type", Str, One, false),
         f(2, "status", Str, One, false),
@@ -1711,19 +1760,19 @@ pub(super) static MESSAGES: [Message; 558] = [
         f(6, "message", Str, One, false),
         f(7, "observedGeneration", I64, One, false),
     ] },
-    // 245
+    // 253
     Message { name: "api.core.v1.HostIp", fields: &[
         f(1, "ip", Str, One, false),
     ] },
-    // 246
+    // 254
     Message { name: "api.core.v1.PodIp", fields: &[
         f(1, "ip", Str, One, false),
     ] },
-    // 247
+    // 255
     Message { name: "api.core.v1.ContainerStatus", fields: &[
         f(1, "name", Str, One, false),
-        f(2, "state", Msg(377), One, false),
-        f(3, "lastState", Msg(377), One, false),
+        f(2, "state", Msg(386), One, false),
+        f(3, "lastState", Msg(386), One, false),
         f(4, "ready", Bool, One, false),
         f(5, "restartCount", I32, One, false),
         f(6, "image", Str, One, false),
@@ -1731,23 +1780,23 @@ pub(super) static MESSAGES: [Message; 558] = [
         f(8, "containerID", Str, One, false),
         f(9, "started", Bool, One, false),
         f(10, "allocatedResources", Quantity, Map, false),
-        f(11, "resources", Msg(242), One, false),
-        f(12, "volumeMounts", Msg(378), Rep, false),
-        f(13, "user", Msg(379), One, false),
-        f(14, "allocatedResourcesStatus", Msg(380), Rep, false),
+        f(11, "resources", Msg(250), One, false),
+        f(12, "volumeMounts", Msg(387), Rep, false),
+        f(13, "user", Msg(388), One, false),
+        f(14, "allocatedResourcesStatus", Msg(389), Rep, false),
         f(15, "stopSignal", Str, One, false),
     ] },
-    // 248
+    // 256
     Message { name: "api.core.v1.PodResourceClaimStatus", fields: &[
         f(1, "name", Str, One, false),
         f(2, "resourceClaimName", Str, One, false),
     ] },
-    // 249
+    // 257
     Message { name: "api.core.v1.PodExtendedResourceClaimStatus", fields: &[
-        f(1, "requestMappings", Msg(381), Rep, false),
+        f(1, "requestMappings", Msg(390), Rep, false),
         f(2, "resourceClaimName", Str, One, false),
     ] },
-    // 250
+    // 258
     Message { name: "api.core.v1.ServicePort", fields: &[
         f(1, "name", Str, One, true),
         f(2, "protocol", Str, One, true),
@@ -1756,15 +1805,15 @@ pub(super) static MESSAGES: [Message; 558] = [
         f(5, "nodePort", I32, One, true),
         f(6, "appProtocol", Str, One, false),
     ] },
-    // 251
+    // 259
     Message { name: "api.core.v1.SessionAffinityConfig", fields: &[
-        f(1, "clientIP", Msg(382), One, false),
+        f(1, "clientIP", Msg(391), One, false),
     ] },
-    // 252
+    // 260
     Message { name: "api.core.v1.LoadBalancerStatus", fields: &[
-        f(1, "ingress", Msg(383), Rep, false),
+        f(1, "ingress", Msg(392), Rep, false),
     ] },
-    // 253
+    // 261
     Message { name: "apimachinery.pkg.apis.meta.v1.Condition", fields: &[
         f(1, "type", Str, One, false),
         f(2, "status", Str, One, false),
@@ -1773,32 +1822,32 @@ pub(super) static MESSAGES: [Message; 558] = [
         f(5, "reason", Str, One, false),
         f(6, "message", Str, One, false),
     ] },
-    // 254
+    // 262
     Message { name: "api.core.v1.EndpointAddress", fields: &[
         f(1, "ip", Str, One, false),
-        f(2, "targetRef", Msg(131), One, false),
+        f(2, "targetRef", Msg(137), One, false),
         f(3, "hostname", Str, One, false),
         f(4, "nodeName", Str, One, false),
     ] },
-    // 255
+    // 263
     Message { name: "api.core.v1.EndpointPort", fields: &[
         f(1, "name", Str, One, false),
         f(2, "port", I32, One, false),
         f(3, "protocol", Str, One, false),
         f(4, "appProtocol", Str, One, false),
     ] },
-    // 256
+    // 264
     Message { name: "api.core.v1.Taint", fields: &[
         f(1, "key", Str, One, false),
         f(2, "value", Str, One, false),
         f(3, "effect", Str, One, false),
         f(4, "timeAdded", Time, One, false),
     ] },
-    // 257
+    // 265
     Message { name: "api.core.v1.NodeConfigSource", fields: &[
-        f(2, "configMap", Msg(384), One, false),
+        f(2, "configMap", Msg(393), One, false),
     ] },
-    // 258
+    // 266
     Message { name: "api.core.v1.NodeCondition", fields: &[
         f(1, "type", Str, One, false),
         f(2, "status", Str, One, false),
@@ -1807,16 +1856,16 @@ pub(super) static MESSAGES: [Message; 558] = [
         f(5, "reason", Str, One, false),
         f(6, "message", Str, One, false),
     ] },
-    // 259
+    // 267
     Message { name: "api.core.v1.NodeAddress", fields: &[
         f(1, "type", Str, One, false),
         f(2, "address", Str, One, false),
     ] },
-    // 260
+    // 268
     Message { name: "api.core.v1.NodeDaemonEndpoints", fields: &[
-        f(1, "kubeletEndpoint", Msg(385), One, false),
+        f(1, "kubeletEndpoint", Msg(394), One, false),
     ] },
-    // 261
+    // 269
     Message { name: "api.core.v1.NodeSystemInfo", fields: &[
         f(1, "machineID", Str, One, false),
         f(2, "systemUUID", Str, One, false),
@@ -1828,35 +1877,35 @@ pub(super) static MESSAGES: [Message; 558] = [
         f(8, "kubeProxyVersion", Str, One, false),
         f(9, "operatingSystem", Str, One, false),
         f(10, "architecture", Str, One, false),
-        f(11, "swap", Msg(386), One, false),
+        f(11, "swap", Msg(395), One, false),
     ] },
-    // 262
+    // 270
     Message { name: "api.core.v1.ContainerImage", fields: &[
         f(1, "names", Str, Rep, false),
         f(2, "sizeBytes", I64, One, false),
     ] },
-    // 263
+    // 271
     Message { name: "api.core.v1.AttachedVolume", fields: &[
         f(1, "name", Str, One, false),
         f(2, "devicePath", Str, One, false),
     ] },
-    // 264
+    // 272
     Message { name: "api.core.v1.NodeConfigStatus", fields: &[
-        f(1, "assigned", Msg(257), One, false),
-        f(2, "active", Msg(257), One, false),
-        f(3, "lastKnownGood", Msg(257), One, false),
+        f(1, "assigned", Msg(265), One, false),
+        f(2, "active", Msg(265), One, false),
+        f(3, "lastKnownGood", Msg(265), One, false),
         f(4, "error", Str, One, false),
     ] },
-    // 265
+    // 273
     Message { name: "api.core.v1.NodeRuntimeHandler", fields: &[
         f(1, "name", Str, One, false),
-        f(2, "features", Msg(387), One, false),
+        f(2, "features", Msg(396), One, false),
     ] },
-    // 266
+    // 274
     Message { name: "api.core.v1.NodeFeatures", fields: &[
         f(1, "supplementalGroupsPolicy", Bool, One, false),
     ] },
-    // 267
+    // 275
     Message { name: "api.core.v1.ReplicationControllerCondition", fields: &[
         f(1, "type", Str, One, false),
         f(2, "status", Str, One, false),
@@ -1864,25 +1913,25 @@ pub(super) static MESSAGES: [Message; 558] = [
         f(4, "reason", Str, One, false),
         f(5, "message", Str, One, false),
     ] },
-    // 268
+    // 276
     Message { name: "api.core.v1.VolumeResourceRequirements", fields: &[
         f(1, "limits", Quantity, Map, false),
         f(2, "requests", Quantity, Map, false),
     ] },
-    // 269
+    // 277
     Message { name: "api.core.v1.TypedLocalObjectReference", fields: &[
         f(1, "apiGroup", Str, One, false),
         f(2, "kind", Str, One, false),
         f(3, "name", Str, One, false),
     ] },
-    // 270
+    // 278
     Message { name: "api.core.v1.TypedObjectReference", fields: &[
         f(1, "apiGroup", Str, One, false),
         f(2, "kind", Str, One, false),
         f(3, "name", Str, One, false),
         f(4, "namespace", Str, One, false),
     ] },
-    // 271
+    // 279
     Message { name: "api.core.v1.PersistentVolumeClaimCondition", fields: &[
         f(1, "type", Str, One, false),
         f(2, "status", Str, One, false),
@@ -1891,41 +1940,41 @@ pub(super) static MESSAGES: [Message; 558] = [
         f(5, "reason", Str, One, false),
         f(6, "message", Str, One, false),
     ] },
-    // 272
+    // 280
     Message { name: "api.core.v1.ModifyVolumeStatus", fields: &[
         f(1, "targetVolumeAttributesClassName", Str, One, false),
         f(2, "status", Str, One, false),
     ] },
-    // 273
+    // 281
     Message { name: "api.core.v1.PersistentVolumeSource", fields: &[
-        f(1, "gcePersistentDisk", Msg(388), One, false),
-        f(2, "awsElasticBlockStore", Msg(389), One, false),
-        f(3, "hostPath", Msg(390), One, false),
-        f(4, "glusterfs", Msg(391), One, false),
-        f(5, "nfs", Msg(392), One, false),
-        f(6, "rbd", Msg(393), One, false),
-        f(7, "iscsi", Msg(394), One, false),
-        f(8, "cinder", Msg(395), One, false),
-        f(9, "cephfs", Msg(396), One, false),
-        f(10, "fc", Msg(397), One, false),
-        f(11, "flocker", Msg(398), One, false),
-        f(12, "flexVolume", Msg(399), One, false),
-        f(13, "azureFile", Msg(400), One, false),
-        f(14, "vsphereVolume", Msg(401), One, false),
-        f(15, "quobyte", Msg(402), One, false),
-        f(16, "azureDisk", Msg(403), One, false),
-        f(17, "photonPersistentDisk", Msg(404), One, false),
-        f(18, "portworxVolume", Msg(405), One, false),
-        f(19, "scaleIO", Msg(406), One, false),
-        f(20, "local", Msg(407), One, false),
-        f(21, "storageos", Msg(408), One, false),
-        f(22, "csi", Msg(409), One, false),
+        f(1, "gcePersistentDisk", Msg(397), One, false),
+        f(2, "awsElasticBlockStore", Msg(398), One, false),
+        f(3, "hostPath", Msg(399), One, false),
+        f(4, "glusterfs", Msg(400), One, false),
+        f(5, "nfs", Msg(401), One, false),
+        f(6, "rbd", Msg(402), One, false),
+        f(7, "iscsi", Msg(403), One, false),
+        f(8, "cinder", Msg(404), One, false),
+        f(9, "cephfs", Msg(405), One, false),
+        f(10, "fc", Msg(406), One, false),
+        f(11, "flocker", Msg(407), One, false),
+        f(12, "flexVolume", Msg(408), One, false),
+        f(13, "azureFile", Msg(409), One, false),
+        f(14, "vsphereVolume", Msg(410), One, false),
+        f(15, "quobyte", Msg(411), One, false),
+        f(16, "azureDisk", Msg(412), One, false),
+        f(17, "photonPersistentDisk", Msg(413), One, false),
+        f(18, "portworxVolume", Msg(414), One, false),
+        f(19, "scaleIO", Msg(415), One, false),
+        f(20, "local", Msg(416), One, false),
+        f(21, "storageos", Msg(417), One, false),
+        f(22, "csi", Msg(418), One, false),
     ] },
-    // 274
+    // 282
     Message { name: "api.core.v1.VolumeNodeAffinity", fields: &[
-        f(1, "required", Msg(327), One, false),
+        f(1, "required", Msg(335), One, false),
     ] },
-    // 275
+    // 283
     Message { name: "api.core.v1.LimitRangeItem", fields: &[
         f(1, "type", Str, One, false),
         f(2, "max", Quantity, Map, false),
@@ -1934,16 +1983,16 @@ pub(super) static MESSAGES: [Message; 558] = [
         f(5, "defaultRequest", Quantity, Map, false),
         f(6, "maxLimitRequestRatio", Quantity, Map, false),
     ] },
-    // 276
+    // 284
     Message { name: "api.core.v1.ScopeSelector", fields: &[
-        f(1, "matchExpressions", Msg(410), Rep, false),
+        f(1, "matchExpressions", Msg(419), Rep, false),
     ] },
-    // 277
+    // 285
     Message { name: "api.apps.v1.DeploymentStrategy", fields: &[
         f(1, "type", Str, One, true),
-        f(2, "rollingUpdate", Msg(411), One, false),
+        f(2, "rollingUpdate", Msg(420), One, false),
     ] },
-    // 278
+    // 286
     Message { name: "api.apps.v1.DeploymentCondition", fields: &[
         f(1, "type", Str, One, false),
         f(2, "status", Str, One, false),
@@ -1952,7 +2001,7 @@ pub(super) static MESSAGES: [Message; 558] = [
         f(6, "lastUpdateTime", Time, One, false),
         f(7, "lastTransitionTime", Time, One, false),
     ] },
-    // 279
+    // 287
     Message { name: "api.apps.v1.ReplicaSetCondition", fields: &[
         f(1, "type", Str, One, false),
         f(2, "status", Str, One, false),
@@ -1960,21 +2009,21 @@ pub(super) static MESSAGES: [Message; 558] = [
         f(4, "reason", Str, One, false),
         f(5, "message", Str, One, false),
     ] },
-    // 280
+    // 288
     Message { name: "api.apps.v1.StatefulSetUpdateStrategy", fields: &[
         f(1, "type", Str, One, false),
-        f(2, "rollingUpdate", Msg(412), One, false),
+        f(2, "rollingUpdate", Msg(421), One, false),
     ] },
-    // 281
+    // 289
     Message { name: "api.apps.v1.StatefulSetPersistentVolumeClaimRetentionPolicy", fields: &[
         f(1, "whenDeleted", Str, One, false),
         f(2, "whenScaled", Str, One, false),
     ] },
-    // 282
+    // 290
     Message { name: "api.apps.v1.StatefulSetOrdinals", fields: &[
         f(1, "start", I32, One, false),
     ] },
-    // 283
+    // 291
     Message { name: "api.apps.v1.StatefulSetCondition", fields: &[
         f(1, "type", Str, One, false),
         f(2, "status", Str, One, false),
@@ -1982,12 +2031,12 @@ pub(super) static MESSAGES: [Message; 558] = [
         f(4, "reason", Str, One, false),
         f(5, "message", Str, One, false),
     ] },
-    // 284
+    // 292
     Message { name: "api.apps.v1.DaemonSetUpdateStrategy", fields: &[
         f(1, "type", Str, One, false),
-        f(2, "rollingUpdate", Msg(413), One, false),
+        f(2, "rollingUpdate", Msg(422), One, false),
     ] },
-    // 285
+    // 293
     Message { name: "api.apps.v1.DaemonSetCondition", fields: &[
         f(1, "type", Str, One, false),
         f(2, "status", Str, One, false),
@@ -1995,37 +2044,37 @@ pub(super) static MESSAGES: [Message; 558] = [
         f(4, "reason", Str, One, false),
         f(5, "message", Str, One, false),
     ] },
-    // 286
+    // 294
     Message { name: "api.discovery.v1.EndpointConditions", fields: &[
         f(1, "ready", Bool, One, false),
         f(2, "serving", Bool, One, false),
         f(3, "terminating", Bool, One, false),
     ] },
-    // 287
+    // 295
     Message { name: "api.discovery.v1.EndpointHints", fields: &[
-        f(1, "forZones", Msg(414), Rep, false),
-        f(2, "forNodes", Msg(415), Rep, false),
+        f(1, "forZones", Msg(423), Rep, false),
+        f(2, "forNodes", Msg(424), Rep, false),
     ] },
-    // 288
+    // 296
     Message { name: "api.networking.v1.IngressBackend", fields: &[
-        f(3, "resource", Msg(269), One, false),
-        f(4, "service", Msg(416), One, false),
+        f(3, "resource", Msg(277), One, false),
+        f(4, "service", Msg(425), One, false),
     ] },
-    // 289
+    // 297
     Message { name: "api.networking.v1.IngressTls", fields: &[
         f(1, "hosts", Str, Rep, false),
         f(2, "secretName", Str, One, false),
     ] },
-    // 290
+    // 298
     Message { name: "api.networking.v1.IngressRule", fields: &[
         f(1, "host", Str, One, false),
-        f(2, "ingressRuleValue", Msg(417), Inline, false),
+        f(2, "ingressRuleValue", Msg(426), Inline, false),
     ] },
-    // 291
+    // 299
     Message { name: "api.networking.v1.IngressLoadBalancerStatus", fields: &[
-        f(1, "ingress", Msg(418), Rep, false),
+        f(1, "ingress", Msg(427), Rep, false),
     ] },
-    // 292
+    // 300
     Message { name: "api.networking.v1.IngressClassParametersReference", fields: &[
         f(1, "apiGroup", Str, One, false),
         f(2, "kind", Str, One, false),
@@ -2033,53 +2082,53 @@ pub(super) static MESSAGES: [Message; 558] = [
         f(4, "scope", Str, One, false),
         f(5, "namespace", Str, One, false),
     ] },
-    // 293
+    // 301
     Message { name: "api.networking.v1.NetworkPolicyIngressRule", fields: &[
-        f(1, "ports", Msg(419), Rep, false),
-        f(2, "from", Msg(420), Rep, false),
+        f(1, "ports", Msg(428), Rep, false),
+        f(2, "from", Msg(429), Rep, false),
     ] },
-    // 294
+    // 302
     Message { name: "api.networking.v1.NetworkPolicyEgressRule", fields: &[
-        f(1, "ports", Msg(419), Rep, false),
-        f(2, "to", Msg(420), Rep, false),
+        f(1, "ports", Msg(428), Rep, false),
+        f(2, "to", Msg(429), Rep, false),
     ] },
-    // 295
+    // 303
     Message { name: "api.networking.v1.ParentReference", fields: &[
         f(1, "group", Str, One, false),
         f(2, "resource", Str, One, false),
         f(3, "namespace", Str, One, false),
         f(4, "name", Str, One, false),
     ] },
-    // 296
+    // 304
     Message { name: "api.autoscaling.v2.CrossVersionObjectReference", fields: &[
         f(1, "kind", Str, One, false),
         f(2, "name", Str, One, false),
         f(3, "apiVersion", Str, One, false),
     ] },
-    // 297
+    // 305
     Message { name: "api.autoscaling.v2.MetricSpec", fields: &[
         f(1, "type", Str, One, false),
-        f(2, "object", Msg(421), One, false),
-        f(3, "pods", Msg(422), One, false),
-        f(4, "resource", Msg(423), One, false),
-        f(5, "external", Msg(425), One, false),
-        f(7, "containerResource", Msg(424), One, false),
+        f(2, "object", Msg(430), One, false),
+        f(3, "pods", Msg(431), One, false),
+        f(4, "resource", Msg(432), One, false),
+        f(5, "external", Msg(434), One, false),
+        f(7, "containerResource", Msg(433), One, false),
     ] },
-    // 298
+    // 306
     Message { name: "api.autoscaling.v2.HorizontalPodAutoscalerBehavior", fields: &[
-        f(1, "scaleUp", Msg(426), One, false),
-        f(2, "scaleDown", Msg(426), One, false),
+        f(1, "scaleUp", Msg(435), One, false),
+        f(2, "scaleDown", Msg(435), One, false),
     ] },
-    // 299
+    // 307
     Message { name: "api.autoscaling.v2.MetricStatus", fields: &[
         f(1, "type", Str, One, false),
-        f(2, "object", Msg(427), One, false),
-        f(3, "pods", Msg(428), One, false),
-        f(4, "resource", Msg(429), One, false),
-        f(5, "external", Msg(431), One, false),
-        f(7, "containerResource", Msg(430), One, false),
+        f(2, "object", Msg(436), One, false),
+        f(3, "pods", Msg(437), One, false),
+        f(4, "resource", Msg(438), One, false),
+        f(5, "external", Msg(440), One, false),
+        f(7, "containerResource", Msg(439), One, false),
     ] },
-    // 300
+    // 308
     Message { name: "api.autoscaling.v2.HorizontalPodAutoscalerCondition", fields: &[
         f(1, "type", Str, One, false),
         f(2, "status", Str, One, false),
@@ -2087,11 +2136,11 @@ pub(super) static MESSAGES: [Message; 558] = [
         f(4, "reason", Str, One, false),
         f(5, "message", Str, One, false),
     ] },
-    // 301
+    // 309
     Message { name: "api.certificates.v1.ExtraValue", fields: &[
         f(1, "items", Str, Rep, false),
     ] },
-    // 302
+    // 310
     Message { name: "api.certificates.v1.CertificateSigningRequestCondition", fields: &[
         f(1, "type", Str, One, false),
         f(2, "reason", Str, One, false),
@@ -2100,78 +2149,78 @@ pub(super) static MESSAGES: [Message; 558] = [
         f(5, "lastTransitionTime", Time, One, false),
         f(6, "status", Str, One, false),
     ] },
-    // 303
+    // 311
     Message { name: "api.admissionregistration.v1.WebhookClientConfig", fields: &[
-        f(1, "service", Msg(432), One, false),
+        f(1, "service", Msg(441), One, false),
         f(2, "caBundle", Bytes, One, false),
         f(3, "url", Str, One, false),
     ] },
-    // 304
+    // 312
     Message { name: "api.admissionregistration.v1.RuleWithOperations", fields: &[
         f(1, "operations", Str, Rep, false),
-        f(2, "rule", Msg(433), Inline, false),
+        f(2, "rule", Msg(442), Inline, false),
     ] },
-    // 305
+    // 313
     Message { name: "api.admissionregistration.v1.MatchCondition", fields: &[
         f(1, "name", Str, One, false),
         f(2, "expression", Str, One, false),
     ] },
-    // 306
+    // 314
     Message { name: "api.admissionregistration.v1.ParamKind", fields: &[
         f(1, "apiVersion", Str, One, false),
         f(2, "kind", Str, One, false),
     ] },
-    // 307
+    // 315
     Message { name: "api.admissionregistration.v1.MatchResources", fields: &[
-        f(1, "namespaceSelector", Msg(194), One, false),
-        f(2, "objectSelector", Msg(194), One, false),
-        f(3, "resourceRules", Msg(434), Rep, false),
-        f(4, "excludeResourceRules", Msg(434), Rep, false),
+        f(1, "namespaceSelector", Msg(201), One, false),
+        f(2, "objectSelector", Msg(201), One, false),
+        f(3, "resourceRules", Msg(443), Rep, false),
+        f(4, "excludeResourceRules", Msg(443), Rep, false),
         f(7, "matchPolicy", Str, One, false),
     ] },
-    // 308
+    // 316
     Message { name: "api.admissionregistration.v1.Validation", fields: &[
         f(1, "expression", Str, One, false),
         f(2, "message", Str, One, false),
         f(3, "reason", Str, One, false),
         f(4, "messageExpression", Str, One, false),
     ] },
-    // 309
+    // 317
     Message { name: "api.admissionregistration.v1.AuditAnnotation", fields: &[
         f(1, "key", Str, One, false),
         f(2, "valueExpression", Str, One, false),
     ] },
-    // 310
+    // 318
     Message { name: "api.admissionregistration.v1.Variable", fields: &[
         f(1, "name", Str, One, false),
         f(2, "expression", Str, One, false),
     ] },
-    // 311
+    // 319
     Message { name: "api.admissionregistration.v1.TypeChecking", fields: &[
-        f(1, "expressionWarnings", Msg(435), Rep, false),
+        f(1, "expressionWarnings", Msg(444), Rep, false),
     ] },
-    // 312
+    // 320
     Message { name: "api.admissionregistration.v1.ParamRef", fields: &[
         f(1, "name", Str, One, false),
         f(2, "namespace", Str, One, false),
-        f(3, "selector", Msg(194), One, false),
+        f(3, "selector", Msg(201), One, false),
         f(4, "parameterNotFoundAction", Str, One, false),
     ] },
-    // 313
+    // 321
     Message { name: "api.flowcontrol.v1.PriorityLevelConfigurationReference", fields: &[
         f(1, "name", Str, One, false),
     ] },
-    // 314
+    // 322
     Message { name: "api.flowcontrol.v1.FlowDistinguisherMethod", fields: &[
         f(1, "type", Str, One, false),
     ] },
-    // 315
+    // 323
     Message { name: "api.flowcontrol.v1.PolicyRulesWithSubjects", fields: &[
-        f(1, "subjects", Msg(436), Rep, false),
-        f(2, "resourceRules", Msg(437), Rep, false),
-        f(3, "nonResourceRules", Msg(438), Rep, false),
+        f(1, "subjects", Msg(445), Rep, false),
+        f(2, "resourceRules", Msg(446), Rep, false),
+        f(3, "nonResourceRules", Msg(447), Rep, false),
     ] },
-    // 316
+    // 324
     Message { name: "api.flowcontrol.v1.FlowSchemaCondition", fields: &[
         f(1, "type", Str, One, false),
         f(2, "status", Str, One, false),
@@ -2179,19 +2228,19 @@ pub(super) static MESSAGES: [Message; 558] = [
         f(4, "reason", Str, One, false),
         f(5, "message", Str, One, false),
     ] },
-    // 317
+    // 325
     Message { name: "api.flowcontrol.v1.LimitedPriorityLevelConfiguration", fields: &[
         f(1, "nominalConcurrencyShares", I32, One, false),
-        f(2, "limitResponse", Msg(439), One, false),
+        f(2, "limitResponse", Msg(448), One, false),
         f(3, "lendablePercent", I32, One, false),
         f(4, "borrowingLimitPercent", I32, One, false),
     ] },
-    // 318
+    // 326
     Message { name: "api.flowcontrol.v1.ExemptPriorityLevelConfiguration", fields: &[
         f(1, "nominalConcurrencyShares", I32, One, false),
         f(2, "lendablePercent", I32, One, false),
     ] },
-    // 319
+    // 327
     Message { name: "api.flowcontrol.v1.PriorityLevelConfigurationCondition", fields: &[
         f(1, "type", Str, One, false),
         f(2, "status", Str, One, false),
@@ -2199,74 +2248,74 @@ pub(super) static MESSAGES: [Message; 558] = [
         f(4, "reason", Str, One, false),
         f(5, "message", Str, One, false),
     ] },
-    // 320
+    // 328
     Message { name: "api.resource.v1.DeviceSelector", fields: &[
-        f(1, "cel", Msg(440), One, false),
+        f(1, "cel", Msg(449), One, false),
     ] },
-    // 321
+    // 329
     Message { name: "api.resource.v1.DeviceClassConfiguration", fields: &[
-        f(1, "deviceConfiguration", Msg(441), Inline, false),
+        f(1, "deviceConfiguration", Msg(450), Inline, false),
     ] },
-    // 322
+    // 330
     Message { name: "api.resource.v1.DeviceClaim", fields: &[
-        f(1, "requests", Msg(442), Rep, false),
-        f(2, "constraints", Msg(443), Rep, false),
-        f(3, "config", Msg(444), Rep, false),
+        f(1, "requests", Msg(451), Rep, false),
+        f(2, "constraints", Msg(452), Rep, false),
+        f(3, "config", Msg(453), Rep, false),
     ] },
-    // 323
+    // 331
     Message { name: "api.resource.v1.AllocationResult", fields: &[
-        f(1, "devices", Msg(445), One, false),
-        f(3, "nodeSelector", Msg(327), One, false),
+        f(1, "devices", Msg(454), One, false),
+        f(3, "nodeSelector", Msg(335), One, false),
         f(5, "allocationTimestamp", Time, One, false),
     ] },
-    // 324
+    // 332
     Message { name: "api.resource.v1.ResourceClaimConsumerReference", fields: &[
         f(1, "apiGroup", Str, One, false),
         f(3, "resource", Str, One, false),
         f(4, "name", Str, One, false),
         f(5, "uid", Str, One, false),
     ] },
-    // 325
+    // 333
     Message { name: "api.resource.v1.AllocatedDeviceStatus", fields: &[
         f(1, "driver", Str, One, false),
         f(2, "pool", Str, One, false),
         f(3, "device", Str, One, false),
-        f(4, "conditions", Msg(253), Rep, false),
+        f(4, "conditions", Msg(261), Rep, false),
         f(5, "data", RawExtension, One, false),
-        f(6, "networkData", Msg(446), One, false),
+        f(6, "networkData", Msg(455), One, false),
         f(7, "shareID", Str, One, false),
     ] },
-    // 326
+    // 334
     Message { name: "api.resource.v1.ResourcePool", fields: &[
         f(1, "name", Str, One, false),
         f(2, "generation", I64, One, false),
         f(3, "resourceSliceCount", I64, One, false),
     ] },
-    // 327
+    // 335
     Message { name: "api.core.v1.NodeSelector", fields: &[
-        f(1, "nodeSelectorTerms", Msg(447), Rep, false),
+        f(1, "nodeSelectorTerms", Msg(456), Rep, false),
     ] },
-    // 328
+    // 336
     Message { name: "api.resource.v1.Device", fields: &[
         f(1, "name", Str, One, false),
-        f(2, "attributes", Msg(448), Map, false),
-        f(3, "capacity", Msg(449), Map, false),
-        f(4, "consumesCounters", Msg(450), Rep, false),
+        f(2, "attributes", Msg(457), Map, false),
+        f(3, "capacity", Msg(458), Map, false),
+        f(4, "consumesCounters", Msg(459), Rep, false),
         f(5, "nodeName", Str, One, false),
-        f(6, "nodeSelector", Msg(327), One, false),
+        f(6, "nodeSelector", Msg(335), One, false),
         f(7, "allNodes", Bool, One, false),
-        f(8, "taints", Msg(451), Rep, false),
+        f(8, "taints", Msg(460), Rep, false),
         f(9, "bindsToNode", Bool, One, false),
         f(10, "bindingConditions", Str, Rep, false),
         f(11, "bindingFailureConditions", Str, Rep, false),
         f(12, "allowMultipleAllocations", Bool, One, false),
     ] },
-    // 329
+    // 337
     Message { name: "api.resource.v1.CounterSet", fields: &[
         f(1, "name", Str, One, false),
-        f(2, "counters", Msg(452), Map, false),
+        f(2, "counters", Msg(461), Map, false),
     ] },
-    // 330
+    // 338
     Message { name: "apiextensions_apiserver.pkg.apis.apiextensions.v1.CustomResourceDefinitionNames", fields: &[
         f(1, "plural", Str, One, false),
         f(2, "singular", Str, One, false),
@@ -2275,24 +2324,24 @@ pub(super) static MESSAGES: [Message; 558] = [
         f(5, "listKind", Str, One, false),
         f(6, "categories", Str, Rep, false),
     ] },
-    // 331
+    // 339
     Message { name: "apiextensions_apiserver.pkg.apis.apiextensions.v1.CustomResourceDefinitionVersion", fields: &[
         f(1, "name", Str, One, false),
         f(2, "served", Bool, One, false),
         f(3, "storage", Bool, One, false),
-        f(4, "schema", Msg(453), One, false),
-        f(5, "subresources", Msg(454), One, false),
-        f(6, "additionalPrinterColumns", Msg(455), Rep, false),
+        f(4, "schema", Msg(462), One, false),
+        f(5, "subresources", Msg(463), One, false),
+        f(6, "additionalPrinterColumns", Msg(464), Rep, false),
         f(7, "deprecated", Bool, One, false),
         f(8, "deprecationWarning", Str, One, false),
-        f(9, "selectableFields", Msg(456), Rep, false),
+        f(9, "selectableFields", Msg(465), Rep, false),
     ] },
-    // 332
+    // 340
     Message { name: "apiextensions_apiserver.pkg.apis.apiextensions.v1.CustomResourceConversion", fields: &[
         f(1, "strategy", Str, One, false),
-        f(2, "webhook", Msg(457), One, false),
+        f(2, "webhook", Msg(466), One, false),
     ] },
-    // 333
+    // 341
     Message { name: "apiextensions_apiserver.pkg.apis.apiextensions.v1.CustomResourceDefinitionCondition", fields: &[
         f(1, "type", Str, One, false),
         f(2, "status", Str, One, false),
@@ -2301,13 +2350,13 @@ pub(super) static MESSAGES: [Message; 558] = [
         f(5, "message", Str, One, false),
         f(6, "observedGeneration", I64, One, false),
     ] },
-    // 334
+    // 342
     Message { name: "kube_aggregator.pkg.apis.apiregistration.v1.ServiceReference", fields: &[
         f(1, "namespace", Str, One, false),
         f(2, "name", Str, One, false),
         f(3, "port", I32, One, false),
     ] },
-    // 335
+    // 343
     Message { name: "kube_aggregator.pkg.apis.apiregistration.v1.APIServiceCondition", fields: &[
         f(1, "type", Str, One, false),
         f(2, "status", Str, One, false),
@@ -2315,49 +2364,49 @@ pub(super) static MESSAGES: [Message; 558] = [
         f(4, "reason", Str, One, false),
         f(5, "message", Str, One, false),
     ] },
-    // 336
+    // 344
     Message { name: "api.core.v1.TopologySelectorLabelRequirement", fields: &[
         f(1, "key", Str, One, false),
         f(2, "values", Str, Rep, false),
     ] },
-    // 337
+    // 345
     Message { name: "api.storage.v1.TokenRequest", fields: &[
         f(1, "audience", Str, One, false),
         f(2, "expirationSeconds", I64, One, false),
     ] },
-    // 338
+    // 346
     Message { name: "api.storage.v1.CSINodeDriver", fields: &[
         f(1, "name", Str, One, false),
         f(2, "nodeID", Str, One, false),
         f(3, "topologyKeys", Str, Rep, false),
-        f(4, "allocatable", Msg(458), One, false),
+        f(4, "allocatable", Msg(467), One, false),
     ] },
-    // 339
+    // 347
     Message { name: "apimachinery.pkg.apis.meta.v1.LabelSelectorRequirement", fields: &[
         f(1, "key", Str, One, false),
         f(2, "operator", Str, One, false),
         f(3, "values", Str, Rep, false),
     ] },
-    // 340
+    // 348
     Message { name: "api.storage.v1.VolumeAttachmentSource", fields: &[
         f(1, "persistentVolumeName", Str, One, false),
-        f(2, "inlineVolumeSpec", Msg(147), One, false),
+        f(2, "inlineVolumeSpec", Msg(153), One, false),
     ] },
-    // 341
+    // 349
     Message { name: "api.storage.v1.VolumeError", fields: &[
         f(1, "time", Time, One, false),
         f(2, "message", Str, One, false),
         f(3, "errorCode", I32, One, false),
     ] },
-    // 342
+    // 350
     Message { name: "api.batch.v1.PodFailurePolicy", fields: &[
-        f(1, "rules", Msg(459), Rep, false),
+        f(1, "rules", Msg(468), Rep, false),
     ] },
-    // 343
+    // 351
     Message { name: "api.batch.v1.SuccessPolicy", fields: &[
-        f(1, "rules", Msg(460), Rep, false),
+        f(1, "rules", Msg(469), Rep, false),
     ] },
-    // 344
+    // 352
     Message { name: "api.batch.v1.JobCondition", fields: &[
         f(1, "type", Str, One, false),
         f(2, "status", Str, One, false),
@@ -2366,17 +2415,17 @@ pub(super) static MESSAGES: [Message; 558] = [
         f(5, "reason", Str, One, true),
         f(6, "message", Str, One, true),
     ] },
-    // 345
+    // 353
     Message { name: "api.batch.v1.UncountedTerminatedPods", fields: &[
         f(1, "succeeded", Str, Rep, false),
         f(2, "failed", Str, Rep, false),
     ] },
-    // 346
+    // 354
     Message { name: "api.batch.v1.JobTemplateSpec", fields: &[
-        f(1, "metadata", Msg(127), One, false),
-        f(2, "spec", Msg(200), One, false),
+        f(1, "metadata", Msg(133), One, false),
+        f(2, "spec", Msg(207), One, false),
     ] },
-    // 347
+    // 355
     Message { name: "api.authorization.v1.ResourceAttributes", fields: &[
         f(1, "namespace", Str, One, true),
         f(2, "verb", Str, One, true),
@@ -2385,84 +2434,90 @@ pub(super) static MESSAGES: [Message; 558] = [
         f(5, "resource", Str, One, true),
         f(6, "subresource", Str, One, true),
         f(7, "name", Str, One, true),
-        f(8, "fieldSelector", Msg(461), One, false),
-        f(9, "labelSelector", Msg(462), One, false),
+        f(8, "fieldSelector", Msg(470), One, false),
+        f(9, "labelSelector", Msg(471), One, false),
     ] },
-    // 348
+    // 356
     Message { name: "api.authorization.v1.NonResourceAttributes", fields: &[
         f(1, "path", Str, One, true),
         f(2, "verb", Str, One, true),
     ] },
-    // 349
+    // 357
     Message { name: "api.authorization.v1.ExtraValue", fields: &[
         f(1, "items", Str, Rep, false),
     ] },
-    // 350
+    // 358
     Message { name: "api.authorization.v1.ResourceRule", fields: &[
         f(1, "verbs", Str, Rep, false),
         f(2, "apiGroups", Str, Rep, false),
         f(3, "resources", Str, Rep, false),
         f(4, "resourceNames", Str, Rep, false),
     ] },
-    // 351
+    // 359
     Message { name: "api.authorization.v1.NonResourceRule", fields: &[
         f(1, "verbs", Str, Rep, false),
         f(2, "nonResourceURLs", Str, Rep, false),
     ] },
-    // 352
+    // 360
     Message { name: "api.authentication.v1.UserInfo", fields: &[
         f(1, "username", Str, One, true),
         f(2, "uid", Str, One, true),
         f(3, "groups", Str, Rep, false),
         f(4, "extra", StrList, Map, false),
     ] },
-    // 353
+    // 361
     Message { name: "api.authentication.v1.BoundObjectReference", fields: &[
         f(1, "kind", Str, One, true),
         f(2, "apiVersion", Str, One, true),
         f(3, "name", Str, One, true),
         f(4, "uid", Str, One, true),
     ] },
-    // 354
+    // 362
     Message { name: "api.autoscaling.v1.CrossVersionObjectReference", fields: &[
         f(1, "kind", Str, One, false),
         f(2, "name", Str, One, false),
         f(3, "apiVersion", Str, One, false),
     ] },
-    // 355
-    Message { name: "api.core.v1.VolumeSource", fields: &[
-        f(1, "hostPath", Msg(390), One, false),
-        f(2, "emptyDir", Msg(464), One, false),
-        f(3, "gcePersistentDisk", Msg(388), One, false),
-        f(4, "awsElasticBlockStore", Msg(389), One, false),
-        f(5, "gitRepo", Msg(465), One, false),
-        f(6, "secret", Msg(466), One, false),
-        f(7, "nfs", Msg(392), One, false),
-        f(8, "iscsi", Msg(467), One, false),
-        f(9, "glusterfs", Msg(468), One, false),
-        f(10, "persistentVolumeClaim", Msg(469), One, false),
-        f(11, "rbd", Msg(470), One, false),
-        f(12, "flexVolume", Msg(471), One, false),
-        f(13, "cinder", Msg(472), One, false),
-        f(14, "cephfs", Msg(473), One, false),
-        f(15, "flocker", Msg(398), One, false),
-        f(16, "downwardAPI", Msg(474), One, false),
-        f(17, "fc", Msg(397), One, false),
-        f(18, "azureFile", Msg(475), One, false),
-        f(19, "configMap", Msg(476), One, false),
-        f(20, "vsphereVolume", Msg(401), One, false),
-        f(21, "quobyte", Msg(402), One, false),
-        f(22, "azureDisk", Msg(403), One, false),
-        f(23, "photonPersistentDisk", Msg(404), One, false),
-        f(24, "portworxVolume", Msg(405), One, false),
-        f(25, "scaleIO", Msg(478), One, false),
-        f(26, "projected", Msg(477), One, false),
-        f(27, "storageos", Msg(479), One, false),
-        f(28, "csi", Msg(480), One, false),
-        f(29, "ephemeral", Msg(481), One, false),
-        f(30, "image", Msg(482), One, false),
+    // 363
+    Message { name: "apimachinery.pkg.apis.meta.v1.StatusCause", fields: &[
+        f(1, "reason", Str, One, false),
+        f(2, "message", Str, One, false),
+        f(3, "field", Str, One, false),
     ] },
-    // 356
+    // 364
+    Message { name: "api.core.v1.VolumeSource", fields: &[
+        f(1, "hostPath", Msg(399), One, false),
+        f(2, "emptyDir", Msg(473), One, false),
+        f(3, "gcePersistentDisk", Msg(397), One, false),
+        f(4, "awsElasticBlockStore", Msg(398), One, false),
+        f(5, "gitRepo", Msg(474), One, false),
+        f(6, "secret", Msg(475), One, false),
+        f(7, "nfs", Msg(401), One, false),
+        f(8, "iscsi", Msg(476), One, false),
+        f(9, "glusterfs", Msg(477), One, false),
+        f(10, "persistentVolumeClaim", Msg(478), One, false),
+        f(11, "rbd", Msg(479), One, false),
+        f(12, "flexVolume", Msg(480), One, false),
+        f(13, "cinder", Msg(481), One, false),
+        f(14, "cephfs", Msg(482), One, false),
+        f(15, "flocker", Msg(407), One, false),
+        f(16, "downwardAPI", Msg(483), One, false),
+        f(17, "fc", Msg(406), One, false),
+        f(18, "azureFile", Msg(484), One, false),
+        f(19, "configMap", Msg(485), One, false),
+        f(20, "vsphereVolume", Msg(410), One, false),
+        f(21, "quobyte", Msg(411), One, false),
+        f(22, "azureDisk", Msg(412), One, false),
+        f(23, "photonPersistentDisk", Msg(413), One, false),
+        f(24, "portworxVolume", Msg(414), One, false),
+        f(25, "scaleIO", Msg(487), One, false),
+        f(26, "projected", Msg(486), One, false),
+        f(27, "storageos", Msg(488), One, false),
+        f(28, "csi", Msg(489), One, false),
+        f(29, "ephemeral", Msg(490), One, false),
+        f(30, "image", Msg(491), One, false),
+    ] },
+    // 365
     Message { name: "api.core.v1.ContainerPort", fields: &[
         f(1, "name", Str, One, true),
         f(2, "hostPort", I32, One, true),
@@ -2470,29 +2525,29 @@ pub(super) static MESSAGES: [Message; 558] = [
         f(4, "protocol", Str, One, true),
         f(5, "hostIP", Str, One, true),
     ] },
-    // 357
+    // 366
     Message { name: "api.core.v1.EnvFromSource", fields: &[
         f(1, "prefix", Str, One, true),
-        f(2, "configMapRef", Msg(483), One, false),
-        f(3, "secretRef", Msg(484), One, false),
+        f(2, "configMapRef", Msg(492), One, false),
+        f(3, "secretRef", Msg(493), One, false),
     ] },
-    // 358
+    // 367
     Message { name: "api.core.v1.EnvVar", fields: &[
         f(1, "name", Str, One, false),
         f(2, "value", Str, One, true),
-        f(3, "valueFrom", Msg(485), One, false),
+        f(3, "valueFrom", Msg(494), One, false),
     ] },
-    // 359
+    // 368
     Message { name: "api.core.v1.ContainerResizePolicy", fields: &[
         f(1, "resourceName", Str, One, false),
         f(2, "restartPolicy", Str, One, false),
     ] },
-    // 360
+    // 369
     Message { name: "api.core.v1.ContainerRestartRule", fields: &[
         f(1, "action", Str, One, false),
-        f(2, "exitCodes", Msg(486), One, false),
+        f(2, "exitCodes", Msg(495), One, false),
     ] },
-    // 361
+    // 370
     Message { name: "api.core.v1.VolumeMount", fields: &[
         f(1, "name", Str, One, false),
         f(2, "readOnly", Bool, One, true),
@@ -2502,14 +2557,14 @@ pub(super) static MESSAGES: [Message; 558] = [
         f(6, "subPathExpr", Str, One, true),
         f(7, "recursiveReadOnly", Str, One, false),
     ] },
-    // 362
+    // 371
     Message { name: "api.core.v1.VolumeDevice", fields: &[
         f(1, "name", Str, One, false),
         f(2, "devicePath", Str, One, false),
     ] },
-    // 363
+    // 372
     Message { name: "api.core.v1.Probe", fields: &[
-        f(1, "handler", Msg(487), Inline, false),
+        f(1, "handler", Msg(496), Inline, false),
         f(2, "initialDelaySeconds", I32, One, true),
         f(3, "timeoutSeconds", I32, One, true),
         f(4, "periodSeconds", I32, One, true),
@@ -2517,149 +2572,149 @@ pub(super) static MESSAGES: [Message; 558] = [
         f(6, "failureThreshold", I32, One, true),
         f(7, "terminationGracePeriodSeconds", I64, One, false),
     ] },
-    // 364
+    // 373
     Message { name: "api.core.v1.Lifecycle", fields: &[
-        f(1, "postStart", Msg(488), One, false),
-        f(2, "preStop", Msg(488), One, false),
+        f(1, "postStart", Msg(497), One, false),
+        f(2, "preStop", Msg(497), One, false),
         f(3, "stopSignal", Str, One, false),
     ] },
-    // 365
+    // 374
     Message { name: "api.core.v1.SecurityContext", fields: &[
-        f(1, "capabilities", Msg(489), One, false),
+        f(1, "capabilities", Msg(498), One, false),
         f(2, "privileged", Bool, One, false),
-        f(3, "seLinuxOptions", Msg(367), One, false),
+        f(3, "seLinuxOptions", Msg(376), One, false),
         f(4, "runAsUser", I64, One, false),
         f(5, "runAsNonRoot", Bool, One, false),
         f(6, "readOnlyRootFilesystem", Bool, One, false),
         f(7, "allowPrivilegeEscalation", Bool, One, false),
         f(8, "runAsGroup", I64, One, false),
         f(9, "procMount", Str, One, false),
-        f(10, "windowsOptions", Msg(368), One, false),
-        f(11, "seccompProfile", Msg(370), One, false),
-        f(12, "appArmorProfile", Msg(371), One, false),
+        f(10, "windowsOptions", Msg(377), One, false),
+        f(11, "seccompProfile", Msg(379), One, false),
+        f(12, "appArmorProfile", Msg(380), One, false),
     ] },
-    // 366
+    // 375
     Message { name: "api.core.v1.EphemeralContainerCommon", fields: &[
         f(1, "name", Str, One, false),
         f(2, "image", Str, One, true),
         f(3, "command", Str, Rep, false),
         f(4, "args", Str, Rep, false),
         f(5, "workingDir", Str, One, true),
-        f(6, "ports", Msg(356), Rep, false),
-        f(7, "env", Msg(358), Rep, false),
-        f(8, "resources", Msg(242), One, false),
-        f(9, "volumeMounts", Msg(361), Rep, false),
-        f(10, "livenessProbe", Msg(363), One, false),
-        f(11, "readinessProbe", Msg(363), One, false),
-        f(12, "lifecycle", Msg(364), One, false),
+        f(6, "ports", Msg(365), Rep, false),
+        f(7, "env", Msg(367), Rep, false),
+        f(8, "resources", Msg(250), One, false),
+        f(9, "volumeMounts", Msg(370), Rep, false),
+        f(10, "livenessProbe", Msg(372), One, false),
+        f(11, "readinessProbe", Msg(372), One, false),
+        f(12, "lifecycle", Msg(373), One, false),
         f(13, "terminationMessagePath", Str, One, true),
         f(14, "imagePullPolicy", Str, One, true),
-        f(15, "securityContext", Msg(365), One, false),
+        f(15, "securityContext", Msg(374), One, false),
         f(16, "stdin", Bool, One, true),
         f(17, "stdinOnce", Bool, One, true),
         f(18, "tty", Bool, One, true),
-        f(19, "envFrom", Msg(357), Rep, false),
+        f(19, "envFrom", Msg(366), Rep, false),
         f(20, "terminationMessagePolicy", Str, One, true),
-        f(21, "volumeDevices", Msg(362), Rep, false),
-        f(22, "startupProbe", Msg(363), One, false),
-        f(23, "resizePolicy", Msg(359), Rep, false),
+        f(21, "volumeDevices", Msg(371), Rep, false),
+        f(22, "startupProbe", Msg(372), One, false),
+        f(23, "resizePolicy", Msg(368), Rep, false),
         f(24, "restartPolicy", Str, One, false),
-        f(25, "restartPolicyRules", Msg(360), Rep, false),
+        f(25, "restartPolicyRules", Msg(369), Rep, false),
     ] },
-    // 367
+    // 376
     Message { name: "api.core.v1.SeLinuxOptions", fields: &[
         f(1, "user", Str, One, true),
         f(2, "role", Str, One, true),
         f(3, "type", Str, One, true),
         f(4, "level", Str, One, true),
     ] },
-    // 368
+    // 377
     Message { name: "api.core.v1.WindowsSecurityContextOptions", fields: &[
         f(1, "gmsaCredentialSpecName", Str, One, false),
         f(2, "gmsaCredentialSpec", Str, One, false),
         f(3, "runAsUserName", Str, One, false),
         f(4, "hostProcess", Bool, One, false),
     ] },
-    // 369
+    // 378
     Message { name: "api.core.v1.Sysctl", fields: &[
         f(1, "name", Str, One, false),
         f(2, "value", Str, One, false),
     ] },
-    // 370
+    // 379
     Message { name: "api.core.v1.SeccompProfile", fields: &[
         f(1, "type", Str, One, false),
         f(2, "localhostProfile", Str, One, false),
     ] },
-    // 371
+    // 380
     Message { name: "api.core.v1.AppArmorProfile", fields: &[
         f(1, "type", Str, One, false),
         f(2, "localhostProfile", Str, One, false),
     ] },
-    // 372
+    // 381
     Message { name: "api.core.v1.NodeAffinity", fields: &[
-        f(1, "requiredDuringSchedulingIgnoredDuringExecution", Msg(327), One, false),
-        f(2, "preferredDuringSchedulingIgnoredDuringExecution", Msg(490), Rep, false),
+        f(1, "requiredDuringSchedulingIgnoredDuringExecution", Msg(335), One, false),
+        f(2, "preferredDuringSchedulingIgnoredDuringExecution", Msg(499), Rep, false),
     ] },
-    // 373
+    // 382
     Message { name: "api.core.v1.PodAffinity", fields: &[
-        f(1, "requiredDuringSchedulingIgnoredDuringExecution", Msg(491), Rep, false),
-        f(2, "preferredDuringSchedulingIgnoredDuringExecution", Msg(492), Rep, false),
+        f(1, "requiredDuringSchedulingIgnoredDuringExecution", Msg(500), Rep, false),
+        f(2, "preferredDuringSchedulingIgnoredDuringExecution", Msg(501), Rep, false),
     ] },
-    // 374
+    // 383
     Message { name: "api.core.v1.PodAntiAffinity", fields: &[
-        f(1, "requiredDuringSchedulingIgnoredDuringExecution", Msg(491), Rep, false),
-        f(2, "preferredDuringSchedulingIgnoredDuringExecution", Msg(492), Rep, false),
+        f(1, "requiredDuringSchedulingIgnoredDuringExecution", Msg(500), Rep, false),
+        f(2, "preferredDuringSchedulingIgnoredDuringExecution", Msg(501), Rep, false),
     ] },
-    // 375
+    // 384
     Message { name: "api.core.v1.PodDnsConfigOption", fields: &[
         f(1, "name", Str, One, true),
         f(2, "value", Str, One, false),
     ] },
-    // 376
+    // 385
     Message { name: "api.core.v1.ResourceClaim", fields: &[
         f(1, "name", Str, One, false),
         f(2, "request", Str, One, true),
     ] },
-    // 377
+    // 386
     Message { name: "api.core.v1.ContainerState", fields: &[
-        f(1, "waiting", Msg(493), One, false),
-        f(2, "running", Msg(494), One, false),
-        f(3, "terminated", Msg(495), One, false),
+        f(1, "waiting", Msg(502), One, false),
+        f(2, "running", Msg(503), One, false),
+        f(3, "terminated", Msg(504), One, false),
     ] },
-    // 378
+    // 387
     Message { name: "api.core.v1.VolumeMountStatus", fields: &[
         f(1, "name", Str, One, false),
         f(2, "mountPath", Str, One, false),
         f(3, "readOnly", Bool, One, false),
         f(4, "recursiveReadOnly", Str, One, false),
     ] },
-    // 379
+    // 388
     Message { name: "api.core.v1.ContainerUser", fields: &[
-        f(1, "linux", Msg(496), One, false),
+        f(1, "linux", Msg(505), One, false),
     ] },
-    // 380
+    // 389
     Message { name: "api.core.v1.ResourceStatus", fields: &[
         f(1, "name", Str, One, false),
-        f(2, "resources", Msg(497), Rep, false),
+        f(2, "resources", Msg(506), Rep, false),
     ] },
-    // 381
+    // 390
     Message { name: "api.core.v1.ContainerExtendedResourceRequest", fields: &[
         f(1, "containerName", Str, One, false),
         f(2, "resourceName", Str, One, false),
         f(3, "requestName", Str, One, false),
     ] },
-    // 382
+    // 391
     Message { name: "api.core.v1.ClientIpConfig", fields: &[
         f(1, "timeoutSeconds", I32, One, false),
     ] },
-    // 383
+    // 392
     Message { name: "api.core.v1.LoadBalancerIngress", fields: &[
         f(1, "ip", Str, One, true),
         f(2, "hostname", Str, One, true),
         f(3, "ipMode", Str, One, false),
-        f(4, "ports", Msg(498), Rep, false),
+        f(4, "ports", Msg(507), Rep, false),
     ] },
-    // 384
+    // 393
     Message { name: "api.core.v1.ConfigMapNodeConfigSource", fields: &[
         f(1, "namespace", Str, One, false),
         f(2, "name", Str, One, false),
@@ -2667,52 +2722,52 @@ pub(super) static MESSAGES: [Message; 558] = [
         f(4, "resourceVersion", Str, One, false),
         f(5, "kubeletConfigKey", Str, One, false),
     ] },
-    // 385
+    // 394
     Message { name: "api.core.v1.DaemonEndpoint", fields: &[
         f(1, "Port", I32, One, false),
     ] },
-    // 386
+    // 395
     Message { name: "api.core.v1.NodeSwapStatus", fields: &[
         f(1, "capacity", I64, One, false),
     ] },
-    // 387
+    // 396
     Message { name: "api.core.v1.NodeRuntimeHandlerFeatures", fields: &[
         f(1, "recursiveReadOnlyMounts", Bool, One, false),
         f(2, "userNamespaces", Bool, One, false),
     ] },
-    // 388
+    // 397
     Message { name: "api.core.v1.GcePersistentDiskVolumeSource", fields: &[
         f(1, "pdName", Str, One, false),
         f(2, "fsType", Str, One, true),
         f(3, "partition", I32, One, true),
         f(4, "readOnly", Bool, One, true),
     ] },
-    // 389
+    // 398
     Message { name: "api.core.v1.AwsElasticBlockStoreVolumeSource", fields: &[
         f(1, "volumeID", Str, One, false),
         f(2, "fsType", Str, One, true),
         f(3, "partition", I32, One, true),
         f(4, "readOnly", Bool, One, true),
     ] },
-    // 390
+    // 399
     Message { name: "api.core.v1.HostPathVolumeSource", fields: &[
         f(1, "path", Str, One, false),
         f(2, "type", Str, One, false),
     ] },
-    // 391
+    // 400
     Message { name: "api.core.v1.GlusterfsPersistentVolumeSource", fields: &[
         f(1, "endpoints", Str, One, false),
         f(2, "path", Str, One, false),
         f(3, "readOnly", Bool, One, false),
         f(4, "endpointsNamespace", Str, One, false),
     ] },
-    // 392
+    // 401
     Message { name: "api.core.v1.NfsVolumeSource", fields: &[
         f(1, "server", Str, One, false),
         f(2, "path", Str, One, false),
         f(3, "readOnly", Bool, One, true),
     ] },
-    // 393
+    // 402
     Message { name: "api.core.v1.RbdPersistentVolumeSource", fields: &[
         f(1, "monitors", Str, Rep, false),
         f(2, "image", Str, One, false),
@@ -2720,10 +2775,10 @@ pub(super) static MESSAGES: [Message; 558] = [
         f(4, "pool", Str, One, false),
         f(5, "user", Str, One, false),
         f(6, "keyring", Str, One, false),
-        f(7, "secretRef", Msg(499), One, false),
+        f(7, "secretRef", Msg(508), One, false),
         f(8, "readOnly", Bool, One, false),
     ] },
-    // 394
+    // 403
     Message { name: "api.core.v1.IscsiPersistentVolumeSource", fields: &[
         f(1, "targetPortal", Str, One, false),
         f(2, "iqn", Str, One, false),
@@ -2733,27 +2788,27 @@ pub(super) static MESSAGES: [Message; 558] = [
         f(6, "readOnly", Bool, One, false),
         f(7, "portals", Str, Rep, false),
         f(8, "chapAuthDiscovery", Bool, One, false),
-        f(10, "secretRef", Msg(499), One, false),
+        f(10, "secretRef", Msg(508), One, false),
         f(11, "chapAuthSession", Bool, One, false),
         f(12, "initiatorName", Str, One, false),
     ] },
-    // 395
+    // 404
     Message { name: "api.core.v1.CinderPersistentVolumeSource", fields: &[
         f(1, "volumeID", Str, One, false),
         f(2, "fsType", Str, One, false),
         f(3, "readOnly", Bool, One, false),
-        f(4, "secretRef", Msg(499), One, false),
+        f(4, "secretRef", Msg(508), One, false),
     ] },
-    // 396
+    // 405
     Message { name: "api.core.v1.CephFsPersistentVolumeSource", fields: &[
         f(1, "monitors", Str, Rep, false),
         f(2, "path", Str, One, false),
         f(3, "user", Str, One, false),
         f(4, "secretFile", Str, One, false),
-        f(5, "secretRef", Msg(499), One, false),
+        f(5, "secretRef", Msg(508), One, false),
         f(6, "readOnly", Bool, One, false),
     ] },
-    // 397
+    // 406
     Message { name: "api.core.v1.FcVolumeSource", fields: &[
         f(1, "targetWWNs", Str, Rep, false),
         f(2, "lun", I32, One, false),
@@ -2761,34 +2816,34 @@ pub(super) static MESSAGES: [Message; 558] = [
         f(4, "readOnly", Bool, One, true),
         f(5, "wwids", Str, Rep, false),
     ] },
-    // 398
+    // 407
     Message { name: "api.core.v1.FlockerVolumeSource", fields: &[
         f(1, "datasetName", Str, One, true),
         f(2, "datasetUUID", Str, One, true),
     ] },
-    // 399
+    // 408
     Message { name: "api.core.v1.FlexPersistentVolumeSource", fields: &[
         f(1, "driver", Str, One, false),
         f(2, "fsType", Str, One, false),
-        f(3, "secretRef", Msg(499), One, false),
+        f(3, "secretRef", Msg(508), One, false),
         f(4, "readOnly", Bool, One, false),
         f(5, "options", Str, Map, false),
     ] },
-    // 400
+    // 409
     Message { name: "api.core.v1.AzureFilePersistentVolumeSource", fields: &[
         f(1, "secretName", Str, One, false),
         f(2, "shareName", Str, One, false),
         f(3, "readOnly", Bool, One, false),
         f(4, "secretNamespace", Str, One, false),
     ] },
-    // 401
+    // 410
     Message { name: "api.core.v1.VsphereVirtualDiskVolumeSource", fields: &[
         f(1, "volumePath", Str, One, false),
         f(2, "fsType", Str, One, true),
         f(3, "storagePolicyName", Str, One, true),
         f(4, "storagePolicyID", Str, One, true),
     ] },
-    // 402
+    // 411
     Message { name: "api.core.v1.QuobyteVolumeSource", fields: &[
         f(1, "registry", Str, One, false),
         f(2, "volume", Str, One, false),
@@ -2797,7 +2852,7 @@ pub(super) static MESSAGES: [Message; 558] = [
         f(5, "group", Str, One, true),
         f(6, "tenant", Str, One, true),
     ] },
-    // 403
+    // 412
     Message { name: "api.core.v1.AzureDiskVolumeSource", fields: &[
         f(1, "diskName", Str, One, false),
         f(2, "diskURI", Str, One, false),
@@ -2806,22 +2861,22 @@ pub(super) static MESSAGES: [Message; 558] = [
         f(5, "readOnly", Bool, One, false),
         f(6, "kind", Str, One, false),
     ] },
-    // 404
+    // 413
     Message { name: "api.core.v1.PhotonPersistentDiskVolumeSource", fields: &[
         f(1, "pdID", Str, One, false),
         f(2, "fsType", Str, One, true),
     ] },
-    // 405
+    // 414
     Message { name: "api.core.v1.PortworxVolumeSource", fields: &[
         f(1, "volumeID", Str, One, false),
         f(2, "fsType", Str, One, true),
         f(3, "readOnly", Bool, One, true),
     ] },
-    // 406
+    // 415
     Message { name: "api.core.v1.ScaleIoPersistentVolumeSource", fields: &[
         f(1, "gateway", Str, One, false),
         f(2, "system", Str, One, false),
-        f(3, "secretRef", Msg(499), One, false),
+        f(3, "secretRef", Msg(508), One, false),
         f(4, "sslEnabled", Bool, One, false),
         f(5, "protectionDomain", Str, One, false),
         f(6, "storagePool", Str, One, false),
@@ -2830,181 +2885,181 @@ pub(super) static MESSAGES: [Message; 558] = [
         f(9, "fsType", Str, One, false),
         f(10, "readOnly", Bool, One, false),
     ] },
-    // 407
+    // 416
     Message { name: "api.core.v1.LocalVolumeSource", fields: &[
         f(1, "path", Str, One, false),
         f(2, "fsType", Str, One, false),
     ] },
-    // 408
+    // 417
     Message { name: "api.core.v1.StorageOsPersistentVolumeSource", fields: &[
         f(1, "volumeName", Str, One, false),
         f(2, "volumeNamespace", Str, One, false),
         f(3, "fsType", Str, One, false),
         f(4, "readOnly", Bool, One, false),
-        f(5, "secretRef", Msg(131), One, false),
+        f(5, "secretRef", Msg(137), One, false),
     ] },
-    // 409
+    // 418
     Message { name: "api.core.v1.CSIPersistentVolumeSource", fields: &[
         f(1, "driver", Str, One, false),
         f(2, "volumeHandle", Str, One, false),
         f(3, "readOnly", Bool, One, false),
         f(4, "fsType", Str, One, false),
         f(5, "volumeAttributes", Str, Map, false),
-        f(6, "controllerPublishSecretRef", Msg(499), One, false),
-        f(7, "nodeStageSecretRef", Msg(499), One, false),
-        f(8, "nodePublishSecretRef", Msg(499), One, false),
-        f(9, "controllerExpandSecretRef", Msg(499), One, false),
-        f(10, "nodeExpandSecretRef", Msg(499), One, false),
+        f(6, "controllerPublishSecretRef", Msg(508), One, false),
+        f(7, "nodeStageSecretRef", Msg(508), One, false),
+        f(8, "nodePublishSecretRef", Msg(508), One, false),
+        f(9, "controllerExpandSecretRef", Msg(508), One, false),
+        f(10, "nodeExpandSecretRef", Msg(508), One, false),
     ] },
-    // 410
+    // 419
     Message { name: "api.core.v1.ScopedResourceSelectorRequirement", fields: &[
         f(1, "scopeName", Str, One, false),
         f(2, "operator", Str, One, false),
         f(3, "values", Str, Rep, false),
     ] },
-    // 411
+    // 420
     Message { name: "api.apps.v1.RollingUpdateDeployment", fields: &[
         f(1, "maxUnavailable", IntOrString, One, false),
         f(2, "maxSurge", IntOrString, One, false),
     ] },
-    // 412
+    // 421
     Message { name: "api.apps.v1.RollingUpdateStatefulSetStrategy", fields: &[
         f(1, "partition", I32, One, false),
         f(2, "maxUnavailable", IntOrString, One, false),
     ] },
-    // 413
+    // 422
     Message { name: "api.apps.v1.RollingUpdateDaemonSet", fields: &[
         f(1, "maxUnavailable", IntOrString, One, false),
         f(2, "maxSurge", IntOrString, One, false),
     ] },
-    // 414
+    // 423
     Message { name: "api.discovery.v1.ForZone", fields: &[
         f(1, "name", Str, One, false),
     ] },
-    // 415
+    // 424
     Message { name: "api.discovery.v1.ForNode", fields: &[
         f(1, "name", Str, One, false),
     ] },
-    // 416
+    // 425
     Message { name: "api.networking.v1.IngressServiceBackend", fields: &[
         f(1, "name", Str, One, false),
-        f(2, "port", Msg(500), One, false),
+        f(2, "port", Msg(509), One, false),
     ] },
-    // 417
+    // 426
     Message { name: "api.networking.v1.IngressRuleValue", fields: &[
-        f(1, "http", Msg(501), One, false),
+        f(1, "http", Msg(510), One, false),
     ] },
-    // 418
+    // 427
     Message { name: "api.networking.v1.IngressLoadBalancerIngress", fields: &[
         f(1, "ip", Str, One, false),
         f(2, "hostname", Str, One, false),
-        f(4, "ports", Msg(502), Rep, false),
+        f(4, "ports", Msg(511), Rep, false),
     ] },
-    // 419
+    // 428
     Message { name: "api.networking.v1.NetworkPolicyPort", fields: &[
         f(1, "protocol", Str, One, false),
         f(2, "port", IntOrString, One, false),
         f(3, "endPort", I32, One, false),
     ] },
-    // 420
+    // 429
     Message { name: "api.networking.v1.NetworkPolicyPeer", fields: &[
-        f(1, "podSelector", Msg(194), One, false),
-        f(2, "namespaceSelector", Msg(194), One, false),
-        f(3, "ipBlock", Msg(503), One, false),
+        f(1, "podSelector", Msg(201), One, false),
+        f(2, "namespaceSelector", Msg(201), One, false),
+        f(3, "ipBlock", Msg(512), One, false),
     ] },
-    // 421
+    // 430
     Message { name: "api.autoscaling.v2.ObjectMetricSource", fields: &[
-        f(1, "describedObject", Msg(296), One, false),
-        f(2, "target", Msg(504), One, false),
-        f(3, "metric", Msg(505), One, false),
+        f(1, "describedObject", Msg(304), One, false),
+        f(2, "target", Msg(513), One, false),
+        f(3, "metric", Msg(514), One, false),
     ] },
-    // 422
+    // 431
     Message { name: "api.autoscaling.v2.PodsMetricSource", fields: &[
-        f(1, "metric", Msg(505), One, false),
-        f(2, "target", Msg(504), One, false),
+        f(1, "metric", Msg(514), One, false),
+        f(2, "target", Msg(513), One, false),
     ] },
-    // 423
+    // 432
     Message { name: "api.autoscaling.v2.ResourceMetricSource", fields: &[
         f(1, "name", Str, One, false),
-        f(2, "target", Msg(504), One, false),
+        f(2, "target", Msg(513), One, false),
     ] },
-    // 424
+    // 433
     Message { name: "api.autoscaling.v2.ContainerResourceMetricSource", fields: &[
         f(1, "name", Str, One, false),
-        f(2, "target", Msg(504), One, false),
+        f(2, "target", Msg(513), One, false),
         f(3, "container", Str, One, false),
     ] },
-    // 425
+    // 434
     Message { name: "api.autoscaling.v2.ExternalMetricSource", fields: &[
-        f(1, "metric", Msg(505), One, false),
-        f(2, "target", Msg(504), One, false),
+        f(1, "metric", Msg(514), One, false),
+        f(2, "target", Msg(513), One, false),
     ] },
-    // 426
+    // 435
     Message { name: "api.autoscaling.v2.HpaScalingRules", fields: &[
         f(1, "selectPolicy", Str, One, false),
-        f(2, "policies", Msg(506), Rep, false),
+        f(2, "policies", Msg(515), Rep, false),
         f(3, "stabilizationWindowSeconds", I32, One, false),
         f(4, "tolerance", Quantity, One, false),
     ] },
-    // 427
+    // 436
     Message { name: "api.autoscaling.v2.ObjectMetricStatus", fields: &[
-        f(1, "metric", Msg(505), One, false),
-        f(2, "current", Msg(507), One, false),
-        f(3, "describedObject", Msg(296), One, false),
+        f(1, "metric", Msg(514), One, false),
+        f(2, "current", Msg(516), One, false),
+        f(3, "describedObject", Msg(304), One, false),
     ] },
-    // 428
+    // 437
     Message { name: "api.autoscaling.v2.PodsMetricStatus", fields: &[
-        f(1, "metric", Msg(505), One, false),
-        f(2, "current", Msg(507), One, false),
+        f(1, "metric", Msg(514), One, false),
+        f(2, "current", Msg(516), One, false),
     ] },
-    // 429
+    // 438
     Message { name: "api.autoscaling.v2.ResourceMetricStatus", fields: &[
         f(1, "name", Str, One, false),
-        f(2, "current", Msg(507), One, false),
+        f(2, "current", Msg(516), One, false),
     ] },
-    // 430
+    // 439
     Message { name: "api.autoscaling.v2.ContainerResourceMetricStatus", fields: &[
         f(1, "name", Str, One, false),
-        f(2, "current", Msg(507), One, false),
+        f(2, "current", Msg(516), One, false),
         f(3, "container", Str, One, false),
     ] },
-    // 431
+    // 440
     Message { name: "api.autoscaling.v2.ExternalMetricStatus", fields: &[
-        f(1, "metric", Msg(505), One, false),
-        f(2, "current", Msg(507), One, false),
+        f(1, "metric", Msg(514), One, false),
+        f(2, "current", Msg(516), One, false),
     ] },
-    // 432
+    // 441
     Message { name: "api.admissionregistration.v1.ServiceReference", fields: &[
         f(1, "namespace", Str, One, false),
         f(2, "name", Str, One, false),
         f(3, "path", Str, One, false),
         f(4, "port", I32, One, false),
     ] },
-    // 433
+    // 442
     Message { name: "api.admissionregistration.v1.Rule", fields: &[
         f(1, "apiGroups", Str, Rep, false),
         f(2, "apiVersions", Str, Rep, false),
         f(3, "resources", Str, Rep, false),
         f(4, "scope", Str, One, false),
     ] },
-    // 434
+    // 443
     Message { name: "api.admissionregistration.v1.NamedRuleWithOperations", fields: &[
         f(1, "resourceNames", Str, Rep, false),
-        f(2, "ruleWithOperations", Msg(304), One, false),
+        f(2, "ruleWithOperations", Msg(312), One, false),
     ] },
-    // 435
+    // 444
     Message { name: "api.admissionregistration.v1.ExpressionWarning", fields: &[
         f(2, "fieldRef", Str, One, false),
         f(3, "warning", Str, One, false),
     ] },
-    // 436
+    // 445
     Message { name: "api.flowcontrol.v1.Subject", fields: &[
         f(1, "kind", Str, One, false),
-        f(2, "user", Msg(508), One, false),
-        f(3, "group", Msg(509), One, false),
-        f(4, "serviceAccount", Msg(510), One, false),
+        f(2, "user", Msg(517), One, false),
+        f(3, "group", Msg(518), One, false),
+        f(4, "serviceAccount", Msg(519), One, false),
     ] },
-    // 437
+    // 446
     Message { name: "api.flowcontrol.v1.ResourcePolicyRule", fields: &[
         f(1, "verbs", Str, Rep, false),
         f(2, "apiGroups", Str, Rep, false),
@@ -3012,95 +3067,95 @@ pub(super) static MESSAGES: [Message; 558] = [
         f(4, "clusterScope", Bool, One, false),
         f(5, "namespaces", Str, Rep, false),
     ] },
-    // 438
+    // 447
     Message { name: "api.flowcontrol.v1.NonResourcePolicyRule", fields: &[
         f(1, "verbs", Str, Rep, false),
         f(6, "nonResourceURLs", Str, Rep, false),
     ] },
-    // 439
+    // 448
     Message { name: "api.flowcontrol.v1.LimitResponse", fields: &[
         f(1, "type", Str, One, false),
-        f(2, "queuing", Msg(511), One, false),
+        f(2, "queuing", Msg(520), One, false),
     ] },
-    // 440
+    // 449
     Message { name: "api.resource.v1.CelDeviceSelector", fields: &[
         f(1, "expression", Str, One, false),
     ] },
-    // 441
+    // 450
     Message { name: "api.resource.v1.DeviceConfiguration", fields: &[
-        f(1, "opaque", Msg(512), One, false),
+        f(1, "opaque", Msg(521), One, false),
     ] },
-    // 442
+    // 451
     Message { name: "api.resource.v1.DeviceRequest", fields: &[
         f(1, "name", Str, One, false),
-        f(2, "exactly", Msg(513), One, false),
-        f(3, "firstAvailable", Msg(514), Rep, false),
+        f(2, "exactly", Msg(522), One, false),
+        f(3, "firstAvailable", Msg(523), Rep, false),
     ] },
-    // 443
+    // 452
     Message { name: "api.resource.v1.DeviceConstraint", fields: &[
         f(1, "requests", Str, Rep, false),
         f(2, "matchAttribute", Str, One, false),
         f(3, "distinctAttribute", Str, One, false),
     ] },
-    // 444
+    // 453
     Message { name: "api.resource.v1.DeviceClaimConfiguration", fields: &[
         f(1, "requests", Str, Rep, false),
-        f(2, "deviceConfiguration", Msg(441), Inline, false),
+        f(2, "deviceConfiguration", Msg(450), Inline, false),
     ] },
-    // 445
+    // 454
     Message { name: "api.resource.v1.DeviceAllocationResult", fields: &[
-        f(1, "results", Msg(515), Rep, false),
-        f(2, "config", Msg(516), Rep, false),
+        f(1, "results", Msg(524), Rep, false),
+        f(2, "config", Msg(525), Rep, false),
     ] },
-    // 446
+    // 455
     Message { name: "api.resource.v1.NetworkDeviceData", fields: &[
         f(1, "interfaceName", Str, One, false),
         f(2, "ips", Str, Rep, false),
         f(3, "hardwareAddress", Str, One, false),
     ] },
-    // 447
+    // 456
     Message { name: "api.core.v1.NodeSelectorTerm", fields: &[
-        f(1, "matchExpressions", Msg(517), Rep, false),
-        f(2, "matchFields", Msg(517), Rep, false),
+        f(1, "matchExpressions", Msg(526), Rep, false),
+        f(2, "matchFields", Msg(526), Rep, false),
     ] },
-    // 448
+    // 457
     Message { name: "api.resource.v1.DeviceAttribute", fields: &[
         f(2, "int", I64, One, false),
         f(3, "bool", Bool, One, false),
         f(4, "string", Str, One, false),
         f(5, "version", Str, One, false),
     ] },
-    // 449
+    // 458
     Message { name: "api.resource.v1.DeviceCapacity", fields: &[
         f(1, "value", Quantity, One, false),
-        f(2, "requestPolicy", Msg(518), One, false),
+        f(2, "requestPolicy", Msg(527), One, false),
     ] },
-    // 450
+    // 459
     Message { name: "api.resource.v1.DeviceCounterConsumption", fields: &[
         f(1, "counterSet", Str, One, false),
-        f(2, "counters", Msg(452), Map, false),
+        f(2, "counters", Msg(461), Map, false),
     ] },
-    // 451
+    // 460
     Message { name: "api.resource.v1.DeviceTaint", fields: &[
         f(1, "key", Str, One, false),
         f(2, "value", Str, One, false),
         f(3, "effect", Str, One, false),
         f(4, "timeAdded", Time, One, false),
     ] },
-    // 452
+    // 461
     Message { name: "api.resource.v1.Counter", fields: &[
         f(1, "value", Quantity, One, false),
     ] },
-    // 453
+    // 462
     Message { name: "apiextensions_apiserver.pkg.apis.apiextensions.v1.CustomResourceValidation", fields: &[
-        f(1, "openAPIV3Schema", Msg(519), One, false),
+        f(1, "openAPIV3Schema", Msg(528), One, false),
     ] },
-    // 454
+    // 463
     Message { name: "apiextensions_apiserver.pkg.apis.apiextensions.v1.CustomResourceSubresources", fields: &[
-        f(1, "status", Msg(520), One, false),
-        f(2, "scale", Msg(521), One, false),
+        f(1, "status", Msg(529), One, false),
+        f(2, "scale", Msg(530), One, false),
     ] },
-    // 455
+    // 464
     Message { name: "apiextensions_apiserver.pkg.apis.apiextensions.v1.CustomResourceColumnDefinition", fields: &[
         f(1, "name", Str, One, false),
         f(2, "type", Str, One, false),
@@ -3109,63 +3164,63 @@ pub(super) static MESSAGES: [Message; 558] = [
         f(5, "priority", I32, One, false),
         f(6, "jsonPath", Str, One, false),
     ] },
-    // 456
+    // 465
     Message { name: "apiextensions_apiserver.pkg.apis.apiextensions.v1.SelectableField", fields: &[
         f(1, "jsonPath", Str, One, false),
     ] },
-    // 457
+    // 466
     Message { name: "apiextensions_apiserver.pkg.apis.apiextensions.v1.WebhookConversion", fields: &[
-        f(2, "clientConfig", Msg(522), One, false),
+        f(2, "clientConfig", Msg(531), One, false),
         f(3, "conversionReviewVersions", Str, Rep, false),
     ] },
-    // 458
+    // 467
     Message { name: "api.storage.v1.VolumeNodeResources", fields: &[
         f(1, "count", I32, One, false),
     ] },
-    // 459
+    // 468
     Message { name: "api.batch.v1.PodFailurePolicyRule", fields: &[
         f(1, "action", Str, One, false),
-        f(2, "onExitCodes", Msg(523), One, false),
-        f(3, "onPodConditions", Msg(524), Rep, false),
+        f(2, "onExitCodes", Msg(532), One, false),
+        f(3, "onPodConditions", Msg(533), Rep, false),
     ] },
-    // 460
+    // 469
     Message { name: "api.batch.v1.SuccessPolicyRule", fields: &[
         f(1, "succeededIndexes", Str, One, false),
         f(2, "succeededCount", I32, One, false),
     ] },
-    // 461
+    // 470
     Message { name: "api.authorization.v1.FieldSelectorAttributes", fields: &[
         f(1, "rawSelector", Str, One, true),
-        f(2, "requirements", Msg(525), Rep, false),
+        f(2, "requirements", Msg(534), Rep, false),
     ] },
-    // 462
+    // 471
     Message { name: "api.authorization.v1.LabelSelectorAttributes", fields: &[
         f(1, "rawSelector", Str, One, true),
-        f(2, "requirements", Msg(339), Rep, false),
+        f(2, "requirements", Msg(347), Rep, false),
     ] },
-    // 463
+    // 472
     Message { name: "api.authentication.v1.ExtraValue", fields: &[
         f(1, "items", Str, Rep, false),
     ] },
-    // 464
+    // 473
     Message { name: "api.core.v1.EmptyDirVolumeSource", fields: &[
         f(1, "medium", Str, One, true),
         f(2, "sizeLimit", Quantity, One, false),
     ] },
-    // 465
+    // 474
     Message { name: "api.core.v1.GitRepoVolumeSource", fields: &[
         f(1, "repository", Str, One, false),
         f(2, "revision", Str, One, true),
         f(3, "directory", Str, One, true),
     ] },
-    // 466
+    // 475
     Message { name: "api.core.v1.SecretVolumeSource", fields: &[
         f(1, "secretName", Str, One, true),
-        f(2, "items", Msg(526), Rep, false),
+        f(2, "items", Msg(535), Rep, false),
         f(3, "defaultMode", I32, One, false),
         f(4, "optional", Bool, One, false),
     ] },
-    // 467
+    // 476
     Message { name: "api.core.v1.IscsiVolumeSource", fields: &[
         f(1, "targetPortal", Str, One, false),
         f(2, "iqn", Str, One, false),
@@ -3175,22 +3230,22 @@ pub(super) static MESSAGES: [Message; 558] = [
         f(6, "readOnly", Bool, One, true),
         f(7, "portals", Str, Rep, false),
         f(8, "chapAuthDiscovery", Bool, One, true),
-        f(10, "secretRef", Msg(132), One, false),
+        f(10, "secretRef", Msg(138), One, false),
         f(11, "chapAuthSession", Bool, One, true),
         f(12, "initiatorName", Str, One, false),
     ] },
-    // 468
+    // 477
     Message { name: "api.core.v1.GlusterfsVolumeSource", fields: &[
         f(1, "endpoints", Str, One, false),
         f(2, "path", Str, One, false),
         f(3, "readOnly", Bool, One, true),
     ] },
-    // 469
+    // 478
     Message { name: "api.core.v1.PersistentVolumeClaimVolumeSource", fields: &[
         f(1, "claimName", Str, One, false),
         f(2, "readOnly", Bool, One, true),
     ] },
-    // 470
+    // 479
     Message { name: "api.core.v1.RbdVolumeSource", fields: &[
         f(1, "monitors", Str, Rep, false),
         f(2, "image", Str, One, false),
@@ -3198,61 +3253,61 @@ pub(super) static MESSAGES: [Message; 558] = [
         f(4, "pool", Str, One, true),
         f(5, "user", Str, One, true),
         f(6, "keyring", Str, One, true),
-        f(7, "secretRef", Msg(132), One, false),
+        f(7, "secretRef", Msg(138), One, false),
         f(8, "readOnly", Bool, One, true),
     ] },
-    // 471
+    // 480
     Message { name: "api.core.v1.FlexVolumeSource", fields: &[
         f(1, "driver", Str, One, false),
         f(2, "fsType", Str, One, true),
-        f(3, "secretRef", Msg(132), One, false),
+        f(3, "secretRef", Msg(138), One, false),
         f(4, "readOnly", Bool, One, true),
         f(5, "options", Str, Map, false),
     ] },
-    // 472
+    // 481
     Message { name: "api.core.v1.CinderVolumeSource", fields: &[
         f(1, "volumeID", Str, One, false),
         f(2, "fsType", Str, One, true),
         f(3, "readOnly", Bool, One, true),
-        f(4, "secretRef", Msg(132), One, false),
+        f(4, "secretRef", Msg(138), One, false),
     ] },
-    // 473
+    // 482
     Message { name: "api.core.v1.CephFsVolumeSource", fields: &[
         f(1, "monitors", Str, Rep, false),
         f(2, "path", Str, One, true),
         f(3, "user", Str, One, true),
         f(4, "secretFile", Str, One, true),
-        f(5, "secretRef", Msg(132), One, false),
+        f(5, "secretRef", Msg(138), One, false),
         f(6, "readOnly", Bool, One, true),
     ] },
-    // 474
+    // 483
     Message { name: "api.core.v1.DownwardAPIVolumeSource", fields: &[
-        f(1, "items", Msg(527), Rep, false),
+        f(1, "items", Msg(536), Rep, false),
         f(2, "defaultMode", I32, One, false),
     ] },
-    // 475
+    // 484
     Message { name: "api.core.v1.AzureFileVolumeSource", fields: &[
         f(1, "secretName", Str, One, false),
         f(2, "shareName", Str, One, false),
         f(3, "readOnly", Bool, One, true),
     ] },
-    // 476
+    // 485
     Message { name: "api.core.v1.ConfigMapVolumeSource", fields: &[
-        f(1, "localObjectReference", Msg(132), Inline, false),
-        f(2, "items", Msg(526), Rep, false),
+        f(1, "localObjectReference", Msg(138), Inline, false),
+        f(2, "items", Msg(535), Rep, false),
         f(3, "defaultMode", I32, One, false),
         f(4, "optional", Bool, One, false),
     ] },
-    // 477
+    // 486
     Message { name: "api.core.v1.ProjectedVolumeSource", fields: &[
-        f(1, "sources", Msg(528), Rep, false),
+        f(1, "sources", Msg(537), Rep, false),
         f(2, "defaultMode", I32, One, false),
     ] },
-    // 478
+    // 487
     Message { name: "api.core.v1.ScaleIoVolumeSource", fields: &[
         f(1, "gateway", Str, One, false),
         f(2, "system", Str, One, false),
-        f(3, "secretRef", Msg(132), One, false),
+        f(3, "secretRef", Msg(138), One, false),
         f(4, "sslEnabled", Bool, One, true),
         f(5, "protectionDomain", Str, One, true),
         f(6, "storagePool", Str, One, true),
@@ -3261,102 +3316,102 @@ pub(super) static MESSAGES: [Message; 558] = [
         f(9, "fsType", Str, One, true),
         f(10, "readOnly", Bool, One, true),
     ] },
-    // 479
+    // 488
     Message { name: "api.core.v1.StorageOsVolumeSource", fields: &[
         f(1, "volumeName", Str, One, true),
         f(2, "volumeNamespace", Str, One, true),
         f(3, "fsType", Str, One, true),
         f(4, "readOnly", Bool, One, true),
-        f(5, "secretRef", Msg(132), One, false),
+        f(5, "secretRef", Msg(138), One, false),
     ] },
-    // 480
+    // 489
     Message { name: "api.core.v1.CSIVolumeSource", fields: &[
         f(1, "driver", Str, One, false),
         f(2, "readOnly", Bool, One, false),
         f(3, "fsType", Str, One, false),
         f(4, "volumeAttributes", Str, Map, false),
-        f(5, "nodePublishSecretRef", Msg(132), One, false),
+        f(5, "nodePublishSecretRef", Msg(138), One, false),
     ] },
-    // 481
+    // 490
     Message { name: "api.core.v1.EphemeralVolumeSource", fields: &[
-        f(1, "volumeClaimTemplate", Msg(529), One, false),
+        f(1, "volumeClaimTemplate", Msg(538), One, false),
     ] },
-    // 482
+    // 491
     Message { name: "api.core.v1.ImageVolumeSource", fields: &[
         f(1, "reference", Str, One, true),
         f(2, "pullPolicy", Str, One, true),
     ] },
-    // 483
+    // 492
     Message { name: "api.core.v1.ConfigMapEnvSource", fields: &[
-        f(1, "localObjectReference", Msg(132), Inline, false),
+        f(1, "localObjectReference", Msg(138), Inline, false),
         f(2, "optional", Bool, One, false),
     ] },
-    // 484
+    // 493
     Message { name: "api.core.v1.SecretEnvSource", fields: &[
-        f(1, "localObjectReference", Msg(132), Inline, false),
+        f(1, "localObjectReference", Msg(138), Inline, false),
         f(2, "optional", Bool, One, false),
     ] },
-    // 485
+    // 494
     Message { name: "api.core.v1.EnvVarSource", fields: &[
-        f(1, "fieldRef", Msg(530), One, false),
-        f(2, "resourceFieldRef", Msg(531), One, false),
-        f(3, "configMapKeyRef", Msg(532), One, false),
-        f(4, "secretKeyRef", Msg(533), One, false),
-        f(5, "fileKeyRef", Msg(534), One, false),
+        f(1, "fieldRef", Msg(539), One, false),
+        f(2, "resourceFieldRef", Msg(540), One, false),
+        f(3, "configMapKeyRef", Msg(541), One, false),
+        f(4, "secretKeyRef", Msg(542), One, false),
+        f(5, "fileKeyRef", Msg(543), One, false),
     ] },
-    // 486
+    // 495
     Message { name: "api.core.v1.ContainerRestartRuleOnExitCodes", fields: &[
         f(1, "operator", Str, One, false),
         f(2, "values", I32, Rep, false),
     ] },
-    // 487
+    // 496
     Message { name: "api.core.v1.ProbeHandler", fields: &[
-        f(1, "exec", Msg(535), One, false),
-        f(2, "httpGet", Msg(536), One, false),
-        f(3, "tcpSocket", Msg(537), One, false),
-        f(4, "grpc", Msg(538), One, false),
+        f(1, "exec", Msg(544), One, false),
+        f(2, "httpGet", Msg(545), One, false),
+        f(3, "tcpSocket", Msg(546), One, false),
+        f(4, "grpc", Msg(547), One, false),
     ] },
-    // 488
+    // 497
     Message { name: "api.core.v1.LifecycleHandler", fields: &[
-        f(1, "exec", Msg(535), One, false),
-        f(2, "httpGet", Msg(536), One, false),
-        f(3, "tcpSocket", Msg(537), One, false),
-        f(4, "sleep", Msg(539), One, false),
+        f(1, "exec", Msg(544), One, false),
+        f(2, "httpGet", Msg(545), One, false),
+        f(3, "tcpSocket", Msg(546), One, false),
+        f(4, "sleep", Msg(548), One, false),
     ] },
-    // 489
+    // 498
     Message { name: "api.core.v1.Capabilities", fields: &[
         f(1, "add", Str, Rep, false),
         f(2, "drop", Str, Rep, false),
     ] },
-    // 490
+    // 499
     Message { name: "api.core.v1.PreferredSchedulingTerm", fields: &[
         f(1, "weight", I32, One, false),
-        f(2, "preference", Msg(447), One, false),
+        f(2, "preference", Msg(456), One, false),
     ] },
-    // 491
+    // 500
     Message { name: "api.core.v1.PodAffinityTerm", fields: &[
-        f(1, "labelSelector", Msg(194), One, false),
+        f(1, "labelSelector", Msg(201), One, false),
         f(2, "namespaces", Str, Rep, false),
         f(3, "topologyKey", Str, One, false),
-        f(4, "namespaceSelector", Msg(194), One, false),
+        f(4, "namespaceSelector", Msg(201), One, false),
         f(5, "matchLabelKeys", Str, Rep, false),
         f(6, "mismatchLabelKeys", Str, Rep, false),
     ] },
-    // 492
+    // 501
     Message { name: "api.core.v1.WeightedPodAffinityTerm", fields: &[
         f(1, "weight", I32, One, false),
-        f(2, "podAffinityTerm", Msg(491), One, false),
+        f(2, "podAffinityTerm", Msg(500), One, false),
     ] },
-    // 493
+    // 502
     Message { name: "api.core.v1.ContainerStateWaiting", fields: &[
         f(1, "reason", Str, One, false),
         f(2, "message", Str, One, false),
     ] },
-    // 494
+    // 503
     Message { name: "api.core.v1.ContainerStateRunning", fields: &[
         f(1, "startedAt", Time, One, false),
     ] },
-    // 495
+    // 504
     Message { name: "api.core.v1.ContainerStateTerminated", fields: &[
         f(1, "exitCode", I32, One, false),
         f(2, "signal", I32, One, false),
@@ -3366,148 +3421,148 @@ pub(super) static MESSAGES: [Message; 558] = [
         f(6, "finishedAt", Time, One, false),
         f(7, "containerID", Str, One, false),
     ] },
-    // 496
+    // 505
     Message { name: "api.core.v1.LinuxContainerUser", fields: &[
         f(1, "uid", I64, One, false),
         f(2, "gid", I64, One, false),
         f(3, "supplementalGroups", I64, Rep, false),
     ] },
-    // 497
+    // 506
     Message { name: "api.core.v1.ResourceHealth", fields: &[
         f(1, "resourceID", Str, One, false),
         f(2, "health", Str, One, false),
     ] },
-    // 498
+    // 507
     Message { name: "api.core.v1.PortStatus", fields: &[
         f(1, "port", I32, One, false),
         f(2, "protocol", Str, One, false),
         f(3, "error", Str, One, false),
     ] },
-    // 499
+    // 508
     Message { name: "api.core.v1.SecretReference", fields: &[
         f(1, "name", Str, One, false),
         f(2, "namespace", Str, One, false),
     ] },
-    // 500
+    // 509
     Message { name: "api.networking.v1.ServiceBackendPort", fields: &[
         f(1, "name", Str, One, false),
         f(2, "number", I32, One, false),
     ] },
-    // 501
+    // 510
     Message { name: "api.networking.v1.HttpIngressRuleValue", fields: &[
-        f(1, "paths", Msg(540), Rep, false),
+        f(1, "paths", Msg(549), Rep, false),
     ] },
-    // 502
+    // 511
     Message { name: "api.networking.v1.IngressPortStatus", fields: &[
         f(1, "port", I32, One, false),
         f(2, "protocol", Str, One, false),
         f(3, "error", Str, One, false),
     ] },
-    // 503
+    // 512
     Message { name: "api.networking.v1.IpBlock", fields: &[
         f(1, "cidr", Str, One, false),
         f(2, "except", Str, Rep, false),
     ] },
-    // 504
+    // 513
     Message { name: "api.autoscaling.v2.MetricTarget", fields: &[
         f(1, "type", Str, One, false),
         f(2, "value", Quantity, One, false),
         f(3, "averageValue", Quantity, One, false),
         f(4, "averageUtilization", I32, One, false),
     ] },
-    // 505
+    // 514
     Message { name: "api.autoscaling.v2.MetricIdentifier", fields: &[
         f(1, "name", Str, One, false),
-        f(2, "selector", Msg(194), One, false),
+        f(2, "selector", Msg(201), One, false),
     ] },
-    // 506
+    // 515
     Message { name: "api.autoscaling.v2.HpaScalingPolicy", fields: &[
         f(1, "type", Str, One, false),
         f(2, "value", I32, One, false),
         f(3, "periodSeconds", I32, One, false),
     ] },
-    // 507
+    // 516
     Message { name: "api.autoscaling.v2.MetricValueStatus", fields: &[
         f(1, "value", Quantity, One, false),
         f(2, "averageValue", Quantity, One, false),
         f(3, "averageUtilization", I32, One, false),
     ] },
-    // 508
+    // 517
     Message { name: "api.flowcontrol.v1.UserSubject", fields: &[
         f(1, "name", Str, One, false),
     ] },
-    // 509
+    // 518
     Message { name: "api.flowcontrol.v1.GroupSubject", fields: &[
         f(1, "name", Str, One, false),
     ] },
-    // 510
+    // 519
     Message { name: "api.flowcontrol.v1.ServiceAccountSubject", fields: &[
         f(1, "namespace", Str, One, false),
         f(2, "name", Str, One, false),
     ] },
-    // 511
+    // 520
     Message { name: "api.flowcontrol.v1.QueuingConfiguration", fields: &[
         f(1, "queues", I32, One, false),
         f(2, "handSize", I32, One, false),
         f(3, "queueLengthLimit", I32, One, false),
     ] },
-    // 512
+    // 521
     Message { name: "api.resource.v1.OpaqueDeviceConfiguration", fields: &[
         f(1, "driver", Str, One, false),
         f(2, "parameters", RawExtension, One, false),
     ] },
-    // 513
+    // 522
     Message { name: "api.resource.v1.ExactDeviceRequest", fields: &[
         f(1, "deviceClassName", Str, One, false),
-        f(2, "selectors", Msg(320), Rep, false),
+        f(2, "selectors", Msg(328), Rep, false),
         f(3, "allocationMode", Str, One, false),
         f(4, "count", I64, One, false),
         f(5, "adminAccess", Bool, One, false),
-        f(6, "tolerations", Msg(541), Rep, false),
-        f(7, "capacity", Msg(542), One, false),
+        f(6, "tolerations", Msg(550), Rep, false),
+        f(7, "capacity", Msg(551), One, false),
     ] },
-    // 514
+    // 523
     Message { name: "api.resource.v1.DeviceSubRequest", fields: &[
         f(1, "name", Str, One, false),
         f(2, "deviceClassName", Str, One, false),
-        f(3, "selectors", Msg(320), Rep, false),
+        f(3, "selectors", Msg(328), Rep, false),
         f(4, "allocationMode", Str, One, false),
         f(5, "count", I64, One, false),
-        f(6, "tolerations", Msg(541), Rep, false),
-        f(7, "capacity", Msg(542), One, false),
+        f(6, "tolerations", Msg(550), Rep, false),
+        f(7, "capacity", Msg(551), One, false),
     ] },
-    // 515
+    // 524
     Message { name: "api.resource.v1.DeviceRequestAllocationResult", fields: &[
         f(1, "request", Str, One, false),
         f(2, "driver", Str, One, false),
         f(3, "pool", Str, One, false),
         f(4, "device", Str, One, false),
         f(5, "adminAccess", Bool, One, false),
-        f(6, "tolerations", Msg(541), Rep, false),
+        f(6, "tolerations", Msg(550), Rep, false),
         f(7, "bindingConditions", Str, Rep, false),
         f(8, "bindingFailureConditions", Str, Rep, false),
         f(9, "shareID", Str, One, false),
         f(10, "consumedCapacity", Quantity, Map, false),
     ] },
-    // 516
+    // 525
     Message { name: "api.resource.v1.DeviceAllocationConfiguration", fields: &[
         f(1, "source", Str, One, false),
         f(2, "requests", Str, Rep, false),
-        f(3, "deviceConfiguration", Msg(441), Inline, false),
+        f(3, "deviceConfiguration", Msg(450), Inline, false),
     ] },
-    // 517
+    // 526
     Message { name: "api.core.v1.NodeSelectorRequirement", fields: &[
         f(1, "key", Str, One, false),
         f(2, "operator", Str, One, false),
         f(3, "values", Str, Rep, false),
     ] },
-    // 518
+    // 527
     Message { name: "api.resource.v1.CapacityRequestPolicy", fields: &[
         f(1, "default", Quantity, One, false),
         f(3, "validValues", Quantity, Rep, false),
-        f(4, "validRange", Msg(543), One, false),
+        f(4, "validRange", Msg(552), One, false),
     ] },
-    // 519
+    // 528
     Message { name: "apiextensions_apiserver.pkg.apis.apiextensions.v1.JsonSchemaProps", fields: &[
         f(1, "id", Str, One, false),
         f(2, "schema", Str, One, false),
@@ -3516,7 +3571,7 @@ pub(super) static MESSAGES: [Message; 558] = [
         f(5, "type", Str, One, false),
         f(6, "format", Str, One, false),
         f(7, "title", Str, One, false),
-        f(8, "default", Msg(544), One, false),
+        f(8, "default", Msg(553), One, false),
         f(9, "maximum", F64, One, false),
         f(10, "exclusiveMaximum", Bool, One, false),
         f(11, "minimum", F64, One, false),
@@ -3528,23 +3583,23 @@ pub(super) static MESSAGES: [Message; 558] = [
         f(17, "minItems", I64, One, false),
         f(18, "uniqueItems", Bool, One, false),
         f(19, "multipleOf", F64, One, false),
-        f(20, "enum", Msg(544), Rep, false),
+        f(20, "enum", Msg(553), Rep, false),
         f(21, "maxProperties", I64, One, false),
         f(22, "minProperties", I64, One, false),
         f(23, "required", Str, Rep, false),
-        f(24, "items", Msg(545), One, false),
-        f(25, "allOf", Msg(519), Rep, false),
-        f(26, "oneOf", Msg(519), Rep, false),
-        f(27, "anyOf", Msg(519), Rep, false),
-        f(28, "not", Msg(519), One, false),
-        f(29, "properties", Msg(519), Map, false),
-        f(30, "additionalProperties", Msg(546), One, false),
-        f(31, "patternProperties", Msg(519), Map, false),
-        f(32, "dependencies", Msg(547), Map, false),
-        f(33, "additionalItems", Msg(546), One, false),
-        f(34, "definitions", Msg(519), Map, false),
-        f(35, "externalDocs", Msg(548), One, false),
-        f(36, "example", Msg(544), One, false),
+        f(24, "items", Msg(554), One, false),
+        f(25, "allOf", Msg(528), Rep, false),
+        f(26, "oneOf", Msg(528), Rep, false),
+        f(27, "anyOf", Msg(528), Rep, false),
+        f(28, "not", Msg(528), One, false),
+        f(29, "properties", Msg(528), Map, false),
+        f(30, "additionalProperties", Msg(555), One, false),
+        f(31, "patternProperties", Msg(528), Map, false),
+        f(32, "dependencies", Msg(556), Map, false),
+        f(33, "additionalItems", Msg(555), One, false),
+        f(34, "definitions", Msg(528), Map, false),
+        f(35, "externalDocs", Msg(557), One, false),
+        f(36, "example", Msg(553), One, false),
         f(37, "nullable", Bool, One, false),
         f(38, "xKubernetesPreserveUnknownFields", Bool, One, false),
         f(39, "xKubernetesEmbeddedResource", Bool, One, false),
@@ -3552,130 +3607,130 @@ pub(super) static MESSAGES: [Message; 558] = [
         f(41, "xKubernetesListMapKeys", Str, Rep, false),
         f(42, "xKubernetesListType", Str, One, false),
         f(43, "xKubernetesMapType", Str, One, false),
-        f(44, "xKubernetesValidations", Msg(549), Rep, false),
+        f(44, "xKubernetesValidations", Msg(558), Rep, false),
     ] },
-    // 520
+    // 529
     Message { name: "apiextensions_apiserver.pkg.apis.apiextensions.v1.CustomResourceSubresourceStatus", fields: &[
     ] },
-    // 521
+    // 530
     Message { name: "apiextensions_apiserver.pkg.apis.apiextensions.v1.CustomResourceSubresourceScale", fields: &[
         f(1, "specReplicasPath", Str, One, false),
         f(2, "statusReplicasPath", Str, One, false),
         f(3, "labelSelectorPath", Str, One, false),
     ] },
-    // 522
+    // 531
     Message { name: "apiextensions_apiserver.pkg.apis.apiextensions.v1.WebhookClientConfig", fields: &[
-        f(1, "service", Msg(550), One, false),
+        f(1, "service", Msg(559), One, false),
         f(2, "caBundle", Bytes, One, false),
         f(3, "url", Str, One, false),
     ] },
-    // 523
+    // 532
     Message { name: "api.batch.v1.PodFailurePolicyOnExitCodesRequirement", fields: &[
         f(1, "containerName", Str, One, false),
         f(2, "operator", Str, One, false),
         f(3, "values", I32, Rep, false),
     ] },
-    // 524
+    // 533
     Message { name: "api.batch.v1.PodFailurePolicyOnPodConditionsPattern", fields: &[
         f(1, "type", Str, One, false),
         f(2, "status", Str, One, false),
     ] },
-    // 525
+    // 534
     Message { name: "apimachinery.pkg.apis.meta.v1.FieldSelectorRequirement", fields: &[
         f(1, "key", Str, One, false),
         f(2, "operator", Str, One, false),
         f(3, "values", Str, Rep, false),
     ] },
-    // 526
+    // 535
     Message { name: "api.core.v1.KeyToPath", fields: &[
         f(1, "key", Str, One, false),
         f(2, "path", Str, One, false),
         f(3, "mode", I32, One, false),
     ] },
-    // 527
+    // 536
     Message { name: "api.core.v1.DownwardAPIVolumeFile", fields: &[
         f(1, "path", Str, One, false),
-        f(2, "fieldRef", Msg(530), One, false),
-        f(3, "resourceFieldRef", Msg(531), One, false),
+        f(2, "fieldRef", Msg(539), One, false),
+        f(3, "resourceFieldRef", Msg(540), One, false),
         f(4, "mode", I32, One, false),
     ] },
-    // 528
+    // 537
     Message { name: "api.core.v1.VolumeProjection", fields: &[
-        f(1, "secret", Msg(551), One, false),
-        f(2, "downwardAPI", Msg(552), One, false),
-        f(3, "configMap", Msg(553), One, false),
-        f(4, "serviceAccountToken", Msg(554), One, false),
-        f(5, "clusterTrustBundle", Msg(555), One, false),
-        f(6, "podCertificate", Msg(556), One, false),
+        f(1, "secret", Msg(560), One, false),
+        f(2, "downwardAPI", Msg(561), One, false),
+        f(3, "configMap", Msg(562), One, false),
+        f(4, "serviceAccountToken", Msg(563), One, false),
+        f(5, "clusterTrustBundle", Msg(564), One, false),
+        f(6, "podCertificate", Msg(565), One, false),
     ] },
-    // 529
+    // 538
     Message { name: "api.core.v1.PersistentVolumeClaimTemplate", fields: &[
-        f(1, "metadata", Msg(127), One, false),
-        f(2, "spec", Msg(145), One, false),
+        f(1, "metadata", Msg(133), One, false),
+        f(2, "spec", Msg(151), One, false),
     ] },
-    // 530
+    // 539
     Message { name: "api.core.v1.ObjectFieldSelector", fields: &[
         f(1, "apiVersion", Str, One, true),
         f(2, "fieldPath", Str, One, false),
     ] },
-    // 531
+    // 540
     Message { name: "api.core.v1.ResourceFieldSelector", fields: &[
         f(1, "containerName", Str, One, true),
         f(2, "resource", Str, One, false),
         f(3, "divisor", Quantity, One, false),
     ] },
-    // 532
+    // 541
     Message { name: "api.core.v1.ConfigMapKeySelector", fields: &[
-        f(1, "localObjectReference", Msg(132), Inline, false),
+        f(1, "localObjectReference", Msg(138), Inline, false),
         f(2, "key", Str, One, false),
         f(3, "optional", Bool, One, false),
     ] },
-    // 533
+    // 542
     Message { name: "api.core.v1.SecretKeySelector", fields: &[
-        f(1, "localObjectReference", Msg(132), Inline, false),
+        f(1, "localObjectReference", Msg(138), Inline, false),
         f(2, "key", Str, One, false),
         f(3, "optional", Bool, One, false),
     ] },
-    // 534
+    // 543
     Message { name: "api.core.v1.FileKeySelector", fields: &[
         f(1, "volumeName", Str, One, false),
         f(2, "path", Str, One, false),
         f(3, "key", Str, One, false),
         f(4, "optional", Bool, One, false),
     ] },
-    // 535
+    // 544
     Message { name: "api.core.v1.ExecAction", fields: &[
         f(1, "command", Str, Rep, false),
     ] },
-    // 536
+    // 545
     Message { name: "api.core.v1.HttpGetAction", fields: &[
         f(1, "path", Str, One, true),
         f(2, "port", IntOrString, One, false),
         f(3, "host", Str, One, true),
         f(4, "scheme", Str, One, true),
-        f(5, "httpHeaders", Msg(557), Rep, false),
+        f(5, "httpHeaders", Msg(566), Rep, false),
     ] },
-    // 537
+    // 546
     Message { name: "api.core.v1.TcpSocketAction", fields: &[
         f(1, "port", IntOrString, One, false),
         f(2, "host", Str, One, true),
     ] },
-    // 538
+    // 547
     Message { name: "api.core.v1.GrpcAction", fields: &[
         f(1, "port", I32, One, false),
         f(2, "service", Str, One, false),
     ] },
-    // 539
+    // 548
     Message { name: "api.core.v1.SleepAction", fields: &[
         f(1, "seconds", I64, One, false),
     ] },
-    // 540
+    // 549
     Message { name: "api.networking.v1.HttpIngressPath", fields: &[
         f(1, "path", Str, One, false),
-        f(2, "backend", Msg(288), One, false),
+        f(2, "backend", Msg(296), One, false),
         f(3, "pathType", Str, One, false),
     ] },
-    // 541
+    // 550
     Message { name: "api.resource.v1.DeviceToleration", fields: &[
         f(1, "key", Str, One, false),
         f(2, "operator", Str, One, false),
@@ -3683,41 +3738,41 @@ pub(super) static MESSAGES: [Message; 558] = [
         f(4, "effect", Str, One, false),
         f(5, "tolerationSeconds", I64, One, false),
     ] },
-    // 542
+    // 551
     Message { name: "api.resource.v1.CapacityRequirements", fields: &[
         f(1, "requests", Quantity, Map, false),
     ] },
-    // 543
+    // 552
     Message { name: "api.resource.v1.CapacityRequestPolicyRange", fields: &[
         f(1, "min", Quantity, One, false),
         f(2, "max", Quantity, One, false),
         f(3, "step", Quantity, One, false),
     ] },
-    // 544
+    // 553
     Message { name: "apiextensions_apiserver.pkg.apis.apiextensions.v1.Json", fields: &[
         f(1, "raw", Bytes, One, false),
     ] },
-    // 545
+    // 554
     Message { name: "apiextensions_apiserver.pkg.apis.apiextensions.v1.JsonSchemaPropsOrArray", fields: &[
-        f(1, "schema", Msg(519), One, false),
-        f(2, "jSonSchemas", Msg(519), Rep, false),
+        f(1, "schema", Msg(528), One, false),
+        f(2, "jSonSchemas", Msg(528), Rep, false),
     ] },
-    // 546
+    // 555
     Message { name: "apiextensions_apiserver.pkg.apis.apiextensions.v1.JsonSchemaPropsOrBool", fields: &[
         f(1, "allows", Bool, One, false),
-        f(2, "schema", Msg(519), One, false),
+        f(2, "schema", Msg(528), One, false),
     ] },
-    // 547
+    // 556
     Message { name: "apiextensions_apiserver.pkg.apis.apiextensions.v1.JsonSchemaPropsOrStringArray", fields: &[
-        f(1, "schema", Msg(519), One, false),
+        f(1, "schema", Msg(528), One, false),
         f(2, "property", Str, Rep, false),
     ] },
-    // 548
+    // 557
     Message { name: "apiextensions_apiserver.pkg.apis.apiextensions.v1.ExternalDocumentation", fields: &[
         f(1, "description", Str, One, false),
         f(2, "url", Str, One, false),
     ] },
-    // 549
+    // 558
     Message { name: "apiextensions_apiserver.pkg.apis.apiextensions.v1.ValidationRule", fields: &[
         f(1, "rule", Str, One, false),
         f(2, "message", Str, One, false),
@@ -3726,44 +3781,44 @@ pub(super) static MESSAGES: [Message; 558] = [
         f(5, "fieldPath", Str, One, false),
         f(6, "optionalOldSelf", Bool, One, false),
     ] },
-    // 550
+    // 559
     Message { name: "apiextensions_apiserver.pkg.apis.apiextensions.v1.ServiceReference", fields: &[
         f(1, "namespace", Str, One, false),
         f(2, "name", Str, One, false),
         f(3, "path", Str, One, false),
         f(4, "port", I32, One, false),
     ] },
-    // 551
+    // 560
     Message { name: "api.core.v1.SecretProjection", fields: &[
-        f(1, "localObjectReference", Msg(132), Inline, false),
-        f(2, "items", Msg(526), Rep, false),
+        f(1, "localObjectReference", Msg(138), Inline, false),
+        f(2, "items", Msg(535), Rep, false),
         f(4, "optional", Bool, One, false),
     ] },
-    // 552
+    // 561
     Message { name: "api.core.v1.DownwardAPIProjection", fields: &[
-        f(1, "items", Msg(527), Rep, false),
+        f(1, "items", Msg(536), Rep, false),
     ] },
-    // 553
+    // 562
     Message { name: "api.core.v1.ConfigMapProjection", fields: &[
-        f(1, "localObjectReference", Msg(132), Inline, false),
-        f(2, "items", Msg(526), Rep, false),
+        f(1, "localObjectReference", Msg(138), Inline, false),
+        f(2, "items", Msg(535), Rep, false),
         f(4, "optional", Bool, One, false),
     ] },
-    // 554
+    // 563
     Message { name: "api.core.v1.ServiceAccountTokenProjection", fields: &[
         f(1, "audience", Str, One, true),
         f(2, "expirationSeconds", I64, One, false),
         f(3, "path", Str, One, false),
     ] },
-    // 555
+    // 564
     Message { name: "api.core.v1.ClusterTrustBundleProjection", fields: &[
         f(1, "name", Str, One, false),
         f(2, "signerName", Str, One, false),
-        f(3, "labelSelector", Msg(194), One, false),
+        f(3, "labelSelector", Msg(201), One, false),
         f(4, "path", Str, One, false),
         f(5, "optional", Bool, One, false),
     ] },
-    // 556
+    // 565
     Message { name: "api.core.v1.PodCertificateProjection", fields: &[
         f(1, "signerName", Str, One, false),
         f(2, "keyType", Str, One, false),
@@ -3773,111 +3828,117 @@ pub(super) static MESSAGES: [Message; 558] = [
         f(6, "certificateChainPath", Str, One, false),
         f(7, "userAnnotations", Str, Map, false),
     ] },
-    // 557
+    // 566
     Message { name: "api.core.v1.HttpHeader", fields: &[
         f(1, "name", Str, One, false),
         f(2, "value", Str, One, false),
     ] },
 ];
 
-pub(super) static ROOTS: [Root; 127] = [
-    Root { api_version: "", kind: "DeleteOptions", msg: 126 },
-    Root { api_version: "admissionregistration.k8s.io/v1", kind: "MutatingWebhookConfiguration", msg: 57 },
-    Root { api_version: "admissionregistration.k8s.io/v1", kind: "MutatingWebhookConfigurationList", msg: 58 },
-    Root { api_version: "admissionregistration.k8s.io/v1", kind: "ValidatingAdmissionPolicy", msg: 61 },
-    Root { api_version: "admissionregistration.k8s.io/v1", kind: "ValidatingAdmissionPolicyBinding", msg: 63 },
-    Root { api_version: "admissionregistration.k8s.io/v1", kind: "ValidatingAdmissionPolicyBindingList", msg: 64 },
-    Root { api_version: "admissionregistration.k8s.io/v1", kind: "ValidatingAdmissionPolicyList", msg: 62 },
-    Root { api_version: "admissionregistration.k8s.io/v1", kind: "ValidatingWebhookConfiguration", msg: 59 },
-    Root { api_version: "admissionregistration.k8s.io/v1", kind: "ValidatingWebhookConfigurationList", msg: 60 },
-    Root { api_version: "apiextensions.k8s.io/v1", kind: "CustomResourceDefinition", msg: 77 },
-    Root { api_version: "apiextensions.k8s.io/v1", kind: "CustomResourceDefinitionList", msg: 78 },
-    Root { api_version: "apiregistration.k8s.io/v1", kind: "APIService", msg: 79 },
-    Root { api_version: "apiregistration.k8s.io/v1", kind: "APIServiceList", msg: 80 },
-    Root { api_version: "apps/v1", kind: "ControllerRevision", msg: 39 },
-    Root { api_version: "apps/v1", kind: "ControllerRevisionList", msg: 40 },
-    Root { api_version: "apps/v1", kind: "DaemonSet", msg: 37 },
-    Root { api_version: "apps/v1", kind: "DaemonSetList", msg: 38 },
-    Root { api_version: "apps/v1", kind: "Deployment", msg: 31 },
-    Root { api_version: "apps/v1", kind: "DeploymentList", msg: 32 },
-    Root { api_version: "apps/v1", kind: "ReplicaSet", msg: 33 },
-    Root { api_version: "apps/v1", kind: "ReplicaSetList", msg: 34 },
-    Root { api_version: "apps/v1", kind: "StatefulSet", msg: 35 },
-    Root { api_version: "apps/v1", kind: "StatefulSetList", msg: 36 },
-    Root { api_version: "authentication.k8s.io/v1", kind: "SelfSubjectReview", msg: 109 },
-    Root { api_version: "authentication.k8s.io/v1", kind: "TokenRequest", msg: 108 },
-    Root { api_version: "authentication.k8s.io/v1", kind: "TokenReview", msg: 107 },
-    Root { api_version: "authorization.k8s.io/v1", kind: "LocalSubjectAccessReview", msg: 105 },
-    Root { api_version: "authorization.k8s.io/v1", kind: "SelfSubjectAccessReview", msg: 103 },
-    Root { api_version: "authorization.k8s.io/v1", kind: "SelfSubjectRulesReview", msg: 106 },
-    Root { api_version: "authorization.k8s.io/v1", kind: "SubjectAccessReview", msg: 104 },
-    Root { api_version: "autoscaling/v1", kind: "HorizontalPodAutoscaler", msg: 119 },
-    Root { api_version: "autoscaling/v1", kind: "HorizontalPodAutoscalerList", msg: 120 },
-    Root { api_version: "autoscaling/v1", kind: "Scale", msg: 118 },
-    Root { api_version: "autoscaling/v2", kind: "HorizontalPodAutoscaler", msg: 53 },
-    Root { api_version: "autoscaling/v2", kind: "HorizontalPodAutoscalerList", msg: 54 },
-    Root { api_version: "batch/v1", kind: "CronJob", msg: 101 },
-    Root { api_version: "batch/v1", kind: "CronJobList", msg: 102 },
-    Root { api_version: "batch/v1", kind: "Job", msg: 99 },
-    Root { api_version: "batch/v1", kind: "JobList", msg: 100 },
-    Root { api_version: "certificates.k8s.io/v1", kind: "CertificateSigningRequest", msg: 55 },
-    Root { api_version: "certificates.k8s.io/v1", kind: "CertificateSigningRequestList", msg: 56 },
-    Root { api_version: "coordination.k8s.io/v1", kind: "Lease", msg: 97 },
-    Root { api_version: "coordination.k8s.io/v1", kind: "LeaseList", msg: 98 },
-    Root { api_version: "discovery.k8s.io/v1", kind: "EndpointSlice", msg: 41 },
-    Root { api_version: "discovery.k8s.io/v1", kind: "EndpointSliceList", msg: 42 },
-    Root { api_version: "events.k8s.io/v1", kind: "Event", msg: 121 },
-    Root { api_version: "events.k8s.io/v1", kind: "EventList", msg: 122 },
-    Root { api_version: "flowcontrol.apiserver.k8s.io/v1", kind: "FlowSchema", msg: 65 },
-    Root { api_version: "flowcontrol.apiserver.k8s.io/v1", kind: "FlowSchemaList", msg: 66 },
-    Root { api_version: "flowcontrol.apiserver.k8s.io/v1", kind: "PriorityLevelConfiguration", msg: 67 },
-    Root { api_version: "flowcontrol.apiserver.k8s.io/v1", kind: "PriorityLevelConfigurationList", msg: 68 },
-    Root { api_version: "networking.k8s.io/v1", kind: "IPAddress", msg: 49 },
-    Root { api_version: "networking.k8s.io/v1", kind: "IPAddressList", msg: 50 },
-    Root { api_version: "networking.k8s.io/v1", kind: "Ingress", msg: 43 },
-    Root { api_version: "networking.k8s.io/v1", kind: "IngressClass", msg: 45 },
-    Root { api_version: "networking.k8s.io/v1", kind: "IngressClassList", msg: 46 },
-    Root { api_version: "networking.k8s.io/v1", kind: "IngressList", msg: 44 },
-    Root { api_version: "networking.k8s.io/v1", kind: "NetworkPolicy", msg: 47 },
-    Root { api_version: "networking.k8s.io/v1", kind: "NetworkPolicyList", msg: 48 },
-    Root { api_version: "networking.k8s.io/v1", kind: "ServiceCIDR", msg: 51 },
-    Root { api_version: "networking.k8s.io/v1", kind: "ServiceCIDRList", msg: 52 },
-    Root { api_version: "node.k8s.io/v1", kind: "RuntimeClass", msg: 95 },
-    Root { api_version: "node.k8s.io/v1", kind: "RuntimeClassList", msg: 96 },
-    Root { api_version: "policy/v1", kind: "Eviction", msg: 123 },
-    Root { api_version: "policy/v1", kind: "PodDisruptionBudget", msg: 124 },
-    Root { api_version: "policy/v1", kind: "PodDisruptionBudgetList", msg: 125 },
-    Root { api_version: "rbac.authorization.k8s.io/v1", kind: "ClusterRole", msg: 112 },
-    Root { api_version: "rbac.authorization.k8s.io/v1", kind: "ClusterRoleBinding", msg: 116 },
-    Root { api_version: "rbac.authorization.k8s.io/v1", kind: "ClusterRoleBindingList", msg: 117 },
-    Root { api_version: "rbac.authorization.k8s.io/v1", kind: "ClusterRoleList", msg: 113 },
-    Root { api_version: "rbac.authorization.k8s.io/v1", kind: "Role", msg: 110 },
-    Root { api_version: "rbac.authorization.k8s.io/v1", kind: "RoleBinding", msg: 114 },
-    Root { api_version: "rbac.authorization.k8s.io/v1", kind: "RoleBindingList", msg: 115 },
-    Root { api_version: "rbac.authorization.k8s.io/v1", kind: "RoleList", msg: 111 },
-    Root { api_version: "resource.k8s.io/v1", kind: "DeviceClass", msg: 69 },
-    Root { api_version: "resource.k8s.io/v1", kind: "DeviceClassList", msg: 70 },
-    Root { api_version: "resource.k8s.io/v1", kind: "ResourceClaim", msg: 71 },
-    Root { api_version: "resource.k8s.io/v1", kind: "ResourceClaimList", msg: 72 },
-    Root { api_version: "resource.k8s.io/v1", kind: "ResourceClaimTemplate", msg: 73 },
-    Root { api_version: "resource.k8s.io/v1", kind: "ResourceClaimTemplateList", msg: 74 },
-    Root { api_version: "resource.k8s.io/v1", kind: "ResourceSlice", msg: 75 },
-    Root { api_version: "resource.k8s.io/v1", kind: "ResourceSliceList", msg: 76 },
-    Root { api_version: "scheduling.k8s.io/v1", kind: "PriorityClass", msg: 93 },
-    Root { api_version: "scheduling.k8s.io/v1", kind: "PriorityClassList", msg: 94 },
-    Root { api_version: "storage.k8s.io/v1", kind: "CSIDriver", msg: 83 },
-    Root { api_version: "storage.k8s.io/v1", kind: "CSIDriverList", msg: 84 },
-    Root { api_version: "storage.k8s.io/v1", kind: "CSINode", msg: 85 },
-    Root { api_version: "storage.k8s.io/v1", kind: "CSINodeList", msg: 86 },
-    Root { api_version: "storage.k8s.io/v1", kind: "CSIStorageCapacity", msg: 87 },
-    Root { api_version: "storage.k8s.io/v1", kind: "CSIStorageCapacityList", msg: 88 },
-    Root { api_version: "storage.k8s.io/v1", kind: "StorageClass", msg: 81 },
-    Root { api_version: "storage.k8s.io/v1", kind: "StorageClassList", msg: 82 },
-    Root { api_version: "storage.k8s.io/v1", kind: "VolumeAttachment", msg: 89 },
-    Root { api_version: "storage.k8s.io/v1", kind: "VolumeAttachmentList", msg: 90 },
-    Root { api_version: "storage.k8s.io/v1", kind: "VolumeAttributesClass", msg: 91 },
-    Root { api_version: "storage.k8s.io/v1", kind: "VolumeAttributesClassList", msg: 92 },
+pub(super) static ROOTS: [Root; 133] = [
+    Root { api_version: "", kind: "DeleteOptions", msg: 128 },
+    Root { api_version: "", kind: "Status", msg: 129 },
+    Root { api_version: "", kind: "WatchEvent", msg: 130 },
+    Root { api_version: "admissionregistration.k8s.io/v1", kind: "MutatingWebhookConfiguration", msg: 59 },
+    Root { api_version: "admissionregistration.k8s.io/v1", kind: "MutatingWebhookConfigurationList", msg: 60 },
+    Root { api_version: "admissionregistration.k8s.io/v1", kind: "ValidatingAdmissionPolicy", msg: 63 },
+    Root { api_version: "admissionregistration.k8s.io/v1", kind: "ValidatingAdmissionPolicyBinding", msg: 65 },
+    Root { api_version: "admissionregistration.k8s.io/v1", kind: "ValidatingAdmissionPolicyBindingList", msg: 66 },
+    Root { api_version: "admissionregistration.k8s.io/v1", kind: "ValidatingAdmissionPolicyList", msg: 64 },
+    Root { api_version: "admissionregistration.k8s.io/v1", kind: "ValidatingWebhookConfiguration", msg: 61 },
+    Root { api_version: "admissionregistration.k8s.io/v1", kind: "ValidatingWebhookConfigurationList", msg: 62 },
+    Root { api_version: "apiextensions.k8s.io/v1", kind: "CustomResourceDefinition", msg: 79 },
+    Root { api_version: "apiextensions.k8s.io/v1", kind: "CustomResourceDefinitionList", msg: 80 },
+    Root { api_version: "apiregistration.k8s.io/v1", kind: "APIService", msg: 81 },
+    Root { api_version: "apiregistration.k8s.io/v1", kind: "APIServiceList", msg: 82 },
+    Root { api_version: "apps/v1", kind: "ControllerRevision", msg: 41 },
+    Root { api_version: "apps/v1", kind: "ControllerRevisionList", msg: 42 },
+    Root { api_version: "apps/v1", kind: "DaemonSet", msg: 39 },
+    Root { api_version: "apps/v1", kind: "DaemonSetList", msg: 40 },
+    Root { api_version: "apps/v1", kind: "Deployment", msg: 33 },
+    Root { api_version: "apps/v1", kind: "DeploymentList", msg: 34 },
+    Root { api_version: "apps/v1", kind: "ReplicaSet", msg: 35 },
+    Root { api_version: "apps/v1", kind: "ReplicaSetList", msg: 36 },
+    Root { api_version: "apps/v1", kind: "StatefulSet", msg: 37 },
+    Root { api_version: "apps/v1", kind: "StatefulSetList", msg: 38 },
+    Root { api_version: "authentication.k8s.io/v1", kind: "SelfSubjectReview", msg: 111 },
+    Root { api_version: "authentication.k8s.io/v1", kind: "TokenRequest", msg: 110 },
+    Root { api_version: "authentication.k8s.io/v1", kind: "TokenReview", msg: 109 },
+    Root { api_version: "authorization.k8s.io/v1", kind: "LocalSubjectAccessReview", msg: 107 },
+    Root { api_version: "authorization.k8s.io/v1", kind: "SelfSubjectAccessReview", msg: 105 },
+    Root { api_version: "authorization.k8s.io/v1", kind: "SelfSubjectRulesReview", msg: 108 },
+    Root { api_version: "authorization.k8s.io/v1", kind: "SubjectAccessReview", msg: 106 },
+    Root { api_version: "autoscaling/v1", kind: "HorizontalPodAutoscaler", msg: 121 },
+    Root { api_version: "autoscaling/v1", kind: "HorizontalPodAutoscalerList", msg: 122 },
+    Root { api_version: "autoscaling/v1", kind: "Scale", msg: 120 },
+    Root { api_version: "autoscaling/v2", kind: "HorizontalPodAutoscaler", msg: 55 },
+    Root { api_version: "autoscaling/v2", kind: "HorizontalPodAutoscalerList", msg: 56 },
+    Root { api_version: "batch/v1", kind: "CronJob", msg: 103 },
+    Root { api_version: "batch/v1", kind: "CronJobList", msg: 104 },
+    Root { api_version: "batch/v1", kind: "Job", msg: 101 },
+    Root { api_version: "batch/v1", kind: "JobList", msg: 102 },
+    Root { api_version: "certificates.k8s.io/v1", kind: "CertificateSigningRequest", msg: 57 },
+    Root { api_version: "certificates.k8s.io/v1", kind: "CertificateSigningRequestList", msg: 58 },
+    Root { api_version: "coordination.k8s.io/v1", kind: "Lease", msg: 99 },
+    Root { api_version: "coordination.k8s.io/v1", kind: "LeaseList", msg: 100 },
+    Root { api_version: "discovery.k8s.io/v1", kind: "EndpointSlice", msg: 43 },
+    Root { api_version: "discovery.k8s.io/v1", kind: "EndpointSliceList", msg: 44 },
+    Root { api_version: "events.k8s.io/v1", kind: "Event", msg: 123 },
+    Root { api_version: "events.k8s.io/v1", kind: "EventList", msg: 124 },
+    Root { api_version: "flowcontrol.apiserver.k8s.io/v1", kind: "FlowSchema", msg: 67 },
+    Root { api_version: "flowcontrol.apiserver.k8s.io/v1", kind: "FlowSchemaList", msg: 68 },
+    Root { api_version: "flowcontrol.apiserver.k8s.io/v1", kind: "PriorityLevelConfiguration", msg: 69 },
+    Root { api_version: "flowcontrol.apiserver.k8s.io/v1", kind: "PriorityLevelConfigurationList", msg: 70 },
+    Root { api_version: "meta.k8s.io/v1", kind: "PartialObjectMetadata", msg: 131 },
+    Root { api_version: "meta.k8s.io/v1", kind: "PartialObjectMetadataList", msg: 132 },
+    Root { api_version: "networking.k8s.io/v1", kind: "IPAddress", msg: 51 },
+    Root { api_version: "networking.k8s.io/v1", kind: "IPAddressList", msg: 52 },
+    Root { api_version: "networking.k8s.io/v1", kind: "Ingress", msg: 45 },
+    Root { api_version: "networking.k8s.io/v1", kind: "IngressClass", msg: 47 },
+    Root { api_version: "networking.k8s.io/v1", kind: "IngressClassList", msg: 48 },
+    Root { api_version: "networking.k8s.io/v1", kind: "IngressList", msg: 46 },
+    Root { api_version: "networking.k8s.io/v1", kind: "NetworkPolicy", msg: 49 },
+    Root { api_version: "networking.k8s.io/v1", kind: "NetworkPolicyList", msg: 50 },
+    Root { api_version: "networking.k8s.io/v1", kind: "ServiceCIDR", msg: 53 },
+    Root { api_version: "networking.k8s.io/v1", kind: "ServiceCIDRList", msg: 54 },
+    Root { api_version: "node.k8s.io/v1", kind: "RuntimeClass", msg: 97 },
+    Root { api_version: "node.k8s.io/v1", kind: "RuntimeClassList", msg: 98 },
+    Root { api_version: "policy/v1", kind: "Eviction", msg: 125 },
+    Root { api_version: "policy/v1", kind: "PodDisruptionBudget", msg: 126 },
+    Root { api_version: "policy/v1", kind: "PodDisruptionBudgetList", msg: 127 },
+    Root { api_version: "rbac.authorization.k8s.io/v1", kind: "ClusterRole", msg: 114 },
+    Root { api_version: "rbac.authorization.k8s.io/v1", kind: "ClusterRoleBinding", msg: 118 },
+    Root { api_version: "rbac.authorization.k8s.io/v1", kind: "ClusterRoleBindingList", msg: 119 },
+    Root { api_version: "rbac.authorization.k8s.io/v1", kind: "ClusterRoleList", msg: 115 },
+    Root { api_version: "rbac.authorization.k8s.io/v1", kind: "Role", msg: 112 },
+    Root { api_version: "rbac.authorization.k8s.io/v1", kind: "RoleBinding", msg: 116 },
+    Root { api_version: "rbac.authorization.k8s.io/v1", kind: "RoleBindingList", msg: 117 },
+    Root { api_version: "rbac.authorization.k8s.io/v1", kind: "RoleList", msg: 113 },
+    Root { api_version: "resource.k8s.io/v1", kind: "DeviceClass", msg: 71 },
+    Root { api_version: "resource.k8s.io/v1", kind: "DeviceClassList", msg: 72 },
+    Root { api_version: "resource.k8s.io/v1", kind: "ResourceClaim", msg: 73 },
+    Root { api_version: "resource.k8s.io/v1", kind: "ResourceClaimList", msg: 74 },
+    Root { api_version: "resource.k8s.io/v1", kind: "ResourceClaimTemplate", msg: 75 },
+    Root { api_version: "resource.k8s.io/v1", kind: "ResourceClaimTemplateList", msg: 76 },
+    Root { api_version: "resource.k8s.io/v1", kind: "ResourceSlice", msg: 77 },
+    Root { api_version: "resource.k8s.io/v1", kind: "ResourceSliceList", msg: 78 },
+    Root { api_version: "scheduling.k8s.io/v1", kind: "PriorityClass", msg: 95 },
+    Root { api_version: "scheduling.k8s.io/v1", kind: "PriorityClassList", msg: 96 },
+    Root { api_version: "storage.k8s.io/v1", kind: "CSIDriver", msg: 85 },
+    Root { api_version: "storage.k8s.io/v1", kind: "CSIDriverList", msg: 86 },
+    Root { api_version: "storage.k8s.io/v1", kind: "CSINode", msg: 87 },
+    Root { api_version: "storage.k8s.io/v1", kind: "CSINodeList", msg: 88 },
+    Root { api_version: "storage.k8s.io/v1", kind: "CSIStorageCapacity", msg: 89 },
+    Root { api_version: "storage.k8s.io/v1", kind: "CSIStorageCapacityList", msg: 90 },
+    Root { api_version: "storage.k8s.io/v1", kind: "StorageClass", msg: 83 },
+    Root { api_version: "storage.k8s.io/v1", kind: "StorageClassList", msg: 84 },
+    Root { api_version: "storage.k8s.io/v1", kind: "VolumeAttachment", msg: 91 },
+    Root { api_version: "storage.k8s.io/v1", kind: "VolumeAttachmentList", msg: 92 },
+    Root { api_version: "storage.k8s.io/v1", kind: "VolumeAttributesClass", msg: 93 },
+    Root { api_version: "storage.k8s.io/v1", kind: "VolumeAttributesClassList", msg: 94 },
     Root { api_version: "v1", kind: "Binding", msg: 18 },
+    Root { api_version: "v1", kind: "ComponentStatus", msg: 31 },
+    Root { api_version: "v1", kind: "ComponentStatusList", msg: 32 },
     Root { api_version: "v1", kind: "ConfigMap", msg: 2 },
     Root { api_version: "v1", kind: "ConfigMapList", msg: 3 },
     Root { api_version: "v1", kind: "Endpoints", msg: 12 },

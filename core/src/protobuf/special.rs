@@ -35,6 +35,115 @@ pub(super) fn render(ty: Ty, data: &[u8], depth: usize) -> Result<Value, String>
     }
 }
 
+/// Writes the payload of a special message of type `ty` from its JSON
+/// form: the inverse of [`render`], as Go's marshallers lay it out (every
+/// field of these small structs is a non-pointer, so all are written).
+pub(super) fn write(ty: Ty, v: &Value, out: &mut Vec<u8>) -> Result<(), String> {
+    use super::encode::bytes;
+    use super::wire::{key, varint, LEN};
+    match (ty, v) {
+        // The zero time is an empty message.
+        (Ty::Time | Ty::MicroTime | Ty::Duration, Value::Null) => {}
+        (Ty::Time | Ty::MicroTime, Value::String(s)) => {
+            let t = chrono::DateTime::parse_from_rfc3339(s)
+                .map_err(|e| format!("{s:?} is not an RFC 3339 time: {e}"))?;
+            let nanos = if ty == Ty::MicroTime {
+                t.timestamp_subsec_micros() * 1000
+            } else {
+                0
+            };
+            key(out, 1, VARINT);
+            varint(out, t.timestamp() as u64);
+            key(out, 2, VARINT);
+            varint(out, u64::from(nanos));
+        }
+        (Ty::Duration, Value::String(s)) => {
+            key(out, 1, VARINT);
+            varint(out, parse_go_duration(s)? as u64);
+        }
+        (Ty::IntOrString, v) => {
+            let (kind, int_val, str_val) = match v {
+                Value::String(s) => (1, 0, s.as_str()),
+                Value::Number(n) => (0, n.as_i64().ok_or("expected an integer")?, ""),
+                Value::Null => (0, 0, ""),
+                other => return Err(format!("expected an int or a string, got {other}")),
+            };
+            key(out, 1, VARINT);
+            varint(out, kind);
+            key(out, 2, VARINT);
+            varint(out, i64::from(int_val as i32) as u64);
+            key(out, 3, LEN);
+            bytes(out, str_val.as_bytes());
+        }
+        (Ty::Quantity, v) => {
+            let s = match v {
+                Value::String(s) => s.clone(),
+                Value::Number(n) => n.to_string(),
+                Value::Null => "0".into(),
+                other => return Err(format!("expected a quantity, got {other}")),
+            };
+            key(out, 1, LEN);
+            bytes(out, s.as_bytes());
+        }
+        (Ty::FieldsV1 | Ty::RawExtension, v) => {
+            key(out, 1, LEN);
+            bytes(out, &serde_json::to_vec(v).map_err(|e| e.to_string())?);
+        }
+        (Ty::StrList, Value::Array(items)) => {
+            for item in items {
+                key(out, 1, LEN);
+                bytes(out, item.as_str().unwrap_or("").as_bytes());
+            }
+        }
+        (ty, v) => return Err(format!("{v} is not a valid {ty:?}")),
+    }
+    Ok(())
+}
+
+/// Parses a Go duration string (`1h2m3.5s`, `-1.5ms`, `0`) into
+/// nanoseconds, as Go's `time.ParseDuration` does.
+pub(super) fn parse_go_duration(s: &str) -> Result<i64, String> {
+    let bad = || format!("invalid duration {s:?}");
+    let (neg, mut rest) = match s.as_bytes().first() {
+        Some(b'-') => (true, &s[1..]),
+        Some(b'+') => (false, &s[1..]),
+        _ => (false, s),
+    };
+    if rest == "0" {
+        return Ok(0);
+    }
+    if rest.is_empty() {
+        return Err(bad());
+    }
+    let mut total: f64 = 0.0;
+    while !rest.is_empty() {
+        let num_len = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .ok_or_else(bad)?;
+        let number: f64 = rest[..num_len].parse().map_err(|_| bad())?;
+        rest = &rest[num_len..];
+        let unit_len = rest
+            .find(|c: char| c.is_ascii_digit() || c == '.')
+            .unwrap_or(rest.len());
+        let scale = match &rest[..unit_len] {
+            "ns" => 1.0,
+            "us" | "µs" | "μs" => 1e3,
+            "ms" => 1e6,
+            "s" => 1e9,
+            "m" => 60e9,
+            "h" => 3600e9,
+            _ => return Err(bad()),
+        };
+        total += number * scale;
+        rest = &rest[unit_len..];
+    }
+    if total > i64::MAX as f64 {
+        return Err(bad());
+    }
+    let nanos = total.round() as i64;
+    Ok(if neg { -nanos } else { nanos })
+}
+
 /// The varint fields 1 and 2 of a small message (absent ones are zero).
 struct Ints {
     first: i64,
@@ -212,6 +321,52 @@ mod tests {
         for (nanos, want) in cases {
             assert_eq!(go_duration(nanos), want, "{nanos}");
         }
+    }
+
+    #[test]
+    fn durations_parse_as_go_prints_them() {
+        for nanos in [
+            0,
+            1,
+            1_100,
+            2_200_000,
+            1_500_000_000,
+            90_000_000_000,
+            3_723_000_000_001,
+            -1_500_000_000,
+        ] {
+            assert_eq!(parse_go_duration(&go_duration(nanos)), Ok(nanos));
+        }
+        assert_eq!(parse_go_duration("1m30s"), Ok(90_000_000_000));
+        for bad in ["", "-", "1", "1x", "h", "1.2.3s"] {
+            assert!(parse_go_duration(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn special_values_round_trip() {
+        let cases = [
+            (Ty::Time, Value::from("2023-11-14T22:13:20Z")),
+            (Ty::MicroTime, Value::from("2023-11-14T22:13:20.123456Z")),
+            (Ty::Time, Value::Null),
+            (Ty::Duration, Value::from("1h2m3s")),
+            (Ty::IntOrString, Value::from(8080)),
+            (Ty::IntOrString, Value::from("http")),
+            (Ty::Quantity, Value::from("100m")),
+            (Ty::FieldsV1, serde_json::json!({"f:metadata": {}})),
+            (Ty::RawExtension, serde_json::json!({"kind": "Foo"})),
+            (Ty::StrList, serde_json::json!(["a", "b"])),
+        ];
+        for (ty, v) in cases {
+            let mut out = Vec::new();
+            write(ty, &v, &mut out).unwrap();
+            assert_eq!(render(ty, &out, 1), Ok(v.clone()), "{ty:?}");
+        }
+        // Go's layout: every field of the small structs is written.
+        let mut out = Vec::new();
+        write(Ty::IntOrString, &Value::from(80), &mut out).unwrap();
+        assert_eq!(out, [0x08, 0x00, 0x10, 0x50, 0x1a, 0x00]);
+        assert!(write(Ty::Time, &Value::from("yesterday"), &mut Vec::new()).is_err());
     }
 
     #[test]

@@ -18,6 +18,26 @@ const END_GROUP: u8 = 4;
 /// Wire type 5: four little-endian bytes.
 pub(super) const FIXED32: u8 = 5;
 
+/// Appends `v` as a base-128 varint.
+pub(super) fn varint(out: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        out.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+/// Appends a field key: (field number, wire type).
+pub(super) fn key(out: &mut Vec<u8>, tag: u32, wire_type: u8) {
+    varint(out, u64::from(tag) << 3 | u64::from(wire_type));
+}
+
+/// How many bytes `v` takes as a varint.
+pub(super) fn varint_len(v: u64) -> usize {
+    // One byte per started group of seven bits, and one for zero.
+    (64 - (v | 1).leading_zeros() as usize).div_ceil(7)
+}
+
 /// A cursor over one message's bytes.
 pub(super) struct Reader<'a> {
     buf: &'a [u8],
@@ -139,6 +159,29 @@ mod tests {
         assert!(Reader::new(&over).varint().is_err());
         assert!(Reader::new(&[0x80, 0x80]).varint().is_err());
         assert!(Reader::new(&[0xff; 11]).varint().is_err());
+    }
+
+    #[test]
+    fn varints_round_trip() {
+        for v in [
+            0,
+            1,
+            127,
+            128,
+            300,
+            16_383,
+            16_384,
+            u64::from(u32::MAX),
+            u64::MAX,
+        ] {
+            let mut out = Vec::new();
+            varint(&mut out, v);
+            assert_eq!(out.len(), varint_len(v), "{v}");
+            assert_eq!(Reader::new(&out).varint(), Ok(v));
+        }
+        let mut k = Vec::new();
+        key(&mut k, 2, LEN);
+        assert_eq!(k, [0x12]);
     }
 
     #[test]
