@@ -19,5 +19,5 @@ pub mod ring;
 pub use event::{Event, EventType};
 pub use filter::Filter;
 pub use hub::Hub;
-pub use object::StoredObject;
+pub use object::{Protobuf, StoredObject};
 pub use ring::{EventRing, RingRead};

@@ -13,6 +13,7 @@ use crate::pairs::PackedPairs;
 use bytes::Bytes;
 use kubeshard_core::catalog::ResourceInfo;
 use kubeshard_core::meta;
+use once_cell::race::OnceBox;
 use serde_json::Value;
 use std::sync::Arc;
 
@@ -37,6 +38,39 @@ pub struct StoredObject {
     pub fields: PackedPairs,
     /// See [`StoredObject::has_lifecycle_metadata`].
     lifecycle: bool,
+    /// The protobuf form, made on the first request for it: a cluster
+    /// with no protobuf clients pays one pointer per object.
+    protobuf: OnceBox<Protobuf>,
+}
+
+/// An object's protobuf encoding, kept inside the protobuf watch frame of
+/// the change that wrote it, as the JSON is: GET serves the enveloped
+/// object and LIST the raw message as slices of the frame.
+#[derive(Debug)]
+pub struct Protobuf {
+    frame: Bytes,
+    /// Where the enveloped object starts in `frame` (it runs to the end).
+    object_start: u32,
+    /// The raw message's range in `frame`.
+    raw: (u32, u32),
+}
+
+impl Protobuf {
+    /// The watch frame of the change that wrote this version.
+    pub fn frame(&self) -> &Bytes {
+        &self.frame
+    }
+
+    /// The enveloped object (`k8s\0` + Unknown): a GET's body, a watch
+    /// event's object.
+    pub fn object(&self) -> Bytes {
+        self.frame.slice(self.object_start as usize..)
+    }
+
+    /// The raw message, as a list carries its items.
+    pub fn raw(&self) -> &[u8] {
+        &self.frame[self.raw.0 as usize..self.raw.1 as usize]
+    }
 }
 
 /// The bytes before the JSON in a frame of this type.
@@ -194,7 +228,28 @@ impl StoredObject {
             labels: meta.labels,
             fields: meta.fields,
             lifecycle,
+            protobuf: OnceBox::new(),
         }
+    }
+
+    /// The protobuf form, encoded from the JSON on first use and kept.
+    /// Errors (a kind with no protobuf form, a value its schema cannot
+    /// hold) are not kept: they are rare and the caller answers with one.
+    pub fn protobuf(&self) -> Result<&Protobuf, String> {
+        if let Some(p) = self.protobuf.get() {
+            return Ok(p);
+        }
+        let v: Value = serde_json::from_slice(self.json_slice()).map_err(|e| e.to_string())?;
+        let encoded = kubeshard_core::protobuf::encode_object(&v)?;
+        let (buf, [frame, object, raw]) = encoded.frame(self.frame_kind().as_str());
+        let at = |i: usize| (i - frame.start) as u32;
+        let form = Protobuf {
+            object_start: at(object.start),
+            raw: (at(raw.start), at(raw.end)),
+            frame: Bytes::from(buf).slice(frame),
+        };
+        // Two readers racing here both encode; one copy is kept.
+        Ok(self.protobuf.get_or_init(|| Box::new(form)))
     }
 
     /// Whether `metadata` may hold ownerReferences, finalizers or a
@@ -272,6 +327,7 @@ impl StoredObject {
     /// Approximate heap bytes held by this object, for memory reporting.
     pub fn heap_size(&self) -> usize {
         self.frame.len()
+            + self.protobuf.get().map_or(0, |p| p.frame.len())
             + self.name.len()
             + self.labels.heap_size()
             + self.fields.heap_size()

@@ -247,7 +247,7 @@ def assign_json_names(messages, order, oa_index, report):
             if keys is None or f["card"] != "One" or not sub or normalized(keys).get(
                     f["rust"].replace("_", "")):
                 continue
-            if all(normalized(keys).get(s["rust"].replace("_", "")) for s in sub):
+            if covered(sub, normalized(keys), messages):
                 f["card"] = "Inline"
                 report["inline"].append(f"{name}.{f['rust']} -> {f['ref']}")
                 if keys_of.get(f["ref"]) is None:
@@ -269,6 +269,18 @@ def assign_json_names(messages, order, oa_index, report):
                 f["json"] = exact
             else:
                 f["json"] = exact
+
+
+def covered(fields, keys, messages, depth=0):
+    """Whether every field is one of the parent's JSON keys, or itself an
+    embedded struct whose fields are (inlines nest: NamedRuleWithOperations
+    inlines RuleWithOperations, which inlines Rule)."""
+    def one(f):
+        if keys.get(f["rust"].replace("_", "")):
+            return True
+        sub = messages.get(f["ref"] or "", {}).get("fields")
+        return bool(sub) and depth < 4 and covered(sub, keys, messages, depth + 1)
+    return all(one(f) for f in fields)
 
 
 def normalized(keys):

@@ -153,10 +153,12 @@ pub fn deleted_response(
     }
     let body = success_status_json(&info.group, &info.plural, &obj.name, obj.uid());
     let mut resp = response::json_bytes(StatusCode::OK, Body::full(body), rr.render.plain());
-    resp.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("application/json"),
-    );
+    if !rr.render.output.is_protobuf() {
+        resp.headers_mut().insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        );
+    }
     resp
 }
 

@@ -85,7 +85,7 @@ impl Api {
             .headers()
             .get(header::ACCEPT)
             .and_then(|v| v.to_str().ok());
-        let output = negotiation::output(accept);
+        let output = negotiation::output(accept, true);
         let pretty = query.flag("pretty");
         let include = query.get("includeObject").unwrap_or("");
         let render = Render {
@@ -119,6 +119,20 @@ impl Api {
             .lookup(&info.group, &info.version, &info.resource)
             .cloned()
             .ok_or_else(not_found_path)?;
+        // A custom resource has no protobuf form: negotiated again without.
+        let render = if resource.custom.is_some() && render.output == negotiation::Output::Protobuf
+        {
+            let accept = req
+                .headers()
+                .get(header::ACCEPT)
+                .and_then(|v| v.to_str().ok());
+            Render {
+                output: negotiation::output(accept, false)?,
+                ..render
+            }
+        } else {
+            render
+        };
         // A deprecated custom resource version warns on every request.
         if let Some(warning) = resource.custom.as_ref().and_then(|c| c.warning.clone()) {
             let served =

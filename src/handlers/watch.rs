@@ -85,7 +85,7 @@ pub async fn watch(api: &Rc<Api>, rr: &ResourceRequest) -> HandlerResult {
         }
     };
 
-    if let Output::PartialList(_) = rr.render.output {
+    if let Output::PartialList(..) = rr.render.output {
         return Err(table::not_a_list_error(
             "PartialObjectMetadataList",
             &info.kind,
@@ -161,7 +161,7 @@ pub async fn watch(api: &Rc<Api>, rr: &ResourceRequest) -> HandlerResult {
         // resource version" error event rather than hanging silently.
         if let Err(e) = wait_not_older_than(api, start_rev).await {
             return Ok(stream_response(
-                Box::pin(OneShot(Some(error_frame(&e)))),
+                Box::pin(OneShot(Some(error_frame(&e, rr.render)))),
                 rr.render,
             ));
         }
@@ -177,11 +177,11 @@ pub async fn watch(api: &Rc<Api>, rr: &ResourceRequest) -> HandlerResult {
             let err = ApiError::resource_expired(format!(
                 "too old resource version: {start_rev} ({compacted})"
             ));
-            Box::pin(OneShot(Some(error_frame(&err))))
+            Box::pin(OneShot(Some(error_frame(&err, rr.render))))
         }
         Ok(cursor) => {
             if initial_end_bookmark {
-                initial.push_back(bookmark_frame(&info, start_rev, true));
+                initial.push_back(bookmark_frame(&info, start_rev, true, rr.render));
             }
             let bookmark_every = bookmarks.then_some(api.config.bookmark_interval);
             hub.borrow_mut().watcher_opened();
@@ -299,8 +299,9 @@ async fn convert_frames(
         .iter()
         .map(|&i| events[i]["object"].take())
         .collect();
+    let render = rows.map_or(Render::JSON, |r| r.borrow().render);
     if let Err(e) = conversion::convert_values(api, info, &mut values).await {
-        return (error_frame(&e).into(), true);
+        return (error_frame(&e, render).into(), true);
     }
     for (i, v) in objects.into_iter().zip(values) {
         events[i]["object"] = v;
@@ -311,7 +312,11 @@ async fn convert_frames(
         let kind = e["type"].as_str().unwrap_or("");
         match (rows, EventType::parse(kind)) {
             (Some(rows), Some(kind)) => out.push(rows.borrow_mut().frame(kind, &object, 0)),
-            _ => out.push(watch_frame(kind, &object)),
+            // A protobuf metadata watch's bookmarks are metadata views.
+            _ if kind == "BOOKMARK" && render.output.is_protobuf() => {
+                out.push(event_frame(render, kind, &partial_bookmark(&e["object"])))
+            }
+            _ => out.push(event_frame(render, kind, &object)),
         }
     }
     (out, false)
@@ -323,6 +328,7 @@ fn stream_response(stream: Pin<Box<dyn ChunkStream>>, render: Render) -> Respons
     *resp.status_mut() = StatusCode::OK;
     let ct = match render.output {
         Output::Yaml => "application/json",
+        other if other.is_protobuf() => kubeshard_core::protobuf::STREAM_CONTENT_TYPE,
         other => other.content_type(),
     };
     resp.headers_mut()
@@ -337,8 +343,8 @@ fn stream_response(stream: Pin<Box<dyn ChunkStream>>, render: Render) -> Respons
 /// The synthetic ADDED line for an object of the initial state: its own
 /// frame when that is an ADDED one, else a new line around its JSON.
 fn initial_frame(framer: &mut Framer, o: &StoredObject) -> Bytes {
-    if framer.plain_at(o.revision) && o.frame_kind() == EventType::Added {
-        return o.frame().clone();
+    if framer.plain_at(o.revision) {
+        return framer.stored(EventType::Added, o);
     }
     framer.frame(EventType::Added, o.json_slice(), o.revision)
 }
@@ -364,14 +370,40 @@ impl Framer {
         self.as_stored && revision >= self.defaults_from
     }
 
+    /// The frame of a stored object's event when it goes out as stored:
+    /// the object's own (shared) frame when it was written by an event of
+    /// this type, else a new frame around its encoding.
+    fn stored(&mut self, kind: EventType, o: &StoredObject) -> Bytes {
+        if !self.render.output.is_protobuf() {
+            if o.frame_kind() == kind {
+                return o.frame().clone();
+            }
+            return watch_frame(kind.as_str(), o.json_slice());
+        }
+        match o.protobuf() {
+            Ok(p) if o.frame_kind() == kind => p.frame().clone(),
+            Ok(p) => {
+                let object = p.object();
+                Bytes::from(kubeshard_core::protobuf::watch_frame(
+                    kind.as_str(),
+                    &object,
+                ))
+            }
+            Err(e) => error_frame(
+                &ApiError::internal(&format!("unable to encode as protobuf: {e}")),
+                self.render,
+            ),
+        }
+    }
+
     fn frame(&mut self, kind: EventType, object: &[u8], revision: u64) -> Bytes {
         if !self.render.output.is_transformed() {
             if self.info.reads_as_stored_at(revision) {
-                return watch_frame(kind.as_str(), object);
+                return event_frame(self.render, kind.as_str(), object);
             }
             let converted =
                 response::converted_json(&self.info, object).unwrap_or_else(|e| e.to_status_json());
-            return watch_frame(kind.as_str(), &converted);
+            return event_frame(self.render, kind.as_str(), &converted);
         }
         let v: serde_json::Value = serde_json::from_slice(object).unwrap_or_default();
         let stored = Arc::new(StoredObject::encode(&self.info, &v, 0));
@@ -384,25 +416,75 @@ impl Framer {
         )
         .unwrap_or_else(|e| serde_json::from_slice(&e.to_status_json()).unwrap_or_default());
         self.headers_sent = true;
-        watch_frame(
+        event_frame(
+            self.render,
             kind.as_str(),
             &serde_json::to_vec(&body).expect("serializes"),
         )
     }
 }
 
-fn error_frame(err: &ApiError) -> Bytes {
-    watch_frame("ERROR", &err.to_status_json())
+fn error_frame(err: &ApiError, render: Render) -> Bytes {
+    event_frame(render, "ERROR", &err.to_status_json())
 }
 
-fn bookmark_frame(info: &ResourceInfo, revision: u64, initial_end: bool) -> Bytes {
+/// A frame for an event built on request, around an object's JSON: a
+/// JSON line, or a protobuf frame when the watcher asked for protobuf.
+fn event_frame(render: Render, kind: &str, object: &[u8]) -> Bytes {
+    if !render.output.is_protobuf() {
+        return watch_frame(kind, object);
+    }
+    let encoded = serde_json::from_slice(object)
+        .map_err(|e| e.to_string())
+        .and_then(|v| kubeshard_core::protobuf::encode_object(&v));
+    match encoded {
+        Ok(e) => {
+            let (buf, [frame, ..]) = e.frame(kind);
+            Bytes::from(buf).slice(frame)
+        }
+        Err(e) => {
+            let err = ApiError::internal(&format!("unable to encode as protobuf: {e}"));
+            let status = kubeshard_core::protobuf::encode_object(
+                &serde_json::from_slice(&err.to_status_json()).unwrap_or_default(),
+            );
+            match status {
+                Ok(s) => {
+                    let (buf, object) = s.into_parts();
+                    Bytes::from(kubeshard_core::protobuf::watch_frame("ERROR", &buf[object]))
+                }
+                Err(_) => Bytes::new(),
+            }
+        }
+    }
+}
+
+fn bookmark_frame(info: &ResourceInfo, revision: u64, initial_end: bool, render: Render) -> Bytes {
     let mut md = serde_json::json!({"resourceVersion": revision.to_string()});
     if initial_end {
         md["annotations"] = serde_json::json!({"k8s.io/initial-events-end": "true"});
     }
     let obj =
         serde_json::json!({"kind": info.kind, "apiVersion": info.api_version(), "metadata": md});
-    watch_frame("BOOKMARK", &serde_json::to_vec(&obj).expect("serializes"))
+    let render = match render.output {
+        // A metadata watch's bookmarks are metadata views too.
+        Output::PartialObject(..) if render.output.is_protobuf() => {
+            return event_frame(render, "BOOKMARK", &partial_bookmark(&obj))
+        }
+        _ if info.custom.is_some() => Render::JSON,
+        _ => render,
+    };
+    event_frame(
+        render,
+        "BOOKMARK",
+        &serde_json::to_vec(&obj).expect("serializes"),
+    )
+}
+
+/// A bookmark as a PartialObjectMetadata.
+fn partial_bookmark(obj: &serde_json::Value) -> Vec<u8> {
+    let partial = serde_json::json!({"kind": "PartialObjectMetadata",
+        "apiVersion": "meta.k8s.io/v1", "metadata": obj["metadata"]});
+    serde_json::to_vec(&partial).expect("serializes")
 }
 
 struct OneShot(Option<Bytes>);
@@ -454,9 +536,10 @@ fn frame_for_event(filter: &Filter, framer: &mut Framer, e: &Arc<Event>) -> Opti
     let stopped_matching = kind == EventType::Deleted && e.kind == EventType::Modified;
     let plain = framer.plain_at(e.object.revision)
         && e.prev.as_ref().is_none_or(|p| framer.plain_at(p.revision));
+    let protobuf = framer.render.output.is_protobuf();
     match () {
-        _ if plain && kind == e.kind => Some(e.frame().clone()),
-        _ if plain && stopped_matching => e.prev_deleted_frame().cloned(),
+        _ if plain && kind == e.kind => Some(framer.stored(kind, &e.object)),
+        _ if plain && stopped_matching && !protobuf => e.prev_deleted_frame().cloned(),
         _ if stopped_matching => {
             let prev = e.prev.as_ref()?.revision;
             Some(framer.frame(kind, &e.prev_restamped_json()?, prev))
@@ -541,7 +624,8 @@ impl Watcher {
             this.done = true;
             if this.bookmark_every.is_some() {
                 let rev = this.hub.borrow().released().max(this.last_rev);
-                return Poll::Ready(Some(bookmark_frame(&this.info, rev, false).into()));
+                let frame = bookmark_frame(&this.info, rev, false, this.framer.render);
+                return Poll::Ready(Some(frame.into()));
             }
             return Poll::Ready(None);
         }
@@ -552,7 +636,8 @@ impl Watcher {
                 this.timers_armed_for = None;
                 let rev = this.hub.borrow().released().max(this.last_rev);
                 if rev > this.start_rev || this.last_rev >= this.start_rev {
-                    return Poll::Ready(Some(bookmark_frame(&this.info, rev, false).into()));
+                    let frame = bookmark_frame(&this.info, rev, false, this.framer.render);
+                    return Poll::Ready(Some(frame.into()));
                 }
             }
         }

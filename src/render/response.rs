@@ -1,5 +1,6 @@
 //! Turning stored bytes into responses in the negotiated encoding. JSON is
-//! served as stored (no re-encoding); YAML, `pretty` and Table are derived.
+//! served as stored (no re-encoding); protobuf is encoded once per stored
+//! object and kept with it; YAML, `pretty` and Table are derived.
 
 use super::negotiation::Output;
 use super::table::{self, Shape};
@@ -29,14 +30,14 @@ impl Render {
         include: IncludeObject::Metadata,
     };
 
-    /// For bodies that are never transformed (Status, Scale): YAML when
-    /// asked for, JSON otherwise.
+    /// For bodies that are never transformed (Status, Scale): YAML or
+    /// protobuf when asked for, JSON otherwise.
     pub fn plain(self) -> Render {
         Render {
-            output: if self.output == Output::Yaml {
-                Output::Yaml
-            } else {
-                Output::Json
+            output: match self.output {
+                Output::Yaml => Output::Yaml,
+                o if o.is_protobuf() => Output::Protobuf,
+                _ => Output::Json,
             },
             ..self
         }
@@ -46,9 +47,24 @@ impl Render {
 /// A response from JSON bytes, converted when the client asked for more
 /// than plain JSON.
 pub fn json_bytes(status: StatusCode, json: Body, render: Render) -> Response<Body> {
-    let output = render.plain().output;
+    let mut output = render.plain().output;
     let body = match (output, render.pretty) {
         (Output::Json, false) => json.newline_terminated(),
+        (Output::Protobuf, _) => match json.collect_now().map(|b| protobuf_of_json(&b)) {
+            Some(Ok(b)) => Body::full(b),
+            // A body of a kind with no protobuf form (a custom resource's
+            // computed answer): the client listed JSON too, as clients do.
+            Some(Err(json)) => {
+                output = Output::Json;
+                Body::full(json)
+            }
+            None => {
+                return error(
+                    &ApiError::internal("response re-encoding failed"),
+                    Render::JSON,
+                )
+            }
+        },
         (out, _) => match json.collect_now().map(|b| reencode(&b, out)) {
             Some(Ok(b)) => Body::full(b),
             _ => {
@@ -66,6 +82,26 @@ pub fn json_bytes(status: StatusCode, json: Body, render: Render) -> Response<Bo
         HeaderValue::from_static(output.content_type()),
     );
     resp
+}
+
+/// The protobuf form of a JSON body, or the JSON back when it has none.
+fn protobuf_of_json(json: &[u8]) -> Result<Bytes, Vec<u8>> {
+    let encoded = serde_json::from_slice(json)
+        .ok()
+        .and_then(|v| kubeshard_core::protobuf::encode_object(&v).ok());
+    match encoded {
+        Some(e) => {
+            let (buf, object) = e.into_parts();
+            Ok(Bytes::from(buf).slice(object))
+        }
+        None => Err(json.to_vec()),
+    }
+}
+
+/// A stored object's protobuf form, or the error that it has none.
+fn protobuf_of(obj: &StoredObject) -> Result<&kubeshard_cache::Protobuf, ApiError> {
+    obj.protobuf()
+        .map_err(|e| ApiError::internal(&format!("unable to encode as protobuf: {e}")))
 }
 
 fn reencode(json: &[u8], output: Output) -> Result<Vec<u8>, String> {
@@ -100,7 +136,23 @@ pub fn object(
             Err(e) => error(&e, render),
         };
     }
+    if render.output == Output::Protobuf {
+        return match protobuf_of(obj) {
+            Ok(p) => with_type(status, Body::full(p.object()), Output::Protobuf),
+            Err(e) => error(&e, render),
+        };
+    }
     json_bytes(status, Body::full(obj.json()), render)
+}
+
+fn with_type(status: StatusCode, body: Body, output: Output) -> Response<Body> {
+    let mut resp = Response::new(body);
+    *resp.status_mut() = status;
+    resp.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static(output.content_type()),
+    );
+    resp
 }
 
 /// Objects computed on request (not stored): one, or a list of them, in
@@ -187,6 +239,22 @@ fn transformed_response(
         Ok(b) => b,
         Err(e) => return error(&e, render),
     };
+    if render.output.is_protobuf() {
+        return match kubeshard_core::protobuf::encode_object(&body) {
+            Ok(e) => {
+                let (buf, object) = e.into_parts();
+                with_type(
+                    status,
+                    Body::full(Bytes::from(buf).slice(object)),
+                    render.output,
+                )
+            }
+            Err(e) => error(
+                &ApiError::internal(&format!("unable to encode as protobuf: {e}")),
+                render,
+            ),
+        };
+    }
     let mut bytes = if render.pretty {
         serde_json::to_vec_pretty(&body)
     } else {
@@ -238,6 +306,9 @@ pub fn list(
     if let Some(r) = meta.remaining {
         md.insert("remainingItemCount".into(), r.into());
     }
+    if render.output == Output::Protobuf {
+        return protobuf_list(info, items, &serde_json::Value::Object(md), render);
+    }
     let head = format!(
         "{{\"kind\":{},\"apiVersion\":{},\"metadata\":{},\"items\":[",
         serde_json::Value::from(info.list_kind.as_str()),
@@ -254,6 +325,47 @@ pub fn list(
     };
     let list = JoinedList::new(Bytes::from(head), items);
     json_bytes(StatusCode::OK, Body::list(list), render)
+}
+
+/// A list in protobuf: every item's encoding (made now if it was never
+/// asked for, and kept), framed around borrowed slices like the JSON list.
+fn protobuf_list(
+    info: &ResourceInfo,
+    items: &[Arc<StoredObject>],
+    md: &serde_json::Value,
+    render: Render,
+) -> Response<Body> {
+    let items = if info.reads_as_stored() {
+        items.to_vec()
+    } else {
+        match converted(info, items) {
+            Ok(items) => items,
+            Err(e) => return error(&e, render),
+        }
+    };
+    let mut lens = Vec::with_capacity(items.len());
+    for o in &items {
+        match protobuf_of(o) {
+            Ok(p) => lens.push(p.raw().len()),
+            Err(e) => return error(&e, render),
+        }
+    }
+    let frame = kubeshard_core::protobuf::list_frame(
+        &info.api_version(),
+        &info.list_kind,
+        md,
+        lens.into_iter(),
+    );
+    match frame {
+        Ok(f) => {
+            let list = JoinedList::protobuf(Bytes::from(f.head), items, f.tail);
+            with_type(StatusCode::OK, Body::list(list), Output::Protobuf)
+        }
+        Err(e) => error(
+            &ApiError::internal(&format!("unable to encode as protobuf: {e}")),
+            render,
+        ),
+    }
 }
 
 /// A plain-text answer (an empty log).
@@ -294,6 +406,12 @@ pub fn created_success(render: Render) -> Response<Body> {
 /// A metav1.Status error response.
 pub fn error(err: &ApiError, render: Render) -> Response<Body> {
     let status = StatusCode::from_u16(err.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    // Nothing the client accepts could be produced: kube answers in JSON.
+    let render = if err.code == 406 {
+        Render::JSON
+    } else {
+        render
+    };
     let mut resp = json_bytes(status, Body::full(err.to_status_json()), render.plain());
     if let Some(secs) = err.details.as_ref().and_then(|d| d.retry_after_seconds) {
         resp.headers_mut()

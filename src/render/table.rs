@@ -60,19 +60,21 @@ pub fn transform_values(
             };
             Ok(table::table(info, values, &opts, &list, now))
         }
-        (Output::PartialObject(v), Shape::Object) => Ok(table::partial_object(
+        (Output::PartialObject(v, _), Shape::Object) => Ok(table::partial_object(
             values.first().unwrap_or(&Value::Null),
             v,
         )),
-        (Output::PartialList(v), Shape::List(m)) => Ok(table::partial_list(values, v, m)),
-        (Output::PartialObject(_), Shape::List(_)) => Err(not_acceptable(format!(
+        (Output::PartialList(v, _), Shape::List(m)) => Ok(table::partial_list(values, v, m)),
+        (Output::PartialObject(..), Shape::List(_)) => Err(not_acceptable(format!(
             "you requested PartialObjectMetadata, but the requested object is a list ({})",
             info.list_kind
         ))),
-        (Output::PartialList(_), Shape::Object) => {
+        (Output::PartialList(..), Shape::Object) => {
             Err(not_a_list_error("PartialObjectMetadataList", &info.kind))
         }
-        (Output::Json | Output::Yaml, _) => Err(ApiError::internal("not a transformed output")),
+        (Output::Json | Output::Yaml | Output::Protobuf, _) => {
+            Err(ApiError::internal("not a transformed output"))
+        }
     }
 }
 

@@ -1,6 +1,8 @@
 //! A list body as one buffer of many slices: the list head, each stored
 //! object's JSON (borrowed from the shared object, never copied), commas,
-//! and the closing `]}` with the newline kube's encoder ends a body with.
+//! and the closing `]}` with the newline kube's encoder ends a body with;
+//! or, in protobuf, the head, each item's key and length and its raw
+//! message (borrowed the same way), and the envelope's tail.
 //!
 //! hyper writes it with vectored sends, so a LIST of 100k objects costs a
 //! few thousand `sendmsg` calls that hand the kernel the objects' own
@@ -8,6 +10,7 @@
 
 use bytes::{Buf, Bytes};
 use kubeshard_cache::StoredObject;
+use kubeshard_core::protobuf::ItemHead;
 use std::io::IoSlice;
 use std::sync::Arc;
 
@@ -17,27 +20,34 @@ const TAIL: &[u8] = b"]}\n";
 struct Pieces {
     head: Bytes,
     items: Vec<Arc<StoredObject>>,
+    /// Protobuf: each item's key and length, and the closing bytes.
+    protobuf: Option<(Vec<ItemHead>, &'static [u8])>,
 }
 
 impl Pieces {
-    /// The tail's index: 0 is the head; 1 + 2i item i; 2 + 2i the comma
-    /// after it.
+    /// The tail's index: 0 is the head. JSON: 1 + 2i item i; 2 + 2i the
+    /// comma after it. Protobuf: 1 + 2i item i's key and length; 2 + 2i
+    /// its message.
     fn last(&self) -> usize {
-        if self.items.is_empty() {
-            1
-        } else {
-            2 * self.items.len()
+        match self.protobuf {
+            Some(_) => 2 * self.items.len() + 1,
+            None if self.items.is_empty() => 1,
+            None => 2 * self.items.len(),
         }
     }
 
     fn bytes(&self, p: usize) -> &[u8] {
         let last = self.last();
-        match p {
-            0 => &self.head,
-            p if p == last => TAIL,
-            p if p > last => &[],
-            p if p % 2 == 1 => self.items[p / 2].json_slice(),
-            _ => b",",
+        match (&self.protobuf, p) {
+            (_, 0) => &self.head,
+            (_, p) if p > last => &[],
+            (None, p) if p == last => TAIL,
+            (None, p) if p % 2 == 1 => self.items[p / 2].json_slice(),
+            (None, _) => b",",
+            (Some((_, tail)), p) if p == last => tail,
+            (Some((heads, _)), p) if p % 2 == 1 => heads[p / 2].as_slice(),
+            // Encoded before the list was built (see `JoinedList::protobuf`).
+            (Some(_), p) => self.items[p / 2 - 1].protobuf().map_or(&[], |e| e.raw()),
         }
     }
 }
@@ -61,7 +71,40 @@ impl JoinedList {
             + items.iter().map(|o| o.json_slice().len()).sum::<usize>()
             + items.len().saturating_sub(1)
             + TAIL.len();
-        let pieces = Arc::new(Pieces { head, items });
+        Self::of(
+            Pieces {
+                head,
+                items,
+                protobuf: None,
+            },
+            remaining,
+        )
+    }
+
+    /// A protobuf list: `head` from `protobuf::list_frame`, items whose
+    /// protobuf forms are already encoded, each with its key and length.
+    pub fn protobuf(head: Bytes, items: Vec<Arc<StoredObject>>, tail: &'static [u8]) -> Self {
+        let raw_len = |o: &Arc<StoredObject>| o.protobuf().map_or(0, |e| e.raw().len());
+        let heads: Vec<ItemHead> = items
+            .iter()
+            .map(|o| kubeshard_core::protobuf::item_head(raw_len(o)))
+            .collect();
+        let remaining = head.len()
+            + heads.iter().map(ItemHead::len).sum::<usize>()
+            + items.iter().map(raw_len).sum::<usize>()
+            + tail.len();
+        Self::of(
+            Pieces {
+                head,
+                items,
+                protobuf: Some((heads, tail)),
+            },
+            remaining,
+        )
+    }
+
+    fn of(pieces: Pieces, remaining: usize) -> Self {
+        let pieces = Arc::new(pieces);
         let mut list = Self {
             end: pieces.last() + 1,
             pieces,

@@ -6,7 +6,10 @@
 pub mod extension;
 pub mod kubectl;
 pub mod kubelet;
+pub mod protobuf;
+pub mod protobuf_kinds;
 pub mod python;
+pub mod resources;
 pub mod tls;
 pub mod verbs;
 pub mod webhook;

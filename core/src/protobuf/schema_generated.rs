@@ -3045,7 +3045,7 @@ pub(super) static MESSAGES: [Message; 567] = [
     // 443
     Message { name: "api.admissionregistration.v1.NamedRuleWithOperations", fields: &[
         f(1, "resourceNames", Str, Rep, false),
-        f(2, "ruleWithOperations", Msg(312), One, false),
+        f(2, "ruleWithOperations", Msg(312), Inline, false),
     ] },
     // 444
     Message { name: "api.admissionregistration.v1.ExpressionWarning", fields: &[

@@ -200,11 +200,13 @@ impl Record {
     fn set_response(&mut self, resp: &http::Response<Body>) {
         let code = resp.status().as_u16();
         let mut status = json!({"metadata": {}, "code": code});
-        let is_json = resp
+        let ct = resp
             .headers()
             .get(http::header::CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|ct| ct.starts_with("application/json"));
+            .and_then(|v| v.to_str().ok());
+        let protobuf = ct.is_some_and(kubeshard_core::protobuf::is_protobuf);
+        // A protobuf answer is logged as the JSON it transcodes to.
+        let is_json = protobuf || ct.is_some_and(|ct| ct.starts_with("application/json"));
         let all = match resp.body() {
             Body::Chunks { chunks, .. } if is_json => {
                 Some(chunks.iter().flat_map(|c| c.iter().copied()).collect())
@@ -215,7 +217,10 @@ impl Record {
             }
             _ => None,
         };
-        let body = all.and_then(|all: Vec<u8>| serde_json::from_slice::<Value>(&all).ok());
+        let body = all.and_then(|all: Vec<u8>| match protobuf {
+            true => kubeshard_core::protobuf::decode_object(&all).ok(),
+            false => serde_json::from_slice::<Value>(&all).ok(),
+        });
         if code >= 300 {
             if let Some(b) = body.as_ref().filter(|b| b["kind"] == "Status") {
                 for k in ["status", "message", "reason", "details"] {
