@@ -105,6 +105,11 @@ pub struct TargetArgs {
     /// HTTP/2 (prior knowledge on http://, ALPN on https://).
     #[arg(long, global = true)]
     pub http2: bool,
+    /// Ask for Kubernetes protobuf on reads (GET, LIST and WATCH), as
+    /// client-go's typed clients do; writes stay JSON. For the get, list
+    /// and watch workloads.
+    #[arg(long, global = true)]
+    pub protobuf: bool,
     /// Allow a target that is not on a loopback address. Off by default:
     /// load must never leave this machine by accident.
     #[arg(long, global = true)]

@@ -237,10 +237,15 @@ impl Client {
         } else {
             pq
         };
+        let accept = if inner.target.protobuf && method == Method::GET {
+            "application/vnd.kubernetes.protobuf"
+        } else {
+            "application/json"
+        };
         let mut b = Request::builder()
             .method(method)
             .uri(uri)
-            .header(ACCEPT, HeaderValue::from_static("application/json"));
+            .header(ACCEPT, HeaderValue::from_static(accept));
         if !h2 {
             b = b.header(HOST, inner.host.clone());
         }

@@ -20,6 +20,7 @@ pub mod metrics_server;
 pub mod objects;
 pub mod procfs;
 pub mod progress;
+pub mod protowire;
 pub mod report;
 pub mod runner;
 pub mod scheduler;

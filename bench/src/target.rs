@@ -25,6 +25,8 @@ pub struct Target {
     pub authorization: Option<String>,
     pub tls_settings: TlsSettings,
     pub http2: bool,
+    /// Reads ask for protobuf (`--protobuf`).
+    pub protobuf: bool,
     pub allow_remote: bool,
 }
 
@@ -42,6 +44,7 @@ impl Target {
             .ok_or_else(|| anyhow!("no target: pass --url or --kubeconfig"))?;
         let mut t = Target::parse(&url, args.allow_remote)?;
         t.http2 = args.http2;
+        t.protobuf = args.protobuf;
         t.authorization = match (&args.token, &kc.token, &kc.basic) {
             (Some(tok), _, _) | (None, Some(tok), _) => Some(format!("Bearer {tok}")),
             (None, None, Some((u, p))) => Some(format!(
@@ -93,6 +96,7 @@ impl Target {
             authorization: None,
             tls_settings: TlsSettings::default(),
             http2: false,
+            protobuf: false,
             allow_remote,
         })
     }
@@ -174,6 +178,7 @@ mod tests {
             insecure_skip_tls_verify: false,
             ca_file: None,
             http2: true,
+            protobuf: false,
             allow_remote: false,
         };
         let t = Target::from_args(&args, None).unwrap();

@@ -15,7 +15,7 @@
 use crate::client::Client;
 use crate::objects;
 use crate::stats::{Outcome, Stats};
-use bytes::{Buf, BytesMut};
+use bytes::BytesMut;
 use http_body_util::BodyExt;
 use parking_lot::RwLock;
 use std::collections::HashMap;
@@ -253,6 +253,7 @@ pub async fn run(
             tally.rewatches += 1;
         }
         let mut buf = BytesMut::new();
+        let protobuf = shared.client.target().protobuf;
         loop {
             let frame = tokio::select! {
                 f = body.frame() => f,
@@ -269,6 +270,28 @@ pub async fn run(
                     continue 'rewatch;
                 }
             };
+            let mut seen = Seen {
+                rv: &mut rv,
+                position: &position,
+                tally: &mut tally,
+                log: &mut log,
+            };
+            if protobuf {
+                // Length-prefixed frames, completed across chunks.
+                buf.extend_from_slice(&data);
+                while let Some(len) = crate::protowire::frame_len(&buf) {
+                    if buf.len() < 4 + len {
+                        break;
+                    }
+                    let frame = buf.split_to(4 + len);
+                    let (kind, r) = crate::protowire::watch_event(&frame[4..])
+                        .map_or((None, None), |(k, r)| (Some(k), r));
+                    if seen.event(kind, r, &frame, Instant::now()) {
+                        break 'rewatch;
+                    }
+                }
+                continue;
+            }
             // Whole lines are read where they arrived; only a line split
             // across frames is copied into `buf` to be completed.
             let mut data = data;
@@ -293,39 +316,57 @@ pub async fn run(
                     break;
                 };
                 let now = Instant::now();
-                match objects::event_type(&line) {
-                    Some(b"BOOKMARK") => {
-                        tally.bookmarks += 1;
-                        if let Some(r) = objects::resource_version(&line) {
-                            rv = rv.max(r);
-                            position.0.store(rv, Ordering::Relaxed);
-                        }
-                    }
-                    Some(b"ERROR") => {
-                        tally.error_events += 1;
-                        tally.failure = Some(String::from_utf8_lossy(&line).trim().to_string());
-                        break 'rewatch;
-                    }
-                    Some(_) => {
-                        tally.events += 1;
-                        if let Some(r) = objects::resource_version(&line) {
-                            rv = rv.max(r);
-                            position.0.store(rv, Ordering::Relaxed);
-                            log.event(r, now);
-                        }
-                    }
-                    None => {
-                        let rest = line.chunk();
-                        if !rest.iter().all(u8::is_ascii_whitespace) {
-                            tally.failure = Some("unparseable watch event".into());
-                        }
-                    }
+                let kind = objects::event_type(&line);
+                let r = match kind {
+                    Some(b"ERROR") | None => None,
+                    Some(_) => objects::resource_version(&line),
+                };
+                if seen.event(kind, r, &line, now) {
+                    break 'rewatch;
                 }
             }
         }
     }
     log.finish();
     tally
+}
+
+/// What a watcher's stream has told it so far.
+struct Seen<'a> {
+    rv: &'a mut u64,
+    position: &'a Position,
+    tally: &'a mut Tally,
+    log: &'a mut DeliveryLog,
+}
+
+impl Seen<'_> {
+    /// Takes in one event (its type and resourceVersion, and its bytes for
+    /// error reports); true when the watch must stop.
+    fn event(&mut self, kind: Option<&[u8]>, r: Option<u64>, bytes: &[u8], now: Instant) -> bool {
+        match kind {
+            Some(b"ERROR") => {
+                self.tally.error_events += 1;
+                self.tally.failure = Some(String::from_utf8_lossy(bytes).trim().to_string());
+                return true;
+            }
+            Some(b"BOOKMARK") => self.tally.bookmarks += 1,
+            Some(_) => self.tally.events += 1,
+            None => {
+                if !bytes.iter().all(u8::is_ascii_whitespace) {
+                    self.tally.failure = Some("unparseable watch event".into());
+                }
+                return false;
+            }
+        }
+        if let Some(r) = r {
+            *self.rv = (*self.rv).max(r);
+            self.position.0.store(*self.rv, Ordering::Relaxed);
+            if kind != Some(b"BOOKMARK") {
+                self.log.event(r, now);
+            }
+        }
+        false
+    }
 }
 
 /// Counts a watcher as settled (its first stream opened, or it gave up).

@@ -391,6 +391,39 @@ mod tests {
     }
 
     #[test]
+    fn the_protobuf_form_is_made_once_and_framed_like_the_json() {
+        let info = builtin("configmaps");
+        let v = json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "c", "namespace": "n", "resourceVersion": "7"},
+            "data": {"k": "v"}});
+        let o = StoredObject::encode_for(&info, &v, 7, EventType::Modified);
+        let before = o.heap_size();
+        let p = o.protobuf().unwrap();
+        assert!(
+            std::ptr::eq(p, o.protobuf().unwrap()),
+            "kept, not re-encoded"
+        );
+        assert!(o.heap_size() > before);
+        // The frame is a watch frame of the object's own event type around
+        // the enveloped object, which holds the raw message.
+        let object = p.object();
+        assert!(p.frame().ends_with(&object));
+        assert_eq!(
+            p.frame()[..],
+            kubeshard_core::protobuf::watch_frame("MODIFIED", &object)[..]
+        );
+        let back = kubeshard_core::protobuf::decode_object(&object).unwrap();
+        assert_eq!(back, v);
+        let raw_at = object.len() - p.raw().len() - 4;
+        assert_eq!(&object[raw_at..object.len() - 4], p.raw());
+        // A kind with no protobuf form is an error, and nothing is kept.
+        let cr = json!({"apiVersion": "example.com/v1", "kind": "Widget",
+            "metadata": {"name": "w"}});
+        let o = StoredObject::encode(&info, &cr, 1);
+        assert!(o.protobuf().is_err());
+    }
+
+    #[test]
     fn json_and_frame_share_one_encoding() {
         let info = builtin("pods");
         let with_uid = json!({"metadata": {"name": "p", "ownerReferences": [{"uid": "u-0"}],

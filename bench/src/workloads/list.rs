@@ -43,12 +43,12 @@ pub async fn run(ctx: &Ctx, a: &ListArgs) -> Result<Extra> {
                 let r = c.client.request(t.worker, Method::GET, &path, None).await;
                 if let Ok(resp) = &r {
                     if resp.ok() {
-                        match serde_json::from_slice::<ListHead>(&resp.body) {
-                            Ok(head) => {
-                                sh.items.store(head.items.len() as u64, Ordering::Relaxed);
+                        match list_shape(&c, &resp.body) {
+                            Some((items, _)) => {
+                                sh.items.store(items as u64, Ordering::Relaxed);
                                 sh.bytes.store(resp.body.len() as u64, Ordering::Relaxed);
                             }
-                            Err(_) => return Done::from(Outcome::Failed("bad-response")),
+                            None => return Done::from(Outcome::Failed("bad-response")),
                         }
                     }
                 }
@@ -112,18 +112,15 @@ async fn paged(c: &Ctx, slot: usize, base: &str, sh: &Shape) -> Done {
             Ok(resp) if resp.ok() => resp,
             _ => return Done { outcome, steps },
         };
-        let head: ListHead = match serde_json::from_slice(&resp.body) {
-            Ok(h) => h,
-            Err(_) => {
-                return Done {
-                    outcome: Outcome::Failed("bad-response"),
-                    steps,
-                }
-            }
+        let Some((n, next)) = list_shape(c, &resp.body) else {
+            return Done {
+                outcome: Outcome::Failed("bad-response"),
+                steps,
+            };
         };
-        items += head.items.len() as u64;
+        items += n as u64;
         bytes += resp.body.len() as u64;
-        match head.metadata.continue_token.filter(|t| !t.is_empty()) {
+        match next.filter(|t| !t.is_empty()) {
             Some(t) => token = Some(t),
             None => break,
         }
@@ -142,4 +139,13 @@ async fn paged(c: &Ctx, slot: usize, base: &str, sh: &Shape) -> Done {
         outcome: Outcome::Ok,
         steps,
     }
+}
+
+/// (items, continue token) of a list body, JSON or protobuf.
+fn list_shape(c: &Ctx, body: &[u8]) -> Option<(usize, Option<String>)> {
+    if c.client.target().protobuf {
+        return crate::protowire::list_shape(body);
+    }
+    let head: ListHead = serde_json::from_slice(body).ok()?;
+    Some((head.items.len(), head.metadata.continue_token))
 }
