@@ -242,7 +242,7 @@ fn metrics_report_bounded_history() {
     }
     let (code, ct, text) = s.get_with("/metrics", "*/*");
     assert_eq!(code, 200);
-    assert!(ct.starts_with("application/openmetrics-text"), "{ct}");
+    assert_eq!(ct, "text/plain; version=0.0.4; charset=utf-8");
     let objects: i64 = metric(&text, "store_objects").iter().sum();
     use kubeshard_core::rbac::bootstrap;
     let rbac = bootstrap::cluster_roles().len()

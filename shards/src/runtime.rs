@@ -318,6 +318,7 @@ fn handle(store: &mut ShardStore, hub: &RefCell<Hub>, msg: ShardMsg) {
                 watch_events: hub.ring_events(),
                 watch_index_entries: hub.index_entries(),
                 watchers: hub.watchers(),
+                objects_by_resource: store.objects_by_resource(),
             });
         }
     }

@@ -274,6 +274,14 @@ impl ShardStore {
         self.resources.values().map(|r| r.objects.len()).sum()
     }
 
+    /// Objects per resource (by storage key) in this shard.
+    pub fn objects_by_resource(&self) -> Vec<(Arc<str>, usize)> {
+        self.resources
+            .iter()
+            .map(|(k, r)| (k.clone(), r.objects.len()))
+            .collect()
+    }
+
     /// Events held in the history rings.
     pub fn history_events(&self) -> usize {
         self.resources.values().map(|r| r.history.len()).sum()

@@ -12,6 +12,7 @@ pub mod timeout;
 
 use crate::context::Api;
 use crate::render::response::{self, Render};
+use crate::request::metrics::{self, LongRunning};
 use crate::request::{Query, RequestInfo};
 use crate::security::{audit, authn, authz, flowcontrol};
 use crate::serving::body::{Body, Held};
@@ -70,6 +71,8 @@ pub struct Served {
     /// Where the sweeper cuts the response off if it is still being sent
     /// when the request's deadline passes.
     deadline: Option<Rc<crate::context::stall::Deadline>>,
+    /// A watch or CONNECT counts as long-running until its stream ends.
+    long_running: Option<LongRunning>,
 }
 
 /// What a response body holds until hyper drops it.
@@ -77,6 +80,7 @@ pub type Holds = (
     ActiveRequest,
     Option<flowcontrol::Permit>,
     Option<Rc<crate::context::stall::Deadline>>,
+    Option<LongRunning>,
 );
 
 impl From<Response<Body>> for Served {
@@ -85,13 +89,14 @@ impl From<Response<Body>> for Served {
             resp,
             permit: None,
             deadline: None,
+            long_running: None,
         }
     }
 }
 
 impl Served {
     pub fn into_response(self, active: ActiveRequest) -> Response<Held<Holds>> {
-        let hold = (active, self.permit, self.deadline);
+        let hold = (active, self.permit, self.deadline, self.long_running);
         self.resp.map(|body| Held::new(body, hold))
     }
 }
@@ -121,6 +126,14 @@ pub async fn serve(api: &Rc<Api>, conn: &ConnInfo, mut req: Request<Incoming>) -
         .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
     let query = Query::parse(req.uri().query());
     let info = RequestInfo::parse(req.method(), req.uri().path(), &query);
+    let labels = metrics::Labels::of(
+        &info,
+        req.method(),
+        &query,
+        req.headers()
+            .get(http::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok()),
+    );
     let attrs = attributes(&info, &query);
     let config = api.security.config.clone();
     let incoming = || audit::Incoming {
@@ -156,8 +169,13 @@ pub async fn serve(api: &Rc<Api>, conn: &ConnInfo, mut req: Request<Incoming>) -
     {
         Ok(p) => p,
         Err(e) => {
+            // Refused by flow control: counted, as kube counts its drops
+            // (authentication and authorization failures are not).
+            if let (Some(l), 429) = (&labels, e.code) {
+                metrics::record(l, 429, started.elapsed(), None);
+            }
             return with_audit_id(finish(record, response::error(&e, Render::JSON)), &audit_id)
-                .into()
+                .into();
         }
     };
     let budget = timeout::budget(config.request_timeout, query.get("timeout"));
@@ -210,10 +228,23 @@ pub async fn serve(api: &Rc<Api>, conn: &ConnInfo, mut req: Request<Incoming>) -
         }
         _ => None,
     };
+    let code = resp.status().as_u16();
+    let long_running = match labels {
+        Some(l) if long_running && resp.status().is_success() => {
+            Some(LongRunning::start(l, code, started))
+        }
+        Some(l) => {
+            let size = resp.body().size_hint().exact();
+            metrics::record(&l, code, started.elapsed(), size);
+            None
+        }
+        None => None,
+    };
     Served {
         resp: with_audit_id(finish(record, resp), &audit_id),
         permit,
         deadline,
+        long_running,
     }
 }
 

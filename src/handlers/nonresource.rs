@@ -86,14 +86,18 @@ pub async fn handle(
             ));
             gauges.push_str(&api.config.admission.webhook_metrics.render());
             gauges.push_str(&crate::aggregator::metrics::render(&routes));
+            gauges.push_str(&crate::request::metrics::render());
+            gauges.push_str(&crate::metrics::storage_objects(&stats, &catalog));
             let at = body.rfind("# EOF").unwrap_or(body.len());
             body.insert_str(at, &gauges);
+            let format = crate::metrics::Format::negotiate(Some(accept));
+            if format == crate::metrics::Format::Text {
+                body = crate::metrics::to_prometheus_text(&body);
+            }
             let mut resp = text(StatusCode::OK, body);
             resp.headers_mut().insert(
                 header::CONTENT_TYPE,
-                HeaderValue::from_static(
-                    "application/openmetrics-text; version=1.0.0; charset=utf-8",
-                ),
+                HeaderValue::from_static(format.content_type()),
             );
             Ok(resp)
         }

@@ -13,6 +13,7 @@ use crate::apiextensions::conversion;
 use crate::render::negotiation::Output;
 use crate::render::response::{self, Render};
 use crate::render::table;
+use crate::request::metrics;
 use crate::serving::body::{Body, ChunkStream};
 use crate::serving::frames::Frames;
 use crate::storage::Storage;
@@ -187,6 +188,8 @@ pub async fn watch(api: &Rc<Api>, rr: &ResourceRequest) -> HandlerResult {
             hub.borrow_mut().watcher_opened();
             let stall = api.stalls.register(rr.conn.clone());
             Box::pin(Watcher {
+                events: metrics::watch_series(&info.group, &info.version, &info.plural),
+                sent: metrics::WatchTally::default(),
                 hub,
                 info,
                 filter,
@@ -518,6 +521,9 @@ struct Watcher {
     shutdown: Shutdown,
     done: bool,
     stall: Rc<crate::context::stall::WatchState>,
+    /// `apiserver_watch_events_*` of the resource, added to once a chunk.
+    events: Arc<metrics::WatchSeries>,
+    sent: metrics::WatchTally,
 }
 
 /// The frame a watcher gets for an event, if any, applying selector
@@ -565,6 +571,13 @@ impl ChunkStream for Watcher {
         let out = self.as_mut().next_chunk(cx);
         self.stall
             .polled(Instant::now(), matches!(out, Poll::Ready(Some(_))));
+        if let Poll::Ready(Some(frames)) = &out {
+            let this = &mut *self;
+            for f in frames.iter() {
+                this.sent.event(f.len());
+            }
+            this.sent.flush(&this.events);
+        }
         out
     }
 }

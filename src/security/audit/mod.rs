@@ -184,7 +184,10 @@ impl Record {
             json!(timestamp(chrono::Utc::now())),
         );
         match serde_json::to_vec(&Value::Object(e)) {
-            Ok(line) => self.auditor.log.write(line),
+            Ok(line) => {
+                self.auditor.log.write(line);
+                crate::request::metrics::audit_event();
+            }
             Err(e) => tracing::error!(error = %e, "audit event did not serialize"),
         }
     }

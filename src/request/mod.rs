@@ -3,6 +3,8 @@
 //! (`/api/v1/namespaces/ns/pods/name/status`) versus everything else
 //! (discovery, health, version).
 
+pub mod metrics;
+
 use std::collections::HashMap;
 
 /// Subresources of a namespace itself, which would otherwise parse as a

@@ -1,0 +1,717 @@
+//! kube-apiserver's request metrics, with its names, labels and buckets:
+//! `apiserver_request_total`, `apiserver_request_duration_seconds`,
+//! `apiserver_response_sizes`, `apiserver_longrunning_requests`,
+//! `apiserver_watch_events_total`/`_sizes` and `apiserver_audit_event_total`.
+//!
+//! Dashboards, alerts and SLO tooling read these series by name, so the
+//! labels follow kube's rules (see [`Labels::of`]). Each executor records
+//! into its own series behind a lock only a scrape ever contends for, and
+//! a scrape sums the executors' series.
+
+use super::{Query, RequestInfo};
+use parking_lot::Mutex;
+use std::collections::HashMap;
+use std::fmt::Write;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, LazyLock};
+use std::time::Duration;
+
+/// kube's buckets for `apiserver_request_duration_seconds`.
+const DURATION_BUCKETS: [f64; 23] = [
+    0.005, 0.025, 0.05, 0.1, 0.2, 0.4, 0.6, 0.8, 1.0, 1.25, 1.5, 2.0, 3.0, 4.0, 5.0, 6.0, 8.0,
+    10.0, 15.0, 20.0, 30.0, 45.0, 60.0,
+];
+/// kube's buckets for `apiserver_response_sizes` (bytes).
+const SIZE_BUCKETS: [f64; 7] = [1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9];
+/// kube's buckets for `apiserver_watch_events_sizes` (bytes).
+const WATCH_SIZE_BUCKETS: [f64; 8] = [
+    1024.0, 2048.0, 4096.0, 8192.0, 16384.0, 32768.0, 65536.0, 131072.0,
+];
+
+/// A request's labels as kube's request metrics name them.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Labels {
+    pub verb: &'static str,
+    pub dry_run: &'static str,
+    pub group: String,
+    pub version: String,
+    pub resource: String,
+    pub subresource: String,
+    pub scope: &'static str,
+    pub component: &'static str,
+}
+
+impl Labels {
+    /// kube's labels for a request, or None for requests kube does not
+    /// instrument (paths outside the API, health and discovery, whose
+    /// unbounded variety would make unbounded series).
+    pub fn of(
+        info: &RequestInfo,
+        method: &http::Method,
+        query: &Query,
+        content_type: Option<&str>,
+    ) -> Option<Labels> {
+        if !info.is_resource_request {
+            let path = info.path.as_str();
+            let health = ["/healthz", "/livez", "/readyz"]
+                .iter()
+                .any(|h| path == *h || path.starts_with(&format!("{h}/")));
+            let discovery = path == "/api"
+                || path == "/api/v1"
+                || path == "/apis"
+                || (path.starts_with("/apis/") && path.matches('/').count() <= 3);
+            if !health && !discovery {
+                return None;
+            }
+            return Some(Labels {
+                verb: verb_of(method.as_str(), "", query, content_type, ""),
+                dry_run: "",
+                group: String::new(),
+                version: String::new(),
+                resource: String::new(),
+                subresource: path.to_string(),
+                scope: "",
+                component: if health { "" } else { "apiserver" },
+            });
+        }
+        let scope = if !info.name.is_empty() || info.verb == "create" {
+            "resource"
+        } else if !info.namespace.is_empty() {
+            "namespace"
+        } else {
+            "cluster"
+        };
+        Some(Labels {
+            verb: verb_of(
+                method.as_str(),
+                scope,
+                query,
+                content_type,
+                &info.subresource,
+            ),
+            dry_run: match query.get("dryRun") {
+                None | Some("") => "",
+                Some("All") => "All",
+                Some(_) => "invalid",
+            },
+            group: info.group.clone(),
+            version: info.version.clone(),
+            resource: info.resource.clone(),
+            subresource: info.subresource.clone(),
+            scope,
+            component: "apiserver",
+        })
+    }
+
+    /// Whether kube observes the response's size (GET and LIST routes).
+    fn sizes_observed(&self) -> bool {
+        matches!(self.verb, "GET" | "LIST")
+    }
+}
+
+/// kube's `verb` label: the method, made LIST for collection reads, WATCH
+/// for watches, APPLY for server-side apply and CONNECT for the streaming
+/// subresources.
+fn verb_of(
+    method: &str,
+    scope: &str,
+    query: &Query,
+    content_type: Option<&str>,
+    subresource: &str,
+) -> &'static str {
+    if matches!(
+        subresource,
+        "log" | "exec" | "portforward" | "attach" | "proxy"
+    ) {
+        return "CONNECT";
+    }
+    let watch = query
+        .get("watch")
+        .is_some_and(|w| !w.is_empty() && w != "0" && w != "false");
+    match method {
+        "GET" | "HEAD" if watch => "WATCH",
+        "GET" | "HEAD" if matches!(scope, "namespace" | "cluster") => "LIST",
+        "GET" | "HEAD" => "GET",
+        "PATCH" if content_type.is_some_and(|ct| ct.starts_with("application/apply-patch")) => {
+            "APPLY"
+        }
+        "PATCH" => "PATCH",
+        "POST" => "POST",
+        "PUT" => "PUT",
+        "DELETE" => "DELETE",
+        _ => "other",
+    }
+}
+
+/// A histogram with fixed buckets (cumulative counts are made at render).
+#[derive(Clone, Debug)]
+struct Histogram<const N: usize> {
+    counts: [u64; N],
+    sum: f64,
+    count: u64,
+}
+
+impl<const N: usize> Default for Histogram<N> {
+    fn default() -> Self {
+        Self {
+            counts: [0; N],
+            sum: 0.0,
+            count: 0,
+        }
+    }
+}
+
+impl<const N: usize> Histogram<N> {
+    fn observe(&mut self, bounds: &[f64; N], v: f64) {
+        if let Some(i) = bounds.iter().position(|b| v <= *b) {
+            self.counts[i] += 1;
+        }
+        self.sum += v;
+        self.count += 1;
+    }
+
+    fn add(&mut self, other: &Self) {
+        for (a, b) in self.counts.iter_mut().zip(other.counts) {
+            *a += b;
+        }
+        self.sum += other.sum;
+        self.count += other.count;
+    }
+}
+
+/// One label set's series on one executor.
+#[derive(Clone, Debug, Default)]
+struct Series {
+    /// `apiserver_request_total` by status code.
+    codes: Vec<(u16, u64)>,
+    duration: Histogram<23>,
+    sizes: Histogram<7>,
+    longrunning: i64,
+}
+
+/// One executor's series.
+#[derive(Default)]
+struct Executor {
+    series: HashMap<Labels, Series>,
+}
+
+/// Every executor's series (registered on first use) and the shared ones.
+struct Registry {
+    executors: Mutex<Vec<Arc<Mutex<Executor>>>>,
+    watch: Mutex<HashMap<[String; 3], Arc<WatchSeries>>>,
+    audit_events: AtomicU64,
+}
+
+static REGISTRY: LazyLock<Registry> = LazyLock::new(|| Registry {
+    executors: Mutex::new(Vec::new()),
+    watch: Mutex::new(HashMap::new()),
+    audit_events: AtomicU64::new(0),
+});
+
+thread_local! {
+    /// This thread's (executor's) series; only a scrape takes its lock
+    /// from another thread.
+    static MINE: Arc<Mutex<Executor>> = {
+        let mine = Arc::new(Mutex::new(Executor::default()));
+        REGISTRY.executors.lock().push(mine.clone());
+        mine
+    };
+}
+
+fn with_series(labels: &Labels, f: impl FnOnce(&mut Series)) {
+    MINE.with(|m| {
+        let mut m = m.lock();
+        match m.series.get_mut(labels) {
+            Some(s) => f(s),
+            None => f(m.series.entry(labels.clone()).or_default()),
+        }
+    });
+}
+
+/// Records a finished request: its status code, how long it took and,
+/// when known, how many bytes it answered with.
+pub fn record(labels: &Labels, code: u16, took: Duration, size: Option<u64>) {
+    with_series(labels, |s| {
+        match s.codes.iter_mut().find(|(c, _)| *c == code) {
+            Some((_, n)) => *n += 1,
+            None => s.codes.push((code, 1)),
+        }
+        s.duration.observe(&DURATION_BUCKETS, took.as_secs_f64());
+        if let (Some(size), true) = (size, labels.sizes_observed()) {
+            s.sizes.observe(&SIZE_BUCKETS, size as f64);
+        }
+    });
+}
+
+/// Counts a long-running request (a watch, a CONNECT) from its start
+/// until the guard is dropped, when it is recorded as finished.
+pub struct LongRunning {
+    labels: Labels,
+    code: u16,
+    started: std::time::Instant,
+}
+
+impl LongRunning {
+    pub fn start(labels: Labels, code: u16, started: std::time::Instant) -> Self {
+        with_series(&labels, |s| s.longrunning += 1);
+        Self {
+            labels,
+            code,
+            started,
+        }
+    }
+}
+
+impl Drop for LongRunning {
+    fn drop(&mut self) {
+        with_series(&self.labels, |s| s.longrunning -= 1);
+        record(&self.labels, self.code, self.started.elapsed(), None);
+    }
+}
+
+/// Counts an audit event sent to a backend.
+pub fn audit_event() {
+    REGISTRY.audit_events.fetch_add(1, Ordering::Relaxed);
+}
+
+/// A watched resource's event series, shared by the executors (watchers
+/// add what they sent once per chunk, not per event).
+#[derive(Default)]
+pub struct WatchSeries {
+    events: AtomicU64,
+    bytes: AtomicU64,
+    buckets: [AtomicU64; 8],
+}
+
+/// What one watcher sent since it last reported.
+#[derive(Default)]
+pub struct WatchTally {
+    events: u64,
+    bytes: u64,
+    buckets: [u64; 8],
+}
+
+impl WatchTally {
+    pub fn event(&mut self, size: usize) {
+        self.events += 1;
+        self.bytes += size as u64;
+        if let Some(i) = WATCH_SIZE_BUCKETS.iter().position(|b| size as f64 <= *b) {
+            self.buckets[i] += 1;
+        }
+    }
+
+    /// Adds the tally to `series` and starts over.
+    pub fn flush(&mut self, series: &WatchSeries) {
+        if self.events == 0 {
+            return;
+        }
+        series.events.fetch_add(self.events, Ordering::Relaxed);
+        series.bytes.fetch_add(self.bytes, Ordering::Relaxed);
+        for (b, n) in series.buckets.iter().zip(self.buckets) {
+            if n > 0 {
+                b.fetch_add(n, Ordering::Relaxed);
+            }
+        }
+        *self = WatchTally::default();
+    }
+}
+
+/// The event series of a watched group/version/resource.
+pub fn watch_series(group: &str, version: &str, resource: &str) -> Arc<WatchSeries> {
+    let key = [group.to_string(), version.to_string(), resource.to_string()];
+    REGISTRY.watch.lock().entry(key).or_default().clone()
+}
+
+/// Every series summed over the executors, in the OpenMetrics text
+/// format (counters as families without `_total`).
+pub fn render() -> String {
+    let mut all: HashMap<Labels, Series> = HashMap::new();
+    for e in REGISTRY.executors.lock().iter() {
+        for (labels, s) in &e.lock().series {
+            let sum = all.entry(labels.clone()).or_default();
+            for (code, n) in &s.codes {
+                match sum.codes.iter_mut().find(|(c, _)| c == code) {
+                    Some((_, m)) => *m += n,
+                    None => sum.codes.push((*code, *n)),
+                }
+            }
+            sum.duration.add(&s.duration);
+            sum.sizes.add(&s.sizes);
+            sum.longrunning += s.longrunning;
+        }
+    }
+    let mut sorted: Vec<(&Labels, &Series)> = all.iter().collect();
+    sorted.sort_by_key(|(l, _)| {
+        (
+            l.group.clone(),
+            l.version.clone(),
+            l.resource.clone(),
+            l.subresource.clone(),
+            l.verb,
+            l.scope,
+            l.dry_run,
+        )
+    });
+    let mut out = String::new();
+    family(&mut out, "apiserver_request", "counter",
+        "[STABLE] Counter of apiserver requests broken out for each verb, dry run value, group, version, resource, scope, component, and HTTP response code.");
+    for (l, s) in &sorted {
+        let mut codes = s.codes.clone();
+        codes.sort_unstable();
+        for (code, n) in codes {
+            // Labels sorted by name, as client_golang writes them.
+            let _ = writeln!(
+                out,
+                "apiserver_request_total{{code=\"{code}\",{}}} {n}",
+                l.render(true)
+            );
+        }
+    }
+    family(&mut out, "apiserver_request_duration_seconds", "histogram",
+        "[STABLE] Response latency distribution in seconds for each verb, dry run value, group, version, resource, subresource, scope and component.");
+    for (l, s) in sorted.iter().filter(|(_, s)| s.duration.count > 0) {
+        histogram(
+            &mut out,
+            "apiserver_request_duration_seconds",
+            &l.render(true),
+            &DURATION_BUCKETS,
+            &s.duration,
+        );
+    }
+    family(&mut out, "apiserver_response_sizes", "histogram",
+        "[STABLE] Response size distribution in bytes for each group, version, verb, resource, subresource, scope and component.");
+    for (l, s) in sorted.iter().filter(|(_, s)| s.sizes.count > 0) {
+        histogram(
+            &mut out,
+            "apiserver_response_sizes",
+            &l.render(false),
+            &SIZE_BUCKETS,
+            &s.sizes,
+        );
+    }
+    family(&mut out, "apiserver_longrunning_requests", "gauge",
+        "[STABLE] Gauge of all active long-running apiserver requests broken out by verb, group, version, resource, scope and component. Not all requests are tracked this way.");
+    // Without dry_run: summed over it.
+    let mut longrunning: Vec<(String, i64)> = Vec::new();
+    for (l, s) in sorted.iter().filter(|(l, _)| l.is_long_running()) {
+        let key = l.render(false);
+        match longrunning.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, n)) => *n += s.longrunning,
+            None => longrunning.push((key, s.longrunning)),
+        }
+    }
+    for (key, n) in longrunning {
+        let _ = writeln!(out, "apiserver_longrunning_requests{{{key}}} {n}");
+    }
+    render_watch(&mut out);
+    family(
+        &mut out,
+        "apiserver_audit_event",
+        "counter",
+        "[ALPHA] Counter of audit events generated and sent to the audit backend.",
+    );
+    let _ = writeln!(
+        out,
+        "apiserver_audit_event_total {}",
+        REGISTRY.audit_events.load(Ordering::Relaxed)
+    );
+    out
+}
+
+fn render_watch(out: &mut String) {
+    let watch = REGISTRY.watch.lock();
+    let mut keys: Vec<&[String; 3]> = watch.keys().collect();
+    keys.sort();
+    family(
+        out,
+        "apiserver_watch_events",
+        "counter",
+        "[ALPHA] Number of events sent in watch clients",
+    );
+    for k in &keys {
+        let n = watch[*k].events.load(Ordering::Relaxed);
+        let _ = writeln!(out, "apiserver_watch_events_total{{{}}} {n}", gvr(k));
+    }
+    family(
+        out,
+        "apiserver_watch_events_sizes",
+        "histogram",
+        "[ALPHA] Watch event size distribution in bytes",
+    );
+    for k in &keys {
+        let s = &watch[*k];
+        let h = Histogram::<8> {
+            counts: std::array::from_fn(|i| s.buckets[i].load(Ordering::Relaxed)),
+            sum: s.bytes.load(Ordering::Relaxed) as f64,
+            count: s.events.load(Ordering::Relaxed),
+        };
+        histogram(
+            out,
+            "apiserver_watch_events_sizes",
+            &gvr(k),
+            &WATCH_SIZE_BUCKETS,
+            &h,
+        );
+    }
+}
+
+fn gvr(k: &[String; 3]) -> String {
+    format!(
+        "group=\"{}\",resource=\"{}\",version=\"{}\"",
+        escape(&k[0]),
+        escape(&k[2]),
+        escape(&k[1])
+    )
+}
+
+impl Labels {
+    fn is_long_running(&self) -> bool {
+        matches!(self.verb, "WATCH" | "CONNECT")
+    }
+
+    /// The label pairs, sorted by name as client_golang writes them;
+    /// `with_dry_run` for the series that carry it.
+    fn render(&self, with_dry_run: bool) -> String {
+        let mut s = format!("component=\"{}\",", self.component);
+        if with_dry_run {
+            let _ = write!(s, "dry_run=\"{}\",", self.dry_run);
+        }
+        let _ = write!(
+            s,
+            "group=\"{}\",resource=\"{}\",scope=\"{}\",subresource=\"{}\",verb=\"{}\",version=\"{}\"",
+            escape(&self.group),
+            escape(&self.resource),
+            self.scope,
+            escape(&self.subresource),
+            self.verb,
+            escape(&self.version)
+        );
+        s
+    }
+}
+
+fn escape(v: &str) -> String {
+    v.replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
+}
+
+fn family(out: &mut String, name: &str, kind: &str, help: &str) {
+    let _ = writeln!(out, "# HELP {name} {help}");
+    let _ = writeln!(out, "# TYPE {name} {kind}");
+}
+
+fn histogram<const N: usize>(
+    out: &mut String,
+    name: &str,
+    labels: &str,
+    bounds: &[f64; N],
+    h: &Histogram<N>,
+) {
+    let mut cumulative = 0;
+    for (b, n) in bounds.iter().zip(h.counts) {
+        cumulative += n;
+        let _ = writeln!(
+            out,
+            "{name}_bucket{{{labels},le=\"{}\"}} {cumulative}",
+            go_float(*b)
+        );
+    }
+    let _ = writeln!(out, "{name}_bucket{{{labels},le=\"+Inf\"}} {}", h.count);
+    let _ = writeln!(out, "{name}_sum{{{labels}}} {}", h.sum);
+    let _ = writeln!(out, "{name}_count{{{labels}}} {}", h.count);
+}
+
+/// A bucket bound as Go's `%g` prints it (`0.005`, `1`, `1e+06`).
+fn go_float(v: f64) -> String {
+    if v >= 1e6 {
+        let exp = v.log10().floor() as i32;
+        let mantissa = v / 10f64.powi(exp);
+        return if mantissa == 1.0 {
+            format!("1e+{exp:02}")
+        } else {
+            format!("{mantissa}e+{exp:02}")
+        };
+    }
+    format!("{v}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn labels(method: &str, path: &str, query: &str, ct: Option<&str>) -> Option<Labels> {
+        let q = Query::parse(Some(query));
+        let m = http::Method::from_bytes(method.as_bytes()).unwrap();
+        Labels::of(&RequestInfo::parse(&m, path, &q), &m, &q, ct)
+    }
+
+    #[test]
+    fn verbs_and_scopes_follow_kube() {
+        let cases = [
+            (
+                "GET",
+                "/api/v1/namespaces/d/pods",
+                "",
+                None,
+                "LIST",
+                "namespace",
+            ),
+            ("GET", "/api/v1/pods", "", None, "LIST", "cluster"),
+            (
+                "GET",
+                "/api/v1/namespaces/d/pods/p",
+                "",
+                None,
+                "GET",
+                "resource",
+            ),
+            (
+                "GET",
+                "/api/v1/namespaces/d/pods",
+                "watch=true",
+                None,
+                "WATCH",
+                "namespace",
+            ),
+            (
+                "GET",
+                "/api/v1/namespaces/d/pods",
+                "watch=false",
+                None,
+                "LIST",
+                "namespace",
+            ),
+            (
+                "POST",
+                "/api/v1/namespaces/d/pods",
+                "",
+                None,
+                "POST",
+                "resource",
+            ),
+            (
+                "PUT",
+                "/api/v1/namespaces/d/pods/p",
+                "",
+                None,
+                "PUT",
+                "resource",
+            ),
+            (
+                "PATCH",
+                "/api/v1/namespaces/d/pods/p",
+                "",
+                Some("application/apply-patch+yaml"),
+                "APPLY",
+                "resource",
+            ),
+            (
+                "PATCH",
+                "/api/v1/namespaces/d/pods/p",
+                "",
+                Some("application/merge-patch+json"),
+                "PATCH",
+                "resource",
+            ),
+            (
+                "DELETE",
+                "/api/v1/namespaces/d/pods",
+                "",
+                None,
+                "DELETE",
+                "namespace",
+            ),
+            (
+                "GET",
+                "/api/v1/namespaces/d/pods/p/log",
+                "",
+                None,
+                "CONNECT",
+                "resource",
+            ),
+            ("GET", "/api/v1/nodes", "", None, "LIST", "cluster"),
+        ];
+        for (method, path, query, ct, verb, scope) in cases {
+            let l = labels(method, path, query, ct).unwrap();
+            assert_eq!((l.verb, l.scope), (verb, scope), "{method} {path}?{query}");
+            assert_eq!(l.component, "apiserver");
+        }
+        let l = labels(
+            "POST",
+            "/apis/apps/v1/namespaces/d/deployments",
+            "dryRun=All",
+            None,
+        )
+        .unwrap();
+        assert_eq!((l.group.as_str(), l.dry_run), ("apps", "All"));
+        let h = labels("GET", "/readyz", "", None).unwrap();
+        assert_eq!(
+            (h.subresource.as_str(), h.component, h.verb),
+            ("/readyz", "", "GET")
+        );
+        assert!(labels("GET", "/no/such/path", "", None).is_none());
+        assert!(labels("GET", "/apis/apps/v1", "", None).is_some());
+    }
+
+    #[test]
+    fn renders_kube_series() {
+        let l = labels(
+            "GET",
+            "/api/v1/namespaces/metricstest/configmaps/x",
+            "",
+            None,
+        )
+        .unwrap();
+        record(&l, 200, Duration::from_millis(3), Some(1500));
+        record(&l, 404, Duration::from_millis(30), Some(200));
+        let text = render();
+        assert!(text.contains("# TYPE apiserver_request counter"), "{text}");
+        let series = "component=\"apiserver\",dry_run=\"\",group=\"\",resource=\"configmaps\",scope=\"resource\",subresource=\"\",verb=\"GET\",version=\"v1\"";
+        assert!(
+            text.contains(&format!(
+                "apiserver_request_total{{code=\"200\",{series}}} 1"
+            )),
+            "{text}"
+        );
+        assert!(
+            text.contains(&format!(
+                "apiserver_request_total{{code=\"404\",{series}}} 1"
+            )),
+            "{text}"
+        );
+        assert!(
+            text.contains(&format!(
+                "apiserver_request_duration_seconds_bucket{{{series},le=\"0.005\"}} 1"
+            )),
+            "{text}"
+        );
+        assert!(
+            text.contains(&format!(
+                "apiserver_request_duration_seconds_bucket{{{series},le=\"0.05\"}} 2"
+            )),
+            "{text}"
+        );
+        assert!(
+            text.contains(&format!(
+                "apiserver_request_duration_seconds_count{{{series}}} 2"
+            )),
+            "{text}"
+        );
+        let sizes = "component=\"apiserver\",group=\"\",resource=\"configmaps\",scope=\"resource\",subresource=\"\",verb=\"GET\",version=\"v1\"";
+        assert!(
+            text.contains(&format!(
+                "apiserver_response_sizes_bucket{{{sizes},le=\"1000\"}} 1"
+            )),
+            "{text}"
+        );
+        assert!(
+            text.contains(&format!(
+                "apiserver_response_sizes_bucket{{{sizes},le=\"1e+06\"}} 2"
+            )),
+            "{text}"
+        );
+        assert_eq!(go_float(1e9), "1e+09");
+        assert_eq!(go_float(0.005), "0.005");
+    }
+}
