@@ -229,6 +229,19 @@ fn converted(
         .collect()
 }
 
+/// A list's items at the version `info` serves (shared as they are when
+/// that is how they are stored).
+fn served(
+    info: &ResourceInfo,
+    items: &[Arc<StoredObject>],
+) -> Result<Vec<Arc<StoredObject>>, ApiError> {
+    if info.reads_as_stored() {
+        Ok(items.to_vec())
+    } else {
+        converted(info, items)
+    }
+}
+
 /// A Table or PartialObjectMetadata body, or the error transforming gave.
 fn transformed_response(
     status: StatusCode,
@@ -315,13 +328,9 @@ pub fn list(
         serde_json::Value::from(info.api_version()),
         serde_json::Value::Object(md)
     );
-    let items = if info.reads_as_stored() {
-        items.to_vec()
-    } else {
-        match converted(info, items) {
-            Ok(items) => items,
-            Err(e) => return error(&e, render),
-        }
+    let items = match served(info, items) {
+        Ok(items) => items,
+        Err(e) => return error(&e, render),
     };
     let list = JoinedList::new(Bytes::from(head), items);
     json_bytes(StatusCode::OK, Body::list(list), render)
@@ -335,13 +344,9 @@ fn protobuf_list(
     md: &serde_json::Value,
     render: Render,
 ) -> Response<Body> {
-    let items = if info.reads_as_stored() {
-        items.to_vec()
-    } else {
-        match converted(info, items) {
-            Ok(items) => items,
-            Err(e) => return error(&e, render),
-        }
+    let items = match served(info, items) {
+        Ok(items) => items,
+        Err(e) => return error(&e, render),
     };
     let mut lens = Vec::with_capacity(items.len());
     for o in &items {

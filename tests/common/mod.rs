@@ -446,14 +446,18 @@ fn agent() -> ureq::Agent {
 fn raw(r: Result<http::Response<ureq::Body>, ureq::Error>) -> (u16, String, String) {
     let mut resp = r.expect("request failed");
     let code = resp.status().as_u16();
-    let ct = resp
-        .headers()
+    let ct = content_type(&resp);
+    let text = resp.body_mut().read_to_string().unwrap_or_default();
+    (code, ct, text)
+}
+
+/// A response's Content-Type ("" when absent).
+pub fn content_type<B>(resp: &http::Response<B>) -> String {
+    resp.headers()
         .get("content-type")
         .and_then(|v| v.to_str().ok())
         .unwrap_or("")
-        .to_string();
-    let text = resp.body_mut().read_to_string().unwrap_or_default();
-    (code, ct, text)
+        .to_string()
 }
 
 fn respond(r: Result<http::Response<ureq::Body>, ureq::Error>) -> (u16, Value) {

@@ -70,12 +70,7 @@ impl Server {
             .body(body.to_vec())
             .unwrap();
         let mut resp = self.agent.run(req).expect("request failed");
-        let ct = resp
-            .headers()
-            .get("content-type")
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or("")
-            .to_string();
+        let ct = super::content_type(&resp);
         let mut bytes = Vec::new();
         resp.body_mut()
             .as_reader()
@@ -101,12 +96,10 @@ impl Server {
             .call()
             .expect("watch request");
         assert_eq!(resp.status().as_u16(), 200, "watch status");
-        let ct = resp
-            .headers()
-            .get("content-type")
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or("");
-        assert_eq!(ct, "application/vnd.kubernetes.protobuf;stream=watch");
+        assert_eq!(
+            super::content_type(&resp),
+            "application/vnd.kubernetes.protobuf;stream=watch"
+        );
         ProtobufWatch {
             body: Box::new(resp.into_body().into_reader()),
         }

@@ -56,21 +56,8 @@ fn schema_to_json(schema: &mut Value, depth: usize) {
     if depth > MAX_DEPTH {
         return;
     }
-    for (from, to) in RENAMED {
-        if let Some(v) = node.remove(*from) {
-            node.insert((*to).into(), v);
-        }
-    }
-    for k in ["default", "example"] {
-        if let Some(v) = node.get_mut(k) {
-            *v = raw_json(v);
-        }
-    }
-    if let Some(Value::Array(values)) = node.get_mut("enum") {
-        for v in values {
-            *v = raw_json(v);
-        }
-    }
+    rename(node, true);
+    map_literals(node, raw_json);
     if let Some(items) = node.get_mut("items") {
         *items = match items.as_object_mut() {
             Some(u) => match (u.remove("schema"), u.remove("jSonSchemas")) {
@@ -128,21 +115,8 @@ fn schema_to_proto(schema: &mut Value, depth: usize) {
     }
     // Children are still in JSON form, which is what the walk reads.
     crate::schema::for_each_child_schema(node, |s| schema_to_proto(s, depth + 1));
-    for (to, from) in RENAMED {
-        if let Some(v) = node.remove(*from) {
-            node.insert((*to).into(), v);
-        }
-    }
-    for k in ["default", "example"] {
-        if let Some(v) = node.get_mut(k) {
-            *v = json_message(v);
-        }
-    }
-    if let Some(Value::Array(values)) = node.get_mut("enum") {
-        for v in values {
-            *v = json_message(v);
-        }
-    }
+    rename(node, false);
+    map_literals(node, json_message);
     if let Some(items) = node.get_mut("items") {
         *items = match items.take() {
             Value::Array(list) => serde_json::json!({"jSonSchemas": list}),
@@ -163,6 +137,36 @@ fn schema_to_proto(schema: &mut Value, depth: usize) {
                 Value::Array(props) => serde_json::json!({"property": props}),
                 schema => serde_json::json!({"schema": schema}),
             };
+        }
+    }
+}
+
+/// Renames the keywords whose protobuf and JSON names differ: to the JSON
+/// names when `to_json`, else back.
+fn rename(node: &mut serde_json::Map<String, Value>, to_json: bool) {
+    for (proto, json) in RENAMED {
+        let (from, to) = if to_json {
+            (proto, json)
+        } else {
+            (json, proto)
+        };
+        if let Some(v) = node.remove(*from) {
+            node.insert((*to).into(), v);
+        }
+    }
+}
+
+/// Rewrites the literal values a schema holds (`default`, `example` and
+/// each of `enum`) with `f`.
+fn map_literals(node: &mut serde_json::Map<String, Value>, f: fn(&Value) -> Value) {
+    for k in ["default", "example"] {
+        if let Some(v) = node.get_mut(k) {
+            *v = f(v);
+        }
+    }
+    if let Some(Value::Array(values)) = node.get_mut("enum") {
+        for v in values {
+            *v = f(v);
         }
     }
 }
