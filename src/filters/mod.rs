@@ -126,14 +126,15 @@ pub async fn serve(api: &Rc<Api>, conn: &ConnInfo, mut req: Request<Incoming>) -
         .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
     let query = Query::parse(req.uri().query());
     let info = RequestInfo::parse(req.method(), req.uri().path(), &query);
-    let labels = metrics::Labels::of(
+    let slot = metrics::Labels::of(
         &info,
         req.method(),
         &query,
         req.headers()
             .get(http::header::CONTENT_TYPE)
             .and_then(|v| v.to_str().ok()),
-    );
+    )
+    .map(|l| metrics::slot(&l));
     let attrs = attributes(&info, &query);
     let config = api.security.config.clone();
     let incoming = || audit::Incoming {
@@ -171,8 +172,8 @@ pub async fn serve(api: &Rc<Api>, conn: &ConnInfo, mut req: Request<Incoming>) -
         Err(e) => {
             // Refused by flow control: counted, as kube counts its drops
             // (authentication and authorization failures are not).
-            if let (Some(l), 429) = (&labels, e.code) {
-                metrics::record(l, 429, started.elapsed(), None);
+            if let (Some(slot), 429) = (slot, e.code) {
+                metrics::record(slot, 429, started.elapsed(), None);
             }
             return with_audit_id(finish(record, response::error(&e, Render::JSON)), &audit_id)
                 .into();
@@ -229,13 +230,13 @@ pub async fn serve(api: &Rc<Api>, conn: &ConnInfo, mut req: Request<Incoming>) -
         _ => None,
     };
     let code = resp.status().as_u16();
-    let long_running = match labels {
-        Some(l) if long_running && resp.status().is_success() => {
-            Some(LongRunning::start(l, code, started))
+    let long_running = match slot {
+        Some(slot) if long_running && resp.status().is_success() => {
+            Some(LongRunning::start(slot, code, started))
         }
-        Some(l) => {
+        Some(slot) => {
             let size = resp.body().size_hint().exact();
-            metrics::record(&l, code, started.elapsed(), size);
+            metrics::record(slot, code, started.elapsed(), size);
             None
         }
         None => None,

@@ -28,34 +28,36 @@ const WATCH_SIZE_BUCKETS: [f64; 8] = [
     1024.0, 2048.0, 4096.0, 8192.0, 16384.0, 32768.0, 65536.0, 131072.0,
 ];
 
-/// A request's labels as kube's request metrics name them.
+/// A request's labels as kube's request metrics name them, borrowed from
+/// the request (`S = &str`) or kept with a series (`S = String`).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct Labels {
+pub struct Labels<S = String> {
     pub verb: &'static str,
     pub dry_run: &'static str,
-    pub group: String,
-    pub version: String,
-    pub resource: String,
-    pub subresource: String,
+    pub group: S,
+    pub version: S,
+    pub resource: S,
+    pub subresource: S,
     pub scope: &'static str,
     pub component: &'static str,
 }
 
-impl Labels {
+impl<'a> Labels<&'a str> {
     /// kube's labels for a request, or None for requests kube does not
     /// instrument (paths outside the API, health and discovery, whose
     /// unbounded variety would make unbounded series).
     pub fn of(
-        info: &RequestInfo,
+        info: &'a RequestInfo,
         method: &http::Method,
         query: &Query,
         content_type: Option<&str>,
-    ) -> Option<Labels> {
+    ) -> Option<Self> {
         if !info.is_resource_request {
             let path = info.path.as_str();
-            let health = ["/healthz", "/livez", "/readyz"]
-                .iter()
-                .any(|h| path == *h || path.starts_with(&format!("{h}/")));
+            let health = ["/healthz", "/livez", "/readyz"].iter().any(|h| {
+                path.strip_prefix(h)
+                    .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+            });
             let discovery = path == "/api"
                 || path == "/api/v1"
                 || path == "/apis"
@@ -66,10 +68,10 @@ impl Labels {
             return Some(Labels {
                 verb: verb_of(method.as_str(), "", query, content_type, ""),
                 dry_run: "",
-                group: String::new(),
-                version: String::new(),
-                resource: String::new(),
-                subresource: path.to_string(),
+                group: "",
+                version: "",
+                resource: "",
+                subresource: path,
                 scope: "",
                 component: if health { "" } else { "apiserver" },
             });
@@ -94,15 +96,61 @@ impl Labels {
                 Some("All") => "All",
                 Some(_) => "invalid",
             },
-            group: info.group.clone(),
-            version: info.version.clone(),
-            resource: info.resource.clone(),
-            subresource: info.subresource.clone(),
+            group: &info.group,
+            version: &info.version,
+            resource: &info.resource,
+            subresource: &info.subresource,
             scope,
             component: "apiserver",
         })
     }
 
+    fn to_owned(&self) -> Labels {
+        Labels {
+            verb: self.verb,
+            dry_run: self.dry_run,
+            group: self.group.to_string(),
+            version: self.version.to_string(),
+            resource: self.resource.to_string(),
+            subresource: self.subresource.to_string(),
+            scope: self.scope,
+            component: self.component,
+        }
+    }
+
+    fn matches(&self, l: &Labels) -> bool {
+        self.verb == l.verb
+            && self.dry_run == l.dry_run
+            && self.scope == l.scope
+            && self.component == l.component
+            && self.group == l.group
+            && self.version == l.version
+            && self.resource == l.resource
+            && self.subresource == l.subresource
+    }
+
+    /// A hash of the labels (xxh3: the std hasher cost more than the rest
+    /// of the recording on small requests).
+    fn hash(&self) -> u64 {
+        let mut h = xxhash_rust::xxh3::Xxh3::new();
+        for part in [
+            self.verb,
+            self.dry_run,
+            self.scope,
+            self.component,
+            self.group,
+            self.version,
+            self.resource,
+            self.subresource,
+        ] {
+            h.update(part.as_bytes());
+            h.update(&[0]);
+        }
+        h.digest()
+    }
+}
+
+impl Labels {
     /// Whether kube observes the response's size (GET and LIST routes).
     fn sizes_observed(&self) -> bool {
         matches!(self.verb, "GET" | "LIST")
@@ -189,11 +237,37 @@ struct Series {
     longrunning: i64,
 }
 
-/// One executor's series.
+/// One executor's series, found by their labels' hash and kept in place,
+/// so a request finds its series once and records into it by index.
 #[derive(Default)]
 struct Executor {
-    series: HashMap<Labels, Series>,
+    index: HashMap<u64, Vec<usize>, std::hash::BuildHasherDefault<Prehashed>>,
+    series: Vec<(Labels, Series)>,
 }
+
+/// The identity hasher for keys that are hashes already.
+#[derive(Default)]
+struct Prehashed(u64);
+
+impl std::hash::Hasher for Prehashed {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(*b);
+        }
+    }
+
+    fn write_u64(&mut self, v: u64) {
+        self.0 = v;
+    }
+}
+
+/// A request's series on the executor that serves it.
+#[derive(Clone, Copy, Debug)]
+pub struct Slot(usize);
 
 /// Every executor's series (registered on first use) and the shared ones.
 struct Registry {
@@ -218,20 +292,41 @@ thread_local! {
     };
 }
 
-fn with_series(labels: &Labels, f: impl FnOnce(&mut Series)) {
+/// The series of a request's labels on this executor (made on first
+/// sight: only then are the labels copied).
+pub fn slot(labels: &Labels<&str>) -> Slot {
+    let hash = labels.hash();
     MINE.with(|m| {
         let mut m = m.lock();
-        match m.series.get_mut(labels) {
-            Some(s) => f(s),
-            None => f(m.series.entry(labels.clone()).or_default()),
+        let found = m.index.get(&hash).and_then(|slots| {
+            slots
+                .iter()
+                .copied()
+                .find(|&i| labels.matches(&m.series[i].0))
+        });
+        Slot(found.unwrap_or_else(|| {
+            let i = m.series.len();
+            m.series.push((labels.to_owned(), Series::default()));
+            m.index.entry(hash).or_default().push(i);
+            i
+        }))
+    })
+}
+
+fn with_series(slot: Slot, f: impl FnOnce(&Labels, &mut Series)) {
+    MINE.with(|m| {
+        // A slot is only used on the executor that made it (requests and
+        // their bodies never leave it); a stray one is ignored.
+        if let Some((labels, series)) = m.lock().series.get_mut(slot.0) {
+            f(labels, series)
         }
     });
 }
 
 /// Records a finished request: its status code, how long it took and,
 /// when known, how many bytes it answered with.
-pub fn record(labels: &Labels, code: u16, took: Duration, size: Option<u64>) {
-    with_series(labels, |s| {
+pub fn record(slot: Slot, code: u16, took: Duration, size: Option<u64>) {
+    with_series(slot, |labels, s| {
         match s.codes.iter_mut().find(|(c, _)| *c == code) {
             Some((_, n)) => *n += 1,
             None => s.codes.push((code, 1)),
@@ -245,17 +340,18 @@ pub fn record(labels: &Labels, code: u16, took: Duration, size: Option<u64>) {
 
 /// Counts a long-running request (a watch, a CONNECT) from its start
 /// until the guard is dropped, when it is recorded as finished.
+/// Dropped on the executor that started it (with the response body).
 pub struct LongRunning {
-    labels: Labels,
+    slot: Slot,
     code: u16,
     started: std::time::Instant,
 }
 
 impl LongRunning {
-    pub fn start(labels: Labels, code: u16, started: std::time::Instant) -> Self {
-        with_series(&labels, |s| s.longrunning += 1);
+    pub fn start(slot: Slot, code: u16, started: std::time::Instant) -> Self {
+        with_series(slot, |_, s| s.longrunning += 1);
         Self {
-            labels,
+            slot,
             code,
             started,
         }
@@ -264,8 +360,8 @@ impl LongRunning {
 
 impl Drop for LongRunning {
     fn drop(&mut self) {
-        with_series(&self.labels, |s| s.longrunning -= 1);
-        record(&self.labels, self.code, self.started.elapsed(), None);
+        with_series(self.slot, |_, s| s.longrunning -= 1);
+        record(self.slot, self.code, self.started.elapsed(), None);
     }
 }
 
@@ -543,7 +639,21 @@ mod tests {
     fn labels(method: &str, path: &str, query: &str, ct: Option<&str>) -> Option<Labels> {
         let q = Query::parse(Some(query));
         let m = http::Method::from_bytes(method.as_bytes()).unwrap();
-        Labels::of(&RequestInfo::parse(&m, path, &q), &m, &q, ct)
+        let info = RequestInfo::parse(&m, path, &q);
+        Labels::of(&info, &m, &q, ct).map(|l| l.to_owned())
+    }
+
+    fn slot_of(l: &Labels) -> Slot {
+        slot(&Labels {
+            verb: l.verb,
+            dry_run: l.dry_run,
+            group: l.group.as_str(),
+            version: l.version.as_str(),
+            resource: l.resource.as_str(),
+            subresource: l.subresource.as_str(),
+            scope: l.scope,
+            component: l.component,
+        })
     }
 
     #[test]
@@ -663,8 +773,10 @@ mod tests {
             None,
         )
         .unwrap();
-        record(&l, 200, Duration::from_millis(3), Some(1500));
-        record(&l, 404, Duration::from_millis(30), Some(200));
+        let at = slot_of(&l);
+        assert_eq!(slot_of(&l).0, at.0, "one series per label set");
+        record(at, 200, Duration::from_millis(3), Some(1500));
+        record(at, 404, Duration::from_millis(30), Some(200));
         let text = render();
         assert!(text.contains("# TYPE apiserver_request counter"), "{text}");
         let series = "component=\"apiserver\",dry_run=\"\",group=\"\",resource=\"configmaps\",scope=\"resource\",subresource=\"\",verb=\"GET\",version=\"v1\"";
