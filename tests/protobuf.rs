@@ -16,7 +16,9 @@ use serde_json::{json, Value};
 const CMS: &str = "/api/v1/namespaces/default/configmaps";
 
 /// What protobuf cannot tell apart from absence (empty lists, maps and
-/// nulls) removed, so that JSON and a protobuf round trip compare.
+/// nulls), and the zero values Go's JSON leaves out of `omitempty` fields
+/// (which the decoder drops as Go would), removed, so that JSON and a
+/// protobuf round trip compare.
 fn normalized(v: &Value) -> Value {
     match v {
         Value::Object(m) => Value::Object(
@@ -32,7 +34,9 @@ fn normalized(v: &Value) -> Value {
 
 fn is_empty(v: &Value) -> bool {
     match v {
-        Value::Null => true,
+        Value::Null | Value::Bool(false) => true,
+        Value::String(s) => s.is_empty(),
+        Value::Number(n) => n.as_f64() == Some(0.0),
         Value::Array(a) => a.is_empty(),
         Value::Object(m) => m.is_empty(),
         _ => false,

@@ -544,8 +544,8 @@ pub(super) static MESSAGES: [Message; 567] = [
     Message { name: "api.scheduling.v1.PriorityClass", fields: &[
         f(1, "metadata", Msg(133), One, false),
         f(2, "value", I32, One, false),
-        f(3, "globalDefault", Bool, One, false),
-        f(4, "description", Str, One, false),
+        f(3, "globalDefault", Bool, One, true),
+        f(4, "description", Str, One, true),
         f(5, "preemptionPolicy", Str, One, false),
     ] },
     // 96
@@ -703,18 +703,18 @@ pub(super) static MESSAGES: [Message; 567] = [
         f(1, "metadata", Msg(133), One, false),
         f(2, "eventTime", MicroTime, One, false),
         f(3, "series", Msg(229), One, false),
-        f(4, "reportingController", Str, One, false),
-        f(5, "reportingInstance", Str, One, false),
-        f(6, "action", Str, One, false),
-        f(7, "reason", Str, One, false),
+        f(4, "reportingController", Str, One, true),
+        f(5, "reportingInstance", Str, One, true),
+        f(6, "action", Str, One, true),
+        f(7, "reason", Str, One, true),
         f(8, "regarding", Msg(137), One, false),
         f(9, "related", Msg(137), One, false),
-        f(10, "note", Str, One, false),
-        f(11, "type", Str, One, false),
+        f(10, "note", Str, One, true),
+        f(11, "type", Str, One, true),
         f(12, "deprecatedSource", Msg(144), One, false),
         f(13, "deprecatedFirstTimestamp", Time, One, false),
         f(14, "deprecatedLastTimestamp", Time, One, false),
-        f(15, "deprecatedCount", I32, One, false),
+        f(15, "deprecatedCount", I32, One, true),
     ] },
     // 124
     Message { name: "api.events.v1.EventList", fields: &[
@@ -749,11 +749,11 @@ pub(super) static MESSAGES: [Message; 567] = [
     // 129
     Message { name: "apimachinery.pkg.apis.meta.v1.Status", fields: &[
         f(1, "metadata", Msg(136), One, false),
-        f(2, "status", Str, One, false),
-        f(3, "message", Str, One, false),
-        f(4, "reason", Str, One, false),
+        f(2, "status", Str, One, true),
+        f(3, "message", Str, One, true),
+        f(4, "reason", Str, One, true),
         f(5, "details", Msg(233), One, false),
-        f(6, "code", I32, One, false),
+        f(6, "code", I32, One, true),
     ] },
     // 130
     Message { name: "apimachinery.pkg.apis.meta.v1.WatchEvent", fields: &[
@@ -798,9 +798,9 @@ pub(super) static MESSAGES: [Message; 567] = [
     ] },
     // 136
     Message { name: "apimachinery.pkg.apis.meta.v1.ListMeta", fields: &[
-        f(1, "selfLink", Str, One, false),
-        f(2, "resourceVersion", Str, One, false),
-        f(3, "continue", Str, One, false),
+        f(1, "selfLink", Str, One, true),
+        f(2, "resourceVersion", Str, One, true),
+        f(3, "continue", Str, One, true),
         f(4, "remainingItemCount", I64, One, false),
     ] },
     // 137
@@ -864,23 +864,23 @@ pub(super) static MESSAGES: [Message; 567] = [
     ] },
     // 140
     Message { name: "api.core.v1.PodStatus", fields: &[
-        f(1, "phase", Str, One, false),
+        f(1, "phase", Str, One, true),
         f(2, "conditions", Msg(252), Rep, false),
-        f(3, "message", Str, One, false),
-        f(4, "reason", Str, One, false),
-        f(5, "hostIP", Str, One, false),
-        f(6, "podIP", Str, One, false),
+        f(3, "message", Str, One, true),
+        f(4, "reason", Str, One, true),
+        f(5, "hostIP", Str, One, true),
+        f(6, "podIP", Str, One, true),
         f(7, "startTime", Time, One, false),
         f(8, "containerStatuses", Msg(255), Rep, false),
-        f(9, "qosClass", Str, One, false),
+        f(9, "qosClass", Str, One, true),
         f(10, "initContainerStatuses", Msg(255), Rep, false),
-        f(11, "nominatedNodeName", Str, One, false),
+        f(11, "nominatedNodeName", Str, One, true),
         f(12, "podIPs", Msg(254), Rep, false),
         f(13, "ephemeralContainerStatuses", Msg(255), Rep, false),
-        f(14, "resize", Str, One, false),
+        f(14, "resize", Str, One, true),
         f(15, "resourceClaimStatuses", Msg(256), Rep, false),
         f(16, "hostIPs", Msg(253), Rep, false),
-        f(17, "observedGeneration", I64, One, false),
+        f(17, "observedGeneration", I64, One, true),
         f(18, "extendedResourceClaimStatus", Msg(257), One, false),
         f(19, "allocatedResources", Quantity, Map, false),
         f(20, "resources", Msg(250), One, false),
@@ -931,10 +931,10 @@ pub(super) static MESSAGES: [Message; 567] = [
     ] },
     // 146
     Message { name: "api.core.v1.NodeSpec", fields: &[
-        f(1, "podCIDR", Str, One, false),
-        f(2, "externalID", Str, One, false),
-        f(3, "providerID", Str, One, false),
-        f(4, "unschedulable", Bool, One, false),
+        f(1, "podCIDR", Str, One, true),
+        f(2, "externalID", Str, One, true),
+        f(3, "providerID", Str, One, true),
+        f(4, "unschedulable", Bool, One, true),
         f(5, "taints", Msg(264), Rep, false),
         f(6, "configSource", Msg(265), One, false),
         f(7, "podCIDRs", Str, Rep, false),
@@ -943,7 +943,7 @@ pub(super) static MESSAGES: [Message; 567] = [
     Message { name: "api.core.v1.NodeStatus", fields: &[
         f(1, "capacity", Quantity, Map, false),
         f(2, "allocatable", Quantity, Map, false),
-        f(3, "phase", Str, One, false),
+        f(3, "phase", Str, One, true),
         f(4, "conditions", Msg(266), Rep, false),
         f(5, "addresses", Msg(267), Rep, false),
         f(6, "daemonEndpoints", Msg(268), One, false),
@@ -966,15 +966,15 @@ pub(super) static MESSAGES: [Message; 567] = [
         f(1, "replicas", I32, One, false),
         f(2, "selector", Str, Map, false),
         f(3, "template", Msg(148), One, false),
-        f(4, "minReadySeconds", I32, One, false),
+        f(4, "minReadySeconds", I32, One, true),
     ] },
     // 150
     Message { name: "api.core.v1.ReplicationControllerStatus", fields: &[
         f(1, "replicas", I32, One, false),
-        f(2, "fullyLabeledReplicas", I32, One, false),
-        f(3, "observedGeneration", I64, One, false),
-        f(4, "readyReplicas", I32, One, false),
-        f(5, "availableReplicas", I32, One, false),
+        f(2, "fullyLabeledReplicas", I32, One, true),
+        f(3, "observedGeneration", I64, One, true),
+        f(4, "readyReplicas", I32, One, true),
+        f(5, "availableReplicas", I32, One, true),
         f(6, "conditions", Msg(275), Rep, false),
     ] },
     // 151
@@ -991,7 +991,7 @@ pub(super) static MESSAGES: [Message; 567] = [
     ] },
     // 152
     Message { name: "api.core.v1.PersistentVolumeClaimStatus", fields: &[
-        f(1, "phase", Str, One, false),
+        f(1, "phase", Str, One, true),
         f(2, "accessModes", Str, Rep, false),
         f(3, "capacity", Quantity, Map, false),
         f(4, "conditions", Msg(279), Rep, false),
@@ -1006,8 +1006,8 @@ pub(super) static MESSAGES: [Message; 567] = [
         f(2, "persistentVolumeSource", Msg(281), Inline, false),
         f(3, "accessModes", Str, Rep, false),
         f(4, "claimRef", Msg(137), One, false),
-        f(5, "persistentVolumeReclaimPolicy", Str, One, false),
-        f(6, "storageClassName", Str, One, false),
+        f(5, "persistentVolumeReclaimPolicy", Str, One, true),
+        f(6, "storageClassName", Str, One, true),
         f(7, "mountOptions", Str, Rep, false),
         f(8, "volumeMode", Str, One, false),
         f(9, "nodeAffinity", Msg(282), One, false),
@@ -1015,9 +1015,9 @@ pub(super) static MESSAGES: [Message; 567] = [
     ] },
     // 154
     Message { name: "api.core.v1.PersistentVolumeStatus", fields: &[
-        f(1, "phase", Str, One, false),
-        f(2, "message", Str, One, false),
-        f(3, "reason", Str, One, false),
+        f(1, "phase", Str, One, true),
+        f(2, "message", Str, One, true),
+        f(3, "reason", Str, One, true),
         f(4, "lastPhaseTransitionTime", Time, One, false),
     ] },
     // 155
@@ -1039,8 +1039,8 @@ pub(super) static MESSAGES: [Message; 567] = [
     Message { name: "api.core.v1.ComponentCondition", fields: &[
         f(1, "type", Str, One, false),
         f(2, "status", Str, One, false),
-        f(3, "message", Str, One, false),
-        f(4, "error", Str, One, false),
+        f(3, "message", Str, One, true),
+        f(4, "error", Str, One, true),
     ] },
     // 159
     Message { name: "api.apps.v1.DeploymentSpec", fields: &[
@@ -1070,15 +1070,15 @@ pub(super) static MESSAGES: [Message; 567] = [
         f(1, "replicas", I32, One, false),
         f(2, "selector", Msg(201), One, false),
         f(3, "template", Msg(148), One, false),
-        f(4, "minReadySeconds", I32, One, false),
+        f(4, "minReadySeconds", I32, One, true),
     ] },
     // 162
     Message { name: "api.apps.v1.ReplicaSetStatus", fields: &[
         f(1, "replicas", I32, One, false),
-        f(2, "fullyLabeledReplicas", I32, One, false),
-        f(3, "observedGeneration", I64, One, false),
-        f(4, "readyReplicas", I32, One, false),
-        f(5, "availableReplicas", I32, One, false),
+        f(2, "fullyLabeledReplicas", I32, One, true),
+        f(3, "observedGeneration", I64, One, true),
+        f(4, "readyReplicas", I32, One, true),
+        f(5, "availableReplicas", I32, One, true),
         f(6, "conditions", Msg(287), Rep, false),
         f(7, "terminatingReplicas", I32, One, false),
     ] },
@@ -1089,22 +1089,22 @@ pub(super) static MESSAGES: [Message; 567] = [
         f(3, "template", Msg(148), One, false),
         f(4, "volumeClaimTemplates", Msg(23), Rep, false),
         f(5, "serviceName", Str, One, false),
-        f(6, "podManagementPolicy", Str, One, false),
+        f(6, "podManagementPolicy", Str, One, true),
         f(7, "updateStrategy", Msg(288), One, false),
         f(8, "revisionHistoryLimit", I32, One, false),
-        f(9, "minReadySeconds", I32, One, false),
+        f(9, "minReadySeconds", I32, One, true),
         f(10, "persistentVolumeClaimRetentionPolicy", Msg(289), One, false),
         f(11, "ordinals", Msg(290), One, false),
     ] },
     // 164
     Message { name: "api.apps.v1.StatefulSetStatus", fields: &[
-        f(1, "observedGeneration", I64, One, false),
+        f(1, "observedGeneration", I64, One, true),
         f(2, "replicas", I32, One, false),
-        f(3, "readyReplicas", I32, One, false),
-        f(4, "currentReplicas", I32, One, false),
-        f(5, "updatedReplicas", I32, One, false),
-        f(6, "currentRevision", Str, One, false),
-        f(7, "updateRevision", Str, One, false),
+        f(3, "readyReplicas", I32, One, true),
+        f(4, "currentReplicas", I32, One, true),
+        f(5, "updatedReplicas", I32, One, true),
+        f(6, "currentRevision", Str, One, true),
+        f(7, "updateRevision", Str, One, true),
         f(9, "collisionCount", I32, One, false),
         f(10, "conditions", Msg(291), Rep, false),
         f(11, "availableReplicas", I32, One, false),
@@ -1114,7 +1114,7 @@ pub(super) static MESSAGES: [Message; 567] = [
         f(1, "selector", Msg(201), One, false),
         f(2, "template", Msg(148), One, false),
         f(3, "updateStrategy", Msg(292), One, false),
-        f(4, "minReadySeconds", I32, One, false),
+        f(4, "minReadySeconds", I32, One, true),
         f(6, "revisionHistoryLimit", I32, One, false),
     ] },
     // 166
@@ -1123,10 +1123,10 @@ pub(super) static MESSAGES: [Message; 567] = [
         f(2, "numberMisscheduled", I32, One, false),
         f(3, "desiredNumberScheduled", I32, One, false),
         f(4, "numberReady", I32, One, false),
-        f(5, "observedGeneration", I64, One, false),
-        f(6, "updatedNumberScheduled", I32, One, false),
-        f(7, "numberAvailable", I32, One, false),
-        f(8, "numberUnavailable", I32, One, false),
+        f(5, "observedGeneration", I64, One, true),
+        f(6, "updatedNumberScheduled", I32, One, true),
+        f(7, "numberAvailable", I32, One, true),
+        f(8, "numberUnavailable", I32, One, true),
         f(9, "collisionCount", I32, One, false),
         f(10, "conditions", Msg(293), Rep, false),
     ] },
@@ -1161,7 +1161,7 @@ pub(super) static MESSAGES: [Message; 567] = [
     ] },
     // 171
     Message { name: "api.networking.v1.IngressClassSpec", fields: &[
-        f(1, "controller", Str, One, false),
+        f(1, "controller", Str, One, true),
         f(2, "parameters", Msg(300), One, false),
     ] },
     // 172
@@ -1195,7 +1195,7 @@ pub(super) static MESSAGES: [Message; 567] = [
     Message { name: "api.autoscaling.v2.HorizontalPodAutoscalerStatus", fields: &[
         f(1, "observedGeneration", I64, One, false),
         f(2, "lastScaleTime", Time, One, false),
-        f(3, "currentReplicas", I32, One, false),
+        f(3, "currentReplicas", I32, One, true),
         f(4, "desiredReplicas", I32, One, false),
         f(5, "currentMetrics", Msg(307), Rep, false),
         f(6, "conditions", Msg(308), Rep, false),
@@ -1203,8 +1203,8 @@ pub(super) static MESSAGES: [Message; 567] = [
     // 178
     Message { name: "api.certificates.v1.CertificateSigningRequestSpec", fields: &[
         f(1, "request", Bytes, One, false),
-        f(2, "username", Str, One, false),
-        f(3, "uid", Str, One, false),
+        f(2, "username", Str, One, true),
+        f(3, "uid", Str, One, true),
         f(4, "groups", Str, Rep, false),
         f(5, "usages", Str, Rep, false),
         f(6, "extra", StrList, Map, false),
@@ -1257,13 +1257,13 @@ pub(super) static MESSAGES: [Message; 567] = [
     ] },
     // 183
     Message { name: "api.admissionregistration.v1.ValidatingAdmissionPolicyStatus", fields: &[
-        f(1, "observedGeneration", I64, One, false),
+        f(1, "observedGeneration", I64, One, true),
         f(2, "typeChecking", Msg(319), One, false),
         f(3, "conditions", Msg(261), Rep, false),
     ] },
     // 184
     Message { name: "api.admissionregistration.v1.ValidatingAdmissionPolicyBindingSpec", fields: &[
-        f(1, "policyName", Str, One, false),
+        f(1, "policyName", Str, One, true),
         f(2, "paramRef", Msg(320), One, false),
         f(3, "matchResources", Msg(315), One, false),
         f(4, "validationActions", Str, Rep, false),
@@ -1328,21 +1328,21 @@ pub(super) static MESSAGES: [Message; 567] = [
         f(4, "scope", Str, One, false),
         f(7, "versions", Msg(339), Rep, false),
         f(9, "conversion", Msg(340), One, false),
-        f(10, "preserveUnknownFields", Bool, One, false),
+        f(10, "preserveUnknownFields", Bool, One, true),
     ] },
     // 195
     Message { name: "apiextensions_apiserver.pkg.apis.apiextensions.v1.CustomResourceDefinitionStatus", fields: &[
         f(1, "conditions", Msg(341), Rep, false),
         f(2, "acceptedNames", Msg(338), One, false),
         f(3, "storedVersions", Str, Rep, false),
-        f(4, "observedGeneration", I64, One, false),
+        f(4, "observedGeneration", I64, One, true),
     ] },
     // 196
     Message { name: "kube_aggregator.pkg.apis.apiregistration.v1.APIServiceSpec", fields: &[
         f(1, "service", Msg(342), One, false),
-        f(2, "group", Str, One, false),
-        f(3, "version", Str, One, false),
-        f(4, "insecureSkipTLSVerify", Bool, One, false),
+        f(2, "group", Str, One, true),
+        f(3, "version", Str, One, true),
+        f(4, "insecureSkipTLSVerify", Bool, One, true),
         f(5, "caBundle", Bytes, One, false),
         f(7, "groupPriorityMinimum", I32, One, false),
         f(8, "versionPriority", I32, One, false),
@@ -1493,14 +1493,14 @@ pub(super) static MESSAGES: [Message; 567] = [
     ] },
     // 216
     Message { name: "api.authentication.v1.TokenReviewSpec", fields: &[
-        f(1, "token", Str, One, false),
+        f(1, "token", Str, One, true),
         f(2, "audiences", Str, Rep, false),
     ] },
     // 217
     Message { name: "api.authentication.v1.TokenReviewStatus", fields: &[
-        f(1, "authenticated", Bool, One, false),
+        f(1, "authenticated", Bool, One, true),
         f(2, "user", Msg(360), One, false),
-        f(3, "error", Str, One, false),
+        f(3, "error", Str, One, true),
         f(4, "audiences", Str, Rep, false),
     ] },
     // 218
@@ -1545,12 +1545,12 @@ pub(super) static MESSAGES: [Message; 567] = [
     ] },
     // 225
     Message { name: "api.autoscaling.v1.ScaleSpec", fields: &[
-        f(1, "replicas", I32, One, false),
+        f(1, "replicas", I32, One, true),
     ] },
     // 226
     Message { name: "api.autoscaling.v1.ScaleStatus", fields: &[
         f(1, "replicas", I32, One, false),
-        f(2, "selector", Str, One, false),
+        f(2, "selector", Str, One, true),
     ] },
     // 227
     Message { name: "api.autoscaling.v1.HorizontalPodAutoscalerSpec", fields: &[
@@ -1581,7 +1581,7 @@ pub(super) static MESSAGES: [Message; 567] = [
     ] },
     // 231
     Message { name: "api.policy.v1.PodDisruptionBudgetStatus", fields: &[
-        f(1, "observedGeneration", I64, One, false),
+        f(1, "observedGeneration", I64, One, true),
         f(2, "disruptedPods", Time, Map, false),
         f(3, "disruptionsAllowed", I32, One, false),
         f(4, "currentHealthy", I32, One, false),
@@ -1596,12 +1596,12 @@ pub(super) static MESSAGES: [Message; 567] = [
     ] },
     // 233
     Message { name: "apimachinery.pkg.apis.meta.v1.StatusDetails", fields: &[
-        f(1, "name", Str, One, false),
-        f(2, "group", Str, One, false),
-        f(3, "kind", Str, One, false),
+        f(1, "name", Str, One, true),
+        f(2, "group", Str, One, true),
+        f(3, "kind", Str, One, true),
         f(4, "causes", Msg(363), Rep, false),
-        f(5, "retryAfterSeconds", I32, One, false),
-        f(6, "uid", Str, One, false),
+        f(5, "retryAfterSeconds", I32, One, true),
+        f(6, "uid", Str, One, true),
     ] },
     // 234
     Message { name: "apimachinery.pkg.apis.meta.v1.OwnerReference", fields: &[
@@ -1756,9 +1756,9 @@ pub(super) static MESSAGES: [Message; 567] = [
         f(2, "status", Str, One, false),
         f(3, "lastProbeTime", Time, One, false),
         f(4, "lastTransitionTime", Time, One, false),
-        f(5, "reason", Str, One, false),
-        f(6, "message", Str, One, false),
-        f(7, "observedGeneration", I64, One, false),
+        f(5, "reason", Str, One, true),
+        f(6, "message", Str, One, true),
+        f(7, "observedGeneration", I64, One, true),
     ] },
     // 253
     Message { name: "api.core.v1.HostIp", fields: &[
@@ -1777,7 +1777,7 @@ pub(super) static MESSAGES: [Message; 567] = [
         f(5, "restartCount", I32, One, false),
         f(6, "image", Str, One, false),
         f(7, "imageID", Str, One, false),
-        f(8, "containerID", Str, One, false),
+        f(8, "containerID", Str, One, true),
         f(9, "started", Bool, One, false),
         f(10, "allocatedResources", Quantity, Map, false),
         f(11, "resources", Msg(250), One, false),
@@ -1826,20 +1826,20 @@ pub(super) static MESSAGES: [Message; 567] = [
     Message { name: "api.core.v1.EndpointAddress", fields: &[
         f(1, "ip", Str, One, false),
         f(2, "targetRef", Msg(137), One, false),
-        f(3, "hostname", Str, One, false),
+        f(3, "hostname", Str, One, true),
         f(4, "nodeName", Str, One, false),
     ] },
     // 263
     Message { name: "api.core.v1.EndpointPort", fields: &[
-        f(1, "name", Str, One, false),
+        f(1, "name", Str, One, true),
         f(2, "port", I32, One, false),
-        f(3, "protocol", Str, One, false),
+        f(3, "protocol", Str, One, true),
         f(4, "appProtocol", Str, One, false),
     ] },
     // 264
     Message { name: "api.core.v1.Taint", fields: &[
         f(1, "key", Str, One, false),
-        f(2, "value", Str, One, false),
+        f(2, "value", Str, One, true),
         f(3, "effect", Str, One, false),
         f(4, "timeAdded", Time, One, false),
     ] },
@@ -1853,8 +1853,8 @@ pub(super) static MESSAGES: [Message; 567] = [
         f(2, "status", Str, One, false),
         f(3, "lastHeartbeatTime", Time, One, false),
         f(4, "lastTransitionTime", Time, One, false),
-        f(5, "reason", Str, One, false),
-        f(6, "message", Str, One, false),
+        f(5, "reason", Str, One, true),
+        f(6, "message", Str, One, true),
     ] },
     // 267
     Message { name: "api.core.v1.NodeAddress", fields: &[
@@ -1882,7 +1882,7 @@ pub(super) static MESSAGES: [Message; 567] = [
     // 270
     Message { name: "api.core.v1.ContainerImage", fields: &[
         f(1, "names", Str, Rep, false),
-        f(2, "sizeBytes", I64, One, false),
+        f(2, "sizeBytes", I64, One, true),
     ] },
     // 271
     Message { name: "api.core.v1.AttachedVolume", fields: &[
@@ -1894,7 +1894,7 @@ pub(super) static MESSAGES: [Message; 567] = [
         f(1, "assigned", Msg(265), One, false),
         f(2, "active", Msg(265), One, false),
         f(3, "lastKnownGood", Msg(265), One, false),
-        f(4, "error", Str, One, false),
+        f(4, "error", Str, One, true),
     ] },
     // 273
     Message { name: "api.core.v1.NodeRuntimeHandler", fields: &[
@@ -1910,8 +1910,8 @@ pub(super) static MESSAGES: [Message; 567] = [
         f(1, "type", Str, One, false),
         f(2, "status", Str, One, false),
         f(3, "lastTransitionTime", Time, One, false),
-        f(4, "reason", Str, One, false),
-        f(5, "message", Str, One, false),
+        f(4, "reason", Str, One, true),
+        f(5, "message", Str, One, true),
     ] },
     // 276
     Message { name: "api.core.v1.VolumeResourceRequirements", fields: &[
@@ -1937,12 +1937,12 @@ pub(super) static MESSAGES: [Message; 567] = [
         f(2, "status", Str, One, false),
         f(3, "lastProbeTime", Time, One, false),
         f(4, "lastTransitionTime", Time, One, false),
-        f(5, "reason", Str, One, false),
-        f(6, "message", Str, One, false),
+        f(5, "reason", Str, One, true),
+        f(6, "message", Str, One, true),
     ] },
     // 280
     Message { name: "api.core.v1.ModifyVolumeStatus", fields: &[
-        f(1, "targetVolumeAttributesClassName", Str, One, false),
+        f(1, "targetVolumeAttributesClassName", Str, One, true),
         f(2, "status", Str, One, false),
     ] },
     // 281
@@ -2006,18 +2006,18 @@ pub(super) static MESSAGES: [Message; 567] = [
         f(1, "type", Str, One, false),
         f(2, "status", Str, One, false),
         f(3, "lastTransitionTime", Time, One, false),
-        f(4, "reason", Str, One, false),
-        f(5, "message", Str, One, false),
+        f(4, "reason", Str, One, true),
+        f(5, "message", Str, One, true),
     ] },
     // 288
     Message { name: "api.apps.v1.StatefulSetUpdateStrategy", fields: &[
-        f(1, "type", Str, One, false),
+        f(1, "type", Str, One, true),
         f(2, "rollingUpdate", Msg(421), One, false),
     ] },
     // 289
     Message { name: "api.apps.v1.StatefulSetPersistentVolumeClaimRetentionPolicy", fields: &[
-        f(1, "whenDeleted", Str, One, false),
-        f(2, "whenScaled", Str, One, false),
+        f(1, "whenDeleted", Str, One, true),
+        f(2, "whenScaled", Str, One, true),
     ] },
     // 290
     Message { name: "api.apps.v1.StatefulSetOrdinals", fields: &[
@@ -2028,12 +2028,12 @@ pub(super) static MESSAGES: [Message; 567] = [
         f(1, "type", Str, One, false),
         f(2, "status", Str, One, false),
         f(3, "lastTransitionTime", Time, One, false),
-        f(4, "reason", Str, One, false),
-        f(5, "message", Str, One, false),
+        f(4, "reason", Str, One, true),
+        f(5, "message", Str, One, true),
     ] },
     // 292
     Message { name: "api.apps.v1.DaemonSetUpdateStrategy", fields: &[
-        f(1, "type", Str, One, false),
+        f(1, "type", Str, One, true),
         f(2, "rollingUpdate", Msg(422), One, false),
     ] },
     // 293
@@ -2041,8 +2041,8 @@ pub(super) static MESSAGES: [Message; 567] = [
         f(1, "type", Str, One, false),
         f(2, "status", Str, One, false),
         f(3, "lastTransitionTime", Time, One, false),
-        f(4, "reason", Str, One, false),
-        f(5, "message", Str, One, false),
+        f(4, "reason", Str, One, true),
+        f(5, "message", Str, One, true),
     ] },
     // 294
     Message { name: "api.discovery.v1.EndpointConditions", fields: &[
@@ -2067,7 +2067,7 @@ pub(super) static MESSAGES: [Message; 567] = [
     ] },
     // 298
     Message { name: "api.networking.v1.IngressRule", fields: &[
-        f(1, "host", Str, One, false),
+        f(1, "host", Str, One, true),
         f(2, "ingressRuleValue", Msg(426), Inline, false),
     ] },
     // 299
@@ -2094,16 +2094,16 @@ pub(super) static MESSAGES: [Message; 567] = [
     ] },
     // 303
     Message { name: "api.networking.v1.ParentReference", fields: &[
-        f(1, "group", Str, One, false),
-        f(2, "resource", Str, One, false),
-        f(3, "namespace", Str, One, false),
-        f(4, "name", Str, One, false),
+        f(1, "group", Str, One, true),
+        f(2, "resource", Str, One, true),
+        f(3, "namespace", Str, One, true),
+        f(4, "name", Str, One, true),
     ] },
     // 304
     Message { name: "api.autoscaling.v2.CrossVersionObjectReference", fields: &[
         f(1, "kind", Str, One, false),
         f(2, "name", Str, One, false),
-        f(3, "apiVersion", Str, One, false),
+        f(3, "apiVersion", Str, One, true),
     ] },
     // 305
     Message { name: "api.autoscaling.v2.MetricSpec", fields: &[
@@ -2133,8 +2133,8 @@ pub(super) static MESSAGES: [Message; 567] = [
         f(1, "type", Str, One, false),
         f(2, "status", Str, One, false),
         f(3, "lastTransitionTime", Time, One, false),
-        f(4, "reason", Str, One, false),
-        f(5, "message", Str, One, false),
+        f(4, "reason", Str, One, true),
+        f(5, "message", Str, One, true),
     ] },
     // 309
     Message { name: "api.certificates.v1.ExtraValue", fields: &[
@@ -2143,8 +2143,8 @@ pub(super) static MESSAGES: [Message; 567] = [
     // 310
     Message { name: "api.certificates.v1.CertificateSigningRequestCondition", fields: &[
         f(1, "type", Str, One, false),
-        f(2, "reason", Str, One, false),
-        f(3, "message", Str, One, false),
+        f(2, "reason", Str, One, true),
+        f(3, "message", Str, One, true),
         f(4, "lastUpdateTime", Time, One, false),
         f(5, "lastTransitionTime", Time, One, false),
         f(6, "status", Str, One, false),
@@ -2167,8 +2167,8 @@ pub(super) static MESSAGES: [Message; 567] = [
     ] },
     // 314
     Message { name: "api.admissionregistration.v1.ParamKind", fields: &[
-        f(1, "apiVersion", Str, One, false),
-        f(2, "kind", Str, One, false),
+        f(1, "apiVersion", Str, One, true),
+        f(2, "kind", Str, One, true),
     ] },
     // 315
     Message { name: "api.admissionregistration.v1.MatchResources", fields: &[
@@ -2181,9 +2181,9 @@ pub(super) static MESSAGES: [Message; 567] = [
     // 316
     Message { name: "api.admissionregistration.v1.Validation", fields: &[
         f(1, "expression", Str, One, false),
-        f(2, "message", Str, One, false),
+        f(2, "message", Str, One, true),
         f(3, "reason", Str, One, false),
-        f(4, "messageExpression", Str, One, false),
+        f(4, "messageExpression", Str, One, true),
     ] },
     // 317
     Message { name: "api.admissionregistration.v1.AuditAnnotation", fields: &[
@@ -2201,8 +2201,8 @@ pub(super) static MESSAGES: [Message; 567] = [
     ] },
     // 320
     Message { name: "api.admissionregistration.v1.ParamRef", fields: &[
-        f(1, "name", Str, One, false),
-        f(2, "namespace", Str, One, false),
+        f(1, "name", Str, One, true),
+        f(2, "namespace", Str, One, true),
         f(3, "selector", Msg(201), One, false),
         f(4, "parameterNotFoundAction", Str, One, false),
     ] },
@@ -2222,11 +2222,11 @@ pub(super) static MESSAGES: [Message; 567] = [
     ] },
     // 324
     Message { name: "api.flowcontrol.v1.FlowSchemaCondition", fields: &[
-        f(1, "type", Str, One, false),
-        f(2, "status", Str, One, false),
+        f(1, "type", Str, One, true),
+        f(2, "status", Str, One, true),
         f(3, "lastTransitionTime", Time, One, false),
-        f(4, "reason", Str, One, false),
-        f(5, "message", Str, One, false),
+        f(4, "reason", Str, One, true),
+        f(5, "message", Str, One, true),
     ] },
     // 325
     Message { name: "api.flowcontrol.v1.LimitedPriorityLevelConfiguration", fields: &[
@@ -2242,11 +2242,11 @@ pub(super) static MESSAGES: [Message; 567] = [
     ] },
     // 327
     Message { name: "api.flowcontrol.v1.PriorityLevelConfigurationCondition", fields: &[
-        f(1, "type", Str, One, false),
-        f(2, "status", Str, One, false),
+        f(1, "type", Str, One, true),
+        f(2, "status", Str, One, true),
         f(3, "lastTransitionTime", Time, One, false),
-        f(4, "reason", Str, One, false),
-        f(5, "message", Str, One, false),
+        f(4, "reason", Str, One, true),
+        f(5, "message", Str, One, true),
     ] },
     // 328
     Message { name: "api.resource.v1.DeviceSelector", fields: &[
@@ -2270,7 +2270,7 @@ pub(super) static MESSAGES: [Message; 567] = [
     ] },
     // 332
     Message { name: "api.resource.v1.ResourceClaimConsumerReference", fields: &[
-        f(1, "apiGroup", Str, One, false),
+        f(1, "apiGroup", Str, One, true),
         f(3, "resource", Str, One, false),
         f(4, "name", Str, One, false),
         f(5, "uid", Str, One, false),
@@ -2318,10 +2318,10 @@ pub(super) static MESSAGES: [Message; 567] = [
     // 338
     Message { name: "apiextensions_apiserver.pkg.apis.apiextensions.v1.CustomResourceDefinitionNames", fields: &[
         f(1, "plural", Str, One, false),
-        f(2, "singular", Str, One, false),
+        f(2, "singular", Str, One, true),
         f(3, "shortNames", Str, Rep, false),
         f(4, "kind", Str, One, false),
-        f(5, "listKind", Str, One, false),
+        f(5, "listKind", Str, One, true),
         f(6, "categories", Str, Rep, false),
     ] },
     // 339
@@ -2332,7 +2332,7 @@ pub(super) static MESSAGES: [Message; 567] = [
         f(4, "schema", Msg(462), One, false),
         f(5, "subresources", Msg(463), One, false),
         f(6, "additionalPrinterColumns", Msg(464), Rep, false),
-        f(7, "deprecated", Bool, One, false),
+        f(7, "deprecated", Bool, One, true),
         f(8, "deprecationWarning", Str, One, false),
         f(9, "selectableFields", Msg(465), Rep, false),
     ] },
@@ -2346,14 +2346,14 @@ pub(super) static MESSAGES: [Message; 567] = [
         f(1, "type", Str, One, false),
         f(2, "status", Str, One, false),
         f(3, "lastTransitionTime", Time, One, false),
-        f(4, "reason", Str, One, false),
-        f(5, "message", Str, One, false),
-        f(6, "observedGeneration", I64, One, false),
+        f(4, "reason", Str, One, true),
+        f(5, "message", Str, One, true),
+        f(6, "observedGeneration", I64, One, true),
     ] },
     // 342
     Message { name: "kube_aggregator.pkg.apis.apiregistration.v1.ServiceReference", fields: &[
-        f(1, "namespace", Str, One, false),
-        f(2, "name", Str, One, false),
+        f(1, "namespace", Str, One, true),
+        f(2, "name", Str, One, true),
         f(3, "port", I32, One, false),
     ] },
     // 343
@@ -2361,8 +2361,8 @@ pub(super) static MESSAGES: [Message; 567] = [
         f(1, "type", Str, One, false),
         f(2, "status", Str, One, false),
         f(3, "lastTransitionTime", Time, One, false),
-        f(4, "reason", Str, One, false),
-        f(5, "message", Str, One, false),
+        f(4, "reason", Str, One, true),
+        f(5, "message", Str, One, true),
     ] },
     // 344
     Message { name: "api.core.v1.TopologySelectorLabelRequirement", fields: &[
@@ -2395,7 +2395,7 @@ pub(super) static MESSAGES: [Message; 567] = [
     // 349
     Message { name: "api.storage.v1.VolumeError", fields: &[
         f(1, "time", Time, One, false),
-        f(2, "message", Str, One, false),
+        f(2, "message", Str, One, true),
         f(3, "errorCode", I32, One, false),
     ] },
     // 350
@@ -2476,13 +2476,13 @@ pub(super) static MESSAGES: [Message; 567] = [
     Message { name: "api.autoscaling.v1.CrossVersionObjectReference", fields: &[
         f(1, "kind", Str, One, false),
         f(2, "name", Str, One, false),
-        f(3, "apiVersion", Str, One, false),
+        f(3, "apiVersion", Str, One, true),
     ] },
     // 363
     Message { name: "apimachinery.pkg.apis.meta.v1.StatusCause", fields: &[
-        f(1, "reason", Str, One, false),
-        f(2, "message", Str, One, false),
-        f(3, "field", Str, One, false),
+        f(1, "reason", Str, One, true),
+        f(2, "message", Str, One, true),
+        f(3, "field", Str, One, true),
     ] },
     // 364
     Message { name: "api.core.v1.VolumeSource", fields: &[
@@ -2544,7 +2544,7 @@ pub(super) static MESSAGES: [Message; 567] = [
     ] },
     // 369
     Message { name: "api.core.v1.ContainerRestartRule", fields: &[
-        f(1, "action", Str, One, false),
+        f(1, "action", Str, One, true),
         f(2, "exitCodes", Msg(495), One, false),
     ] },
     // 370
@@ -2685,7 +2685,7 @@ pub(super) static MESSAGES: [Message; 567] = [
     Message { name: "api.core.v1.VolumeMountStatus", fields: &[
         f(1, "name", Str, One, false),
         f(2, "mountPath", Str, One, false),
-        f(3, "readOnly", Bool, One, false),
+        f(3, "readOnly", Bool, One, true),
         f(4, "recursiveReadOnly", Str, One, false),
     ] },
     // 388
@@ -2718,8 +2718,8 @@ pub(super) static MESSAGES: [Message; 567] = [
     Message { name: "api.core.v1.ConfigMapNodeConfigSource", fields: &[
         f(1, "namespace", Str, One, false),
         f(2, "name", Str, One, false),
-        f(3, "uid", Str, One, false),
-        f(4, "resourceVersion", Str, One, false),
+        f(3, "uid", Str, One, true),
+        f(4, "resourceVersion", Str, One, true),
         f(5, "kubeletConfigKey", Str, One, false),
     ] },
     // 394
@@ -2758,7 +2758,7 @@ pub(super) static MESSAGES: [Message; 567] = [
     Message { name: "api.core.v1.GlusterfsPersistentVolumeSource", fields: &[
         f(1, "endpoints", Str, One, false),
         f(2, "path", Str, One, false),
-        f(3, "readOnly", Bool, One, false),
+        f(3, "readOnly", Bool, One, true),
         f(4, "endpointsNamespace", Str, One, false),
     ] },
     // 401
@@ -2795,8 +2795,8 @@ pub(super) static MESSAGES: [Message; 567] = [
     // 404
     Message { name: "api.core.v1.CinderPersistentVolumeSource", fields: &[
         f(1, "volumeID", Str, One, false),
-        f(2, "fsType", Str, One, false),
-        f(3, "readOnly", Bool, One, false),
+        f(2, "fsType", Str, One, true),
+        f(3, "readOnly", Bool, One, true),
         f(4, "secretRef", Msg(508), One, false),
     ] },
     // 405
@@ -2824,16 +2824,16 @@ pub(super) static MESSAGES: [Message; 567] = [
     // 408
     Message { name: "api.core.v1.FlexPersistentVolumeSource", fields: &[
         f(1, "driver", Str, One, false),
-        f(2, "fsType", Str, One, false),
+        f(2, "fsType", Str, One, true),
         f(3, "secretRef", Msg(508), One, false),
-        f(4, "readOnly", Bool, One, false),
+        f(4, "readOnly", Bool, One, true),
         f(5, "options", Str, Map, false),
     ] },
     // 409
     Message { name: "api.core.v1.AzureFilePersistentVolumeSource", fields: &[
         f(1, "secretName", Str, One, false),
         f(2, "shareName", Str, One, false),
-        f(3, "readOnly", Bool, One, false),
+        f(3, "readOnly", Bool, One, true),
         f(4, "secretNamespace", Str, One, false),
     ] },
     // 410
@@ -2902,8 +2902,8 @@ pub(super) static MESSAGES: [Message; 567] = [
     Message { name: "api.core.v1.CSIPersistentVolumeSource", fields: &[
         f(1, "driver", Str, One, false),
         f(2, "volumeHandle", Str, One, false),
-        f(3, "readOnly", Bool, One, false),
-        f(4, "fsType", Str, One, false),
+        f(3, "readOnly", Bool, One, true),
+        f(4, "fsType", Str, One, true),
         f(5, "volumeAttributes", Str, Map, false),
         f(6, "controllerPublishSecretRef", Msg(508), One, false),
         f(7, "nodeStageSecretRef", Msg(508), One, false),
@@ -2951,8 +2951,8 @@ pub(super) static MESSAGES: [Message; 567] = [
     ] },
     // 427
     Message { name: "api.networking.v1.IngressLoadBalancerIngress", fields: &[
-        f(1, "ip", Str, One, false),
-        f(2, "hostname", Str, One, false),
+        f(1, "ip", Str, One, true),
+        f(2, "hostname", Str, One, true),
         f(4, "ports", Msg(511), Rep, false),
     ] },
     // 428
@@ -3064,7 +3064,7 @@ pub(super) static MESSAGES: [Message; 567] = [
         f(1, "verbs", Str, Rep, false),
         f(2, "apiGroups", Str, Rep, false),
         f(3, "resources", Str, Rep, false),
-        f(4, "clusterScope", Bool, One, false),
+        f(4, "clusterScope", Bool, One, true),
         f(5, "namespaces", Str, Rep, false),
     ] },
     // 447
@@ -3109,9 +3109,9 @@ pub(super) static MESSAGES: [Message; 567] = [
     ] },
     // 455
     Message { name: "api.resource.v1.NetworkDeviceData", fields: &[
-        f(1, "interfaceName", Str, One, false),
+        f(1, "interfaceName", Str, One, true),
         f(2, "ips", Str, Rep, false),
-        f(3, "hardwareAddress", Str, One, false),
+        f(3, "hardwareAddress", Str, One, true),
     ] },
     // 456
     Message { name: "api.core.v1.NodeSelectorTerm", fields: &[
@@ -3138,7 +3138,7 @@ pub(super) static MESSAGES: [Message; 567] = [
     // 460
     Message { name: "api.resource.v1.DeviceTaint", fields: &[
         f(1, "key", Str, One, false),
-        f(2, "value", Str, One, false),
+        f(2, "value", Str, One, true),
         f(3, "effect", Str, One, false),
         f(4, "timeAdded", Time, One, false),
     ] },
@@ -3159,9 +3159,9 @@ pub(super) static MESSAGES: [Message; 567] = [
     Message { name: "apiextensions_apiserver.pkg.apis.apiextensions.v1.CustomResourceColumnDefinition", fields: &[
         f(1, "name", Str, One, false),
         f(2, "type", Str, One, false),
-        f(3, "format", Str, One, false),
-        f(4, "description", Str, One, false),
-        f(5, "priority", I32, One, false),
+        f(3, "format", Str, One, true),
+        f(4, "description", Str, One, true),
+        f(5, "priority", I32, One, true),
         f(6, "jsonPath", Str, One, false),
     ] },
     // 465
@@ -3361,7 +3361,7 @@ pub(super) static MESSAGES: [Message; 567] = [
     ] },
     // 495
     Message { name: "api.core.v1.ContainerRestartRuleOnExitCodes", fields: &[
-        f(1, "operator", Str, One, false),
+        f(1, "operator", Str, One, true),
         f(2, "values", I32, Rep, false),
     ] },
     // 496
@@ -3404,8 +3404,8 @@ pub(super) static MESSAGES: [Message; 567] = [
     ] },
     // 502
     Message { name: "api.core.v1.ContainerStateWaiting", fields: &[
-        f(1, "reason", Str, One, false),
-        f(2, "message", Str, One, false),
+        f(1, "reason", Str, One, true),
+        f(2, "message", Str, One, true),
     ] },
     // 503
     Message { name: "api.core.v1.ContainerStateRunning", fields: &[
@@ -3414,12 +3414,12 @@ pub(super) static MESSAGES: [Message; 567] = [
     // 504
     Message { name: "api.core.v1.ContainerStateTerminated", fields: &[
         f(1, "exitCode", I32, One, false),
-        f(2, "signal", I32, One, false),
-        f(3, "reason", Str, One, false),
-        f(4, "message", Str, One, false),
+        f(2, "signal", I32, One, true),
+        f(3, "reason", Str, One, true),
+        f(4, "message", Str, One, true),
         f(5, "startedAt", Time, One, false),
         f(6, "finishedAt", Time, One, false),
-        f(7, "containerID", Str, One, false),
+        f(7, "containerID", Str, One, true),
     ] },
     // 505
     Message { name: "api.core.v1.LinuxContainerUser", fields: &[
@@ -3430,7 +3430,7 @@ pub(super) static MESSAGES: [Message; 567] = [
     // 506
     Message { name: "api.core.v1.ResourceHealth", fields: &[
         f(1, "resourceID", Str, One, false),
-        f(2, "health", Str, One, false),
+        f(2, "health", Str, One, true),
     ] },
     // 507
     Message { name: "api.core.v1.PortStatus", fields: &[
@@ -3440,13 +3440,13 @@ pub(super) static MESSAGES: [Message; 567] = [
     ] },
     // 508
     Message { name: "api.core.v1.SecretReference", fields: &[
-        f(1, "name", Str, One, false),
-        f(2, "namespace", Str, One, false),
+        f(1, "name", Str, One, true),
+        f(2, "namespace", Str, One, true),
     ] },
     // 509
     Message { name: "api.networking.v1.ServiceBackendPort", fields: &[
-        f(1, "name", Str, One, false),
-        f(2, "number", I32, One, false),
+        f(1, "name", Str, One, true),
+        f(2, "number", I32, One, true),
     ] },
     // 510
     Message { name: "api.networking.v1.HttpIngressRuleValue", fields: &[
@@ -3515,8 +3515,8 @@ pub(super) static MESSAGES: [Message; 567] = [
     Message { name: "api.resource.v1.ExactDeviceRequest", fields: &[
         f(1, "deviceClassName", Str, One, false),
         f(2, "selectors", Msg(328), Rep, false),
-        f(3, "allocationMode", Str, One, false),
-        f(4, "count", I64, One, false),
+        f(3, "allocationMode", Str, One, true),
+        f(4, "count", I64, One, true),
         f(5, "adminAccess", Bool, One, false),
         f(6, "tolerations", Msg(550), Rep, false),
         f(7, "capacity", Msg(551), One, false),
@@ -3526,8 +3526,8 @@ pub(super) static MESSAGES: [Message; 567] = [
         f(1, "name", Str, One, false),
         f(2, "deviceClassName", Str, One, false),
         f(3, "selectors", Msg(328), Rep, false),
-        f(4, "allocationMode", Str, One, false),
-        f(5, "count", I64, One, false),
+        f(4, "allocationMode", Str, One, true),
+        f(5, "count", I64, One, true),
         f(6, "tolerations", Msg(550), Rep, false),
         f(7, "capacity", Msg(551), One, false),
     ] },
@@ -3732,10 +3732,10 @@ pub(super) static MESSAGES: [Message; 567] = [
     ] },
     // 550
     Message { name: "api.resource.v1.DeviceToleration", fields: &[
-        f(1, "key", Str, One, false),
-        f(2, "operator", Str, One, false),
-        f(3, "value", Str, One, false),
-        f(4, "effect", Str, One, false),
+        f(1, "key", Str, One, true),
+        f(2, "operator", Str, One, true),
+        f(3, "value", Str, One, true),
+        f(4, "effect", Str, One, true),
         f(5, "tolerationSeconds", I64, One, false),
     ] },
     // 551
@@ -3769,16 +3769,16 @@ pub(super) static MESSAGES: [Message; 567] = [
     ] },
     // 557
     Message { name: "apiextensions_apiserver.pkg.apis.apiextensions.v1.ExternalDocumentation", fields: &[
-        f(1, "description", Str, One, false),
-        f(2, "url", Str, One, false),
+        f(1, "description", Str, One, true),
+        f(2, "url", Str, One, true),
     ] },
     // 558
     Message { name: "apiextensions_apiserver.pkg.apis.apiextensions.v1.ValidationRule", fields: &[
         f(1, "rule", Str, One, false),
-        f(2, "message", Str, One, false),
-        f(3, "messageExpression", Str, One, false),
+        f(2, "message", Str, One, true),
+        f(3, "messageExpression", Str, One, true),
         f(4, "reason", Str, One, false),
-        f(5, "fieldPath", Str, One, false),
+        f(5, "fieldPath", Str, One, true),
         f(6, "optionalOldSelf", Bool, One, false),
     ] },
     // 559
@@ -3820,12 +3820,12 @@ pub(super) static MESSAGES: [Message; 567] = [
     ] },
     // 565
     Message { name: "api.core.v1.PodCertificateProjection", fields: &[
-        f(1, "signerName", Str, One, false),
-        f(2, "keyType", Str, One, false),
+        f(1, "signerName", Str, One, true),
+        f(2, "keyType", Str, One, true),
         f(3, "maxExpirationSeconds", I32, One, false),
-        f(4, "credentialBundlePath", Str, One, false),
-        f(5, "keyPath", Str, One, false),
-        f(6, "certificateChainPath", Str, One, false),
+        f(4, "credentialBundlePath", Str, One, true),
+        f(5, "keyPath", Str, One, true),
+        f(6, "certificateChainPath", Str, One, true),
         f(7, "userAnnotations", Str, Map, false),
     ] },
     // 566

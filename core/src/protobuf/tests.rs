@@ -544,3 +544,54 @@ proptest! {
         let _ = decode_object(&body);
     }
 }
+
+/// client-go writes every non-pointer string, so a policy's validation
+/// arrives with `message: ""`, which Go's JSON would omit (and kube's
+/// validation refuses as "must be non-empty if specified"); the nested
+/// inline rule of `resourceRules` arrives as its own fields.
+#[test]
+fn admission_policy_validations_drop_go_zero_strings() {
+    use k8s_pb::api::admissionregistration::v1 as ar;
+    let vap = ar::ValidatingAdmissionPolicy {
+        metadata: meta_named("p"),
+        spec: Some(ar::ValidatingAdmissionPolicySpec {
+            match_constraints: Some(ar::MatchResources {
+                resource_rules: vec![ar::NamedRuleWithOperations {
+                    rule_with_operations: Some(ar::RuleWithOperations {
+                        operations: vec!["CREATE".into()],
+                        rule: Some(ar::Rule {
+                            api_groups: vec!["apps".into()],
+                            resources: vec!["deployments".into()],
+                            ..Default::default()
+                        }),
+                    }),
+                    ..Default::default()
+                }],
+                ..Default::default()
+            }),
+            validations: vec![ar::Validation {
+                expression: Some("true".into()),
+                message: Some(String::new()),
+                message_expression: Some(String::new()),
+                ..Default::default()
+            }],
+            ..Default::default()
+        }),
+        status: None,
+    };
+    let body = envelope(
+        "admissionregistration.k8s.io/v1",
+        "ValidatingAdmissionPolicy",
+        &vap,
+    );
+    let v = decode_object(&body).unwrap();
+    assert_eq!(
+        v["spec"]["validations"],
+        serde_json::json!([{"expression": "true"}])
+    );
+    assert_eq!(
+        v["spec"]["matchConstraints"]["resourceRules"],
+        serde_json::json!([{"operations": ["CREATE"], "apiGroups": ["apps"],
+            "resources": ["deployments"]}])
+    );
+}
