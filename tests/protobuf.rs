@@ -141,8 +141,7 @@ fn typed_clients_create_update_and_delete_in_protobuf() {
     // kubectl's and client-go's typed clients send protobuf and ask for it.
     let cm = configmap("pb", json!({"app": "x"}));
     let body = kubeshard_core::protobuf::encode_object(&cm).unwrap();
-    let (buf, range) = body.into_parts();
-    let resp = s.agent_request("POST", CMS, PROTOBUF, PROTOBUF_OR_JSON, &buf[range]);
+    let resp = s.agent_request("POST", CMS, PROTOBUF, PROTOBUF_OR_JSON, body.object());
     assert_eq!(resp.0, 201);
     assert_eq!(resp.1, PROTOBUF);
     let created: core::ConfigMap = envelope(&resp.2).decode();

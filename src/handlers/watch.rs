@@ -315,10 +315,7 @@ async fn convert_frames(
         let kind = e["type"].as_str().unwrap_or("");
         match (rows, EventType::parse(kind)) {
             (Some(rows), Some(kind)) => out.push(rows.borrow_mut().frame(kind, &object, 0)),
-            // A protobuf metadata watch's bookmarks are metadata views.
-            _ if kind == "BOOKMARK" && render.output.is_protobuf() => {
-                out.push(event_frame(render, kind, &partial_bookmark(&e["object"])))
-            }
+            _ if kind == "BOOKMARK" => out.push(bookmark_event(render, &e["object"])),
             _ => out.push(event_frame(render, kind, &object)),
         }
     }
@@ -392,10 +389,7 @@ impl Framer {
                     &object,
                 ))
             }
-            Err(e) => error_frame(
-                &ApiError::internal(&format!("unable to encode as protobuf: {e}")),
-                self.render,
-            ),
+            Err(e) => error_frame(&response::protobuf_failed(e), self.render),
         }
     }
 
@@ -437,28 +431,16 @@ fn event_frame(render: Render, kind: &str, object: &[u8]) -> Bytes {
     if !render.output.is_protobuf() {
         return watch_frame(kind, object);
     }
-    let encoded = serde_json::from_slice(object)
-        .map_err(|e| e.to_string())
-        .and_then(|v| kubeshard_core::protobuf::encode_object(&v));
-    match encoded {
-        Ok(e) => {
-            let (buf, [frame, ..]) = e.frame(kind);
-            Bytes::from(buf).slice(frame)
-        }
-        Err(e) => {
-            let err = ApiError::internal(&format!("unable to encode as protobuf: {e}"));
-            let status = kubeshard_core::protobuf::encode_object(
-                &serde_json::from_slice(&err.to_status_json()).unwrap_or_default(),
-            );
-            match status {
-                Ok(s) => {
-                    let (buf, object) = s.into_parts();
-                    Bytes::from(kubeshard_core::protobuf::watch_frame("ERROR", &buf[object]))
-                }
-                Err(_) => Bytes::new(),
-            }
-        }
-    }
+    let protobuf_frame = |kind: &str, object: &[u8]| {
+        let v = serde_json::from_slice(object).map_err(|e| e.to_string())?;
+        let (buf, [frame, ..]) = kubeshard_core::protobuf::encode_object(&v)?.frame(kind);
+        Ok::<_, String>(Bytes::from(buf).slice(frame))
+    };
+    // An object that cannot be encoded ends the watch with the error, as
+    // a Status (which always can be).
+    protobuf_frame(kind, object)
+        .or_else(|e| protobuf_frame("ERROR", &response::protobuf_failed(e).to_status_json()))
+        .unwrap_or_default()
 }
 
 fn bookmark_frame(info: &ResourceInfo, revision: u64, initial_end: bool, render: Render) -> Bytes {
@@ -468,26 +450,20 @@ fn bookmark_frame(info: &ResourceInfo, revision: u64, initial_end: bool, render:
     }
     let obj =
         serde_json::json!({"kind": info.kind, "apiVersion": info.api_version(), "metadata": md});
-    let render = match render.output {
-        // A metadata watch's bookmarks are metadata views too.
-        Output::PartialObject(..) if render.output.is_protobuf() => {
-            return event_frame(render, "BOOKMARK", &partial_bookmark(&obj))
-        }
-        _ if info.custom.is_some() => Render::JSON,
-        _ => render,
-    };
-    event_frame(
-        render,
-        "BOOKMARK",
-        &serde_json::to_vec(&obj).expect("serializes"),
-    )
+    bookmark_event(render, &obj)
 }
 
-/// A bookmark as a PartialObjectMetadata.
-fn partial_bookmark(obj: &serde_json::Value) -> Vec<u8> {
-    let partial = serde_json::json!({"kind": "PartialObjectMetadata",
-        "apiVersion": "meta.k8s.io/v1", "metadata": obj["metadata"]});
-    serde_json::to_vec(&partial).expect("serializes")
+/// A BOOKMARK frame for `obj`; a protobuf metadata watch's bookmarks are
+/// metadata views too.
+fn bookmark_event(render: Render, obj: &serde_json::Value) -> Bytes {
+    let object = match render.output {
+        Output::PartialObject(..) if render.output.is_protobuf() => serde_json::json!({
+            "kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1",
+            "metadata": obj["metadata"]}),
+        _ => obj.clone(),
+    };
+    let bytes = serde_json::to_vec(&object).expect("serializes");
+    event_frame(render, "BOOKMARK", &bytes)
 }
 
 struct OneShot(Option<Bytes>);

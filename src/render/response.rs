@@ -89,19 +89,20 @@ fn protobuf_of_json(json: &[u8]) -> Result<Bytes, Vec<u8>> {
     let encoded = serde_json::from_slice(json)
         .ok()
         .and_then(|v| kubeshard_core::protobuf::encode_object(&v).ok());
-    match encoded {
-        Some(e) => {
-            let (buf, object) = e.into_parts();
-            Ok(Bytes::from(buf).slice(object))
-        }
-        None => Err(json.to_vec()),
-    }
+    encoded
+        .map(|e| e.into_object())
+        .ok_or_else(|| json.to_vec())
+}
+
+/// The error for an object that has no protobuf form, or whose value its
+/// kind's schema cannot hold.
+pub fn protobuf_failed(e: String) -> ApiError {
+    ApiError::internal(&format!("unable to encode as protobuf: {e}"))
 }
 
 /// A stored object's protobuf form, or the error that it has none.
 fn protobuf_of(obj: &StoredObject) -> Result<&kubeshard_cache::Protobuf, ApiError> {
-    obj.protobuf()
-        .map_err(|e| ApiError::internal(&format!("unable to encode as protobuf: {e}")))
+    obj.protobuf().map_err(protobuf_failed)
 }
 
 fn reencode(json: &[u8], output: Output) -> Result<Vec<u8>, String> {
@@ -254,18 +255,8 @@ fn transformed_response(
     };
     if render.output.is_protobuf() {
         return match kubeshard_core::protobuf::encode_object(&body) {
-            Ok(e) => {
-                let (buf, object) = e.into_parts();
-                with_type(
-                    status,
-                    Body::full(Bytes::from(buf).slice(object)),
-                    render.output,
-                )
-            }
-            Err(e) => error(
-                &ApiError::internal(&format!("unable to encode as protobuf: {e}")),
-                render,
-            ),
+            Ok(e) => with_type(status, Body::full(e.into_object()), render.output),
+            Err(e) => error(&protobuf_failed(e), render),
         };
     }
     let mut bytes = if render.pretty {
@@ -366,10 +357,7 @@ fn protobuf_list(
             let list = JoinedList::protobuf(Bytes::from(f.head), items, f.tail);
             with_type(StatusCode::OK, Body::list(list), Output::Protobuf)
         }
-        Err(e) => error(
-            &ApiError::internal(&format!("unable to encode as protobuf: {e}")),
-            render,
-        ),
+        Err(e) => error(&protobuf_failed(e), render),
     }
 }
 

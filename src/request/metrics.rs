@@ -118,17 +118,6 @@ impl<'a> Labels<&'a str> {
         }
     }
 
-    fn matches(&self, l: &Labels) -> bool {
-        self.verb == l.verb
-            && self.dry_run == l.dry_run
-            && self.scope == l.scope
-            && self.component == l.component
-            && self.group == l.group
-            && self.version == l.version
-            && self.resource == l.resource
-            && self.subresource == l.subresource
-    }
-
     /// A hash of the labels (xxh3: the std hasher cost more than the rest
     /// of the recording on small requests).
     fn hash(&self) -> u64 {
@@ -151,6 +140,19 @@ impl<'a> Labels<&'a str> {
 }
 
 impl Labels {
+    fn borrowed(&self) -> Labels<&str> {
+        Labels {
+            verb: self.verb,
+            dry_run: self.dry_run,
+            group: &self.group,
+            version: &self.version,
+            resource: &self.resource,
+            subresource: &self.subresource,
+            scope: self.scope,
+            component: self.component,
+        }
+    }
+
     /// Whether kube observes the response's size (GET and LIST routes).
     fn sizes_observed(&self) -> bool {
         matches!(self.verb, "GET" | "LIST")
@@ -237,6 +239,25 @@ struct Series {
     longrunning: i64,
 }
 
+impl Series {
+    fn count(&mut self, code: u16, n: u64) {
+        match self.codes.iter_mut().find(|(c, _)| *c == code) {
+            Some((_, m)) => *m += n,
+            None => self.codes.push((code, n)),
+        }
+    }
+
+    /// Adds another executor's series of the same labels.
+    fn add(&mut self, other: &Series) {
+        for &(code, n) in &other.codes {
+            self.count(code, n);
+        }
+        self.duration.add(&other.duration);
+        self.sizes.add(&other.sizes);
+        self.longrunning += other.longrunning;
+    }
+}
+
 /// One executor's series, found by their labels' hash and kept in place,
 /// so a request finds its series once and records into it by index.
 #[derive(Default)]
@@ -302,7 +323,7 @@ pub fn slot(labels: &Labels<&str>) -> Slot {
             slots
                 .iter()
                 .copied()
-                .find(|&i| labels.matches(&m.series[i].0))
+                .find(|&i| m.series[i].0.borrowed() == *labels)
         });
         Slot(found.unwrap_or_else(|| {
             let i = m.series.len();
@@ -327,10 +348,7 @@ fn with_series(slot: Slot, f: impl FnOnce(&Labels, &mut Series)) {
 /// when known, how many bytes it answered with.
 pub fn record(slot: Slot, code: u16, took: Duration, size: Option<u64>) {
     with_series(slot, |labels, s| {
-        match s.codes.iter_mut().find(|(c, _)| *c == code) {
-            Some((_, n)) => *n += 1,
-            None => s.codes.push((code, 1)),
-        }
+        s.count(code, 1);
         s.duration.observe(&DURATION_BUCKETS, took.as_secs_f64());
         if let (Some(size), true) = (size, labels.sizes_observed()) {
             s.sizes.observe(&SIZE_BUCKETS, size as f64);
@@ -424,25 +442,16 @@ pub fn render() -> String {
     let mut all: HashMap<Labels, Series> = HashMap::new();
     for e in REGISTRY.executors.lock().iter() {
         for (labels, s) in &e.lock().series {
-            let sum = all.entry(labels.clone()).or_default();
-            for (code, n) in &s.codes {
-                match sum.codes.iter_mut().find(|(c, _)| c == code) {
-                    Some((_, m)) => *m += n,
-                    None => sum.codes.push((*code, *n)),
-                }
-            }
-            sum.duration.add(&s.duration);
-            sum.sizes.add(&s.sizes);
-            sum.longrunning += s.longrunning;
+            all.entry(labels.clone()).or_default().add(s);
         }
     }
     let mut sorted: Vec<(&Labels, &Series)> = all.iter().collect();
     sorted.sort_by_key(|(l, _)| {
         (
-            l.group.clone(),
-            l.version.clone(),
-            l.resource.clone(),
-            l.subresource.clone(),
+            l.group.as_str(),
+            l.version.as_str(),
+            l.resource.as_str(),
+            l.subresource.as_str(),
             l.verb,
             l.scope,
             l.dry_run,
@@ -644,16 +653,7 @@ mod tests {
     }
 
     fn slot_of(l: &Labels) -> Slot {
-        slot(&Labels {
-            verb: l.verb,
-            dry_run: l.dry_run,
-            group: l.group.as_str(),
-            version: l.version.as_str(),
-            resource: l.resource.as_str(),
-            subresource: l.subresource.as_str(),
-            scope: l.scope,
-            component: l.component,
-        })
+        slot(&l.borrowed())
     }
 
     #[test]

@@ -32,6 +32,11 @@ const RENAMED: &[(&str, &str)] = &[
 
 /// Rewrites every schema of a decoded CRD into its JSON form.
 pub(super) fn crd_schemas_to_json(crd: &mut Value) {
+    for_each_version_schema(crd, schema_to_json);
+}
+
+/// Applies `f` (at depth 0) to the schema of every version of a CRD.
+fn for_each_version_schema(crd: &mut Value, f: fn(&mut Value, usize)) {
     let Some(versions) = crd
         .pointer_mut("/spec/versions")
         .and_then(Value::as_array_mut)
@@ -40,7 +45,7 @@ pub(super) fn crd_schemas_to_json(crd: &mut Value) {
     };
     for v in versions {
         if let Some(schema) = v.pointer_mut("/schema/openAPIV3Schema") {
-            schema_to_json(schema, 0);
+            f(schema, 0);
         }
     }
 }
@@ -93,17 +98,7 @@ fn schema_to_json(schema: &mut Value, depth: usize) {
 /// layout of its protobuf messages: the inverse of
 /// [`crd_schemas_to_json`], for encoding a CRD.
 pub(super) fn crd_schemas_to_proto(crd: &mut Value) {
-    let Some(versions) = crd
-        .pointer_mut("/spec/versions")
-        .and_then(Value::as_array_mut)
-    else {
-        return;
-    };
-    for v in versions {
-        if let Some(schema) = v.pointer_mut("/schema/openAPIV3Schema") {
-            schema_to_proto(schema, 0);
-        }
-    }
+    for_each_version_schema(crd, schema_to_proto);
 }
 
 fn schema_to_proto(schema: &mut Value, depth: usize) {

@@ -92,8 +92,8 @@ impl Encoded {
     }
 
     /// Writes a watch frame's header for an `event_type` event in front of
-    /// the object; returns the frame's range in [`Encoded::into_vec`]'s
-    /// buffer and the object's and raw message's ranges there.
+    /// the object; returns the buffer, and the frame's, the object's and
+    /// the raw message's ranges in it.
     pub fn frame(mut self, event_type: &str) -> (Vec<u8>, [Range<usize>; 3]) {
         let head = watch_event_head(event_type, self.object.len());
         let start = self.object.start - head.len();
@@ -102,9 +102,9 @@ impl Encoded {
         (self.buf, [start..end, self.object, self.raw])
     }
 
-    /// The buffer and the object's range in it.
-    pub fn into_parts(self) -> (Vec<u8>, Range<usize>) {
-        (self.buf, self.object)
+    /// The enveloped object, as shared bytes (a response body).
+    pub fn into_object(self) -> bytes::Bytes {
+        bytes::Bytes::from(self.buf).slice(self.object)
     }
 }
 
@@ -117,15 +117,20 @@ pub fn encode_object(obj: &Value) -> Result<Encoded, String> {
     encode_as(obj, api_version, kind)
 }
 
-/// Whether `api_version`/`kind` has a protobuf form.
-pub fn has_protobuf(api_version: &str, kind: &str) -> bool {
-    schema::root(api_version, kind).is_some()
-}
-
-/// Encodes `obj` as `api_version`/`kind`, whatever its own TypeMeta says.
-pub fn encode_as(obj: &Value, api_version: &str, kind: &str) -> Result<Encoded, String> {
+/// Encodes `obj` as `api_version`/`kind`.
+fn encode_as(obj: &Value, api_version: &str, kind: &str) -> Result<Encoded, String> {
     let msg = schema::root(api_version, kind)
         .ok_or_else(|| format!("no protobuf encoding for {api_version}, Kind={kind}"))?;
+    // A CRD's schemas have a protobuf layout of their own.
+    let proto_form;
+    let obj = if kind == "CustomResourceDefinition" {
+        let mut crd = obj.clone();
+        jsonschema::crd_schemas_to_proto(&mut crd);
+        proto_form = crd;
+        &proto_form
+    } else {
+        obj
+    };
     let fields = obj.as_object().ok_or("not an object")?;
     let type_meta = type_meta(api_version, kind);
     // The envelope's header is written once the raw message's length is
@@ -140,14 +145,7 @@ pub fn encode_as(obj: &Value, api_version: &str, kind: &str) -> Result<Encoded, 
         + 5;
     let mut buf = Vec::with_capacity(room + 256);
     buf.resize(room, 0);
-    if kind == "CustomResourceDefinition" {
-        let mut proto_form = obj.clone();
-        jsonschema::crd_schemas_to_proto(&mut proto_form);
-        let fields = proto_form.as_object().ok_or("not an object")?;
-        encode::message(msg, fields, &mut buf, 0)?;
-    } else {
-        encode::message(msg, fields, &mut buf, 0)?;
-    }
+    encode::message(msg, fields, &mut buf, 0)?;
     let raw = room..buf.len();
     buf.extend_from_slice(ENVELOPE_TAIL);
     let mut head = Vec::with_capacity(room - WATCH_HEAD_ROOM);
@@ -225,7 +223,7 @@ pub fn list_frame(
     meta.insert("metadata".into(), metadata.clone());
     let mut list_meta = Vec::new();
     encode::message(msg, &meta, &mut list_meta, 0)?;
-    let items: usize = item_lens.map(|l| item_head(l).len() + l).sum();
+    let items: usize = item_lens.map(|l| 1 + varint_len(l as u64) + l).sum();
     let mut head = Vec::with_capacity(64 + list_meta.len());
     head.extend_from_slice(MAGIC);
     key(&mut head, 1, LEN);
@@ -242,14 +240,24 @@ pub fn list_frame(
 /// The key and length before a list item of `len` bytes (`items` is
 /// field 2 of every kube list).
 pub fn item_head(len: usize) -> ItemHead {
-    let mut l = Vec::with_capacity(10);
-    key(&mut l, 2, LEN);
-    varint(&mut l, len as u64);
     let mut h = ItemHead {
         bytes: [0; 11],
-        len: l.len() as u8,
+        len: 0,
     };
-    h.bytes[..l.len()].copy_from_slice(&l);
+    // Written in place: a list makes one per item.
+    let mut at = 0;
+    let mut put = |b: u8| {
+        h.bytes[at] = b;
+        at += 1;
+    };
+    put(2 << 3 | LEN);
+    let mut v = len as u64;
+    while v >= 0x80 {
+        put((v as u8) | 0x80);
+        v >>= 7;
+    }
+    put(v as u8);
+    h.len = at as u8;
     h
 }
 
