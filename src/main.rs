@@ -10,6 +10,7 @@ mod controllers;
 mod discovery;
 mod features;
 mod filters;
+mod flowcontrol;
 mod handlers;
 mod host;
 mod informer;
@@ -218,6 +219,7 @@ fn serve(mut flags: Flags) -> Result<(), String> {
                 ready.clone(),
                 sec,
             ));
+            flowcontrol::start(&api);
             let executors = ctx.shards.shard_count();
             let secure_listener = secure.bind(ctx.id, executors);
             let insecure_listener = insecure.as_ref().map(|l| l.bind(ctx.id, executors));
@@ -284,6 +286,7 @@ fn start_controllers(
                 apiextensions::start(api.clone(), catalog.clone());
                 aggregator::controller::start(api.clone(), catalog.clone());
                 glommio::spawn_local(controllers::run(api.clone(), catalog, enabled)).detach();
+                glommio::spawn_local(flowcontrol::keep_bootstrap(api.clone())).detach();
                 api.mark_ready();
                 tracing::info!("ready");
             }

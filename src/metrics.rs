@@ -85,7 +85,7 @@ pub fn storage_objects(
     use std::collections::BTreeMap;
     let mut by_key: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
     for s in stats {
-        for (key, n) in &s.objects_by_resource {
+        for (key, n, _) in &s.objects_by_resource {
             *by_key.entry(key).or_default() += n;
         }
     }

@@ -22,6 +22,7 @@ const LAYERS: &[&str] = &[
     "context",
     "webhook",
     "registry",
+    "flowcontrol",
     "filters",
     "controllers",
     "aggregator",

@@ -25,8 +25,9 @@ pub struct ShardStats {
     pub watch_index_entries: usize,
     /// Watch streams open on this executor.
     pub watchers: usize,
-    /// Objects stored in the shard per resource (by storage key).
-    pub objects_by_resource: Vec<(Arc<str>, usize)>,
+    /// Objects stored in the shard per resource (by storage key), and
+    /// their sampled mean JSON size.
+    pub objects_by_resource: Vec<(Arc<str>, usize, usize)>,
 }
 
 pub enum ShardMsg {

@@ -274,11 +274,22 @@ impl ShardStore {
         self.resources.values().map(|r| r.objects.len()).sum()
     }
 
-    /// Objects per resource (by storage key) in this shard.
-    pub fn objects_by_resource(&self) -> Vec<(Arc<str>, usize)> {
+    /// Objects per resource (by storage key) in this shard, with the mean
+    /// JSON size of a sample of them (what flow control sizes a LIST by).
+    pub fn objects_by_resource(&self) -> Vec<(Arc<str>, usize, usize)> {
+        const SAMPLE: usize = 32;
         self.resources
             .iter()
-            .map(|(k, r)| (k.clone(), r.objects.len()))
+            .map(|(k, r)| {
+                let sampled: Vec<usize> = r
+                    .objects
+                    .values()
+                    .take(SAMPLE)
+                    .map(|o| o.json_slice().len())
+                    .collect();
+                let mean = sampled.iter().sum::<usize>() / sampled.len().max(1);
+                (k.clone(), r.objects.len(), mean)
+            })
             .collect()
     }
 

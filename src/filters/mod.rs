@@ -11,10 +11,11 @@ pub mod impersonation;
 pub mod timeout;
 
 use crate::context::Api;
+use crate::flowcontrol;
 use crate::render::response::{self, Render};
 use crate::request::metrics::{self, LongRunning};
 use crate::request::{Query, RequestInfo};
-use crate::security::{audit, authn, authz, flowcontrol};
+use crate::security::{audit, authn, authz};
 use crate::serving::body::{Body, Held};
 use crate::serving::conn::ConnInfo;
 use crate::serving::connections::ActiveRequest;
@@ -23,7 +24,6 @@ use crate::storage::Storage;
 use http::{HeaderValue, Request, Response};
 use hyper::body::{Body as _, Incoming};
 use kubeshard_core::authn::{Attributes, UserInfo, ANONYMOUS};
-use kubeshard_core::status::ApiError;
 use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Instant;
@@ -166,20 +166,33 @@ pub async fn serve(api: &Rc<Api>, conn: &ConnInfo, mut req: Request<Incoming>) -
         conn.state.set_trusted();
     }
     let mut record = audit::Record::begin(config.audit.as_ref(), &user, &attrs, &info, incoming);
-    let permit = match admitted(api, &user, &attrs, &info, arrived_at, &mut record, &mut req).await
-    {
-        Ok(p) => p,
-        Err(e) => {
+    let budget = timeout::budget(config.request_timeout, query.get("timeout"));
+    let admitted = admitted(
+        api,
+        &user,
+        &attrs,
+        (&info, &query),
+        arrived_at,
+        budget,
+        &mut record,
+        &mut req,
+    )
+    .await;
+    let (permit, pf) = match admitted {
+        Ok(a) => (a.permit, a.ids),
+        Err(refused) => {
             // Refused by flow control: counted, as kube counts its drops
             // (authentication and authorization failures are not).
-            if let (Some(slot), 429) = (slot, e.code) {
+            if let (Some(slot), 429) = (slot, refused.error.code) {
                 metrics::record(slot, 429, started.elapsed(), None);
             }
-            return with_audit_id(finish(record, response::error(&e, Render::JSON)), &audit_id)
-                .into();
+            let mut resp = response::error(&refused.error, Render::JSON);
+            if let Some(ids) = &refused.ids {
+                flowcontrol::set_headers(&mut resp, ids);
+            }
+            return with_audit_id(finish(record, resp), &audit_id).into();
         }
     };
-    let budget = timeout::budget(config.request_timeout, query.get("timeout"));
     let long_running = info.is_long_running();
     let cut = req.extensions().get::<Cut>().cloned();
     // The handler's future is boxed before it is wrapped: `limit` and
@@ -198,7 +211,10 @@ pub async fn serve(api: &Rc<Api>, conn: &ConnInfo, mut req: Request<Incoming>) -
         }
     });
     let out = futures_lite::FutureExt::catch_unwind(handled).await;
-    let resp = match out {
+    // A watch holds its seats only while it starts (the handler has sent
+    // its initial state by now); its stream then runs without them.
+    let permit = if long_running { None } else { permit };
+    let mut resp = match out {
         Ok(Ok(resp)) => resp,
         Ok(Err(timeout)) => response::error(&timeout, Render::JSON),
         Err(panic) => {
@@ -229,6 +245,9 @@ pub async fn serve(api: &Rc<Api>, conn: &ConnInfo, mut req: Request<Incoming>) -
         }
         _ => None,
     };
+    if let Some(ids) = &pf {
+        flowcontrol::set_headers(&mut resp, ids);
+    }
     let code = resp.status().as_u16();
     let long_running = match slot {
         Some(slot) if long_running && resp.status().is_success() => {
@@ -252,15 +271,17 @@ pub async fn serve(api: &Rc<Api>, conn: &ConnInfo, mut req: Request<Incoming>) -
 /// Impersonation, flow control and authorization, in that order. On
 /// success the request carries the user it acts as, and the flow-control
 /// permit is returned to be held until the handler is done.
+#[allow(clippy::too_many_arguments)]
 async fn admitted(
     api: &Api,
     user: &Arc<UserInfo>,
     attrs: &Attributes,
-    info: &RequestInfo,
+    (info, query): (&RequestInfo, &Query),
     arrived_at: u64,
+    budget: std::time::Duration,
     record: &mut Option<audit::Record>,
     req: &mut Request<Incoming>,
-) -> Result<Option<flowcontrol::Permit>, ApiError> {
+) -> Result<flowcontrol::Admitted, flowcontrol::Refused> {
     let acting = match impersonation::apply(api, user, req.headers(), arrived_at).await? {
         Some(as_user) => {
             if let Some(r) = record.as_mut() {
@@ -270,7 +291,7 @@ async fn admitted(
         }
         None => user.clone(),
     };
-    let permit = flowcontrol::admit(&api.security.config.inflight, &acting, info)?;
+    let admitted = flowcontrol::admit(api, &acting, info, query, budget).await?;
     let decision = authz::authorize(&api.security, &api.exec.hub, &acting, attrs, arrived_at).await;
     if let Some(r) = record.as_mut() {
         match &decision {
@@ -281,12 +302,18 @@ async fn admitted(
             Err(_) => r.annotate("authorization.k8s.io/decision", "forbid"),
         }
     }
-    decision?;
+    if let Err(error) = decision {
+        // Flow control let it through: its response names the flow.
+        return Err(flowcontrol::Refused {
+            error,
+            ids: admitted.ids,
+        });
+    }
     req.extensions_mut().insert(RequestUser(acting));
     if let Some(sink) = record.as_ref().and_then(|r| r.body.clone()) {
         req.extensions_mut().insert(sink);
     }
-    Ok(permit)
+    Ok(admitted)
 }
 
 fn finish(record: Option<audit::Record>, resp: Response<Body>) -> Response<Body> {

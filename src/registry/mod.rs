@@ -54,6 +54,18 @@ pub static CONTROLLER_MANAGER: Component = Component {
     user: LazyLock::new(|| system_user("system:kube-controller-manager")),
 };
 
+/// kube-apiserver's APF bootstrap writer (the config producer) and its
+/// status writer (the config consumer), by their field-manager names.
+pub static APF_PRODUCER: Component = Component {
+    manager: "api-priority-and-fairness-config-producer-v1",
+    user: LazyLock::new(|| system_user("system:apiserver")),
+};
+
+pub static APF_CONSUMER: Component = Component {
+    manager: "api-priority-and-fairness-config-consumer-v1",
+    user: LazyLock::new(|| system_user("system:apiserver")),
+};
+
 fn system_user(name: &str) -> Arc<UserInfo> {
     Arc::new(UserInfo::new(name, &[MASTERS, AUTHENTICATED]))
 }

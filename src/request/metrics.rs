@@ -195,10 +195,10 @@ fn verb_of(
 
 /// A histogram with fixed buckets (cumulative counts are made at render).
 #[derive(Clone, Debug)]
-struct Histogram<const N: usize> {
+pub(crate) struct Histogram<const N: usize> {
     counts: [u64; N],
     sum: f64,
-    count: u64,
+    pub(crate) count: u64,
 }
 
 impl<const N: usize> Default for Histogram<N> {
@@ -212,7 +212,7 @@ impl<const N: usize> Default for Histogram<N> {
 }
 
 impl<const N: usize> Histogram<N> {
-    fn observe(&mut self, bounds: &[f64; N], v: f64) {
+    pub(crate) fn observe(&mut self, bounds: &[f64; N], v: f64) {
         if let Some(i) = bounds.iter().position(|b| v <= *b) {
             self.counts[i] += 1;
         }
@@ -220,7 +220,7 @@ impl<const N: usize> Histogram<N> {
         self.count += 1;
     }
 
-    fn add(&mut self, other: &Self) {
+    pub(crate) fn add(&mut self, other: &Self) {
         for (a, b) in self.counts.iter_mut().zip(other.counts) {
             *a += b;
         }
@@ -595,18 +595,18 @@ impl Labels {
     }
 }
 
-fn escape(v: &str) -> String {
+pub(crate) fn escape(v: &str) -> String {
     v.replace('\\', "\\\\")
         .replace('"', "\\\"")
         .replace('\n', "\\n")
 }
 
-fn family(out: &mut String, name: &str, kind: &str, help: &str) {
+pub(crate) fn family(out: &mut String, name: &str, kind: &str, help: &str) {
     let _ = writeln!(out, "# HELP {name} {help}");
     let _ = writeln!(out, "# TYPE {name} {kind}");
 }
 
-fn histogram<const N: usize>(
+pub(crate) fn histogram<const N: usize>(
     out: &mut String,
     name: &str,
     labels: &str,

@@ -117,6 +117,13 @@ pub struct SecurityFlags {
     #[arg(long, default_value_t = 200)]
     pub max_mutating_requests_inflight: usize,
 
+    /// API Priority and Fairness: requests are classified by the
+    /// FlowSchemas and queued fairly within their priority levels, whose
+    /// seats share out the two in-flight limits above. Off, the two
+    /// limits apply as they are.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set, num_args = 0..=1, require_equals = true, default_missing_value = "true")]
+    pub enable_priority_and_fairness: bool,
+
     /// Client certificate presented to extension API servers when
     /// proxying to them (the front proxy's identity). Without it and
     /// --proxy-client-key-file, one is issued by a generated front-proxy

@@ -11,8 +11,8 @@ pub mod audit;
 pub mod authn;
 pub mod authz;
 mod flags;
-pub mod flowcontrol;
 pub mod front_proxy;
+pub mod maxinflight;
 mod state;
 
 pub use flags::SecurityFlags;
@@ -21,7 +21,7 @@ pub use state::Security;
 use crate::pki::{self, ClientIssuer, ServiceAccountKeys, ServingCerts};
 use crate::security::audit::Auditor;
 use crate::security::authz::Mode;
-use crate::security::flowcontrol::Inflight;
+use crate::security::maxinflight::Inflight;
 use kubeshard_core::authn::UserInfo;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -53,6 +53,9 @@ pub struct SecurityConfig {
     pub modes: Vec<Mode>,
     pub audit: Option<Arc<Auditor>>,
     pub inflight: Arc<Inflight>,
+    /// API Priority and Fairness decides admission (the in-flight limits
+    /// only count).
+    pub priority_and_fairness: bool,
     pub request_timeout: Duration,
     /// What a client should trust to reach the secure port (kubeconfigs).
     pub trust_pem: String,
@@ -167,6 +170,7 @@ impl SecurityConfig {
                 flags.max_requests_inflight,
                 flags.max_mutating_requests_inflight,
             )),
+            priority_and_fairness: flags.enable_priority_and_fairness,
             request_timeout: flags.request_timeout,
             trust_pem: serving.trust_pem,
             client_ca_pem,

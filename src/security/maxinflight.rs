@@ -7,7 +7,8 @@
 //!
 //! The counts are global (kube's limits are per server, not per core):
 //! two atomics, touched once on the way in and once on the way out.
-//! API Priority and Fairness takes this place in the chain later.
+//! With API Priority and Fairness on (the default) this limiter only
+//! counts, for kube's in-flight gauge: APF decides.
 
 use crate::request::RequestInfo;
 use kubeshard_core::authn::{UserInfo, MASTERS};
@@ -56,6 +57,11 @@ impl Inflight {
         }
     }
 
+    /// The limits: (read-only, mutating).
+    pub fn limits(&self) -> (usize, usize) {
+        (self.max_read_only, self.max_mutating)
+    }
+
     /// Requests in flight now: (read-only, mutating).
     pub fn current(&self) -> (usize, usize) {
         (
@@ -87,6 +93,16 @@ fn exempt(user: &UserInfo, info: &RequestInfo) -> bool {
     ["/healthz", "/livez", "/readyz"]
         .iter()
         .any(|h| p == *h || p.strip_prefix(h).is_some_and(|r| r.starts_with('/')))
+}
+
+/// Counts the request in the gauge without limiting it (APF limits).
+pub fn track(inflight: &Arc<Inflight>, info: &RequestInfo) -> Permit {
+    let mutating = is_mutating(info);
+    inflight.counter(mutating).fetch_add(1, Ordering::AcqRel);
+    Permit {
+        inflight: inflight.clone(),
+        mutating,
+    }
 }
 
 fn is_mutating(info: &RequestInfo) -> bool {

@@ -1,0 +1,490 @@
+//! Fair queuing for one limited priority level on one executor.
+//!
+//! Seats are the unit of concurrency: a request holds as many as its
+//! work estimate says while it executes. When the level has no seat for
+//! a request it waits in one of the level's queues; which one is chosen
+//! by shuffle sharding (a hand of queues dealt from the flow's hash, the
+//! least loaded of the hand taken), so one heavy flow fills only its own
+//! few queues and other flows almost always find a short one.
+//!
+//! Queues are served in virtual-time order, as kube does: each queue has
+//! the virtual time (`next_r`, in seat-seconds) at which its next request
+//! would start if every active queue got an equal share of the seats;
+//! the waiting request whose queue's `next_r` plus its own work is least
+//! goes first. A request is charged an assumed service time when it
+//! starts and corrected by its real one when it ends, so a flow of slow
+//! requests gets fewer turns. Time is passed in, so the set is a plain
+//! state machine the dispatcher drives and tests run without a clock.
+
+use super::shuffle;
+use std::cell::{Cell, RefCell};
+use std::collections::VecDeque;
+use std::rc::Rc;
+use std::task::Waker;
+use std::time::{Duration, Instant};
+
+/// The service time a request is assumed to take when it is dispatched
+/// (kube's estimate; corrected at completion).
+pub const ASSUMED_SERVICE: Duration = Duration::from_millis(3);
+
+/// Why a request was turned away (kube's `reason` label values).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reason {
+    QueueFull,
+    ConcurrencyLimit,
+    TimeOut,
+}
+
+impl Reason {
+    pub fn label(self) -> &'static str {
+        match self {
+            Reason::QueueFull => "queue-full",
+            Reason::ConcurrencyLimit => "concurrency-limit",
+            Reason::TimeOut => "time-out",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum State {
+    Waiting,
+    Dispatched,
+}
+
+/// A request waiting in a queue: the dispatcher flips its state and wakes
+/// it when it gets its seats.
+#[derive(Debug)]
+pub struct Ticket {
+    pub seats: usize,
+    /// The flow's hash, kept so a reconfigured level can deal it again.
+    pub hash: u64,
+    work: f64,
+    arrival_r: f64,
+    pub queue: Cell<usize>,
+    state: Cell<State>,
+    /// Set when its level went away or stopped queuing while it waited.
+    pub rejected: Cell<bool>,
+    waker: RefCell<Option<Waker>>,
+}
+
+impl Ticket {
+    pub fn state(&self) -> State {
+        self.state.get()
+    }
+
+    /// Registers the task to wake when the ticket is dispatched.
+    pub fn park(&self, waker: &Waker) {
+        *self.waker.borrow_mut() = Some(waker.clone());
+    }
+
+    /// Turns the waiting request away (its queue is gone).
+    pub fn reject(&self) {
+        self.rejected.set(true);
+        self.wake();
+    }
+
+    fn wake(&self) {
+        if let Some(w) = self.waker.borrow_mut().take() {
+            w.wake();
+        }
+    }
+}
+
+/// What became of an arriving request.
+#[derive(Debug)]
+pub enum Arrival {
+    /// Seats taken; executing in this queue (None for a level without
+    /// queues).
+    Execute(Option<usize>),
+    Wait(Rc<Ticket>),
+    Reject(Reason),
+}
+
+/// The queuing parameters of a level that queues.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Queuing {
+    pub queues: usize,
+    pub hand_size: usize,
+    pub queue_length_limit: usize,
+}
+
+#[derive(Debug, Default)]
+struct Queue {
+    waiting: VecDeque<Rc<Ticket>>,
+    /// Seat-seconds of work waiting here (for choosing within a hand).
+    work_waiting: f64,
+    executing: usize,
+    next_r: f64,
+}
+
+impl Queue {
+    fn active(&self) -> bool {
+        !self.waiting.is_empty() || self.executing > 0
+    }
+}
+
+#[derive(Debug)]
+pub struct QueueSet {
+    /// Seats this level may use now (its share after borrowing).
+    limit: usize,
+    queuing: Option<Queuing>,
+    queues: Vec<Queue>,
+    seats_in_use: usize,
+    waiting: usize,
+    waiting_seats: usize,
+    robin: usize,
+    enqueues: usize,
+    /// The virtual clock, and when it was last advanced.
+    r: f64,
+    r_at: Instant,
+}
+
+fn work(seats: usize) -> f64 {
+    seats as f64 * ASSUMED_SERVICE.as_secs_f64()
+}
+
+impl QueueSet {
+    pub fn new(limit: usize, queuing: Option<Queuing>, now: Instant) -> Self {
+        let mut set = Self {
+            limit,
+            queuing: None,
+            queues: Vec::new(),
+            seats_in_use: 0,
+            waiting: 0,
+            waiting_seats: 0,
+            robin: 0,
+            enqueues: 0,
+            r: 0.0,
+            r_at: now,
+        };
+        set.reconfigure(limit, queuing, now);
+        set
+    }
+
+    pub fn seats_in_use(&self) -> usize {
+        self.seats_in_use
+    }
+
+    #[cfg(test)]
+    pub fn waiting(&self) -> usize {
+        self.waiting
+    }
+
+    pub fn waiting_seats(&self) -> usize {
+        self.waiting_seats
+    }
+
+    pub fn limit(&self) -> usize {
+        self.limit
+    }
+
+    /// New limits or queue shape. Queues added are used at once; waiting
+    /// requests of a set whose queue count changed are dealt again into
+    /// the new queues, in their order, so none is lost.
+    pub fn reconfigure(
+        &mut self,
+        limit: usize,
+        queuing: Option<Queuing>,
+        now: Instant,
+    ) -> Vec<Rc<Ticket>> {
+        self.advance(now);
+        self.limit = limit;
+        let count = queuing.map_or(0, |q| q.queues);
+        if count != self.queues.len() {
+            let old = std::mem::take(&mut self.queues);
+            self.queues = (0..count).map(|_| Queue::default()).collect();
+            self.waiting = 0;
+            self.waiting_seats = 0;
+            self.queuing = queuing;
+            let mut orphans = Vec::new();
+            for t in old.into_iter().flat_map(|q| q.waiting) {
+                match queuing {
+                    Some(q) => {
+                        let i = self.choose(t.hash, q);
+                        self.push(i, t);
+                    }
+                    None => orphans.push(t),
+                }
+            }
+            self.robin = 0;
+            // Executing requests of dropped queues finish without a queue.
+            return orphans;
+        }
+        self.queuing = queuing;
+        Vec::new()
+    }
+
+    /// Moves the virtual clock: it runs at the seats in use (and wanted)
+    /// per active queue, so an idle level's clock stands still.
+    fn advance(&mut self, now: Instant) {
+        let elapsed = now.saturating_duration_since(self.r_at).as_secs_f64();
+        self.r_at = now;
+        let active = self.queues.iter().filter(|q| q.active()).count();
+        if active > 0 {
+            let busy = (self.seats_in_use + self.waiting_seats).min(self.limit.max(1));
+            self.r += elapsed * busy as f64 / active as f64;
+        }
+    }
+
+    /// The queue of the flow's hand with the least work waiting; the scan
+    /// starts at a rotating offset so ties spread over the hand.
+    fn choose(&mut self, hash: u64, q: Queuing) -> usize {
+        let hand = shuffle::deal(hash, q.queues, q.hand_size);
+        let offset = self.enqueues % hand.len().max(1);
+        self.enqueues = self.enqueues.wrapping_add(1);
+        let mut best = hand[offset];
+        for k in 1..hand.len() {
+            let i = hand[(offset + k) % hand.len()];
+            if self.queues[i].work_waiting < self.queues[best].work_waiting {
+                best = i;
+            }
+        }
+        best
+    }
+
+    fn push(&mut self, i: usize, t: Rc<Ticket>) {
+        let queue = &mut self.queues[i];
+        if !queue.active() {
+            queue.next_r = self.r;
+        }
+        t.queue.set(i);
+        queue.work_waiting += t.work;
+        queue.waiting.push_back(t.clone());
+        self.waiting += 1;
+        self.waiting_seats += t.seats;
+    }
+
+    fn fits(&self, seats: usize) -> bool {
+        if seats > self.limit {
+            self.seats_in_use == 0
+        } else {
+            self.seats_in_use + seats <= self.limit
+        }
+    }
+
+    /// A request of `seats` seats from the flow hashed `hash` arrives.
+    pub fn arrive(&mut self, now: Instant, hash: u64, seats: usize) -> Arrival {
+        self.advance(now);
+        let Some(q) = self.queuing else {
+            if self.fits(seats) {
+                self.seats_in_use += seats;
+                return Arrival::Execute(None);
+            }
+            return Arrival::Reject(Reason::ConcurrencyLimit);
+        };
+        let i = self.choose(hash, q);
+        if self.seats_in_use >= self.limit && self.queues[i].waiting.len() >= q.queue_length_limit {
+            return Arrival::Reject(Reason::QueueFull);
+        }
+        let ticket = Rc::new(Ticket {
+            seats,
+            hash,
+            work: work(seats),
+            arrival_r: self.r,
+            queue: Cell::new(i),
+            state: Cell::new(State::Waiting),
+            rejected: Cell::new(false),
+            waker: RefCell::new(None),
+        });
+        self.push(i, ticket.clone());
+        self.dispatch();
+        match ticket.state() {
+            State::Dispatched => Arrival::Execute(Some(i)),
+            State::Waiting => Arrival::Wait(ticket),
+        }
+    }
+
+    /// Starts as many waiting requests as the seats allow, least virtual
+    /// finish first. A head that does not fit stops the level (its turn
+    /// is not given away to narrower requests behind it).
+    fn dispatch(&mut self) {
+        while self.waiting > 0 && self.seats_in_use < self.limit.max(1) {
+            let n = self.queues.len();
+            let mut best: Option<(usize, f64)> = None;
+            for k in 1..=n {
+                let i = (self.robin + k) % n;
+                let queue = &self.queues[i];
+                if let Some(head) = queue.waiting.front() {
+                    let finish = queue.next_r + head.work;
+                    if best.is_none_or(|(_, f)| finish < f) {
+                        best = Some((i, finish));
+                    }
+                }
+            }
+            let Some((i, _)) = best else { return };
+            let seats = self.queues[i].waiting.front().map_or(0, |t| t.seats);
+            if !self.fits(seats) {
+                return;
+            }
+            let queue = &mut self.queues[i];
+            let Some(t) = queue.waiting.pop_front() else {
+                return;
+            };
+            queue.work_waiting -= t.work;
+            queue.next_r += t.work;
+            queue.executing += 1;
+            self.robin = i;
+            self.waiting -= 1;
+            self.waiting_seats -= t.seats;
+            self.seats_in_use += t.seats;
+            t.state.set(State::Dispatched);
+            t.wake();
+        }
+    }
+
+    /// A request executing in `queue` with `seats` seats is done after
+    /// `took`: its queue is charged its real service time and whoever
+    /// fits next starts.
+    pub fn finish(&mut self, now: Instant, queue: Option<usize>, seats: usize, took: Duration) {
+        self.advance(now);
+        self.seats_in_use = self.seats_in_use.saturating_sub(seats);
+        if let Some(q) = queue.and_then(|i| self.queues.get_mut(i)) {
+            q.executing = q.executing.saturating_sub(1);
+            q.next_r += seats as f64 * (took.as_secs_f64() - ASSUMED_SERVICE.as_secs_f64());
+            // A queue is never owed more than its oldest waiter's start.
+            if let Some(head) = q.waiting.front() {
+                q.next_r = q.next_r.max(head.arrival_r);
+            }
+        }
+        self.dispatch();
+    }
+
+    /// A waiting request gives up (its wait limit passed, or its client
+    /// left). False when it was dispatched meanwhile.
+    pub fn cancel(&mut self, t: &Rc<Ticket>) -> bool {
+        if t.state() != State::Waiting {
+            return false;
+        }
+        if let Some(q) = self.queues.get_mut(t.queue.get()) {
+            if let Some(pos) = q.waiting.iter().position(|w| Rc::ptr_eq(w, t)) {
+                q.waiting.remove(pos);
+                q.work_waiting -= t.work;
+                self.waiting -= 1;
+                self.waiting_seats -= t.seats;
+            }
+        }
+        // Removing a head may let a narrower request start.
+        self.dispatch();
+        true
+    }
+
+    /// Seats freed or added: start whoever fits.
+    pub fn poke(&mut self) {
+        self.dispatch();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn queuing(queues: usize, hand: usize, limit: usize) -> Option<Queuing> {
+        Some(Queuing {
+            queues,
+            hand_size: hand,
+            queue_length_limit: limit,
+        })
+    }
+
+    #[test]
+    fn reject_level_refuses_beyond_its_seats() {
+        let now = Instant::now();
+        let mut set = QueueSet::new(2, None, now);
+        assert!(matches!(set.arrive(now, 1, 1), Arrival::Execute(None)));
+        assert!(matches!(set.arrive(now, 1, 1), Arrival::Execute(None)));
+        assert!(matches!(
+            set.arrive(now, 1, 1),
+            Arrival::Reject(Reason::ConcurrencyLimit)
+        ));
+        set.finish(now, None, 1, Duration::from_millis(1));
+        assert!(matches!(set.arrive(now, 1, 1), Arrival::Execute(None)));
+    }
+
+    #[test]
+    fn a_request_wider_than_the_level_runs_alone() {
+        let now = Instant::now();
+        let mut set = QueueSet::new(4, queuing(1, 1, 10), now);
+        assert!(matches!(set.arrive(now, 1, 10), Arrival::Execute(Some(0))));
+        let Arrival::Wait(t) = set.arrive(now, 1, 1) else {
+            panic!("the level is taken by the wide request")
+        };
+        set.finish(now, Some(0), 10, Duration::from_millis(3));
+        assert_eq!(t.state(), State::Dispatched);
+        assert_eq!(set.seats_in_use(), 1);
+    }
+
+    #[test]
+    fn full_queue_rejects_only_when_no_seat_is_free() {
+        let now = Instant::now();
+        let mut set = QueueSet::new(1, queuing(1, 1, 2), now);
+        assert!(matches!(set.arrive(now, 7, 1), Arrival::Execute(_)));
+        assert!(matches!(set.arrive(now, 7, 1), Arrival::Wait(_)));
+        assert!(matches!(set.arrive(now, 7, 1), Arrival::Wait(_)));
+        assert!(matches!(
+            set.arrive(now, 7, 1),
+            Arrival::Reject(Reason::QueueFull)
+        ));
+        assert_eq!(set.waiting(), 2);
+    }
+
+    #[test]
+    fn cancelled_waiter_leaves_its_queue() {
+        let now = Instant::now();
+        let mut set = QueueSet::new(1, queuing(4, 2, 5), now);
+        let _running = set.arrive(now, 1, 1);
+        let Arrival::Wait(t) = set.arrive(now, 2, 1) else {
+            panic!("no seat is free")
+        };
+        assert!(set.cancel(&t));
+        assert_eq!((set.waiting(), set.waiting_seats()), (0, 0));
+        set.finish(now, Some(0), 1, Duration::ZERO);
+        assert_eq!(set.seats_in_use(), 0, "the cancelled ticket never runs");
+    }
+
+    /// Two flows with one queue each and one seat: a flow with many
+    /// requests waiting does not get more turns than a flow with few.
+    #[test]
+    fn queues_take_turns() {
+        let mut now = Instant::now();
+        let mut set = QueueSet::new(1, queuing(64, 1, 100), now);
+        let (heavy, light) = (0u64, u64::MAX / 3);
+        let first = match set.arrive(now, heavy, 1) {
+            Arrival::Execute(q) => q,
+            other => panic!("{other:?}"),
+        };
+        let heavy_tickets: Vec<_> = (0..20)
+            .map(|_| match set.arrive(now, heavy, 1) {
+                Arrival::Wait(t) => t,
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        let light_tickets: Vec<_> = (0..3)
+            .map(|_| match set.arrive(now, light, 1) {
+                Arrival::Wait(t) => t,
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        assert_ne!(heavy_tickets[0].queue.get(), light_tickets[0].queue.get());
+        let mut running = (first, 1usize);
+        let mut order = Vec::new();
+        for _ in 0..6 {
+            now += Duration::from_millis(3);
+            set.finish(now, running.0, running.1, Duration::from_millis(3));
+            let next = heavy_tickets
+                .iter()
+                .map(|t| ("heavy", t))
+                .chain(light_tickets.iter().map(|t| ("light", t)))
+                .find(|(_, t)| {
+                    t.state() == State::Dispatched && !order.iter().any(|(_, p)| Rc::ptr_eq(p, t))
+                })
+                .expect("a request started");
+            running = (Some(next.1.queue.get()), 1);
+            order.push((next.0, next.1.clone()));
+        }
+        let names: Vec<&str> = order.iter().map(|(n, _)| *n).collect();
+        assert_eq!(
+            names,
+            ["light", "heavy", "light", "heavy", "light", "heavy"]
+        );
+    }
+}
