@@ -1,4 +1,5 @@
-//! Overload protection: max-in-flight limits answer 429 with Retry-After
+//! Overload protection: max-in-flight limits (with APF off; `apf.rs`
+//! covers APF) answer 429 with Retry-After
 //! while system:masters, health checks and watches still get through;
 //! --request-timeout answers 504; oversized bodies 413.
 
@@ -27,6 +28,7 @@ fn a_flood_gets_429_but_admins_and_probes_get_through() {
     let s = Server::start_with(
         2,
         &[
+            "--enable-priority-and-fairness=false",
             "--max-requests-inflight",
             "2",
             "--max-mutating-requests-inflight",
