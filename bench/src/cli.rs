@@ -96,6 +96,10 @@ pub struct TargetArgs {
     /// Bearer token (overrides the kubeconfig's credentials).
     #[arg(long, global = true)]
     pub token: Option<String>,
+    /// Act as this user (`Impersonate-User`): load from an ordinary
+    /// tenant, classified and queued as one, over the privileged port.
+    #[arg(long, global = true)]
+    pub impersonate: Option<String>,
     /// Do not verify the server's certificate.
     #[arg(long, global = true)]
     pub insecure_skip_tls_verify: bool,

@@ -80,6 +80,7 @@ struct Inner {
     tls: Option<tokio_rustls::TlsConnector>,
     host: HeaderValue,
     authorization: Option<HeaderValue>,
+    impersonate: Option<HeaderValue>,
     scheme: &'static str,
     slots: Vec<Mutex<Option<Sender>>>,
     timeout: Duration,
@@ -108,8 +109,13 @@ impl Client {
             }
             None => None,
         };
+        let impersonate = match &target.impersonate {
+            Some(u) => Some(HeaderValue::from_str(u)?),
+            None => None,
+        };
         Ok(Client {
             inner: Arc::new(Inner {
+                impersonate,
                 host: HeaderValue::from_str(&target.authority())?,
                 scheme: if target.tls { "https" } else { "http" },
                 target: target.clone(),
@@ -251,6 +257,9 @@ impl Client {
         }
         if let Some(a) = &inner.authorization {
             b = b.header(AUTHORIZATION, a.clone());
+        }
+        if let Some(u) = &inner.impersonate {
+            b = b.header("impersonate-user", u.clone());
         }
         if body.is_some() {
             b = b.header(CONTENT_TYPE, HeaderValue::from_static("application/json"));

@@ -23,6 +23,8 @@ pub struct Target {
     pub base_path: String,
     /// The `Authorization` header value, if any.
     pub authorization: Option<String>,
+    /// The user requests act as (`Impersonate-User`), if any.
+    pub impersonate: Option<String>,
     pub tls_settings: TlsSettings,
     pub http2: bool,
     /// Reads ask for protobuf (`--protobuf`).
@@ -45,6 +47,7 @@ impl Target {
         let mut t = Target::parse(&url, args.allow_remote)?;
         t.http2 = args.http2;
         t.protobuf = args.protobuf;
+        t.impersonate = args.impersonate.clone();
         t.authorization = match (&args.token, &kc.token, &kc.basic) {
             (Some(tok), _, _) | (None, Some(tok), _) => Some(format!("Bearer {tok}")),
             (None, None, Some((u, p))) => Some(format!(
@@ -94,6 +97,7 @@ impl Target {
             port,
             base_path: uri.path().trim_end_matches('/').to_string(),
             authorization: None,
+            impersonate: None,
             tls_settings: TlsSettings::default(),
             http2: false,
             protobuf: false,
@@ -175,6 +179,7 @@ mod tests {
             kubeconfig: None,
             context: None,
             token: Some("t0k".into()),
+            impersonate: None,
             insecure_skip_tls_verify: false,
             ca_file: None,
             http2: true,

@@ -52,7 +52,7 @@ pub struct FlowSchema {
     pub name: Arc<str>,
     pub uid: Arc<str>,
     pub precedence: i64,
-    pub level: String,
+    pub level: Arc<str>,
     pub distinguisher: Distinguisher,
     rules: Vec<Rules>,
 }

@@ -239,7 +239,7 @@ impl Dispatcher {
             }
         }
         // A schema whose level does not exist takes part in nothing.
-        schemas.retain(|s| next.contains_key(s.level.as_str()));
+        schemas.retain(|s| next.contains_key(&s.level));
         st.schemas = config::ordered(schemas).into_iter().map(Rc::new).collect();
         st.levels = next;
         let mut tally = self.tally.lock();
@@ -262,7 +262,7 @@ impl Dispatcher {
             .find(|s| s.matches(user, info))
             .or_else(|| st.schemas.iter().find(|s| &*s.name == "catch-all"))?
             .clone();
-        let level_uid = st.levels.get(schema.level.as_str())?.spec.uid.clone();
+        let level_uid = st.levels.get(&schema.level)?.spec.uid.clone();
         Some(Classified { schema, level_uid })
     }
 
@@ -282,7 +282,7 @@ impl Dispatcher {
             schema_uid: c.schema.uid.clone(),
             level_uid: c.level_uid.clone(),
         };
-        let level_name: Arc<str> = Arc::from(c.schema.level.as_str());
+        let level_name = c.schema.level.clone();
         let (arrival, seats) = {
             let mut st = self.state.borrow_mut();
             let Compiled { levels, stats, .. } = &mut *st;

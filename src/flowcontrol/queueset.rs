@@ -132,6 +132,9 @@ pub struct QueueSet {
     seats_in_use: usize,
     waiting: usize,
     waiting_seats: usize,
+    /// Queues with requests waiting or executing (the virtual clock's
+    /// divisor), kept as they change rather than counted per request.
+    active: usize,
     robin: usize,
     enqueues: usize,
     /// The virtual clock, and when it was last advanced.
@@ -152,6 +155,7 @@ impl QueueSet {
             seats_in_use: 0,
             waiting: 0,
             waiting_seats: 0,
+            active: 0,
             robin: 0,
             enqueues: 0,
             r: 0.0,
@@ -207,6 +211,7 @@ impl QueueSet {
                 }
             }
             self.robin = 0;
+            self.active = self.queues.iter().filter(|q| q.active()).count();
             // Executing requests of dropped queues finish without a queue.
             return orphans;
         }
@@ -219,10 +224,9 @@ impl QueueSet {
     fn advance(&mut self, now: Instant) {
         let elapsed = now.saturating_duration_since(self.r_at).as_secs_f64();
         self.r_at = now;
-        let active = self.queues.iter().filter(|q| q.active()).count();
-        if active > 0 {
+        if self.active > 0 {
             let busy = (self.seats_in_use + self.waiting_seats).min(self.limit.max(1));
-            self.r += elapsed * busy as f64 / active as f64;
+            self.r += elapsed * busy as f64 / self.active as f64;
         }
     }
 
@@ -246,6 +250,7 @@ impl QueueSet {
         let queue = &mut self.queues[i];
         if !queue.active() {
             queue.next_r = self.r;
+            self.active += 1;
         }
         t.queue.set(i);
         queue.work_waiting += t.work;
@@ -275,6 +280,20 @@ impl QueueSet {
         let i = self.choose(hash, q);
         if self.seats_in_use >= self.limit && self.queues[i].waiting.len() >= q.queue_length_limit {
             return Arrival::Reject(Reason::QueueFull);
+        }
+        // Nobody waits and the seats are free: the request starts at
+        // once, as queuing and dispatching it would (without scanning
+        // the queues for the next turn).
+        if self.waiting == 0 && self.fits(seats) {
+            let queue = &mut self.queues[i];
+            if !queue.active() {
+                queue.next_r = self.r;
+                self.active += 1;
+            }
+            queue.next_r += work(seats);
+            queue.executing += 1;
+            self.seats_in_use += seats;
+            return Arrival::Execute(Some(i));
         }
         let ticket = Rc::new(Ticket {
             seats,
@@ -340,6 +359,9 @@ impl QueueSet {
         self.seats_in_use = self.seats_in_use.saturating_sub(seats);
         if let Some(q) = queue.and_then(|i| self.queues.get_mut(i)) {
             q.executing = q.executing.saturating_sub(1);
+            if !q.active() {
+                self.active -= 1;
+            }
             q.next_r += seats as f64 * (took.as_secs_f64() - ASSUMED_SERVICE.as_secs_f64());
             // A queue is never owed more than its oldest waiter's start.
             if let Some(head) = q.waiting.front() {
@@ -359,6 +381,9 @@ impl QueueSet {
             if let Some(pos) = q.waiting.iter().position(|w| Rc::ptr_eq(w, t)) {
                 q.waiting.remove(pos);
                 q.work_waiting -= t.work;
+                if !q.active() {
+                    self.active -= 1;
+                }
                 self.waiting -= 1;
                 self.waiting_seats -= t.seats;
             }

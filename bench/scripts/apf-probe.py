@@ -1,0 +1,58 @@
+#!/usr/bin/env python3
+"""Latency probe for the APF flood scenario (run by apf.sh).
+
+Over the privileged port, acting through Impersonate-User: another
+tenant's GETs of one ConfigMap and kube-scheduler's lease renewals
+(GET + PUT of its Lease, classified as system-leader-election), one at a
+time, SAMPLES of each. Prints one JSON line with p50/p99 in ms.
+
+    apf-probe.py URL SAMPLES
+"""
+import json
+import sys
+import time
+import urllib.request
+
+url, samples = sys.argv[1], int(sys.argv[2])
+
+
+def call(method, path, user, body=None):
+    req = urllib.request.Request(url + path, method=method, data=body)
+    req.add_header("Impersonate-User", user)
+    if body is not None:
+        req.add_header("Content-Type", "application/json")
+    t = time.perf_counter()
+    with urllib.request.urlopen(req, timeout=30) as r:
+        data = r.read()
+        code = r.status
+    return (time.perf_counter() - t) * 1000, code, data
+
+
+def pct(xs, p):
+    xs = sorted(xs)
+    return round(xs[min(len(xs) - 1, int(len(xs) * p))], 2)
+
+
+lease = "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/kube-scheduler"
+gets, renewals, refused = [], [], 0
+for i in range(samples):
+    ms, _, _ = call("GET", "/api/v1/namespaces/default/configmaps/probe", "calm")
+    gets.append(ms)
+    try:
+        ms1, _, data = call("GET", lease, "system:kube-scheduler")
+        obj = json.loads(data)
+        obj["spec"]["renewTime"] = time.strftime("%Y-%m-%dT%H:%M:%S.000000Z", time.gmtime())
+        ms2, _, _ = call("PUT", lease, "system:kube-scheduler", json.dumps(obj).encode())
+        renewals.append(ms1 + ms2)
+    except urllib.error.HTTPError as e:
+        if e.code == 429:
+            refused += 1
+        else:
+            raise
+    time.sleep(0.01)
+print(json.dumps({
+    "get_p50_ms": pct(gets, 0.5), "get_p99_ms": pct(gets, 0.99),
+    "renewal_p50_ms": pct(renewals, 0.5) if renewals else None,
+    "renewal_p99_ms": pct(renewals, 0.99) if renewals else None,
+    "renewals_refused": refused, "samples": samples,
+}))

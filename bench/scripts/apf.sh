@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# API Priority and Fairness measurements, same binary, same run:
+#
+#   bench/scripts/apf.sh BIN [OUT_DIR]     (ROUNDS=3 SECS=8 OBJECTS=10000 FLOOD=64 PROBES=300
+#                                           PARTS="exempt tenant flood")
+#
+# 1. APF off (A, --enable-priority-and-fairness=false) against on (B) for
+#    GET and create, 64 clients, as the privileged user (classified
+#    exempt) and as an ordinary tenant (`--impersonate tenant`, bound to
+#    `edit`: classified global-default, seats taken and given back).
+# 2. A flood of unpaged LISTs of OBJECTS ConfigMaps from one tenant
+#    (FLOOD clients) while apf-probe.py measures another tenant's GET and
+#    kube-scheduler's lease renewals, one at a time, PROBES each: before
+#    the flood, under it with APF on, and under it with APF off.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+BIN=$(realpath "${1:?usage: apf.sh BIN [OUT_DIR]}")
+OUT=${2:-$(mktemp -d /tmp/apf-XXXX)}
+ROUNDS=${ROUNDS:-3}; SECS=${SECS:-8}; OBJECTS=${OBJECTS:-10000}; FLOOD=${FLOOD:-64}; PROBES=${PROBES:-300}
+source "$(dirname "$0")/servers-common.sh"
+OFF=$TMP/kubeshard-apf-off
+printf '#!/bin/sh\nexec %s --enable-priority-and-fairness=false "$@"\n' "$BIN" >"$OFF"; chmod +x "$OFF"
+
+# tenants URL: the users the load acts as may read and write ConfigMaps.
+tenants() {
+  for u in tenant calm flood; do
+    curl -sf -X POST -H 'Content-Type: application/json' "$1/apis/rbac.authorization.k8s.io/v1/clusterrolebindings" \
+      -d "{\"metadata\":{\"name\":\"bench-$u\"},\"roleRef\":{\"apiGroup\":\"rbac.authorization.k8s.io\",\"kind\":\"ClusterRole\",\"name\":\"edit\"},\"subjects\":[{\"kind\":\"User\",\"name\":\"$u\"}]}" >/dev/null
+  done
+}
+
+compare() {
+  local name=$1; shift
+  start "$OFF" a --storage memory; start "$BIN" b --storage memory
+  tenants "$URL_a"; tenants "$URL_b"
+  echo "== $name" | tee -a "$OUT/summary.txt"
+  "$BENCH" --duration "${SECS}s" --output "$OUT/$name.json" --quiet --concurrency 64 "$@" \
+    compare --a "$URL_a" --b "$URL_b" --a-pid "$PID_a" --b-pid "$PID_b" --rounds "$ROUNDS" "${WORKLOAD[@]}" \
+    | tee -a "$OUT/summary.txt"
+  stop_all
+}
+
+PARTS=" ${PARTS:-exempt tenant flood} "
+if [[ $PARTS == *" exempt "* ]]; then
+  WORKLOAD=(get --objects 100); compare get-exempt
+  WORKLOAD=(create); compare create-exempt
+fi
+if [[ $PARTS == *" tenant "* ]]; then
+  WORKLOAD=(get --objects 100); compare get-tenant --impersonate tenant
+  WORKLOAD=(create); compare create-tenant --impersonate tenant --prefix t
+fi
+
+flood() {
+  local name=$1 bin=$2
+  start "$bin" f --storage memory
+  tenants "$URL_f"
+  curl -sf -X POST -H 'Content-Type: application/json' "$URL_f/api/v1/namespaces/default/configmaps" \
+    -d '{"metadata":{"name":"probe"},"data":{"k":"v"}}' >/dev/null
+  curl -sf -X POST -H 'Content-Type: application/json' "$URL_f/apis/coordination.k8s.io/v1/namespaces/kube-system/leases" \
+    -d '{"metadata":{"name":"kube-scheduler"},"spec":{"holderIdentity":"s","leaseDurationSeconds":15}}' >/dev/null
+  echo "== $name: unloaded" | tee -a "$OUT/summary.txt"
+  python3 bench/scripts/apf-probe.py "$URL_f" "$PROBES" | tee -a "$OUT/summary.txt"
+  "$BENCH" --url "$URL_f" --impersonate flood --concurrency "$FLOOD" --duration 600s --quiet \
+    --output "$OUT/$name-flood.json" list --objects "$OBJECTS" --page-size 0 >"$OUT/$name-flood.txt" 2>&1 &
+  local flood_pid=$!
+  # The flood starts once its objects are in.
+  for _ in $(seq 600); do
+    n=$(curl -sf "$URL_f/metrics" | awk -F' ' '/^apiserver_storage_objects\{resource="configmaps"\}/ {print $2}')
+    [ "${n:-0}" -ge "$OBJECTS" ] && break; sleep 0.2
+  done
+  sleep 2
+  echo "== $name: under a LIST flood ($FLOOD clients)" | tee -a "$OUT/summary.txt"
+  python3 bench/scripts/apf-probe.py "$URL_f" "$PROBES" | tee -a "$OUT/summary.txt"
+  curl -sf "$URL_f/metrics" | grep -E '^apiserver_flowcontrol_(rejected|dispatched)_requests_total\{flow_schema="(global-default|system-leader-election)"' \
+    | tee -a "$OUT/summary.txt" || true
+  kill "$flood_pid" 2>/dev/null || true; wait "$flood_pid" 2>/dev/null || true
+  stop_all
+}
+
+if [[ $PARTS == *" flood "* ]]; then
+  flood flood-apf-on "$BIN"
+  flood flood-apf-off "$OFF"
+fi
+echo "results in $OUT"
