@@ -102,6 +102,15 @@ fn uint_at(v: &Value, pointer: &str) -> Option<u64> {
         .map(|n| n.max(0) as u64)
 }
 
+/// The items of the list at `key`, read by `f` (those it cannot read
+/// are left out).
+fn each<T>(v: &Value, key: &str, f: impl FnMut(&Value) -> Option<T>) -> Vec<T> {
+    v.get(key)
+        .and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(f).collect())
+        .unwrap_or_default()
+}
+
 fn subject(v: &Value) -> Option<Subject> {
     match str_at(v, "/kind") {
         "User" => Some(Subject::User(str_at(v, "/user/name").into())),
@@ -117,20 +126,11 @@ fn subject(v: &Value) -> Option<Subject> {
 impl FlowSchema {
     pub fn from_value(v: &Value) -> Self {
         let spec = v.get("spec").cloned().unwrap_or(Value::Null);
-        let list = |v: &Value, key: &str| v.get(key).and_then(Value::as_array).cloned();
-        let rules = list(&spec, "rules")
-            .unwrap_or_default()
-            .iter()
-            .map(|r| Rules {
-                subjects: list(r, "subjects")
-                    .unwrap_or_default()
-                    .iter()
-                    .filter_map(subject)
-                    .collect(),
-                resource: list(r, "resourceRules")
-                    .unwrap_or_default()
-                    .iter()
-                    .map(|rr| ResourceRule {
+        let rules = each(&spec, "rules", |r| {
+            Some(Rules {
+                subjects: each(r, "subjects", subject),
+                resource: each(r, "resourceRules", |rr| {
+                    Some(ResourceRule {
                         verbs: strings(rr, "verbs"),
                         groups: strings(rr, "apiGroups"),
                         resources: strings(rr, "resources"),
@@ -140,17 +140,15 @@ impl FlowSchema {
                             .and_then(Value::as_bool)
                             .unwrap_or(false),
                     })
-                    .collect(),
-                non_resource: list(r, "nonResourceRules")
-                    .unwrap_or_default()
-                    .iter()
-                    .map(|nr| NonResourceRule {
+                }),
+                non_resource: each(r, "nonResourceRules", |nr| {
+                    Some(NonResourceRule {
                         verbs: strings(nr, "verbs"),
                         urls: strings(nr, "nonResourceURLs"),
                     })
-                    .collect(),
+                }),
             })
-            .collect();
+        });
         Self {
             name: str_at(v, "/metadata/name").into(),
             uid: str_at(v, "/metadata/uid").into(),

@@ -111,7 +111,7 @@ mod tests {
     fn width_cap_follows_the_level() {
         // kube's defaults at 600 seats: every queuing level caps at 10.
         assert_eq!(max_seats(25, Some(4)), 4);
-        assert_eq!(max_seats(74, Some(6)), 12.min(74 / 6));
+        assert_eq!(max_seats(74, Some(6)), 12, "ceil(11.1) and 74 / 6");
         assert_eq!(max_seats(1, Some(8)), 1);
         assert_eq!(max_seats(13, None), 10);
     }

@@ -101,6 +101,9 @@ impl Tally {
     }
 }
 
+/// A gauge or counter family: name, help, and its value in a pair.
+type Family = (&'static str, &'static str, fn(&Pair) -> i64);
+
 static EXECUTORS: LazyLock<Mutex<Vec<Arc<Mutex<Tally>>>>> = LazyLock::new(Mutex::default);
 
 /// A new executor's tally, registered for scrapes.
@@ -142,7 +145,7 @@ pub fn render() -> String {
     }
     drop(executors);
     let mut out = String::new();
-    let counters: [(&str, &str, fn(&Pair) -> i64); 4] = [
+    let counters: [Family; 4] = [
         ("apiserver_flowcontrol_dispatched_requests_total", "[BETA] Number of requests executed by API Priority and Fairness subsystem", |p| p.dispatched as i64),
         ("apiserver_flowcontrol_current_executing_requests", "[BETA] Number of requests in initial (for a WATCH) or any (for a non-WATCH) execution stage in the API Priority and Fairness subsystem", |p| p.executing),
         ("apiserver_flowcontrol_current_executing_seats", "[BETA] Concurrency (number of seats) occupied by the currently executing (initial stage for a WATCH, any stage otherwise) requests in the API Priority and Fairness subsystem", |p| p.executing_seats),
