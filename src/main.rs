@@ -274,6 +274,7 @@ fn start_controllers(
             handlers::bootstrap(&api).await?;
             controllers::kubernetes_service::ensure(&api).await?;
             controllers::system_objects::ensure(&api).await?;
+            flowcontrol::bootstrap(&api).await?;
             registry::service_ips::repair(&api).await?;
             registry::node_ports::repair(&api).await?;
             controllers::security::bootstrap_policy::ensure(&api).await?;

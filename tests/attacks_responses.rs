@@ -76,7 +76,13 @@ fn inflight_read_only(s: &Server) -> u64 {
 fn lists_nobody_reads_are_counted_bounded_and_cut_off() {
     let s = Server::start_with(
         2,
-        &["--max-requests-inflight", "40", "--request-timeout", "4s"],
+        &[
+            "--enable-priority-and-fairness=false",
+            "--max-requests-inflight",
+            "40",
+            "--request-timeout",
+            "4s",
+        ],
     );
     fill(&s);
     cluster_role(

@@ -254,10 +254,10 @@ fn metrics_report_bounded_history() {
     assert!(apiservices > 20, "a local APIService per group version");
     assert_eq!(
         objects,
-        61 + (rbac + apiservices) as i64,
+        80 + (rbac + apiservices) as i64,
         "50 configmaps, 4 namespaces, the kubernetes Service and its IPAddress, the ServiceCIDR, \
-         2 system PriorityClasses, 2 kube-system ConfigMaps, the bootstrap RBAC policy and the \
-         local APIServices: {text}"
+         2 system PriorityClasses, 2 kube-system ConfigMaps, 19 APF bootstrap objects, the \
+         bootstrap RBAC policy and the local APIServices: {text}"
     );
     assert_eq!(metric(&text, "watchers").iter().sum::<i64>(), 1, "{text}");
     // The resources written so far (namespaces, configmaps, services,

@@ -13,7 +13,7 @@
 use super::borrowing::{self, Demand};
 use super::config::{self, FlowSchema, LimitResponse, PriorityLevel};
 use super::estimate::{self, ObjectStats};
-use super::metrics::Tally;
+use super::metrics::{Slot, Tally};
 use super::queueset::{Arrival, QueueSet, Queuing, Reason, State, Ticket};
 use super::retry::RetryAfter;
 use super::shuffle;
@@ -77,8 +77,16 @@ impl Level {
     }
 }
 
+/// A schema as requests use it: its rules, its series, and the headers
+/// its responses carry (made once, when the configuration is compiled).
+pub struct Schema {
+    pub spec: FlowSchema,
+    pub slot: Slot,
+    pub ids: Ids,
+}
+
 pub struct Compiled {
-    pub schemas: Vec<Rc<FlowSchema>>,
+    pub schemas: Vec<Rc<Schema>>,
     pub levels: HashMap<Arc<str>, Level>,
     pub stats: ObjectStats,
 }
@@ -102,24 +110,31 @@ pub fn share(total: usize, part: usize, n: usize) -> usize {
     total / n + usize::from(part < total % n)
 }
 
-/// A request's place: the schema it matched and the level it runs at.
-pub struct Classified {
-    pub schema: Rc<FlowSchema>,
-    pub level_uid: Arc<str>,
-}
-
-/// The flow-control identity of a request, sent back as kube's headers.
+/// The flow-control identity of a request, as kube's response headers
+/// carry it (the schema's and the level's uids).
 #[derive(Clone, Debug)]
 pub struct Ids {
-    pub schema_uid: Arc<str>,
-    pub level_uid: Arc<str>,
+    pub schema_uid: http::HeaderValue,
+    pub level_uid: http::HeaderValue,
+}
+
+impl Ids {
+    fn of(schema: &str, level: &str) -> Self {
+        let value = |uid: &str| {
+            http::HeaderValue::from_str(uid).unwrap_or(http::HeaderValue::from_static(""))
+        };
+        Self {
+            schema_uid: value(schema),
+            level_uid: value(level),
+        }
+    }
 }
 
 /// Seats held by an executing request, given back when dropped.
 pub struct Seats {
     dispatcher: Rc<Dispatcher>,
     level: Arc<str>,
-    schema: Arc<str>,
+    slot: Slot,
     queue: Option<usize>,
     seats: usize,
     started: Instant,
@@ -139,10 +154,7 @@ impl Drop for Seats {
             }
         }
         drop(st);
-        self.dispatcher
-            .tally
-            .lock()
-            .finished(&self.level, &self.schema, self.seats);
+        self.dispatcher.tally.lock().finished(self.slot, self.seats);
     }
 }
 
@@ -240,9 +252,19 @@ impl Dispatcher {
         }
         // A schema whose level does not exist takes part in nothing.
         schemas.retain(|s| next.contains_key(&s.level));
-        st.schemas = config::ordered(schemas).into_iter().map(Rc::new).collect();
-        st.levels = next;
         let mut tally = self.tally.lock();
+        st.schemas = config::ordered(schemas)
+            .into_iter()
+            .map(|spec| {
+                let level = &next[&spec.level];
+                Rc::new(Schema {
+                    slot: tally.slot(&spec.level, &spec.name),
+                    ids: Ids::of(&spec.uid, &level.spec.uid),
+                    spec,
+                })
+            })
+            .collect();
+        st.levels = next;
         tally.levels.clear();
         for (name, l) in &st.levels {
             tally
@@ -253,24 +275,21 @@ impl Dispatcher {
 
     /// The first schema that matches, and its level; catch-all when none
     /// does.
-    pub fn classify(&self, user: &UserInfo, info: &RequestInfo) -> Option<Classified> {
+    pub fn classify(&self, user: &UserInfo, info: &RequestInfo) -> Option<Rc<Schema>> {
         self.refresh(Instant::now());
         let st = self.state.borrow();
-        let schema = st
-            .schemas
+        st.schemas
             .iter()
-            .find(|s| s.matches(user, info))
-            .or_else(|| st.schemas.iter().find(|s| &*s.name == "catch-all"))?
-            .clone();
-        let level_uid = st.levels.get(&schema.level)?.spec.uid.clone();
-        Some(Classified { schema, level_uid })
+            .find(|s| s.spec.matches(user, info))
+            .or_else(|| st.schemas.iter().find(|s| &*s.spec.name == "catch-all"))
+            .cloned()
     }
 
     /// Takes seats for a classified request, waiting in its level's queue
     /// until they are free or `wait` runs out.
     pub async fn admit(
         self: &Rc<Self>,
-        c: Classified,
+        c: Rc<Schema>,
         user: &UserInfo,
         info: &RequestInfo,
         query: &Query,
@@ -278,11 +297,8 @@ impl Dispatcher {
         wait: Duration,
     ) -> Result<Seats, Rejected> {
         let arrived = Instant::now();
-        let ids = Ids {
-            schema_uid: c.schema.uid.clone(),
-            level_uid: c.level_uid.clone(),
-        };
-        let level_name = c.schema.level.clone();
+        let ids = c.ids.clone();
+        let level_name = c.spec.level.clone();
         let (arrival, seats) = {
             let mut st = self.state.borrow_mut();
             let Compiled { levels, stats, .. } = &mut *st;
@@ -298,7 +314,7 @@ impl Dispatcher {
             } else {
                 let hash = match level.queuing() {
                     Some(q) if q.queues > 1 => {
-                        shuffle::flow_hash(&c.schema.name, c.schema.flow_of(user, info))
+                        shuffle::flow_hash(&c.spec.name, c.spec.flow_of(user, info))
                     }
                     _ => 0,
                 };
@@ -307,14 +323,14 @@ impl Dispatcher {
                 (arrival, seats)
             }
         };
-        let schema_name = c.schema.name.clone();
+        let slot = c.slot;
         let queue = match arrival {
             Arrival::Execute(q) => q,
             Arrival::Reject(reason) => {
-                return Err(self.rejected(&level_name, &schema_name, reason, ids, arrived))
+                return Err(self.rejected(&level_name, slot, reason, ids, arrived))
             }
             Arrival::Wait(ticket) => {
-                self.tally.lock().enqueued(&level_name, &schema_name);
+                self.tally.lock().enqueued(slot);
                 let waited = Waiting {
                     ticket: ticket.clone(),
                     dispatcher: self.clone(),
@@ -322,28 +338,20 @@ impl Dispatcher {
                 }
                 .within(wait)
                 .await;
-                self.tally.lock().dequeued(&level_name, &schema_name);
+                self.tally.lock().dequeued(slot);
                 match waited {
                     Some(()) if ticket.state() == State::Dispatched => Some(ticket.queue.get()),
                     _ => {
-                        return Err(self.rejected(
-                            &level_name,
-                            &schema_name,
-                            Reason::TimeOut,
-                            ids,
-                            arrived,
-                        ))
+                        return Err(self.rejected(&level_name, slot, Reason::TimeOut, ids, arrived))
                     }
                 }
             }
         };
-        self.tally
-            .lock()
-            .dispatched(&level_name, &schema_name, seats, arrived.elapsed());
+        self.tally.lock().dispatched(slot, seats, arrived.elapsed());
         Ok(Seats {
             dispatcher: self.clone(),
             level: level_name,
-            schema: schema_name,
+            slot,
             queue,
             seats,
             started: Instant::now(),
@@ -354,7 +362,7 @@ impl Dispatcher {
     fn rejected(
         &self,
         level: &Arc<str>,
-        schema: &Arc<str>,
+        slot: Slot,
         reason: Reason,
         ids: Ids,
         arrived: Instant,
@@ -365,9 +373,7 @@ impl Dispatcher {
             .levels
             .get_mut(level)
             .map_or(1, |l| l.retry.dropped(unix_seconds()));
-        self.tally
-            .lock()
-            .rejected(level, schema, reason, arrived.elapsed());
+        self.tally.lock().rejected(slot, reason, arrived.elapsed());
         Rejected { retry_after, ids }
     }
 

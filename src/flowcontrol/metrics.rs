@@ -43,58 +43,61 @@ impl Pair {
     }
 }
 
+/// A (level, schema) pair's series in its executor's tally: found once
+/// when the configuration is compiled, then recorded into by index.
+#[derive(Clone, Copy, Debug)]
+pub struct Slot(usize);
+
 /// One executor's flow-control counts.
 #[derive(Default)]
 pub struct Tally {
-    pairs: HashMap<(Arc<str>, Arc<str>), Pair>,
+    pairs: Vec<((Arc<str>, Arc<str>), Pair)>,
+    index: HashMap<(Arc<str>, Arc<str>), usize>,
     /// Per level: (server nominal seats, this executor's current limit).
     pub levels: HashMap<Arc<str>, (usize, usize)>,
 }
 
 impl Tally {
-    fn pair(&mut self, level: &Arc<str>, schema: &Arc<str>) -> &mut Pair {
-        // Keys are shared names: cloning them allocates nothing.
-        self.pairs
-            .entry((level.clone(), schema.clone()))
-            .or_default()
+    /// The pair's slot (kept for good: a pair's counters outlive changes
+    /// of the configuration, as kube's series do).
+    pub fn slot(&mut self, level: &Arc<str>, schema: &Arc<str>) -> Slot {
+        let key = (level.clone(), schema.clone());
+        let next = self.pairs.len();
+        let i = *self.index.entry(key.clone()).or_insert(next);
+        if i == next {
+            self.pairs.push((key, Pair::default()));
+        }
+        Slot(i)
     }
 
-    pub fn enqueued(&mut self, level: &Arc<str>, schema: &Arc<str>) {
-        self.pair(level, schema).inqueue += 1;
+    fn pair(&mut self, slot: Slot) -> &mut Pair {
+        &mut self.pairs[slot.0].1
     }
 
-    pub fn dequeued(&mut self, level: &Arc<str>, schema: &Arc<str>) {
-        self.pair(level, schema).inqueue -= 1;
+    pub fn enqueued(&mut self, slot: Slot) {
+        self.pair(slot).inqueue += 1;
     }
 
-    pub fn dispatched(
-        &mut self,
-        level: &Arc<str>,
-        schema: &Arc<str>,
-        seats: usize,
-        waited: Duration,
-    ) {
-        let p = self.pair(level, schema);
+    pub fn dequeued(&mut self, slot: Slot) {
+        self.pair(slot).inqueue -= 1;
+    }
+
+    pub fn dispatched(&mut self, slot: Slot, seats: usize, waited: Duration) {
+        let p = self.pair(slot);
         p.dispatched += 1;
         p.executing += 1;
         p.executing_seats += seats as i64;
         p.waited.observe(&WAIT_BUCKETS, waited.as_secs_f64());
     }
 
-    pub fn finished(&mut self, level: &Arc<str>, schema: &Arc<str>, seats: usize) {
-        let p = self.pair(level, schema);
+    pub fn finished(&mut self, slot: Slot, seats: usize) {
+        let p = self.pair(slot);
         p.executing -= 1;
         p.executing_seats -= seats as i64;
     }
 
-    pub fn rejected(
-        &mut self,
-        level: &Arc<str>,
-        schema: &Arc<str>,
-        reason: Reason,
-        waited: Duration,
-    ) {
-        let p = self.pair(level, schema);
+    pub fn rejected(&mut self, slot: Slot, reason: Reason, waited: Duration) {
+        let p = self.pair(slot);
         let i = REASONS.iter().position(|r| *r == reason).unwrap_or(0);
         p.rejected[i] += 1;
         p.refused.observe(&WAIT_BUCKETS, waited.as_secs_f64());

@@ -33,7 +33,7 @@ use crate::informer::Change;
 use crate::request::{Query, RequestInfo};
 use crate::security::maxinflight;
 use dispatcher::{Compiled, Dispatcher, Ids, Raw, Seats};
-use http::{HeaderName, HeaderValue, Response};
+use http::{HeaderName, Response};
 use kubeshard_cache::Filter;
 use kubeshard_core::authn::UserInfo;
 use kubeshard_core::status::ApiError;
@@ -172,16 +172,23 @@ pub fn start(api: &Rc<Api>) {
     .detach();
 }
 
+/// The first pass over kube's bootstrap configuration, part of the
+/// server's start (kube's post-start hook gates readiness the same way),
+/// so the objects exist before the first request is served.
+pub async fn bootstrap(api: &Api) -> Result<(), ApiError> {
+    match current() {
+        Some(_) => bootstrap::ensure(api).await,
+        None => Ok(()),
+    }
+}
+
 /// Keeps kube's bootstrap configuration in place (executor 0, after the
-/// server's own bootstrap): a pass at start, then on every change of a
-/// schema or level, and every minute.
+/// first pass): again on every change of a schema or level, and every
+/// minute.
 pub async fn keep_bootstrap(api: Rc<Api>) {
     let Some(d) = current() else { return };
     loop {
         let listener = d.changed.listen();
-        if let Err(e) = bootstrap::ensure(&api).await {
-            tracing::warn!(error = %e.message, "APF bootstrap configuration not ensured; retrying");
-        }
         let stop = api.exec.shutdown.clone();
         let woke = futures_lite::future::or(
             async {
@@ -202,6 +209,9 @@ pub async fn keep_bootstrap(api: Rc<Api>) {
         }
         // Let a burst of changes settle into one pass.
         glommio::timer::sleep(Duration::from_millis(50)).await;
+        if let Err(e) = bootstrap::ensure(&api).await {
+            tracing::warn!(error = %e.message, "APF bootstrap configuration not ensured; retrying");
+        }
     }
 }
 
@@ -268,9 +278,7 @@ pub async fn admit(
 
 /// kube's response headers naming the schema and level (by uid).
 pub fn set_headers<B>(resp: &mut Response<B>, ids: &Ids) {
-    for (name, value) in [(SCHEMA_UID, &ids.schema_uid), (LEVEL_UID, &ids.level_uid)] {
-        if let Ok(v) = HeaderValue::from_str(value) {
-            resp.headers_mut().insert(name, v);
-        }
-    }
+    let headers = resp.headers_mut();
+    headers.insert(SCHEMA_UID, ids.schema_uid.clone());
+    headers.insert(LEVEL_UID, ids.level_uid.clone());
 }

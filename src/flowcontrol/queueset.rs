@@ -219,13 +219,18 @@ impl QueueSet {
         Vec::new()
     }
 
-    /// Moves the virtual clock: it runs at the seats in use (and wanted)
-    /// per active queue, so an idle level's clock stands still.
+    /// Moves the virtual clock: it runs at the seats in use per active
+    /// queue, so an idle level's clock stands still. kube also counts the
+    /// seats waiting; but when a wide head waits for seats to free up,
+    /// those seats serve nobody, and a clock counting them runs ahead of
+    /// the service the queues really get — the flooding queues then look
+    /// owed, and a newcomer's request waits behind their wide heads. This
+    /// clock runs at the service given.
     fn advance(&mut self, now: Instant) {
         let elapsed = now.saturating_duration_since(self.r_at).as_secs_f64();
         self.r_at = now;
         if self.active > 0 {
-            let busy = (self.seats_in_use + self.waiting_seats).min(self.limit.max(1));
+            let busy = self.seats_in_use.min(self.limit.max(1));
             self.r += elapsed * busy as f64 / self.active as f64;
         }
     }
