@@ -48,11 +48,14 @@ impl Pair {
 #[derive(Clone, Copy, Debug)]
 pub struct Slot(usize);
 
+/// A pair's label values: (priority level, flow schema).
+type Names = (Arc<str>, Arc<str>);
+
 /// One executor's flow-control counts.
 #[derive(Default)]
 pub struct Tally {
-    pairs: Vec<((Arc<str>, Arc<str>), Pair)>,
-    index: HashMap<(Arc<str>, Arc<str>), usize>,
+    pairs: Vec<(Names, Pair)>,
+    index: HashMap<Names, usize>,
     /// Per level: (server nominal seats, this executor's current limit).
     pub levels: HashMap<Arc<str>, (usize, usize)>,
 }
