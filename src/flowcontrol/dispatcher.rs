@@ -15,6 +15,7 @@ use super::config::{self, FlowSchema, LimitResponse, PriorityLevel};
 use super::estimate::{self, ObjectStats};
 use super::metrics::{Slot, Tally};
 use super::queueset::{Arrival, QueueSet, Queuing, Reason, State, Ticket};
+use super::remembered::Remembered;
 use super::retry::RetryAfter;
 use super::shuffle;
 use crate::request::{Query, RequestInfo};
@@ -87,6 +88,8 @@ pub struct Schema {
 
 pub struct Compiled {
     pub schemas: Vec<Rc<Schema>>,
+    /// Classifications made under these schemas.
+    pub remembered: Remembered<Rc<Schema>>,
     pub levels: HashMap<Arc<str>, Level>,
     pub stats: ObjectStats,
 }
@@ -167,13 +170,15 @@ pub struct Rejected {
 impl Dispatcher {
     /// Rebuilds schemas and levels from the stored objects when they
     /// changed, keeping the queues of levels that stay.
-    fn refresh(&self, now: Instant) {
+    fn refresh(&self) {
         let mut raw = self.raw.borrow_mut();
         if !raw.dirty {
             return;
         }
         raw.dirty = false;
+        let now = Instant::now();
         let mut st = self.state.borrow_mut();
+        st.remembered.clear();
         let mut levels: Vec<PriorityLevel> =
             raw.levels.values().map(PriorityLevel::from_value).collect();
         for (name, proto) in super::bootstrap::mandatory_levels() {
@@ -276,13 +281,20 @@ impl Dispatcher {
     /// The first schema that matches, and its level; catch-all when none
     /// does.
     pub fn classify(&self, user: &UserInfo, info: &RequestInfo) -> Option<Rc<Schema>> {
-        self.refresh(Instant::now());
-        let st = self.state.borrow();
-        st.schemas
-            .iter()
-            .find(|s| s.spec.matches(user, info))
-            .or_else(|| st.schemas.iter().find(|s| &*s.spec.name == "catch-all"))
-            .cloned()
+        self.refresh();
+        let mut st = self.state.borrow_mut();
+        let Compiled {
+            schemas,
+            remembered,
+            ..
+        } = &mut *st;
+        remembered.get_or(user, info, || {
+            schemas
+                .iter()
+                .find(|s| s.spec.matches(user, info))
+                .or_else(|| schemas.iter().find(|s| &*s.spec.name == "catch-all"))
+                .cloned()
+        })
     }
 
     /// Takes seats for a classified request, waiting in its level's queue
@@ -324,6 +336,9 @@ impl Dispatcher {
             }
         };
         let slot = c.slot;
+        // When it starts (a request that never waited starts when it
+        // arrived: one clock read fewer on the common path).
+        let mut started = arrived;
         let queue = match arrival {
             Arrival::Execute(q) => q,
             Arrival::Reject(reason) => {
@@ -339,6 +354,7 @@ impl Dispatcher {
                 .within(wait)
                 .await;
                 self.tally.lock().dequeued(slot);
+                started = Instant::now();
                 match waited {
                     Some(()) if ticket.state() == State::Dispatched => Some(ticket.queue.get()),
                     _ => {
@@ -347,14 +363,14 @@ impl Dispatcher {
                 }
             }
         };
-        self.tally.lock().dispatched(slot, seats, arrived.elapsed());
+        self.tally.lock().dispatched(slot, seats, started - arrived);
         Ok(Seats {
             dispatcher: self.clone(),
             level: level_name,
             slot,
             queue,
             seats,
-            started: Instant::now(),
+            started,
             ids,
         })
     }
@@ -381,8 +397,8 @@ impl Dispatcher {
     /// between what it keeps and what it may borrow, toward its recent
     /// demand, the executor's seats shared out fairly.
     pub fn adjust(&self) {
+        self.refresh();
         let now = Instant::now();
-        self.refresh(now);
         let mut st = self.state.borrow_mut();
         let limits = borrowing::allocate(&mut st.levels, now);
         let mut tally = self.tally.lock();

@@ -25,6 +25,7 @@ pub mod dispatcher;
 pub mod estimate;
 pub mod metrics;
 pub mod queueset;
+mod remembered;
 mod retry;
 mod shuffle;
 
@@ -104,6 +105,7 @@ pub fn start(api: &Rc<Api>) {
         })),
         state: RefCell::new(Compiled {
             schemas: Vec::new(),
+            remembered: Default::default(),
             levels: HashMap::new(),
             stats: estimate::ObjectStats::default(),
         }),

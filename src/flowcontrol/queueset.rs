@@ -238,6 +238,11 @@ impl QueueSet {
     /// The queue of the flow's hand with the least work waiting; the scan
     /// starts at a rotating offset so ties spread over the hand.
     fn choose(&mut self, hash: u64, q: Queuing) -> usize {
+        if self.waiting == 0 {
+            // Every queue is empty: the hand's first card is as good as
+            // any, and it needs no dealing.
+            return (hash % q.queues.max(1) as u64) as usize;
+        }
         let hand = shuffle::deal(hash, q.queues, q.hand_size);
         let offset = self.enqueues % hand.len().max(1);
         self.enqueues = self.enqueues.wrapping_add(1);

@@ -4,9 +4,10 @@
 
 use xxhash_rust::xxh3::Xxh3;
 
-/// The largest hand dealt (kube's validation keeps a hand's entropy under
-/// 60 bits, so real hands are far smaller).
-pub const MAX_HAND: usize = 64;
+/// The largest hand dealt: kube's validation keeps a hand's entropy
+/// (hand size × log2 of the queues) within 60 bits, which no hand over 15
+/// cards passes.
+pub const MAX_HAND: usize = 16;
 
 /// The flow's hash, over the schema's name, a zero byte and the
 /// distinguisher. kube takes SHA-256 of the same bytes; which queues a
