@@ -214,6 +214,13 @@ fn responses_name_their_flow_schema_and_priority_level() {
         Some(global.as_str())
     );
     assert!(metric(&s, "apiserver_flowcontrol_dispatched_requests_total{flow_schema=\"global-default\",priority_level=\"global-default\"}") >= 2.0);
+    // The in-flight gauge is APF's count (the scrape itself is in flight).
+    assert!(
+        metric(
+            &s,
+            "apiserver_current_inflight_requests{request_kind=\"readOnly\"}"
+        ) >= 1.0
+    );
     // 600 seats × 20 shares / 245: kube's nominal limit.
     assert_eq!(
         metric(

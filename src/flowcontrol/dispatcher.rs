@@ -138,8 +138,10 @@ pub struct Seats {
     dispatcher: Rc<Dispatcher>,
     level: Arc<str>,
     slot: Slot,
-    queue: Option<usize>,
+    /// Its queue and the work it was charged there.
+    queue: (Option<usize>, f64),
     seats: usize,
+    mutating: bool,
     started: Instant,
     pub ids: Ids,
 }
@@ -157,7 +159,10 @@ impl Drop for Seats {
             }
         }
         drop(st);
-        self.dispatcher.tally.lock().finished(self.slot, self.seats);
+        self.dispatcher
+            .tally
+            .lock()
+            .finished(self.slot, self.seats, self.mutating);
     }
 }
 
@@ -322,7 +327,7 @@ impl Dispatcher {
             };
             let seats = estimate::seats(info, query, storage_key, stats, level.max_seats);
             if level.spec.exempt {
-                (Arrival::Execute(None), seats)
+                (Arrival::Execute(None, 0.0), seats)
             } else {
                 let hash = match level.queuing() {
                     Some(q) if q.queues > 1 => {
@@ -340,7 +345,7 @@ impl Dispatcher {
         // arrived: one clock read fewer on the common path).
         let mut started = arrived;
         let queue = match arrival {
-            Arrival::Execute(q) => q,
+            Arrival::Execute(q, charged) => (q, charged),
             Arrival::Reject(reason) => {
                 return Err(self.rejected(&level_name, slot, reason, ids, arrived))
             }
@@ -356,15 +361,21 @@ impl Dispatcher {
                 self.tally.lock().dequeued(slot);
                 started = Instant::now();
                 match waited {
-                    Some(()) if ticket.state() == State::Dispatched => Some(ticket.queue.get()),
+                    Some(()) if ticket.state() == State::Dispatched => {
+                        (Some(ticket.queue.get()), ticket.work())
+                    }
                     _ => {
                         return Err(self.rejected(&level_name, slot, Reason::TimeOut, ids, arrived))
                     }
                 }
             }
         };
-        self.tally.lock().dispatched(slot, seats, started - arrived);
+        let mutating = crate::security::maxinflight::is_mutating(info);
+        self.tally
+            .lock()
+            .dispatched(slot, seats, started - arrived, mutating);
         Ok(Seats {
+            mutating,
             dispatcher: self.clone(),
             level: level_name,
             slot,

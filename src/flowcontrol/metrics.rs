@@ -58,6 +58,8 @@ pub struct Tally {
     index: HashMap<Names, usize>,
     /// Per level: (server nominal seats, this executor's current limit).
     pub levels: HashMap<Arc<str>, (usize, usize)>,
+    /// Requests executing: read-only, mutating (kube's in-flight gauge).
+    inflight: [i64; 2],
 }
 
 impl Tally {
@@ -85,7 +87,8 @@ impl Tally {
         self.pair(slot).inqueue -= 1;
     }
 
-    pub fn dispatched(&mut self, slot: Slot, seats: usize, waited: Duration) {
+    pub fn dispatched(&mut self, slot: Slot, seats: usize, waited: Duration, mutating: bool) {
+        self.inflight[usize::from(mutating)] += 1;
         let p = self.pair(slot);
         p.dispatched += 1;
         p.executing += 1;
@@ -93,7 +96,8 @@ impl Tally {
         p.waited.observe(&WAIT_BUCKETS, waited.as_secs_f64());
     }
 
-    pub fn finished(&mut self, slot: Slot, seats: usize) {
+    pub fn finished(&mut self, slot: Slot, seats: usize, mutating: bool) {
+        self.inflight[usize::from(mutating)] -= 1;
         let p = self.pair(slot);
         p.executing -= 1;
         p.executing_seats -= seats as i64;
@@ -135,8 +139,11 @@ pub fn render() -> String {
     if executors.is_empty() {
         return String::new();
     }
+    let mut inflight = [0i64; 2];
     for e in executors.iter() {
         let t = e.lock();
+        inflight[0] += t.inflight[0];
+        inflight[1] += t.inflight[1];
         for ((l, s), p) in &t.pairs {
             pairs
                 .entry((l.to_string(), s.to_string()))
@@ -150,7 +157,7 @@ pub fn render() -> String {
         }
     }
     drop(executors);
-    let mut out = String::new();
+    let mut out = crate::security::maxinflight::gauge(inflight[0], inflight[1]);
     let counters: [Family; 4] = [
         ("apiserver_flowcontrol_dispatched_requests_total", "[BETA] Number of requests executed by API Priority and Fairness subsystem", |p| p.dispatched as i64),
         ("apiserver_flowcontrol_current_executing_requests", "[BETA] Number of requests in initial (for a WATCH) or any (for a non-WATCH) execution stage in the API Priority and Fairness subsystem", |p| p.executing),

@@ -61,11 +61,11 @@ fn current() -> Option<Rc<Dispatcher>> {
     DISPATCHER.with(|d| d.borrow().clone())
 }
 
-/// What a request holds while it executes: its seats (APF), and its
-/// count in the in-flight gauge (or its max-in-flight slot).
-pub struct Permit {
-    _seats: Option<Seats>,
-    _inflight: maxinflight::Permit,
+/// What a request holds while it executes: its seats (APF), or its
+/// max-in-flight slot.
+pub enum Permit {
+    Seats { _held: Seats },
+    Inflight { _held: maxinflight::Permit },
 }
 
 /// A request let through, and the identity its response reports.
@@ -226,14 +226,10 @@ pub async fn admit(
     query: &Query,
     budget: Duration,
 ) -> Result<Admitted, Refused> {
-    let inflight = &api.security.config.inflight;
     let Some(d) = current() else {
-        let permit = maxinflight::admit(inflight, user, info)?;
+        let permit = maxinflight::admit(&api.security.config.inflight, user, info)?;
         return Ok(Admitted {
-            permit: permit.map(|p| Permit {
-                _seats: None,
-                _inflight: p,
-            }),
+            permit: permit.map(|p| Permit::Inflight { _held: p }),
             ids: None,
         });
     };
@@ -261,10 +257,7 @@ pub async fn admit(
         Ok(seats) => {
             let ids = seats.ids.clone();
             Ok(Admitted {
-                permit: Some(Permit {
-                    _seats: Some(seats),
-                    _inflight: maxinflight::track(inflight, info),
-                }),
+                permit: Some(Permit::Seats { _held: seats }),
                 ids: Some(ids),
             })
         }

@@ -11,9 +11,9 @@
 //! the virtual time (`next_r`, in seat-seconds) at which its next request
 //! would start if every active queue got an equal share of the seats;
 //! the waiting request whose queue's `next_r` plus its own work is least
-//! goes first. A request is charged an assumed service time when it
-//! starts and corrected by its real one when it ends, so a flow of slow
-//! requests gets fewer turns. Time is passed in, so the set is a plain
+//! goes first. A request is charged the level's recent mean service
+//! time when it starts and corrected by its real one when it ends, so a
+//! flow of slow requests gets fewer turns. Time is passed in, so the set is a plain
 //! state machine the dispatcher drives and tests run without a clock.
 
 use super::shuffle;
@@ -23,9 +23,12 @@ use std::rc::Rc;
 use std::task::Waker;
 use std::time::{Duration, Instant};
 
-/// The service time a request is assumed to take when it is dispatched
-/// (kube's estimate; corrected at completion).
+/// The service time a request is assumed to take before the level has
+/// seen any finish (kube's constant estimate).
 pub const ASSUMED_SERVICE: Duration = Duration::from_millis(3);
+
+/// Weight of one finished request in the mean service time.
+const SERVICE_WEIGHT: f64 = 0.05;
 
 /// Why a request was turned away (kube's `reason` label values).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -77,6 +80,11 @@ impl Ticket {
         *self.waker.borrow_mut() = Some(waker.clone());
     }
 
+    /// The work it is charged when it starts.
+    pub fn work(&self) -> f64 {
+        self.work
+    }
+
     /// Turns the waiting request away (its queue is gone).
     pub fn reject(&self) {
         self.rejected.set(true);
@@ -94,8 +102,8 @@ impl Ticket {
 #[derive(Debug)]
 pub enum Arrival {
     /// Seats taken; executing in this queue (None for a level without
-    /// queues).
-    Execute(Option<usize>),
+    /// queues), charged this much work.
+    Execute(Option<usize>, f64),
     Wait(Rc<Ticket>),
     Reject(Reason),
 }
@@ -140,10 +148,13 @@ pub struct QueueSet {
     /// The virtual clock, and when it was last advanced.
     r: f64,
     r_at: Instant,
-}
-
-fn work(seats: usize) -> f64 {
-    seats as f64 * ASSUMED_SERVICE.as_secs_f64()
+    /// Mean service time of the level's recent requests, in seconds.
+    /// kube charges a constant 3 ms at dispatch and the rest at the end;
+    /// but a flow of 10-seat LISTs taking half a second then looks owed
+    /// while its requests run, and wins the next turn over a newcomer's
+    /// GET. Charged what requests here really take, a queue's virtual
+    /// time is right while its requests run, not only after.
+    service: f64,
 }
 
 impl QueueSet {
@@ -160,6 +171,7 @@ impl QueueSet {
             enqueues: 0,
             r: 0.0,
             r_at: now,
+            service: ASSUMED_SERVICE.as_secs_f64(),
         };
         set.reconfigure(limit, queuing, now);
         set
@@ -180,6 +192,11 @@ impl QueueSet {
 
     pub fn limit(&self) -> usize {
         self.limit
+    }
+
+    /// The work a request of `seats` seats is charged when it starts.
+    fn work(&self, seats: usize) -> f64 {
+        seats as f64 * self.service
     }
 
     /// New limits or queue shape. Queues added are used at once; waiting
@@ -283,7 +300,7 @@ impl QueueSet {
         let Some(q) = self.queuing else {
             if self.fits(seats) {
                 self.seats_in_use += seats;
-                return Arrival::Execute(None);
+                return Arrival::Execute(None, 0.0);
             }
             return Arrival::Reject(Reason::ConcurrencyLimit);
         };
@@ -300,15 +317,16 @@ impl QueueSet {
                 queue.next_r = self.r;
                 self.active += 1;
             }
-            queue.next_r += work(seats);
+            let charged = seats as f64 * self.service;
+            queue.next_r += charged;
             queue.executing += 1;
             self.seats_in_use += seats;
-            return Arrival::Execute(Some(i));
+            return Arrival::Execute(Some(i), charged);
         }
         let ticket = Rc::new(Ticket {
             seats,
             hash,
-            work: work(seats),
+            work: self.work(seats),
             arrival_r: self.r,
             queue: Cell::new(i),
             state: Cell::new(State::Waiting),
@@ -318,7 +336,7 @@ impl QueueSet {
         self.push(i, ticket.clone());
         self.dispatch();
         match ticket.state() {
-            State::Dispatched => Arrival::Execute(Some(i)),
+            State::Dispatched => Arrival::Execute(Some(i), ticket.work),
             State::Waiting => Arrival::Wait(ticket),
         }
     }
@@ -364,15 +382,23 @@ impl QueueSet {
     /// A request executing in `queue` with `seats` seats is done after
     /// `took`: its queue is charged its real service time and whoever
     /// fits next starts.
-    pub fn finish(&mut self, now: Instant, queue: Option<usize>, seats: usize, took: Duration) {
+    pub fn finish(
+        &mut self,
+        now: Instant,
+        (queue, charged): (Option<usize>, f64),
+        seats: usize,
+        took: Duration,
+    ) {
         self.advance(now);
         self.seats_in_use = self.seats_in_use.saturating_sub(seats);
+        let took = took.as_secs_f64();
+        self.service += SERVICE_WEIGHT * (took - self.service);
         if let Some(q) = queue.and_then(|i| self.queues.get_mut(i)) {
             q.executing = q.executing.saturating_sub(1);
             if !q.active() {
                 self.active -= 1;
             }
-            q.next_r += seats as f64 * (took.as_secs_f64() - ASSUMED_SERVICE.as_secs_f64());
+            q.next_r += seats as f64 * took - charged;
             // A queue is never owed more than its oldest waiter's start.
             if let Some(head) = q.waiting.front() {
                 q.next_r = q.next_r.max(head.arrival_r);
@@ -425,25 +451,28 @@ mod tests {
     fn reject_level_refuses_beyond_its_seats() {
         let now = Instant::now();
         let mut set = QueueSet::new(2, None, now);
-        assert!(matches!(set.arrive(now, 1, 1), Arrival::Execute(None)));
-        assert!(matches!(set.arrive(now, 1, 1), Arrival::Execute(None)));
+        assert!(matches!(set.arrive(now, 1, 1), Arrival::Execute(None, _)));
+        assert!(matches!(set.arrive(now, 1, 1), Arrival::Execute(None, _)));
         assert!(matches!(
             set.arrive(now, 1, 1),
             Arrival::Reject(Reason::ConcurrencyLimit)
         ));
-        set.finish(now, None, 1, Duration::from_millis(1));
-        assert!(matches!(set.arrive(now, 1, 1), Arrival::Execute(None)));
+        set.finish(now, (None, 0.0), 1, Duration::from_millis(1));
+        assert!(matches!(set.arrive(now, 1, 1), Arrival::Execute(None, _)));
     }
 
     #[test]
     fn a_request_wider_than_the_level_runs_alone() {
         let now = Instant::now();
         let mut set = QueueSet::new(4, queuing(1, 1, 10), now);
-        assert!(matches!(set.arrive(now, 1, 10), Arrival::Execute(Some(0))));
+        assert!(matches!(
+            set.arrive(now, 1, 10),
+            Arrival::Execute(Some(0), _)
+        ));
         let Arrival::Wait(t) = set.arrive(now, 1, 1) else {
             panic!("the level is taken by the wide request")
         };
-        set.finish(now, Some(0), 10, Duration::from_millis(3));
+        set.finish(now, (Some(0), 0.03), 10, Duration::from_millis(3));
         assert_eq!(t.state(), State::Dispatched);
         assert_eq!(set.seats_in_use(), 1);
     }
@@ -452,7 +481,7 @@ mod tests {
     fn full_queue_rejects_only_when_no_seat_is_free() {
         let now = Instant::now();
         let mut set = QueueSet::new(1, queuing(1, 1, 2), now);
-        assert!(matches!(set.arrive(now, 7, 1), Arrival::Execute(_)));
+        assert!(matches!(set.arrive(now, 7, 1), Arrival::Execute(..)));
         assert!(matches!(set.arrive(now, 7, 1), Arrival::Wait(_)));
         assert!(matches!(set.arrive(now, 7, 1), Arrival::Wait(_)));
         assert!(matches!(
@@ -472,8 +501,49 @@ mod tests {
         };
         assert!(set.cancel(&t));
         assert_eq!((set.waiting(), set.waiting_seats()), (0, 0));
-        set.finish(now, Some(0), 1, Duration::ZERO);
+        set.finish(now, (Some(0), 0.003), 1, Duration::ZERO);
         assert_eq!(set.seats_in_use(), 0, "the cancelled ticket never runs");
+    }
+
+    /// A flow of slow 10-seat requests holds most of the level; a GET
+    /// from another flow arriving while they run goes next, not after
+    /// the flow's waiting heads.
+    #[test]
+    fn a_newcomer_is_not_behind_a_slow_wide_flow() {
+        let mut now = Instant::now();
+        let mut set = QueueSet::new(20, queuing(64, 1, 100), now);
+        let (flood, calm, earlier) = (5u64, 6u64, 7u64);
+        // The level has learnt (from another flow) that its requests
+        // take half a second.
+        for _ in 0..100 {
+            let Arrival::Execute(q, w) = set.arrive(now, earlier, 1) else {
+                panic!("idle level")
+            };
+            set.finish(now, (q, w), 1, Duration::from_millis(500));
+        }
+        let mut running = Vec::new();
+        for _ in 0..2 {
+            match set.arrive(now, flood, 10) {
+                Arrival::Execute(q, w) => running.push((q, w)),
+                other => panic!("{other:?}"),
+            }
+        }
+        let waiting: Vec<_> = (0..5)
+            .map(|_| match set.arrive(now, flood, 10) {
+                Arrival::Wait(t) => t,
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        now += Duration::from_millis(50);
+        let Arrival::Wait(get) = set.arrive(now, calm, 1) else {
+            panic!("the level is full")
+        };
+        // One of the flood's requests ends early; the other still runs,
+        // and a queue charged only for what has ended would look owed.
+        now += Duration::from_millis(50);
+        set.finish(now, running.remove(0), 10, Duration::from_millis(50));
+        assert_eq!(get.state(), State::Dispatched, "the GET goes first");
+        assert!(waiting.iter().all(|t| t.state() == State::Waiting));
     }
 
     /// Two flows with one queue each and one seat: a flow with many
@@ -484,7 +554,7 @@ mod tests {
         let mut set = QueueSet::new(1, queuing(64, 1, 100), now);
         let (heavy, light) = (0u64, u64::MAX / 3);
         let first = match set.arrive(now, heavy, 1) {
-            Arrival::Execute(q) => q,
+            Arrival::Execute(q, w) => (q, w),
             other => panic!("{other:?}"),
         };
         let heavy_tickets: Vec<_> = (0..20)
@@ -513,7 +583,7 @@ mod tests {
                     t.state() == State::Dispatched && !order.iter().any(|(_, p)| Rc::ptr_eq(p, t))
                 })
                 .expect("a request started");
-            running = (Some(next.1.queue.get()), 1);
+            running = ((Some(next.1.queue.get()), next.1.work()), 1);
             order.push((next.0, next.1.clone()));
         }
         let names: Vec<&str> = order.iter().map(|(n, _)| *n).collect();

@@ -80,14 +80,19 @@ pub async fn handle(
             let stats = api.shards().stats().await.or_status()?;
             let mut body = crate::metrics::render(&stats, api.storage().progress());
             // The limiters' gauges go before the OpenMetrics terminator.
-            let mut gauges = crate::security::maxinflight::metrics(&api.security.config.inflight);
+            // With APF on, its series carry the in-flight gauge.
+            let mut gauges = match crate::flowcontrol::metrics::render() {
+                apf if apf.is_empty() => {
+                    crate::security::maxinflight::metrics(&api.security.config.inflight)
+                }
+                apf => apf,
+            };
             gauges.push_str(&crate::serving::connections::metrics(
                 &api.config.conn_limit,
             ));
             gauges.push_str(&api.config.admission.webhook_metrics.render());
             gauges.push_str(&crate::aggregator::metrics::render(&routes));
             gauges.push_str(&crate::request::metrics::render());
-            gauges.push_str(&crate::flowcontrol::metrics::render());
             gauges.push_str(&crate::metrics::storage_objects(&stats, &catalog));
             let at = body.rfind("# EOF").unwrap_or(body.len());
             body.insert_str(at, &gauges);

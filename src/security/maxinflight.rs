@@ -7,8 +7,8 @@
 //!
 //! The counts are global (kube's limits are per server, not per core):
 //! two atomics, touched once on the way in and once on the way out.
-//! With API Priority and Fairness on (the default) this limiter only
-//! counts, for kube's in-flight gauge: APF decides.
+//! With API Priority and Fairness on (the default) APF decides, and
+//! counts the gauge per executor instead of here.
 
 use crate::request::RequestInfo;
 use kubeshard_core::authn::{UserInfo, MASTERS};
@@ -74,6 +74,11 @@ impl Inflight {
 /// kube's `apiserver_current_inflight_requests` gauge, in the text format.
 pub fn metrics(inflight: &Inflight) -> String {
     let (read_only, mutating) = inflight.current();
+    gauge(read_only as i64, mutating as i64)
+}
+
+/// The gauge with these counts (APF counts them itself, per executor).
+pub fn gauge(read_only: i64, mutating: i64) -> String {
     format!(
         "# HELP apiserver_current_inflight_requests Requests in flight, by kind, counted by the max-in-flight limiter.\n\
          # TYPE apiserver_current_inflight_requests gauge\n\
@@ -95,17 +100,9 @@ fn exempt(user: &UserInfo, info: &RequestInfo) -> bool {
         .any(|h| p == *h || p.strip_prefix(h).is_some_and(|r| r.starts_with('/')))
 }
 
-/// Counts the request in the gauge without limiting it (APF limits).
-pub fn track(inflight: &Arc<Inflight>, info: &RequestInfo) -> Permit {
-    let mutating = is_mutating(info);
-    inflight.counter(mutating).fetch_add(1, Ordering::AcqRel);
-    Permit {
-        inflight: inflight.clone(),
-        mutating,
-    }
-}
-
-fn is_mutating(info: &RequestInfo) -> bool {
+/// Whether the request counts as mutating (kube's read-only/mutating
+/// split of the limits and the gauge).
+pub fn is_mutating(info: &RequestInfo) -> bool {
     matches!(
         info.verb.as_str(),
         "create" | "update" | "patch" | "delete" | "deletecollection" | "post" | "put"
