@@ -10,7 +10,8 @@
 # (SHARDS=2: the instructions of both executors, cross-shard hops included.
 # AS=tenant: the load acts as that user, bound to `edit`, through
 # Impersonate-User — an ordinary tenant for flow control. SERVER_ARGS:
-# extra server flags, e.g. --enable-priority-and-fairness=false.)
+# extra server flags, e.g. --enable-priority-and-fairness=false. KEEP=dir:
+# the callgrind outputs are kept there, for callgrind_annotate.)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 BIN=$(realpath "${1:?usage: callgrind-per-op.sh BIN N WORKLOAD [ARGS...]}")
@@ -36,6 +37,7 @@ total() {
   fi
   "$BENCH" --url "http://127.0.0.1:$port" --quiet --count "$n" --concurrency 16 "${as[@]}" "$@" >/dev/null
   kill -INT "$vp"; wait "$vp" 2>/dev/null || true
+  if [ -n "${KEEP:-}" ]; then mkdir -p "$KEEP"; cp "$TMP/cg.$n" "$KEEP/"; fi
   callgrind_annotate "$TMP/cg.$n" 2>/dev/null | awk '/PROGRAM TOTALS/ {gsub(",", "", $1); print $1}'
 }
 a=$(total "$N" "$@")

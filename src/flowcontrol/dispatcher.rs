@@ -142,23 +142,24 @@ pub struct Seats {
     queue: (Option<usize>, f64),
     seats: usize,
     mutating: bool,
+    /// Held at the exempt level: nothing to give back but the count.
+    exempt: bool,
     started: Instant,
     pub ids: Ids,
 }
 
 impl Drop for Seats {
     fn drop(&mut self) {
-        let now = Instant::now();
-        let mut st = self.dispatcher.state.borrow_mut();
-        if let Some(level) = st.levels.get_mut(&self.level) {
-            if !level.spec.exempt {
+        if !self.exempt {
+            let now = Instant::now();
+            let mut st = self.dispatcher.state.borrow_mut();
+            if let Some(level) = st.levels.get_mut(&self.level) {
                 level
                     .set
                     .finish(now, self.queue, self.seats, now - self.started);
                 level.note_demand(now);
             }
         }
-        drop(st);
         self.dispatcher
             .tally
             .lock()
@@ -293,6 +294,11 @@ impl Dispatcher {
             remembered,
             ..
         } = &mut *st;
+        // The first schema (kube's `exempt`, for system:masters) is
+        // cheaper to test than to look up; the rest are remembered.
+        if let Some(first) = schemas.first().filter(|s| s.spec.matches(user, info)) {
+            return Some(first.clone());
+        }
         remembered.get_or(user, info, || {
             schemas
                 .iter()
@@ -316,7 +322,7 @@ impl Dispatcher {
         let arrived = Instant::now();
         let ids = c.ids.clone();
         let level_name = c.spec.level.clone();
-        let (arrival, seats) = {
+        let (arrival, seats, exempt) = {
             let mut st = self.state.borrow_mut();
             let Compiled { levels, stats, .. } = &mut *st;
             let Some(level) = levels.get_mut(&level_name) else {
@@ -327,7 +333,7 @@ impl Dispatcher {
             };
             let seats = estimate::seats(info, query, storage_key, stats, level.max_seats);
             if level.spec.exempt {
-                (Arrival::Execute(None, 0.0), seats)
+                (Arrival::Execute(None, 0.0), seats, true)
             } else {
                 let hash = match level.queuing() {
                     Some(q) if q.queues > 1 => {
@@ -337,7 +343,7 @@ impl Dispatcher {
                 };
                 let arrival = level.set.arrive(arrived, hash, seats);
                 level.note_demand(arrived);
-                (arrival, seats)
+                (arrival, seats, false)
             }
         };
         let slot = c.slot;
@@ -376,6 +382,7 @@ impl Dispatcher {
             .dispatched(slot, seats, started - arrived, mutating);
         Ok(Seats {
             mutating,
+            exempt,
             dispatcher: self.clone(),
             level: level_name,
             slot,
