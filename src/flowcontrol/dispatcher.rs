@@ -241,18 +241,12 @@ impl Dispatcher {
             } else {
                 level.set.limit().clamp(level.lower, level.upper)
             };
-            // Requests of a level that no longer queues are refused.
-            for orphan in level.set.reconfigure(limit.max(1), queuing, now) {
-                orphan.reject();
-            }
-            level.set.poke();
+            level.set.reconfigure(limit.max(1), queuing, now);
             next.insert(name, level);
         }
         // Requests waiting in a level that is gone: refused.
         for (_, mut gone) in st.levels.drain() {
-            for orphan in gone.set.reconfigure(0, None, now) {
-                orphan.reject();
-            }
+            gone.set.reconfigure(0, None, now);
         }
         let mut schemas: Vec<FlowSchema> =
             raw.schemas.values().map(FlowSchema::from_value).collect();
@@ -423,10 +417,7 @@ impl Dispatcher {
         for (name, limit) in limits {
             if let Some(level) = st.levels.get_mut(&name) {
                 let queuing = level.queuing();
-                for orphan in level.set.reconfigure(limit, queuing, now) {
-                    orphan.reject();
-                }
-                level.set.poke();
+                level.set.reconfigure(limit, queuing, now);
                 tally.levels.insert(name, (level.server_nominal, limit));
             }
         }

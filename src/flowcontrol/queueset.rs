@@ -199,41 +199,34 @@ impl QueueSet {
         seats as f64 * self.service
     }
 
-    /// New limits or queue shape. Queues added are used at once; waiting
-    /// requests of a set whose queue count changed are dealt again into
-    /// the new queues, in their order, so none is lost.
-    pub fn reconfigure(
-        &mut self,
-        limit: usize,
-        queuing: Option<Queuing>,
-        now: Instant,
-    ) -> Vec<Rc<Ticket>> {
+    /// New limits or queue shape, then whoever fits starts. When the
+    /// queue count changes, waiting requests are dealt again into the new
+    /// queues, in their order, so none is lost — or turned away when the
+    /// level no longer queues (or is gone: no queues and no seats).
+    pub fn reconfigure(&mut self, limit: usize, queuing: Option<Queuing>, now: Instant) {
         self.advance(now);
         self.limit = limit;
         let count = queuing.map_or(0, |q| q.queues);
+        self.queuing = queuing;
         if count != self.queues.len() {
             let old = std::mem::take(&mut self.queues);
             self.queues = (0..count).map(|_| Queue::default()).collect();
             self.waiting = 0;
             self.waiting_seats = 0;
-            self.queuing = queuing;
-            let mut orphans = Vec::new();
+            self.active = 0;
+            self.robin = 0;
+            // Requests executing in dropped queues finish without one.
             for t in old.into_iter().flat_map(|q| q.waiting) {
                 match queuing {
                     Some(q) => {
                         let i = self.choose(t.hash, q);
                         self.push(i, t);
                     }
-                    None => orphans.push(t),
+                    None => t.reject(),
                 }
             }
-            self.robin = 0;
-            self.active = self.queues.iter().filter(|q| q.active()).count();
-            // Executing requests of dropped queues finish without a queue.
-            return orphans;
         }
-        self.queuing = queuing;
-        Vec::new()
+        self.dispatch();
     }
 
     /// Moves the virtual clock: it runs at the seats in use per active
@@ -394,8 +387,12 @@ impl QueueSet {
         let took = took.as_secs_f64();
         self.service += SERVICE_WEIGHT * (took - self.service);
         if let Some(q) = queue.and_then(|i| self.queues.get_mut(i)) {
+            // A queue count changed since the request started leaves it
+            // pointing at a queue it never ran in: that queue's counts
+            // are only lowered if it really was busy.
+            let was_active = q.active();
             q.executing = q.executing.saturating_sub(1);
-            if !q.active() {
+            if was_active && !q.active() {
                 self.active -= 1;
             }
             q.next_r += seats as f64 * took - charged;
@@ -427,11 +424,6 @@ impl QueueSet {
         // Removing a head may let a narrower request start.
         self.dispatch();
         true
-    }
-
-    /// Seats freed or added: start whoever fits.
-    pub fn poke(&mut self) {
-        self.dispatch();
     }
 }
 
@@ -503,6 +495,36 @@ mod tests {
         assert_eq!((set.waiting(), set.waiting_seats()), (0, 0));
         set.finish(now, (Some(0), 0.003), 1, Duration::ZERO);
         assert_eq!(set.seats_in_use(), 0, "the cancelled ticket never runs");
+    }
+
+    /// The queue count changes while a request executes: it finishes
+    /// pointing at a queue it never ran in, and the set keeps counting.
+    #[test]
+    fn a_request_outlives_its_queue() {
+        let now = Instant::now();
+        let mut set = QueueSet::new(4, queuing(8, 2, 10), now);
+        let Arrival::Execute(q, w) = set.arrive(now, 3, 1) else {
+            panic!("idle level")
+        };
+        set.reconfigure(4, queuing(16, 2, 10), now);
+        set.finish(now, (q, w), 1, Duration::from_millis(1));
+        assert_eq!(set.active, 0);
+        assert!(matches!(set.arrive(now, 3, 1), Arrival::Execute(..)));
+        assert_eq!(set.active, 1);
+    }
+
+    /// A level stops queuing: its waiting requests are turned away.
+    #[test]
+    fn waiters_of_a_level_that_stops_queuing_are_refused() {
+        let now = Instant::now();
+        let mut set = QueueSet::new(1, queuing(4, 2, 10), now);
+        let _running = set.arrive(now, 1, 1);
+        let Arrival::Wait(t) = set.arrive(now, 2, 1) else {
+            panic!("no seat is free")
+        };
+        set.reconfigure(1, None, now);
+        assert!(t.rejected.get());
+        assert_eq!(set.waiting_seats(), 0);
     }
 
     /// A flow of slow 10-seat requests holds most of the level; a GET
