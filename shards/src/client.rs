@@ -4,7 +4,7 @@
 use crate::backend::feed::{ChannelFeed, HubDriver, Progress};
 use crate::backend::{Storage, StorageError, UpdateFn};
 use crate::closed::ClosedWaiters;
-use crate::messages::{ShardMsg, ShardStats};
+use crate::messages::{ResourceCount, ShardMsg, ShardStats};
 use crate::runtime::Shutdown;
 use crate::sequencer::Sequencer;
 use crate::store::{
@@ -123,11 +123,21 @@ impl ShardClient {
 
     /// Every executor's figures, in shard order.
     pub async fn stats(&self) -> Result<Vec<ShardStats>, StorageError> {
+        self.ask_all(|reply| ShardMsg::Stats { reply }).await
+    }
+
+    /// Every shard's objects per resource (cheap: no walk over objects).
+    pub async fn resources(&self) -> Result<Vec<Vec<ResourceCount>>, StorageError> {
+        self.ask_all(|reply| ShardMsg::Resources { reply }).await
+    }
+
+    /// Every shard's answer, in shard order.
+    async fn ask_all<T>(
+        &self,
+        make: impl Fn(oneshot::Sender<T>) -> ShardMsg,
+    ) -> Result<Vec<T>, StorageError> {
         let mut out = Vec::with_capacity(self.inboxes.len());
-        for rx in self
-            .ask_each(true, |reply| ShardMsg::Stats { reply })
-            .await?
-        {
+        for rx in self.ask_each(true, make).await? {
             out.push(rx.await.map_err(|_| gone())?);
         }
         Ok(out)

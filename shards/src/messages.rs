@@ -25,10 +25,13 @@ pub struct ShardStats {
     pub watch_index_entries: usize,
     /// Watch streams open on this executor.
     pub watchers: usize,
-    /// Objects stored in the shard per resource (by storage key), and
-    /// their sampled mean JSON size.
-    pub objects_by_resource: Vec<(Arc<str>, usize, usize)>,
+    /// Objects stored in the shard per resource.
+    pub objects_by_resource: Vec<ResourceCount>,
 }
+
+/// A resource's objects in one shard: (storage key, count, mean JSON size
+/// of a sample of them).
+pub type ResourceCount = (Arc<str>, usize, usize);
 
 pub enum ShardMsg {
     Get {
@@ -62,5 +65,10 @@ pub enum ShardMsg {
     },
     Stats {
         reply: Reply<ShardStats>,
+    },
+    /// Only the per-resource counts: what flow control polls, without the
+    /// walk over every object that the full figures take.
+    Resources {
+        reply: Reply<Vec<ResourceCount>>,
     },
 }

@@ -321,5 +321,8 @@ fn handle(store: &mut ShardStore, hub: &RefCell<Hub>, msg: ShardMsg) {
                 objects_by_resource: store.objects_by_resource(),
             });
         }
+        ShardMsg::Resources { reply } => {
+            let _ = reply.send(store.objects_by_resource());
+        }
     }
 }

@@ -276,7 +276,7 @@ impl ShardStore {
 
     /// Objects per resource (by storage key) in this shard, with the mean
     /// JSON size of a sample of them (what flow control sizes a LIST by).
-    pub fn objects_by_resource(&self) -> Vec<(Arc<str>, usize, usize)> {
+    pub fn objects_by_resource(&self) -> Vec<crate::messages::ResourceCount> {
         const SAMPLE: usize = 32;
         self.resources
             .iter()

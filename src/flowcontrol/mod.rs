@@ -155,10 +155,10 @@ pub fn start(api: &Rc<Api>) {
     let (api, d) = (api.clone(), d);
     glommio::spawn_local(async move {
         while !api.exec.shutdown.is_triggered() {
-            if let Ok(stats) = api.exec.shards.stats().await {
+            if let Ok(shards) = api.exec.shards.resources().await {
                 let mut by: HashMap<Arc<str>, (u64, u64)> = HashMap::new();
-                for s in &stats {
-                    for (key, n, mean) in &s.objects_by_resource {
+                for counts in &shards {
+                    for (key, n, mean) in counts {
                         let e = by.entry(key.clone()).or_default();
                         // Means weighted by the shards' counts.
                         let total = e.0 + *n as u64;
