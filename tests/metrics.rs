@@ -66,41 +66,21 @@ fn request_metrics_count_a_scripted_sequence_as_kube_does() {
         text.contains("# HELP apiserver_request_total [STABLE] "),
         "{text}"
     );
-    assert_eq!(
-        value(&text, &request("POST", "resource", 201, "")),
-        Some(4.0),
-        "{text}"
-    );
-    assert_eq!(
-        value(&text, &request("POST", "resource", 201, "All")),
-        Some(1.0),
-        "{text}"
-    );
-    assert_eq!(
-        value(&text, &request("GET", "resource", 200, "")),
-        Some(2.0),
-        "{text}"
-    );
-    assert_eq!(
-        value(&text, &request("GET", "resource", 404, "")),
-        Some(1.0),
-        "{text}"
-    );
-    assert_eq!(
-        value(&text, &request("LIST", "namespace", 200, "")),
-        Some(2.0),
-        "{text}"
-    );
-    assert_eq!(
-        value(&text, &request("LIST", "cluster", 200, "")),
-        Some(1.0),
-        "{text}"
-    );
-    assert_eq!(
-        value(&text, &request("APPLY", "resource", 201, "")),
-        Some(1.0),
-        "{text}"
-    );
+    for (verb, scope, code, dry_run, count) in [
+        ("POST", "resource", 201, "", 4.0),
+        ("POST", "resource", 201, "All", 1.0),
+        ("GET", "resource", 200, "", 2.0),
+        ("GET", "resource", 404, "", 1.0),
+        ("LIST", "namespace", 200, "", 2.0),
+        ("LIST", "cluster", 200, "", 1.0),
+        ("APPLY", "resource", 201, "", 1.0),
+    ] {
+        assert_eq!(
+            value(&text, &request(verb, scope, code, dry_run)),
+            Some(count),
+            "{verb} {scope} {code} {dry_run:?}: {text}"
+        );
+    }
 
     // Durations: every GET in a bucket, the +Inf bucket counting all.
     let get = "component=\"apiserver\",dry_run=\"\",group=\"\",resource=\"configmaps\",scope=\"resource\",subresource=\"\",verb=\"GET\",version=\"v1\"";

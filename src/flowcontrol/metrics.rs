@@ -111,8 +111,8 @@ impl Tally {
     }
 }
 
-/// A gauge or counter family: name, help, and its value in a pair.
-type Family = (&'static str, &'static str, fn(&Pair) -> i64);
+/// A gauge or counter family: name, help, and how to read its value.
+type Family<T, V> = (&'static str, &'static str, fn(&T) -> V);
 
 static EXECUTORS: LazyLock<Mutex<Vec<Arc<Mutex<Tally>>>>> = LazyLock::new(Mutex::default);
 
@@ -158,13 +158,13 @@ pub fn render() -> String {
     }
     drop(executors);
     let mut out = crate::security::maxinflight::gauge(inflight[0], inflight[1]);
-    let counters: [Family; 4] = [
+    let families: [Family<Pair, i64>; 4] = [
         ("apiserver_flowcontrol_dispatched_requests_total", "[BETA] Number of requests executed by API Priority and Fairness subsystem", |p| p.dispatched as i64),
         ("apiserver_flowcontrol_current_executing_requests", "[BETA] Number of requests in initial (for a WATCH) or any (for a non-WATCH) execution stage in the API Priority and Fairness subsystem", |p| p.executing),
         ("apiserver_flowcontrol_current_executing_seats", "[BETA] Concurrency (number of seats) occupied by the currently executing (initial stage for a WATCH, any stage otherwise) requests in the API Priority and Fairness subsystem", |p| p.executing_seats),
         ("apiserver_flowcontrol_current_inqueue_requests", "[BETA] Number of requests currently pending in queues of the API Priority and Fairness subsystem", |p| p.inqueue),
     ];
-    for (name, help, value) in counters {
+    for (name, help, value) in families {
         let kind = if name.ends_with("_total") {
             "counter"
         } else {
@@ -212,22 +212,27 @@ pub fn render() -> String {
             }
         }
     }
-    for (name, help, pick) in [
+    let limits: [Family<(usize, usize), usize>; 2] = [
         (
             "apiserver_flowcontrol_nominal_limit_seats",
             "[BETA] Nominal number of execution seats configured for each priority level",
-            0,
+            |v| v.0,
         ),
         (
             "apiserver_flowcontrol_current_limit_seats",
             "[ALPHA] current derived number of execution seats available to each priority level",
-            1,
+            |v| v.1,
         ),
-    ] {
+    ];
+    for (name, help, value) in limits {
         family(&mut out, name, "gauge", help);
         for (l, v) in &levels {
-            let n = if pick == 0 { v.0 } else { v.1 };
-            let _ = writeln!(out, "{name}{{priority_level=\"{}\"}} {n}", escape(l));
+            let _ = writeln!(
+                out,
+                "{name}{{priority_level=\"{}\"}} {}",
+                escape(l),
+                value(v)
+            );
         }
     }
     out

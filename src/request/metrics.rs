@@ -780,49 +780,18 @@ mod tests {
         let text = render();
         assert!(text.contains("# TYPE apiserver_request counter"), "{text}");
         let series = "component=\"apiserver\",dry_run=\"\",group=\"\",resource=\"configmaps\",scope=\"resource\",subresource=\"\",verb=\"GET\",version=\"v1\"";
-        assert!(
-            text.contains(&format!(
-                "apiserver_request_total{{code=\"200\",{series}}} 1"
-            )),
-            "{text}"
-        );
-        assert!(
-            text.contains(&format!(
-                "apiserver_request_total{{code=\"404\",{series}}} 1"
-            )),
-            "{text}"
-        );
-        assert!(
-            text.contains(&format!(
-                "apiserver_request_duration_seconds_bucket{{{series},le=\"0.005\"}} 1"
-            )),
-            "{text}"
-        );
-        assert!(
-            text.contains(&format!(
-                "apiserver_request_duration_seconds_bucket{{{series},le=\"0.05\"}} 2"
-            )),
-            "{text}"
-        );
-        assert!(
-            text.contains(&format!(
-                "apiserver_request_duration_seconds_count{{{series}}} 2"
-            )),
-            "{text}"
-        );
         let sizes = "component=\"apiserver\",group=\"\",resource=\"configmaps\",scope=\"resource\",subresource=\"\",verb=\"GET\",version=\"v1\"";
-        assert!(
-            text.contains(&format!(
-                "apiserver_response_sizes_bucket{{{sizes},le=\"1000\"}} 1"
-            )),
-            "{text}"
-        );
-        assert!(
-            text.contains(&format!(
-                "apiserver_response_sizes_bucket{{{sizes},le=\"1e+06\"}} 2"
-            )),
-            "{text}"
-        );
+        for line in [
+            format!("apiserver_request_total{{code=\"200\",{series}}} 1"),
+            format!("apiserver_request_total{{code=\"404\",{series}}} 1"),
+            format!("apiserver_request_duration_seconds_bucket{{{series},le=\"0.005\"}} 1"),
+            format!("apiserver_request_duration_seconds_bucket{{{series},le=\"0.05\"}} 2"),
+            format!("apiserver_request_duration_seconds_count{{{series}}} 2"),
+            format!("apiserver_response_sizes_bucket{{{sizes},le=\"1000\"}} 1"),
+            format!("apiserver_response_sizes_bucket{{{sizes},le=\"1e+06\"}} 2"),
+        ] {
+            assert!(text.contains(&line), "{line} in {text}");
+        }
         assert_eq!(go_float(1e9), "1e+09");
         assert_eq!(go_float(0.005), "0.005");
     }
