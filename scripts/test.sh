@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 need_apt=()
 command -v nghttp >/dev/null 2>&1 || need_apt+=(nghttp2-client)
 command -v curl >/dev/null 2>&1 || need_apt+=(curl)
-# The etcd target of kubeshard-bench (cargo feature `etcd`) needs protoc to
+# The etcd backend and the etcd target of kubeshard-bench (cargo feature `etcd`) need protoc to
 # build and an etcd binary for its end-to-end test.
 command -v protoc >/dev/null 2>&1 || need_apt+=(protobuf-compiler)
 command -v etcd >/dev/null 2>&1 || need_apt+=(etcd-server)
@@ -33,5 +33,5 @@ if [ -n "${CI:-}" ]; then
 fi
 
 cargo fmt --all -- --check
-cargo clippy --workspace --all-targets --features kubeshard-bench/etcd -- -D warnings
-cargo nextest run --workspace --features kubeshard-bench/etcd --no-fail-fast
+cargo clippy --workspace --all-targets --features etcd,kubeshard-bench/etcd -- -D warnings
+cargo nextest run --workspace --features etcd,kubeshard-bench/etcd --no-fail-fast

@@ -7,6 +7,26 @@ pub use kubeshard_core::units::{parse_duration, parse_size};
 use std::net::IpAddr;
 use std::time::Duration;
 
+/// How to reach etcd with --storage=etcd (kube-apiserver's flags).
+#[derive(Debug, Clone, clap::Args)]
+pub struct EtcdFlags {
+    /// etcd servers to connect to (scheme://ip:port), comma separated.
+    #[arg(long, value_delimiter = ',')]
+    pub etcd_servers: Vec<String>,
+
+    /// SSL Certificate Authority file used to secure etcd communication.
+    #[arg(long)]
+    pub etcd_cafile: Option<std::path::PathBuf>,
+
+    /// SSL certification file used to secure etcd communication.
+    #[arg(long)]
+    pub etcd_certfile: Option<std::path::PathBuf>,
+
+    /// SSL key file used to secure etcd communication.
+    #[arg(long)]
+    pub etcd_keyfile: Option<std::path::PathBuf>,
+}
+
 #[derive(Debug, Clone, Parser)]
 #[command(
     name = "kubeshard",
@@ -33,9 +53,14 @@ pub struct Flags {
     pub security: crate::security::SecurityFlags,
 
     /// Storage backend: "wal" (durable: a write-ahead log and snapshots per
-    /// shard in --data-dir) or "memory" (nothing survives the process).
-    #[arg(long, default_value = "wal", value_parser = ["wal", "memory"])]
+    /// shard in --data-dir), "memory" (nothing survives the process) or
+    /// "etcd" (an etcd cluster, in kube-apiserver's layout: several
+    /// servers share it; see --etcd-servers).
+    #[arg(long, default_value = "wal", value_parser = ["wal", "memory", "etcd"])]
     pub storage: String,
+
+    #[command(flatten)]
+    pub etcd: EtcdFlags,
 
     /// When a write counts as durable with --storage=wal: "always" (on
     /// stable storage before it is acknowledged or visible), "interval:10ms"

@@ -71,7 +71,8 @@ fn serve(mut flags: Flags) -> Result<(), String> {
         .map_err(|e| format!("--data-dir {}: {e}", flags.data_dir.display()))?;
     let cpus = allowed_cpus();
     let shards = flags.shards.unwrap_or(cpus.len()).max(1);
-    let (storage, start, start_revision, _lock) = open_storage(&flags, shards)?;
+    let catalog = Catalog::with_builtins_in(&flags.etcd_prefix);
+    let (storage, start, seq, _lock) = open_storage(&flags, shards, &catalog)?;
     let security = Arc::new(security::SecurityConfig::build(
         &flags.security,
         &flags.data_dir,
@@ -149,11 +150,9 @@ fn serve(mut flags: Flags) -> Result<(), String> {
         window: flags.watch_history_window,
     };
     let controllers = controllers::Enabled::from_flags(&flags.controllers)?;
-    let catalog = Catalog::with_builtins_in(&config.keys);
     if features.serve_admission_v1beta1 {
         catalog.add_gated_admission_kinds(&config.keys);
     }
-    let seq = Arc::new(Sequencer::new(shards, start_revision));
     let (mut trigger, shutdown) = shutdown_pair();
     let ready = Arc::new(AtomicBool::new(false));
 
@@ -366,17 +365,28 @@ impl Listening {
 fn open_storage(
     flags: &Flags,
     shards: usize,
-) -> Result<
-    (
-        StorageMode,
-        StartState,
-        u64,
-        Option<kubeshard_shards::storage::layout::DirLock>,
-    ),
-    String,
-> {
-    if flags.storage == "memory" {
-        return Ok((StorageMode::Memory, StartState::default(), 0, None));
+    catalog: &Arc<Catalog>,
+) -> Result<storage::StoreStart, String> {
+    let _ = catalog;
+    match flags.storage.as_str() {
+        "memory" => {
+            return Ok((
+                StorageMode::Memory,
+                StartState::default(),
+                Arc::new(Sequencer::new(shards, 0)),
+                None,
+            ))
+        }
+        #[cfg(feature = "etcd")]
+        "etcd" => return storage::etcd::open(flags, shards, catalog),
+        #[cfg(not(feature = "etcd"))]
+        "etcd" => {
+            return Err(
+                "--storage=etcd: this build has no etcd backend (build with --features etcd)"
+                    .into(),
+            )
+        }
+        _ => {}
     }
     let fsync = FsyncPolicy::parse(&flags.fsync, config::parse_duration)
         .map_err(|e| format!("--fsync: {e}"))?;
@@ -404,11 +414,12 @@ fn open_storage(
     let start = StartState {
         hub_start: recovered.hub_start,
         shards: recovered.shards,
+        loaded: Vec::new(),
     };
     Ok((
         StorageMode::Wal(wal),
         start,
-        recovered.revision,
+        Arc::new(Sequencer::new(shards, recovered.revision)),
         Some(recovered.lock),
     ))
 }

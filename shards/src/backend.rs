@@ -61,7 +61,7 @@ impl From<ApiError> for StorageError {
 }
 
 /// What an update function decided the write does.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub enum UpdateStep {
     /// Store this state.
     Write(Value),
@@ -136,6 +136,13 @@ pub trait Storage {
     /// Every write up to this revision is visible to reads and has been
     /// handed to the watch feed.
     fn progress(&self) -> u64;
+
+    /// A revision at which reads see every write acknowledged anywhere
+    /// before this call (by this server or, over a shared store, by
+    /// another), once visible here: what a read without a
+    /// resourceVersion is served at. Fails when it cannot be reached in
+    /// `timeout`.
+    async fn consistent_revision(&self, timeout: Duration) -> Result<u64, StorageError>;
 
     /// Waits until [`Self::progress`] reaches `revision`; false at the
     /// timeout.

@@ -28,6 +28,10 @@ pub struct ShardClient {
     seq: Arc<Sequencer>,
     closed_waiters: Rc<ClosedWaiters>,
     feed: RefCell<Option<EngineFeed>>,
+    /// With `--storage etcd`: writes go to etcd, and the shards hold
+    /// what its watch brings back (see [`crate::etcd`]).
+    #[cfg(feature = "etcd")]
+    etcd: Option<crate::etcd::Writer>,
 }
 
 fn gone() -> StorageError {
@@ -51,7 +55,15 @@ impl ShardClient {
             seq,
             closed_waiters,
             feed: RefCell::new(Some(feed)),
+            #[cfg(feature = "etcd")]
+            etcd: None,
         }
+    }
+
+    /// Sends this executor's writes to etcd.
+    #[cfg(feature = "etcd")]
+    pub fn write_to(&mut self, writer: crate::etcd::Writer) {
+        self.etcd = Some(writer);
     }
 
     /// What the hub loop of this executor reports to: the writers waiting
@@ -237,6 +249,10 @@ impl Storage for ShardClient {
         info: &Arc<ResourceInfo>,
         obj: Value,
     ) -> Result<Arc<StoredObject>, StorageError> {
+        #[cfg(feature = "etcd")]
+        if let Some(etcd) = &self.etcd {
+            return etcd.create(info, obj).await;
+        }
         let shard = self.owner(&info.storage_key, meta::namespace(&obj), meta::name(&obj));
         if shard == self.id {
             return self
@@ -261,6 +277,11 @@ impl Storage for ShardClient {
         name: &str,
         try_update: UpdateFn,
     ) -> Result<UpdateOutcome, StorageError> {
+        #[cfg(feature = "etcd")]
+        if let Some(etcd) = &self.etcd {
+            let cached = self.get(&info.storage_key, namespace, name).await?;
+            return etcd.update(info, namespace, name, cached, try_update).await;
+        }
         let shard = self.owner(&info.storage_key, namespace, name);
         if shard == self.id {
             return self
@@ -288,6 +309,11 @@ impl Storage for ShardClient {
         name: &str,
         plan: DeletePlan,
     ) -> Result<DeleteOutcome, StorageError> {
+        #[cfg(feature = "etcd")]
+        if let Some(etcd) = &self.etcd {
+            let cached = self.get(&info.storage_key, namespace, name).await?;
+            return etcd.delete(info, namespace, name, cached, plan).await;
+        }
         let shard = self.owner(&info.storage_key, namespace, name);
         if shard == self.id {
             return self
@@ -310,6 +336,28 @@ impl Storage for ShardClient {
 
     fn current_revision(&self) -> u64 {
         self.seq.current()
+    }
+
+    /// The engine is its own store: what is closed is current. Over etcd,
+    /// etcd's revision, once the mirror has reached it (asked to report
+    /// its progress, as kube's cacher asks etcd, when it has not).
+    async fn consistent_revision(&self, timeout: Duration) -> Result<u64, StorageError> {
+        #[cfg(feature = "etcd")]
+        if let Some(etcd) = &self.etcd {
+            let revision = etcd.current_revision().await?;
+            if self.progress() >= revision {
+                return Ok(revision);
+            }
+            etcd.request_progress();
+            if !self.wait_progress(revision, timeout).await {
+                return Err(StorageError::Unavailable(format!(
+                    "the watch cache did not reach etcd's revision {revision} in {timeout:?}"
+                )));
+            }
+            return Ok(revision);
+        }
+        let _ = timeout;
+        Ok(self.progress())
     }
 
     /// The closed revision: every event up to it is durable and on its way

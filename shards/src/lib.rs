@@ -11,6 +11,8 @@ pub mod backend;
 pub mod client;
 pub mod closed;
 mod committer;
+#[cfg(feature = "etcd")]
+pub mod etcd;
 pub mod messages;
 pub mod runtime;
 pub mod sequencer;

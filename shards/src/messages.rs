@@ -1,7 +1,9 @@
 //! Requests one executor sends to the shard that owns a key.
 
 use crate::backend::StorageError;
-use crate::store::{DeleteOutcome, DeletePlan, ListChunk, ListRequest, TryUpdate, UpdateOutcome};
+use crate::store::{
+    DeleteOutcome, DeletePlan, ListChunk, ListRequest, Mirrored, TryUpdate, UpdateOutcome,
+};
 use futures_channel::oneshot;
 use kubeshard_cache::StoredObject;
 use kubeshard_core::catalog::ResourceInfo;
@@ -70,5 +72,11 @@ pub enum ShardMsg {
     /// walk over every object that the full figures take.
     Resources {
         reply: Reply<Vec<ResourceCount>>,
+    },
+    /// Changes another store made (etcd's), for this shard's keys, and
+    /// the revision every change up to which has now been handed over.
+    Mirror {
+        changes: Vec<Mirrored>,
+        through: u64,
     },
 }

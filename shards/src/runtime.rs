@@ -73,6 +73,9 @@ pub struct StartState {
     pub shards: Vec<RecoveredShard>,
     /// Every shard's recovered history is complete after this revision.
     pub hub_start: u64,
+    /// Objects per shard read from another store (etcd), without
+    /// history: the shards start at the sequencer's revision.
+    pub loaded: Vec<Vec<(Arc<str>, Arc<kubeshard_cache::StoredObject>)>>,
 }
 
 /// What each executor's front end gets.
@@ -162,14 +165,21 @@ where
     );
     let mut inits: Vec<Option<RecoveredShard>> = start.shards.into_iter().map(Some).collect();
     inits.resize_with(n, || None);
+    let mut loaded = start.loaded;
+    loaded.resize_with(n, Vec::new);
     let (inbox_tx, inbox_rx): (Vec<_>, Vec<_>) = (0..n)
         .map(|_| async_channel::bounded::<ShardMsg>(cfg.inbox_capacity.max(1)))
         .unzip();
     let (hub_tx, hub_rx): (Vec<_>, Vec<_>) = (0..n)
         .map(|_| async_channel::unbounded::<EventBatch>())
         .unzip();
+    #[cfg(feature = "etcd")]
+    if let StorageMode::Etcd(etcd) = &cfg.storage {
+        etcd.follow(inbox_tx.clone(), seq.clone());
+    }
     let mut handles = Vec::with_capacity(n);
-    for (id, ((inbox, hub_feed), init)) in inbox_rx.into_iter().zip(hub_rx).zip(inits).enumerate() {
+    let starts = inbox_rx.into_iter().zip(hub_rx).zip(inits).zip(loaded);
+    for (id, (((inbox, hub_feed), init), loaded)) in starts.enumerate() {
         let cpu = cfg.cpus[id % cfg.cpus.len().max(1)];
         let (inbox_tx, hub_tx, seq, shutdown) = (
             inbox_tx.clone(),
@@ -198,13 +208,16 @@ where
                     shard.restore(init.objects, &init.history);
                     log_start = Some((init.log, init.snapshots));
                 }
+                shard.restore(loaded, &[]);
                 let store = Rc::new(RefCell::new(shard));
                 let mut hub = Hub::new(hub_start, limits);
                 hub.absorb(&hub_history);
                 hub.release(seq.current(), Instant::now());
                 drop(hub_history);
                 let hub = Rc::new(RefCell::new(hub));
-                if let (StorageMode::Wal(wal), Some((log, snapshots))) = (storage, log_start) {
+                if let (StorageMode::Wal(wal), Some((log, snapshots))) =
+                    (storage.clone(), log_start)
+                {
                     let mut writer = LogWriter::new(log, wal.fsync, wal.segment_size);
                     writer.inject_disk_full_when(wal.fault_file.clone());
                     let cfg = CommitterConfig {
@@ -224,7 +237,13 @@ where
                 }
                 glommio::spawn_local(shard_loop(store.clone(), hub.clone(), inbox)).detach();
                 let closed_waiters = Rc::new(ClosedWaiters::default());
-                let shards = ShardClient::new(id, store, inbox_tx, seq, closed_waiters, hub_feed);
+                #[allow(unused_mut)]
+                let mut shards =
+                    ShardClient::new(id, store, inbox_tx, seq, closed_waiters, hub_feed);
+                #[cfg(feature = "etcd")]
+                if let StorageMode::Etcd(etcd) = &storage {
+                    shards.write_to(etcd.writer());
+                }
                 let feed = shards.watch_feed().expect("a new client has its feed");
                 let driver = shards.hub_driver(shutdown.clone());
                 let fed = hub.clone();
@@ -324,5 +343,6 @@ fn handle(store: &mut ShardStore, hub: &RefCell<Hub>, msg: ShardMsg) {
         ShardMsg::Resources { reply } => {
             let _ = reply.send(store.objects_by_resource());
         }
+        ShardMsg::Mirror { changes, through } => store.mirror(changes, through),
     }
 }

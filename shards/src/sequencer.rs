@@ -6,6 +6,11 @@
 //! largest R with every revision ≤ R applied and its event handed to the
 //! watch hubs — is then the counter's value capped below every published
 //! bound. All of it is SeqCst atomics; no lock is taken.
+//!
+//! A mirrored sequencer ([`Sequencer::mirrored`]) draws nothing: the
+//! revisions are another store's (etcd's), handed to every shard in
+//! order, and each shard reports the revision it has applied and
+//! published up to; the closed revision is the lowest report.
 
 use std::sync::atomic::{AtomicU64, Ordering::SeqCst};
 
@@ -19,6 +24,8 @@ pub struct Sequencer {
     /// The highest closed revision ever reported; see [`Self::closed`].
     reported: AtomicU64,
     inflight: Box<[Slot]>,
+    /// The slots hold each shard's applied revision (see the module doc).
+    mirrored: bool,
 }
 
 impl Sequencer {
@@ -28,7 +35,32 @@ impl Sequencer {
             current: AtomicU64::new(start),
             reported: AtomicU64::new(start),
             inflight: (0..shards).map(|_| Slot(AtomicU64::new(0))).collect(),
+            mirrored: false,
         }
+    }
+
+    /// A sequencer following another store's revisions from `start`.
+    pub fn mirrored(shards: usize, start: u64) -> Self {
+        Self {
+            current: AtomicU64::new(start),
+            reported: AtomicU64::new(start),
+            inflight: (0..shards).map(|_| Slot(AtomicU64::new(start))).collect(),
+            mirrored: true,
+        }
+    }
+
+    pub fn is_mirrored(&self) -> bool {
+        self.mirrored
+    }
+
+    /// Every shard has been handed the changes up to `revision`.
+    pub fn dispatched(&self, revision: u64) {
+        self.current.fetch_max(revision, SeqCst);
+    }
+
+    /// `shard` has applied and published every change up to `revision`.
+    pub fn applied(&self, shard: usize, revision: u64) {
+        self.inflight[shard].0.fetch_max(revision, SeqCst);
     }
 
     /// Announces that `shard` is about to draw revisions. Must precede
@@ -68,6 +100,14 @@ impl Sequencer {
     /// later draws is above every value computed before, so the maximum of
     /// all computed values is still closed, and it never decreases.
     pub fn closed(&self) -> u64 {
+        if self.mirrored {
+            return self
+                .inflight
+                .iter()
+                .map(|s| s.0.load(SeqCst))
+                .min()
+                .unwrap_or(0);
+        }
         let mut closed = self.current.load(SeqCst);
         for slot in self.inflight.iter() {
             let lb = slot.0.load(SeqCst);
@@ -89,6 +129,19 @@ impl Sequencer {
 mod tests {
     use super::*;
     use std::sync::Arc;
+
+    #[test]
+    fn a_mirror_is_closed_at_its_slowest_shards_report() {
+        let s = Sequencer::mirrored(2, 10);
+        assert_eq!(s.closed(), 10);
+        s.dispatched(12);
+        s.applied(1, 12);
+        assert_eq!((s.current(), s.closed()), (12, 10));
+        s.applied(0, 12);
+        assert_eq!(s.closed(), 12);
+        s.applied(0, 11);
+        assert_eq!(s.closed(), 12, "reports never go back");
+    }
 
     #[test]
     fn closed_waits_for_the_slowest_shard() {

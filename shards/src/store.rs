@@ -88,6 +88,24 @@ impl Ord for dyn KeyView + '_ {
     }
 }
 
+/// A change another store made (etcd's, through its watch), applied at
+/// that store's revision by the shard that owns its key.
+#[derive(Debug)]
+pub struct Mirrored {
+    pub info: Arc<ResourceInfo>,
+    pub namespace: String,
+    pub name: String,
+    pub revision: u64,
+    pub change: MirroredChange,
+}
+
+#[derive(Debug)]
+pub enum MirroredChange {
+    /// The object as stored, resourceVersion set.
+    Put(Value),
+    Delete,
+}
+
 /// A batch of events crossing to one executor's watch hub.
 pub type EventBatch = Arc<[Arc<Event>]>;
 
@@ -98,7 +116,10 @@ pub type TryUpdate = crate::backend::UpdateFn;
 
 /// Decides what a deletion does to the stored object (the registry's
 /// lifecycle rules), on the owning shard so the decision is atomic.
-pub type DeletePlan = Box<dyn FnOnce(&Arc<StoredObject>) -> Result<DeleteStep, ApiError> + Send>;
+///
+/// A compare-and-swap backend asks again when another writer got in
+/// first, so it must be free of side effects beyond its answer.
+pub type DeletePlan = Box<dyn FnMut(&Arc<StoredObject>) -> Result<DeleteStep, ApiError> + Send>;
 
 /// What a lifecycle deletion did.
 #[derive(Debug, Clone)]
@@ -178,6 +199,9 @@ pub struct ShardStore {
     namespaces: hashbrown::HashSet<Arc<str>>,
     /// Objects with the same labels (a ReplicaSet's pods) share one copy.
     label_sets: kubeshard_cache::pairs::PairInterner,
+    /// The mirrored revision this shard reports once its batch is
+    /// published (see [`Self::mirror`]).
+    mirrored_through: Option<u64>,
 }
 
 impl ShardStore {
@@ -202,6 +226,7 @@ impl ShardStore {
             log: logged.then(LogState::default),
             namespaces: hashbrown::HashSet::new(),
             label_sets: Default::default(),
+            mirrored_through: None,
         }
     }
 
@@ -329,6 +354,9 @@ impl ShardStore {
     /// call this after every group of mutations, before they yield.
     pub fn finish_batch(&mut self) {
         self.publish();
+        if let Some(through) = self.mirrored_through.take() {
+            self.seq.applied(self.id, through);
+        }
         if self.in_batch && self.log.as_ref().is_none_or(LogState::is_idle) {
             self.seq.end(self.id);
             self.in_batch = false;
@@ -369,11 +397,47 @@ impl ShardStore {
         &mut self,
         info: &ResourceInfo,
         kind: EventType,
-        mut obj: Value,
+        obj: Value,
         prev: Option<Arc<StoredObject>>,
     ) -> Arc<StoredObject> {
         self.begin();
         let revision = self.seq.next();
+        let (stored, event) = self.stamp(info, kind, obj, prev, revision);
+        match &mut self.log {
+            None => self.apply(event),
+            Some(log) => log.queue(event),
+        }
+        stored
+    }
+
+    /// Applies changes another store made, in revision order; every one up
+    /// to `through` has then been handed over (see [`Mirrored`]).
+    pub fn mirror(&mut self, changes: Vec<Mirrored>, through: u64) {
+        for m in changes {
+            let prev = self.get(&m.info.storage_key, &m.namespace, &m.name);
+            let (kind, obj) = match (m.change, &prev) {
+                (MirroredChange::Put(obj), None) => (EventType::Added, obj),
+                (MirroredChange::Put(obj), Some(_)) => (EventType::Modified, obj),
+                (MirroredChange::Delete, Some(p)) => (EventType::Deleted, p.to_value()),
+                // A deletion of what this shard never held.
+                (MirroredChange::Delete, None) => continue,
+            };
+            let (_, event) = self.stamp(&m.info, kind, obj, prev, m.revision);
+            self.apply(event);
+        }
+        self.mirrored_through = Some(self.mirrored_through.unwrap_or(0).max(through));
+    }
+
+    /// The object at `revision`, encoded once, sharing its strings with
+    /// the state it replaces, and its event.
+    fn stamp(
+        &mut self,
+        info: &ResourceInfo,
+        kind: EventType,
+        mut obj: Value,
+        prev: Option<Arc<StoredObject>>,
+        revision: u64,
+    ) -> (Arc<StoredObject>, Arc<Event>) {
         meta::set_meta(
             &mut obj,
             "resourceVersion",
@@ -400,11 +464,7 @@ impl ShardStore {
             stored.clone(),
             prev,
         ));
-        match &mut self.log {
-            None => self.apply(event),
-            Some(log) => log.queue(event),
-        }
-        stored
+        (stored, event)
     }
 
     fn intern_namespace(&mut self, ns: &Arc<str>) -> Arc<str> {
@@ -464,7 +524,7 @@ impl ShardStore {
         info: &ResourceInfo,
         namespace: &str,
         name: &str,
-        plan: DeletePlan,
+        mut plan: DeletePlan,
     ) -> Result<DeleteOutcome, StorageError> {
         let Some(old) = self.current(&info.storage_key, namespace, name) else {
             return Err(StorageError::NotFound);

@@ -140,7 +140,7 @@ async fn run(
             Some(async move { (name.clone(), available::check(api, &remote).await) })
         });
         let results = futures_util::future::join_all(checks).await;
-        let checked = !results.is_empty();
+        let checked: Vec<String> = results.iter().map(|(n, _)| n.clone()).collect();
         for (name, verdict) in results {
             let Some(t) = tracked.get_mut(&name) else {
                 continue;
@@ -161,7 +161,6 @@ async fn run(
                 t.due = Instant::now() + t.backoff;
                 t.backoff = (t.backoff * 2).min(RECHECK);
             }
-            write_condition(&api, &info, &name, obj, &verdict).await;
             t.verdict = Some(verdict);
         }
         // Published again when an APIService or a check changed anything.
@@ -174,7 +173,7 @@ async fn run(
                 ))
             })
             .collect();
-        if checked || published.as_ref() != Some(&fingerprint) {
+        if !checked.is_empty() || published.as_ref() != Some(&fingerprint) {
             let remotes = tracked
                 .iter()
                 .filter_map(|(name, t)| {
@@ -186,6 +185,16 @@ async fn run(
                 .collect();
             api.config.aggregator.publish(remotes);
             published = Some(fingerprint);
+        }
+        // Conditions are written after the routes carry the verdicts, so
+        // a client that reads `Available=True` is never answered 503.
+        for name in &checked {
+            if let (Some(obj), Some(verdict)) = (
+                have.get(name),
+                tracked.get(name).and_then(|t| t.verdict.as_ref()),
+            ) {
+                write_condition(&api, &info, name, obj, verdict).await;
+            }
         }
         let next = tracked
             .values()
@@ -209,8 +218,9 @@ fn service(obj: &Value) -> Option<ServiceRef> {
     Some(ServiceRef::parse(svc))
 }
 
-/// The remote a service-backed APIService describes: available as its
-/// stored condition says, with the endpoints and discovery of `verdict`.
+/// The remote a service-backed APIService describes, with the endpoints,
+/// discovery and availability of `verdict`; without one, available as
+/// its stored condition says.
 fn remote_of(obj: &Value, verdict: Option<&Verdict>) -> Option<Remote> {
     let service = service(obj)?;
     let spec = obj.get("spec")?;
@@ -219,9 +229,14 @@ fn remote_of(obj: &Value, verdict: Option<&Verdict>) -> Option<Remote> {
         kubeshard_core::registry::apiservice::decode_ca_bundle(meta::str_at(spec, "/caBundle"))
             .unwrap_or_default();
     let int = |p: &str| spec.pointer(p).and_then(Value::as_i64).unwrap_or(0);
-    let available = meta::array_at(obj, "/status/conditions")
-        .iter()
-        .any(|c| meta::str_at(c, "/type") == "Available" && meta::str_at(c, "/status") == "True");
+    let available = verdict.map_or_else(
+        || {
+            meta::array_at(obj, "/status/conditions").iter().any(|c| {
+                meta::str_at(c, "/type") == "Available" && meta::str_at(c, "/status") == "True"
+            })
+        },
+        |v| v.available,
+    );
     let insecure = spec.get("insecureSkipTLSVerify").and_then(Value::as_bool) == Some(true);
     let trust_hash = xxhash_rust::xxh3::xxh3_64(&ca_bundle) ^ u64::from(insecure);
     let server_name = service.server_name();

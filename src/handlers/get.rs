@@ -25,6 +25,8 @@ pub async fn get(api: &Rc<Api>, rr: &ResourceRequest) -> HandlerResult {
         let n = parse_resource_version(rv)
             .ok_or_else(|| ApiError::bad_request(format!("invalid resource version: {rv}")))?;
         super::list::wait_not_older_than(api, n).await?;
+    } else if rr.query.get("resourceVersion").is_none_or(str::is_empty) {
+        super::list::consistent_revision(api).await?;
     }
     let obj = api
         .storage()

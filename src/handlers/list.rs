@@ -85,6 +85,15 @@ pub fn filter(
 
 /// Waits until the closed revision reaches `n`, else kube's 504 "Too large
 /// resource version".
+/// The revision a read without a resourceVersion is served at: every
+/// write acknowledged before it, by any server sharing the storage.
+pub async fn consistent_revision(api: &Api) -> Result<u64, ApiError> {
+    api.storage()
+        .consistent_revision(FUTURE_RV_WAIT)
+        .await
+        .or_status()
+}
+
 pub async fn wait_not_older_than(api: &Api, n: u64) -> Result<(), ApiError> {
     if api.storage().wait_progress(n, FUTURE_RV_WAIT).await {
         return Ok(());
@@ -175,7 +184,8 @@ async fn snapshot_revision(
     let closed = || api.storage().progress();
     match rv_match {
         "" => match rv {
-            "" | "0" => Ok((closed(), None)),
+            "" => Ok((consistent_revision(api).await?, None)),
+            "0" => Ok((closed(), None)),
             n => {
                 let n = parse_rv(n)?;
                 wait_not_older_than(api, n).await?;

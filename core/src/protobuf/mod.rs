@@ -45,7 +45,7 @@ use wire::{key, varint, varint_len, Reader, LEN};
 pub const CONTENT_TYPE: &str = "application/vnd.kubernetes.protobuf";
 
 /// Every protobuf-encoded object starts with these bytes.
-pub(crate) const MAGIC: &[u8] = b"k8s\x00";
+pub const MAGIC: &[u8] = b"k8s\x00";
 
 /// True for "application/vnd.kubernetes.protobuf" (parameters ignored).
 ///

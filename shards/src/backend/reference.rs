@@ -236,7 +236,7 @@ impl Storage for Reference {
         info: &Arc<ResourceInfo>,
         namespace: &str,
         name: &str,
-        plan: DeletePlan,
+        mut plan: DeletePlan,
     ) -> Result<DeleteOutcome, StorageError> {
         let k = key(&info.storage_key, namespace, name);
         let old = self.current(&k).ok_or(StorageError::NotFound)?;
@@ -257,6 +257,10 @@ impl Storage for Reference {
 
     async fn wait_progress(&self, revision: u64, _timeout: Duration) -> bool {
         revision <= self.progress()
+    }
+
+    async fn consistent_revision(&self, _timeout: Duration) -> Result<u64, StorageError> {
+        Ok(self.progress())
     }
 
     fn watch_feed(&self) -> Option<ReferenceFeed> {

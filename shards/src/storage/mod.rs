@@ -60,6 +60,9 @@ pub enum StorageMode {
     Memory,
     /// The write-ahead log with snapshots.
     Wal(WalConfig),
+    /// An etcd cluster; the shards are its cache.
+    #[cfg(feature = "etcd")]
+    Etcd(Box<crate::etcd::Etcd>),
 }
 
 #[derive(Debug, Clone)]

@@ -7,6 +7,19 @@ use kubeshard_core::catalog::ResourceInfo;
 use kubeshard_core::status::ApiError;
 pub use kubeshard_shards::backend::{Storage, StorageError, UpdateFn, UpdateStep};
 
+#[cfg(feature = "etcd")]
+pub mod etcd;
+
+/// What a server starts its shards with: the storage mode, the state to
+/// start from, the sequencer its revisions come from, and the lock that
+/// keeps other servers off its data directory (the log's).
+pub type StoreStart = (
+    kubeshard_shards::storage::StorageMode,
+    kubeshard_shards::StartState,
+    std::sync::Arc<kubeshard_shards::Sequencer>,
+    Option<kubeshard_shards::storage::layout::DirLock>,
+);
+
 /// The backend this server stores in: the sharded engine (in memory or on
 /// its write-ahead log). Code above names only this and the [`Storage`]
 /// trait, so another backend plugs in here.

@@ -1,0 +1,207 @@
+//! The shards as a cache of etcd (kube's cacher, fed by one watch on the
+//! whole prefix instead of one per resource): the state is read once at
+//! start, then every change arrives through the watch, in revision
+//! order, and goes to the shard that owns its key, which applies it at
+//! etcd's revision and hands it to the watch hubs as its own writes are.
+//!
+//! Every watch response goes to every shard, with the revision it
+//! completes (its last event's, or a progress notification's): a shard
+//! reports that revision once it has applied and published what came
+//! before it, and the closed revision is the lowest report
+//! ([`crate::sequencer::Sequencer::mirrored`]). One prefix watch gives
+//! one total order, so no resource waits for another's stream.
+
+use super::bridge::Bridge;
+use super::codec;
+use super::keys::{object_of, Resolve};
+use crate::messages::ShardMsg;
+use crate::sequencer::Sequencer;
+use crate::store::{Mirrored, MirroredChange};
+use etcd_client::{EventType, GetOptions, WatchOptions, WatchResponse};
+use kubeshard_cache::StoredObject;
+use kubeshard_core::keys::shard_for;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Keys read per range while loading.
+const PAGE: i64 = 10_000;
+
+/// Objects per shard, in the order [`crate::StartState`] takes them.
+pub type ShardObjects = Vec<Vec<(Arc<str>, Arc<StoredObject>)>>;
+
+/// Reads every object under the prefix at one revision: what the shards
+/// start with, and the revision their watch continues after.
+pub async fn load(
+    bridge: &Bridge,
+    resolve: &dyn Resolve,
+    shards: usize,
+) -> Result<(ShardObjects, u64), String> {
+    let prefix = format!("{}/", bridge.prefix);
+    let end = prefix_end(prefix.as_bytes());
+    let mut objects: ShardObjects = vec![Vec::new(); shards];
+    let mut from = prefix.as_bytes().to_vec();
+    let mut revision = 0;
+    loop {
+        let mut opts = GetOptions::new().with_range(end.clone()).with_limit(PAGE);
+        if revision > 0 {
+            opts = opts.with_revision(revision as i64);
+        }
+        let page = bridge.range(from.clone(), opts).await?;
+        if revision == 0 {
+            revision = page.header().map_or(0, |h| h.revision().max(0) as u64);
+        }
+        for kv in page.kvs() {
+            let Ok(key) = kv.key_str() else { continue };
+            let Some((info, ns, name)) = object_of(key, &bridge.prefix, resolve) else {
+                continue;
+            };
+            let rev = kv.mod_revision().max(0) as u64;
+            match codec::decode(kv.value(), rev) {
+                Ok(obj) => {
+                    let shard = shard_for(&info.storage_key, &ns, &name, shards);
+                    let stored = Arc::new(StoredObject::encode(&info, &obj, rev));
+                    objects[shard].push((info.storage_key.clone(), stored));
+                }
+                Err(e) => tracing::warn!(key, error = %e, "skipping a value that does not decode"),
+            }
+        }
+        match page.kvs().last() {
+            Some(last) if page.more() => {
+                from = last.key().to_vec();
+                from.push(0);
+            }
+            _ => break,
+        }
+    }
+    Ok((objects, revision))
+}
+
+/// Follows the prefix from `after` on, for as long as the shards run.
+/// A broken watch resumes after the last revision it delivered.
+pub async fn follow(
+    bridge: Bridge,
+    resolve: Arc<dyn Resolve>,
+    inboxes: Vec<async_channel::Sender<ShardMsg>>,
+    seq: Arc<Sequencer>,
+    mut after: u64,
+    asked: async_channel::Receiver<()>,
+) {
+    let prefix = format!("{}/", bridge.prefix);
+    let mut retry = Duration::from_millis(100);
+    loop {
+        let opts = WatchOptions::new()
+            .with_prefix()
+            .with_start_revision(after as i64 + 1)
+            .with_progress_notify();
+        let mut client = bridge.client.clone();
+        let (mut watcher, mut stream) = match client.watch(prefix.as_bytes(), Some(opts)).await {
+            Ok(w) => w.split(),
+            Err(e) => {
+                tracing::warn!(error = %e, "the etcd watch did not start; retrying");
+                tokio::time::sleep(retry).await;
+                retry = (retry * 2).min(Duration::from_secs(5));
+                continue;
+            }
+        };
+        loop {
+            tokio::select! {
+                msg = stream.message() => match msg {
+                    Ok(Some(resp)) => {
+                        if resp.canceled() {
+                            tracing::error!(
+                                compacted = resp.compact_revision(),
+                                after,
+                                reason = resp.cancel_reason(),
+                                "the etcd watch was cancelled"
+                            );
+                            break;
+                        }
+                        retry = Duration::from_millis(100);
+                        if let Some(through) = dispatch(&resp, &bridge.prefix, &*resolve, &inboxes, &seq).await {
+                            after = after.max(through);
+                        }
+                    }
+                    Ok(None) => break,
+                    Err(e) => {
+                        tracing::warn!(error = %e, after, "the etcd watch broke; resuming");
+                        break;
+                    }
+                },
+                Ok(()) = asked.recv() => {
+                    let _ = watcher.request_progress().await;
+                }
+            }
+            if inboxes.iter().all(|i| i.is_closed()) {
+                return;
+            }
+        }
+        if inboxes.iter().all(|i| i.is_closed()) {
+            return;
+        }
+        tokio::time::sleep(retry).await;
+        retry = (retry * 2).min(Duration::from_secs(5));
+    }
+}
+
+/// Hands one watch response to the shards; answers the revision it
+/// completes, if any.
+async fn dispatch(
+    resp: &WatchResponse,
+    prefix: &str,
+    resolve: &dyn Resolve,
+    inboxes: &[async_channel::Sender<ShardMsg>],
+    seq: &Sequencer,
+) -> Option<u64> {
+    let events = resp.events();
+    let through = match events.last() {
+        Some(last) => last.kv()?.mod_revision().max(0) as u64,
+        // A progress notification (the creation answer carries no events
+        // and says nothing of what is still to come).
+        None if !resp.created() => resp.header()?.revision().max(0) as u64,
+        None => return None,
+    };
+    let mut parts: Vec<Vec<Mirrored>> = (0..inboxes.len()).map(|_| Vec::new()).collect();
+    for ev in events {
+        let Some(kv) = ev.kv() else { continue };
+        let Ok(key) = kv.key_str() else { continue };
+        let Some((info, namespace, name)) = object_of(key, prefix, resolve) else {
+            continue;
+        };
+        let revision = kv.mod_revision().max(0) as u64;
+        let change = match ev.event_type() {
+            EventType::Delete => MirroredChange::Delete,
+            EventType::Put => match codec::decode(kv.value(), revision) {
+                Ok(obj) => MirroredChange::Put(obj),
+                Err(e) => {
+                    tracing::warn!(key, error = %e, "skipping a value that does not decode");
+                    continue;
+                }
+            },
+        };
+        let shard = shard_for(&info.storage_key, &namespace, &name, inboxes.len());
+        parts[shard].push(Mirrored {
+            info,
+            namespace,
+            name,
+            revision,
+            change,
+        });
+    }
+    seq.dispatched(through);
+    for (inbox, changes) in inboxes.iter().zip(parts) {
+        let _ = inbox.send(ShardMsg::Mirror { changes, through }).await;
+    }
+    Some(through)
+}
+
+/// The first key after every key that starts with `prefix`.
+fn prefix_end(prefix: &[u8]) -> Vec<u8> {
+    let mut end = prefix.to_vec();
+    while let Some(last) = end.pop() {
+        if last < 0xff {
+            end.push(last + 1);
+            return end;
+        }
+    }
+    vec![0]
+}

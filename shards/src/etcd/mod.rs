@@ -1,0 +1,101 @@
+//! The etcd backend (`--storage etcd`): objects live in an etcd cluster,
+//! in kube-apiserver's layout and encodings, so several kubeshard
+//! replicas — and kube-apiservers — serve the same data.
+//!
+//! - [`bridge`]: etcd-client on a thread of its own (it runs on tokio).
+//! - [`writes`]: creates, guaranteed updates and deletions as etcd
+//!   transactions; etcd's mod revisions are the resource versions.
+//! - [`mirror`]: the shards as the watch cache: loaded at start, then fed
+//!   by one watch on the prefix; the closed revision follows it.
+//! - [`codec`], [`keys`]: values and keys as kube writes them.
+//!
+//! Reads are served from the shards. A consistent read first asks etcd
+//! for its revision and waits for the mirror to reach it (kube's
+//! consistent reads from cache, KEP-2340).
+
+pub mod bridge;
+pub mod codec;
+pub mod keys;
+pub mod mirror;
+pub mod writes;
+
+pub use bridge::Bridge;
+pub use keys::Resolve;
+pub use writes::Writer;
+
+use crate::messages::ShardMsg;
+use crate::sequencer::Sequencer;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// Where etcd is and how to reach it (kube's `--etcd-*` flags).
+#[derive(Debug, Clone)]
+pub struct EtcdConfig {
+    pub endpoints: Vec<String>,
+    /// The key prefix, without its trailing `/` (`/registry`).
+    pub prefix: String,
+    pub tls: Option<TlsFiles>,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct TlsFiles {
+    pub ca_file: Option<PathBuf>,
+    pub cert_file: Option<PathBuf>,
+    pub key_file: Option<PathBuf>,
+}
+
+/// A connected etcd backend, before the shards run: what the runtime
+/// needs to start the mirror once their inboxes exist.
+#[derive(Clone)]
+pub struct Etcd {
+    pub bridge: Bridge,
+    asked: async_channel::Receiver<()>,
+    resolve: Arc<dyn Resolve>,
+}
+
+impl std::fmt::Debug for Etcd {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Etcd")
+    }
+}
+
+impl Etcd {
+    /// Connects, and reads every object under the prefix: the shards'
+    /// starting state and the revision it is at.
+    pub fn open(
+        cfg: &EtcdConfig,
+        resolve: Arc<dyn Resolve>,
+        shards: usize,
+    ) -> Result<(Self, mirror::ShardObjects, u64), String> {
+        let (bridge, asked) = Bridge::connect(cfg)?;
+        let (objects, revision) =
+            futures_lite::future::block_on(mirror::load(&bridge, &*resolve, shards))?;
+        Ok((
+            Self {
+                bridge,
+                asked,
+                resolve,
+            },
+            objects,
+            revision,
+        ))
+    }
+
+    /// Starts following etcd from after `revision` into the shards.
+    pub fn follow(&self, inboxes: Vec<async_channel::Sender<ShardMsg>>, seq: Arc<Sequencer>) {
+        let after = seq.current();
+        let work = mirror::follow(
+            self.bridge.clone(),
+            self.resolve.clone(),
+            inboxes,
+            seq,
+            after,
+            self.asked.clone(),
+        );
+        self.bridge.spawn(work);
+    }
+
+    pub fn writer(&self) -> Writer {
+        Writer::new(self.bridge.clone())
+    }
+}

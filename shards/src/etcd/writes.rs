@@ -1,0 +1,263 @@
+//! Writes as kube's etcd3 store makes them: a create is a transaction on
+//! "the key has never been created", an update or deletion compares the
+//! key's mod revision with the state it was decided on and, when another
+//! writer got in first, decides again on the state etcd returned in the
+//! same transaction (the Store's guaranteed update). The revision a write
+//! answers with is etcd's.
+//!
+//! A decision is first taken on the cached state, which may be behind:
+//! when the caller's function refuses that state (a resourceVersion
+//! precondition the cache has not caught up with) it is asked again on
+//! etcd's current state before its refusal counts, as kube does.
+
+use super::bridge::Bridge;
+use super::codec;
+use crate::backend::{StorageError, UpdateFn};
+use crate::store::outcome::{self, contained};
+use crate::store::{DeleteOutcome, DeletePlan, UpdateOutcome};
+use etcd_client::{Compare, CompareOp, GetOptions, KeyValue, Txn, TxnOp, TxnOpResponse};
+use kubeshard_cache::{EventType, StoredObject};
+use kubeshard_core::catalog::ResourceInfo;
+use kubeshard_core::keys::KeyLayout;
+use kubeshard_core::meta;
+use serde_json::Value;
+use std::sync::Arc;
+
+/// One change a decision makes to a key, in order.
+struct Planned {
+    kind: EventType,
+    value: Value,
+}
+
+/// What a key held when a transaction's comparison failed.
+type Current = Option<Arc<StoredObject>>;
+
+/// The executor's side of the etcd backend's writes.
+#[derive(Clone)]
+pub struct Writer {
+    bridge: Bridge,
+}
+
+fn unavailable(e: String) -> StorageError {
+    StorageError::Unavailable(format!("etcd: {e}"))
+}
+
+impl Writer {
+    pub fn new(bridge: Bridge) -> Self {
+        Self { bridge }
+    }
+
+    /// etcd's current revision, read through a quorum: what a consistent
+    /// read must see.
+    pub async fn current_revision(&self) -> Result<u64, StorageError> {
+        self.bridge.revision().await.map_err(unavailable)
+    }
+
+    /// Asks the mirror's watch to report its progress.
+    pub fn request_progress(&self) {
+        self.bridge.request_progress();
+    }
+
+    pub async fn create(
+        &self,
+        info: &Arc<ResourceInfo>,
+        mut obj: Value,
+    ) -> Result<Arc<StoredObject>, StorageError> {
+        let key = KeyLayout::object_key(&info.storage_key, meta::namespace(&obj), meta::name(&obj));
+        let txn = Txn::new()
+            .when([Compare::create_revision(key.clone(), CompareOp::Equal, 0)])
+            .and_then([TxnOp::put(key, codec::encode(info, &obj), None)]);
+        let resp = self.bridge.txn(txn).await.map_err(unavailable)?;
+        if !resp.succeeded() {
+            return Err(StorageError::AlreadyExists);
+        }
+        let revision = revision_of(resp.header());
+        Ok(stamp(info, &mut obj, revision, EventType::Added))
+    }
+
+    /// `cached` is the state the shard holds, a first guess.
+    pub async fn update(
+        &self,
+        info: &Arc<ResourceInfo>,
+        namespace: &str,
+        name: &str,
+        cached: Current,
+        mut try_update: UpdateFn,
+    ) -> Result<UpdateOutcome, StorageError> {
+        let key = KeyLayout::object_key(&info.storage_key, namespace, name);
+        let mut old = cached;
+        let mut confirmed = false;
+        loop {
+            let step = match contained(|| try_update(old.as_ref())) {
+                Ok(step) => step,
+                Err(_) if !confirmed => {
+                    old = self.read(info, &key).await?;
+                    confirmed = true;
+                    continue;
+                }
+                Err(e) => return Err(e),
+            };
+            let plan = plan(info, |commit| {
+                outcome::update(info, namespace, name, old.clone(), step.clone(), commit)
+            })?;
+            match self.commit(info, &key, old.as_ref(), &plan.1).await? {
+                Ok(revisions) => {
+                    return replay(info, &revisions, |commit| {
+                        outcome::update(info, namespace, name, old.clone(), step, commit)
+                    });
+                }
+                Err(current) => {
+                    (old, confirmed) = (current, true);
+                }
+            }
+        }
+    }
+
+    pub async fn delete(
+        &self,
+        info: &Arc<ResourceInfo>,
+        namespace: &str,
+        name: &str,
+        cached: Current,
+        mut decide: DeletePlan,
+    ) -> Result<DeleteOutcome, StorageError> {
+        let key = KeyLayout::object_key(&info.storage_key, namespace, name);
+        let (mut old, mut confirmed) = match cached {
+            Some(o) => (Some(o), false),
+            None => (self.read(info, &key).await?, true),
+        };
+        loop {
+            let Some(current) = old.clone() else {
+                return Err(StorageError::NotFound);
+            };
+            let step = match contained(|| decide(&current)) {
+                Ok(step) => step,
+                Err(_) if !confirmed => {
+                    old = self.read(info, &key).await?;
+                    confirmed = true;
+                    continue;
+                }
+                Err(e) => return Err(e),
+            };
+            let plan = plan(info, |commit| {
+                Ok(outcome::delete(current.clone(), step.clone(), commit))
+            })?;
+            match self.commit(info, &key, Some(&current), &plan.1).await? {
+                Ok(revisions) => {
+                    return replay(info, &revisions, |commit| {
+                        Ok(outcome::delete(current.clone(), step, commit))
+                    });
+                }
+                Err(now) => (old, confirmed) = (now, true),
+            }
+        }
+    }
+
+    /// The key's state in etcd now.
+    async fn read(&self, info: &ResourceInfo, key: &str) -> Result<Current, StorageError> {
+        let resp = self
+            .bridge
+            .range(key.as_bytes().to_vec(), GetOptions::new())
+            .await
+            .map_err(unavailable)?;
+        resp.kvs().first().map(|kv| decoded(info, kv)).transpose()
+    }
+
+    /// Makes `changes` to `key` if it is still at `base`: each change is
+    /// its own transaction (etcd takes one operation per key in each),
+    /// the next one compared with the revision the previous one made.
+    /// Answers the revisions made, or what the key held when a
+    /// comparison failed.
+    async fn commit(
+        &self,
+        info: &ResourceInfo,
+        key: &str,
+        base: Option<&Arc<StoredObject>>,
+        changes: &[Planned],
+    ) -> Result<Result<Vec<u64>, Current>, StorageError> {
+        let mut at = base.map(|b| b.revision);
+        let mut revisions = Vec::with_capacity(changes.len());
+        for change in changes {
+            let compare = match at {
+                Some(rev) => Compare::mod_revision(key, CompareOp::Equal, rev as i64),
+                None => Compare::create_revision(key, CompareOp::Equal, 0),
+            };
+            let op = match change.kind {
+                EventType::Deleted => TxnOp::delete(key, None),
+                _ => TxnOp::put(key, codec::encode(info, &change.value), None),
+            };
+            let txn = Txn::new()
+                .when([compare])
+                .and_then([op])
+                .or_else([TxnOp::get(key, None)]);
+            let resp = self.bridge.txn(txn).await.map_err(unavailable)?;
+            if !resp.succeeded() {
+                let now = resp.op_responses().into_iter().find_map(|r| match r {
+                    TxnOpResponse::Get(g) => Some(g.kvs().first().map(|kv| decoded(info, kv))),
+                    _ => None,
+                });
+                return Ok(Err(now.flatten().transpose()?));
+            }
+            let revision = revision_of(resp.header());
+            revisions.push(revision);
+            at = Some(revision);
+        }
+        Ok(Ok(revisions))
+    }
+}
+
+fn revision_of(header: Option<&etcd_client::ResponseHeader>) -> u64 {
+    header.map_or(0, |h| h.revision().max(0) as u64)
+}
+
+/// A stored value as the object the shards would hold.
+fn decoded(info: &ResourceInfo, kv: &KeyValue) -> Result<Arc<StoredObject>, StorageError> {
+    let revision = kv.mod_revision().max(0) as u64;
+    let obj = codec::decode(kv.value(), revision)
+        .map_err(|e| StorageError::Internal(format!("a stored value does not decode: {e}")))?;
+    Ok(Arc::new(StoredObject::encode(info, &obj, revision)))
+}
+
+fn stamp(
+    info: &ResourceInfo,
+    obj: &mut Value,
+    revision: u64,
+    kind: EventType,
+) -> Arc<StoredObject> {
+    meta::set_meta(obj, "resourceVersion", Value::String(revision.to_string()));
+    Arc::new(StoredObject::encode_for(info, obj, revision, kind))
+}
+
+type Commit<'a> =
+    &'a mut dyn FnMut(EventType, Value, Option<Arc<StoredObject>>) -> Arc<StoredObject>;
+
+/// The changes a decision makes, found by running it with a commit that
+/// only records (its answer is thrown away).
+fn plan<T>(
+    info: &ResourceInfo,
+    decide: impl FnOnce(Commit<'_>) -> Result<T, StorageError>,
+) -> Result<(T, Vec<Planned>), StorageError> {
+    let mut planned = Vec::new();
+    let mut record = |kind, value: Value, _prev| {
+        let placeholder = Arc::new(StoredObject::encode_for(info, &value, 0, kind));
+        planned.push(Planned { kind, value });
+        placeholder
+    };
+    let answer = decide(&mut record)?;
+    Ok((answer, planned))
+}
+
+/// The decision's answer again, with each change at the revision etcd
+/// gave it.
+fn replay<T>(
+    info: &ResourceInfo,
+    revisions: &[u64],
+    decide: impl FnOnce(Commit<'_>) -> Result<T, StorageError>,
+) -> Result<T, StorageError> {
+    let mut next = revisions.iter().copied();
+    let mut stamped = |kind, mut value: Value, _prev| {
+        let revision = next.next().unwrap_or(0);
+        stamp(info, &mut value, revision, kind)
+    };
+    decide(&mut stamped)
+}
