@@ -25,6 +25,12 @@ pub struct EtcdFlags {
     /// SSL key file used to secure etcd communication.
     #[arg(long)]
     pub etcd_keyfile: Option<std::path::PathBuf>,
+
+    /// The interval of compaction requests: history older than one to two
+    /// intervals is dropped from etcd (0 disables; then someone else must
+    /// compact).
+    #[arg(long, default_value = "5m", value_parser = parse_duration)]
+    pub etcd_compaction_interval: Duration,
 }
 
 #[derive(Debug, Clone, Parser)]

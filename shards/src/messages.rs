@@ -79,4 +79,11 @@ pub enum ShardMsg {
         changes: Vec<Mirrored>,
         through: u64,
     },
+    /// The whole state at a revision, for this shard's keys (after the
+    /// shard fell behind etcd's history: see `ShardStore::resync`).
+    Resync {
+        objects: Vec<(Arc<ResourceInfo>, Arc<StoredObject>)>,
+        revision: u64,
+        kinds: Arc<crate::store::KindOf>,
+    },
 }

@@ -344,5 +344,10 @@ fn handle(store: &mut ShardStore, hub: &RefCell<Hub>, msg: ShardMsg) {
             let _ = reply.send(store.objects_by_resource());
         }
         ShardMsg::Mirror { changes, through } => store.mirror(changes, through),
+        ShardMsg::Resync {
+            objects,
+            revision,
+            kinds,
+        } => store.resync(objects, revision, &*kinds),
     }
 }

@@ -106,6 +106,9 @@ pub enum MirroredChange {
     Delete,
 }
 
+/// The kind stored under a storage key, when the server knows it.
+pub type KindOf = dyn Fn(&str) -> Option<Arc<ResourceInfo>> + Send + Sync;
+
 /// A batch of events crossing to one executor's watch hub.
 pub type EventBatch = Arc<[Arc<Event>]>;
 
@@ -426,6 +429,62 @@ impl ShardStore {
             self.apply(event);
         }
         self.mirrored_through = Some(self.mirrored_through.unwrap_or(0).max(through));
+    }
+
+    /// Catches up with another store whose history this shard can no
+    /// longer follow (etcd compacted what it had not seen): the state at
+    /// `revision` replaces this shard's, as the changes that lead to it —
+    /// each changed object at its own revision, each vanished one
+    /// deleted at `revision`.
+    pub fn resync(
+        &mut self,
+        objects: Vec<(Arc<ResourceInfo>, Arc<StoredObject>)>,
+        revision: u64,
+        kinds: &KindOf,
+    ) {
+        let mut seen: hashbrown::HashSet<(Arc<str>, NsName)> = hashbrown::HashSet::new();
+        let mut changes = Vec::new();
+        for (info, obj) in objects {
+            seen.insert((
+                info.storage_key.clone(),
+                (obj.namespace.clone(), obj.name.clone()),
+            ));
+            let current = self.get(&info.storage_key, &obj.namespace, &obj.name);
+            if current.is_some_and(|c| c.revision == obj.revision) {
+                continue;
+            }
+            changes.push(Mirrored {
+                namespace: obj.namespace.to_string(),
+                name: obj.name.to_string(),
+                revision: obj.revision,
+                change: MirroredChange::Put(obj.to_value()),
+                info,
+            });
+        }
+        let mut gone = Vec::new();
+        for (resource, rs) in &self.resources {
+            for (key, obj) in &rs.objects {
+                if !seen.contains(&(resource.clone(), key.clone())) {
+                    gone.push((resource.clone(), obj.clone()));
+                }
+            }
+        }
+        for (resource, obj) in gone {
+            let info = kinds(&resource).unwrap_or_else(|| {
+                let mut info = ResourceInfo::new("", "v1", "", "", !obj.namespace.is_empty());
+                info.storage_key = resource;
+                Arc::new(info)
+            });
+            changes.push(Mirrored {
+                info,
+                namespace: obj.namespace.to_string(),
+                name: obj.name.to_string(),
+                revision,
+                change: MirroredChange::Delete,
+            });
+        }
+        changes.sort_by_key(|m| m.revision);
+        self.mirror(changes, revision);
     }
 
     /// The object at `revision`, encoded once, sharing its strings with

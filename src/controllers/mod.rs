@@ -11,6 +11,7 @@ mod eventttl;
 mod garbagecollector;
 mod informer;
 pub mod kubernetes_service;
+pub mod leaderelection;
 mod namespace;
 mod namespace_object;
 pub(crate) mod objmeta;
@@ -269,14 +270,43 @@ fn root_ca_config_map(ns: &str, ca: &str) -> Value {
         "data": {"ca.crt": ca}})
 }
 
-/// Runs the enabled controllers until shutdown.
+/// Runs the enabled controllers until shutdown; over a store other
+/// servers share, only while this one leads (see [`leaderelection`]).
 pub async fn run(api: Rc<Api>, catalog: Arc<Catalog>, enabled: Enabled) {
+    if !api.storage().sequencer().is_mirrored() {
+        return run_while(api, catalog, &enabled, || true).await;
+    }
+    let election = Rc::new(leaderelection::Election::default());
+    glommio::spawn_local(leaderelection::run(
+        api.clone(),
+        election.clone(),
+        leaderelection::identity(),
+    ))
+    .detach();
+    let shutdown = api.exec.shutdown.clone();
+    while !shutdown.is_triggered() {
+        futures_lite::future::or(election.until_leading(), shutdown.wait()).await;
+        let lead = election.clone();
+        run_while(api.clone(), catalog.clone(), &enabled, move || {
+            lead.leading()
+        })
+        .await;
+    }
+}
+
+/// Runs the enabled controllers until shutdown or until `go_on` says no.
+async fn run_while(
+    api: Rc<Api>,
+    catalog: Arc<Catalog>,
+    enabled: &Enabled,
+    go_on: impl Fn() -> bool,
+) {
     let exec = api.exec.clone();
     let mut informer = Informer::new(exec.clone(), CatalogReader::new(catalog.clone()));
-    let mut controllers = build(&api, &enabled);
+    let mut controllers = build(&api, enabled);
     let shutdown = exec.shutdown.clone();
     let catalog = CatalogReader::new(catalog);
-    while !shutdown.is_triggered() {
+    while !shutdown.is_triggered() && go_on() {
         let busy = controllers.iter().any(|c| !c.queue_idle());
         let wait = if busy {
             Duration::ZERO

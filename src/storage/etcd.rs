@@ -27,6 +27,7 @@ pub fn open(flags: &Flags, shards: usize, catalog: &Arc<Catalog>) -> Result<Stor
         endpoints: e.etcd_servers.clone(),
         prefix: flags.etcd_prefix.prefix().to_string(),
         tls,
+        compaction: Some(e.etcd_compaction_interval).filter(|d| !d.is_zero()),
     };
     let started = std::time::Instant::now();
     let (etcd, loaded, revision) =

@@ -3,6 +3,7 @@
 
 #![allow(dead_code)]
 
+pub mod etcd;
 pub mod extension;
 pub mod kubectl;
 pub mod kubelet;

@@ -9,6 +9,8 @@ use etcd_client::{
     TxnResponse,
 };
 use futures_channel::oneshot;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// How long one call may take before it fails as unavailable: a write's
@@ -35,7 +37,7 @@ pub struct Bridge {
     calls: async_channel::Sender<Call>,
     /// Asks the mirror's watch for a progress notification.
     progress: async_channel::Sender<()>,
-    pub(super) client: Client,
+    pub(super) pool: Arc<Pool>,
     pub(super) prefix: String,
 }
 
@@ -62,26 +64,26 @@ impl Bridge {
                     }
                 };
                 rt.block_on(async move {
-                    let client = match connect(&cfg).await {
-                        Ok(c) => c,
+                    let pool = match connect(&cfg).await {
+                        Ok(p) => Arc::new(p),
                         Err(e) => {
                             let _ = ready_tx.send(Err(e));
                             return;
                         }
                     };
-                    let _ = ready_tx.send(Ok(client.clone()));
-                    serve(client, inbox).await;
+                    let _ = ready_tx.send(Ok(pool.clone()));
+                    serve(pool, inbox).await;
                 });
             })
             .map_err(|e| e.to_string())?;
-        let client = ready_rx
+        let pool = ready_rx
             .recv()
             .map_err(|_| "the etcd thread ended".to_string())??;
         Ok((
             Self {
                 calls,
                 progress,
-                client,
+                pool,
                 prefix,
             },
             asked,
@@ -125,9 +127,80 @@ impl Bridge {
     }
 }
 
-async fn connect(cfg: &EtcdConfig) -> Result<Client, String> {
+/// One client per etcd member, and the one calls go to now: a call that
+/// cannot reach its member moves every later call to the next one.
+/// (etcd-client's own balancing kept sending calls to a dead member.)
+pub struct Pool {
+    clients: Vec<Client>,
+    current: AtomicUsize,
+}
+
+impl Pool {
+    /// The client calls go to now, and its place.
+    pub fn pick(&self) -> (usize, Client) {
+        let i = self.current.load(Ordering::Relaxed) % self.clients.len();
+        (i, self.clients[i].clone())
+    }
+
+    /// The client at `i` could not reach its member: the next one takes
+    /// over (unless another call moved on already).
+    pub fn failed(&self, i: usize) {
+        let next = (i + 1) % self.clients.len();
+        let _ = self
+            .current
+            .compare_exchange(i, next, Ordering::Relaxed, Ordering::Relaxed);
+    }
+
+    fn attempts(&self) -> usize {
+        2 * self.clients.len()
+    }
+}
+
+/// Whether a failed call may go again to another member: always when it
+/// never left (no connection); when `idempotent`, also when the member
+/// went away under it.
+fn retryable(e: &etcd_client::Error, idempotent: bool) -> bool {
+    let text = e.to_string().to_ascii_lowercase();
+    let unsent = text.contains("connect error") || text.contains("connection refused");
+    let lost = [
+        "unavailable",
+        "transport",
+        "broken pipe",
+        "reset",
+        "no leader",
+    ]
+    .iter()
+    .any(|w| text.contains(w));
+    unsent || (idempotent && lost)
+}
+
+/// Runs `call` on the current member, moving on to the next ones while
+/// it fails in a way that allows it (see [`retryable`]).
+pub async fn with_failover<T, F, Fut>(pool: &Pool, idempotent: bool, call: F) -> Result<T, String>
+where
+    F: Fn(Client) -> Fut,
+    Fut: std::future::Future<Output = Result<T, etcd_client::Error>>,
+{
+    let mut last = String::new();
+    for attempt in 0..pool.attempts() {
+        let (i, client) = pool.pick();
+        match call(client).await {
+            Ok(v) => return Ok(v),
+            Err(e) if retryable(&e, idempotent) => {
+                last = e.to_string();
+                pool.failed(i);
+                let pause = Duration::from_millis(25 << attempt.min(4));
+                tokio::time::sleep(pause).await;
+            }
+            Err(e) => return Err(e.to_string()),
+        }
+    }
+    Err(last)
+}
+
+async fn connect(cfg: &EtcdConfig) -> Result<Pool, String> {
     let mut opts = ConnectOptions::new()
-        .with_connect_timeout(Duration::from_secs(5))
+        .with_connect_timeout(Duration::from_secs(2))
         .with_timeout(CALL_TIMEOUT)
         .with_keep_alive(Duration::from_secs(10), Duration::from_secs(5));
     if let Some(tls) = &cfg.tls {
@@ -143,37 +216,63 @@ async fn connect(cfg: &EtcdConfig) -> Result<Client, String> {
         }
         opts = opts.with_tls(t);
     }
-    Client::connect(&cfg.endpoints, Some(opts))
-        .await
-        .map_err(|e| format!("connecting to etcd at {:?}: {e}", cfg.endpoints))
+    let mut clients = Vec::new();
+    let mut errors = Vec::new();
+    for endpoint in &cfg.endpoints {
+        match Client::connect([endpoint], Some(opts.clone())).await {
+            Ok(c) => clients.push(c),
+            Err(e) => errors.push(format!("{endpoint}: {e}")),
+        }
+    }
+    if clients.is_empty() {
+        return Err(format!("connecting to etcd: {}", errors.join("; ")));
+    }
+    for e in errors {
+        tracing::warn!(error = %e, "an etcd member could not be reached; using the others");
+    }
+    Ok(Pool {
+        clients,
+        current: AtomicUsize::new(0),
+    })
 }
 
 /// Runs each call as its own task: calls are answered as etcd answers
 /// them, not in arrival order.
-async fn serve(client: Client, inbox: async_channel::Receiver<Call>) {
-    let revision_key = b"/".to_vec();
+async fn serve(pool: Arc<Pool>, inbox: async_channel::Receiver<Call>) {
     while let Ok(call) = inbox.recv().await {
-        let mut kv = client.kv_client().max_decoding_message_size(usize::MAX);
-        let revision_key = revision_key.clone();
+        let pool = pool.clone();
         tokio::spawn(async move {
+            let kv = |c: Client| c.kv_client().max_decoding_message_size(usize::MAX);
             match call {
                 Call::Run(work) => work.await,
                 Call::Txn(txn, reply) => {
-                    let _ = reply.send(kv.txn(txn).await.map_err(|e| e.to_string()));
+                    let answer = with_failover(&pool, false, |c| {
+                        let txn = txn.clone();
+                        async move { kv(c).txn(txn).await }
+                    })
+                    .await;
+                    let _ = reply.send(answer);
                 }
                 Call::Range(key, opts, reply) => {
-                    let _ = reply.send(kv.get(key, Some(opts)).await.map_err(|e| e.to_string()));
+                    let answer = with_failover(&pool, true, |c| {
+                        let (key, opts) = (key.clone(), opts.clone());
+                        async move { kv(c).get(key, Some(opts)).await }
+                    })
+                    .await;
+                    let _ = reply.send(answer);
                 }
                 Call::Revision(reply) => {
-                    let answer = kv
-                        .get(revision_key, Some(GetOptions::new().with_count_only()))
-                        .await
-                        .map_err(|e| e.to_string())
-                        .and_then(|r| {
-                            r.header()
-                                .map(|h| h.revision().max(0) as u64)
-                                .ok_or_else(|| "etcd answered without a header".to_string())
-                        });
+                    let answer = with_failover(&pool, true, |c| async move {
+                        kv(c)
+                            .get(b"/".to_vec(), Some(GetOptions::new().with_count_only()))
+                            .await
+                    })
+                    .await
+                    .and_then(|r| {
+                        r.header()
+                            .map(|h| h.revision().max(0) as u64)
+                            .ok_or_else(|| "etcd answered without a header".to_string())
+                    });
                     let _ = reply.send(answer);
                 }
             }

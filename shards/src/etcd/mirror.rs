@@ -19,6 +19,7 @@ use crate::sequencer::Sequencer;
 use crate::store::{Mirrored, MirroredChange};
 use etcd_client::{EventType, GetOptions, WatchOptions, WatchResponse};
 use kubeshard_cache::StoredObject;
+use kubeshard_core::catalog::ResourceInfo;
 use kubeshard_core::keys::shard_for;
 use std::sync::Arc;
 use std::time::Duration;
@@ -26,8 +27,8 @@ use std::time::Duration;
 /// Keys read per range while loading.
 const PAGE: i64 = 10_000;
 
-/// Objects per shard, in the order [`crate::StartState`] takes them.
-pub type ShardObjects = Vec<Vec<(Arc<str>, Arc<StoredObject>)>>;
+/// Objects per shard, with their kinds.
+pub type ShardObjects = Vec<Vec<(Arc<ResourceInfo>, Arc<StoredObject>)>>;
 
 /// Reads every object under the prefix at one revision: what the shards
 /// start with, and the revision their watch continues after.
@@ -60,7 +61,7 @@ pub async fn load(
                 Ok(obj) => {
                     let shard = shard_for(&info.storage_key, &ns, &name, shards);
                     let stored = Arc::new(StoredObject::encode(&info, &obj, rev));
-                    objects[shard].push((info.storage_key.clone(), stored));
+                    objects[shard].push((info, stored));
                 }
                 Err(e) => tracing::warn!(key, error = %e, "skipping a value that does not decode"),
             }
@@ -93,10 +94,11 @@ pub async fn follow(
             .with_prefix()
             .with_start_revision(after as i64 + 1)
             .with_progress_notify();
-        let mut client = bridge.client.clone();
+        let (member, mut client) = bridge.pool.pick();
         let (mut watcher, mut stream) = match client.watch(prefix.as_bytes(), Some(opts)).await {
             Ok(w) => w.split(),
             Err(e) => {
+                bridge.pool.failed(member);
                 tracing::warn!(error = %e, "the etcd watch did not start; retrying");
                 tokio::time::sleep(retry).await;
                 retry = (retry * 2).min(Duration::from_secs(5));
@@ -108,12 +110,18 @@ pub async fn follow(
                 msg = stream.message() => match msg {
                     Ok(Some(resp)) => {
                         if resp.canceled() {
-                            tracing::error!(
+                            tracing::warn!(
                                 compacted = resp.compact_revision(),
                                 after,
                                 reason = resp.cancel_reason(),
                                 "the etcd watch was cancelled"
                             );
+                            if resp.compact_revision() > 0 {
+                                match resync(&bridge, &resolve, &inboxes, &seq).await {
+                                    Ok(at) => after = at,
+                                    Err(e) => tracing::warn!(error = %e, "re-reading etcd failed"),
+                                }
+                            }
                             break;
                         }
                         retry = Duration::from_millis(100);
@@ -123,6 +131,7 @@ pub async fn follow(
                     }
                     Ok(None) => break,
                     Err(e) => {
+                        bridge.pool.failed(member);
                         tracing::warn!(error = %e, after, "the etcd watch broke; resuming");
                         break;
                     }
@@ -141,6 +150,37 @@ pub async fn follow(
         tokio::time::sleep(retry).await;
         retry = (retry * 2).min(Duration::from_secs(5));
     }
+}
+
+/// Reads the whole state again and hands each shard its part: what the
+/// mirror does when etcd compacted history it had not yet seen.
+async fn resync(
+    bridge: &Bridge,
+    resolve: &Arc<dyn Resolve>,
+    inboxes: &[async_channel::Sender<ShardMsg>],
+    seq: &Sequencer,
+) -> Result<u64, String> {
+    let (objects, revision) = load(bridge, &**resolve, inboxes.len()).await?;
+    tracing::warn!(
+        revision,
+        "the watch cache fell behind etcd's history; re-read it"
+    );
+    let kinds: Arc<crate::store::KindOf> = {
+        let resolve = resolve.clone();
+        Arc::new(move |resource: &str| resolve.info(resource))
+    };
+    seq.dispatched(revision);
+    for (inbox, objects) in inboxes.iter().zip(objects) {
+        let kinds = kinds.clone();
+        let _ = inbox
+            .send(ShardMsg::Resync {
+                objects,
+                revision,
+                kinds,
+            })
+            .await;
+    }
+    Ok(revision)
 }
 
 /// Hands one watch response to the shards; answers the revision it

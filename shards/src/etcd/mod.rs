@@ -15,6 +15,7 @@
 
 pub mod bridge;
 pub mod codec;
+mod compactor;
 pub mod keys;
 pub mod mirror;
 pub mod writes;
@@ -25,6 +26,7 @@ pub use writes::Writer;
 
 use crate::messages::ShardMsg;
 use crate::sequencer::Sequencer;
+use kubeshard_cache::StoredObject;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -35,6 +37,8 @@ pub struct EtcdConfig {
     /// The key prefix, without its trailing `/` (`/registry`).
     pub prefix: String,
     pub tls: Option<TlsFiles>,
+    /// How often history is compacted (None: never, left to others).
+    pub compaction: Option<std::time::Duration>,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -43,6 +47,9 @@ pub struct TlsFiles {
     pub cert_file: Option<PathBuf>,
     pub key_file: Option<PathBuf>,
 }
+
+/// Objects per shard by storage key: what the shards start with.
+pub type Loaded = Vec<Vec<(Arc<str>, Arc<StoredObject>)>>;
 
 /// A connected etcd backend, before the shards run: what the runtime
 /// needs to start the mirror once their inboxes exist.
@@ -66,10 +73,21 @@ impl Etcd {
         cfg: &EtcdConfig,
         resolve: Arc<dyn Resolve>,
         shards: usize,
-    ) -> Result<(Self, mirror::ShardObjects, u64), String> {
+    ) -> Result<(Self, Loaded, u64), String> {
         let (bridge, asked) = Bridge::connect(cfg)?;
+        if let Some(every) = cfg.compaction {
+            bridge.spawn(compactor::run(bridge.pool.clone(), every));
+        }
         let (objects, revision) =
             futures_lite::future::block_on(mirror::load(&bridge, &*resolve, shards))?;
+        let objects = objects
+            .into_iter()
+            .map(|part| {
+                part.into_iter()
+                    .map(|(info, obj)| (info.storage_key.clone(), obj))
+                    .collect()
+            })
+            .collect();
         Ok((
             Self {
                 bridge,

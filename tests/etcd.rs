@@ -1,0 +1,230 @@
+//! `--storage etcd`: several replicas over one etcd cluster serve one
+//! API — a write through any replica is read and watched at every other
+//! one, in revision order; the built-in controllers run on one replica
+//! at a time; a lost etcd member or a killed replica loses no
+//! acknowledged write. Skipped, with a message, without an etcd binary.
+
+#![cfg(feature = "etcd")]
+
+mod common;
+
+use common::etcd::EtcdCluster;
+use common::{configmap, eventually, names, rv, Server};
+use serde_json::{json, Value};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+const CMS: &str = "/api/v1/namespaces/default/configmaps";
+
+#[test]
+fn replicas_read_and_watch_each_others_writes() {
+    let Some(etcd) = EtcdCluster::start(1) else {
+        return;
+    };
+    let a = etcd.replica(2, &[]);
+    let b = etcd.replica(2, &[]);
+    let mut watch = b.watch(&format!("{CMS}?watch=1&resourceVersion=0"));
+
+    // Read-your-writes across replicas: the GET right after the create's
+    // answer, on the other replica, finds it (a consistent read).
+    let mut written = Vec::new();
+    for i in 0..20 {
+        let (w, r) = if i % 2 == 0 { (&a, &b) } else { (&b, &a) };
+        let name = format!("cm-{i}");
+        let (code, created) = w.post(CMS, &configmap(&name, json!({"i": i.to_string()})));
+        assert_eq!(code, 201, "{created}");
+        let (code, got) = r.get(&format!("{CMS}/{name}"));
+        assert_eq!(code, 200, "{got}");
+        assert_eq!(rv(&got), rv(&created));
+        written.push((name, rv(&created)));
+    }
+    let (_, list_a) = a.get(CMS);
+    let (_, list_b) = b.get(CMS);
+    assert_eq!(names(&list_a), names(&list_b));
+    assert_eq!(names(&list_a).len(), 20);
+
+    // An update through one replica with the version read from the other;
+    // the stale version then conflicts on either.
+    let (_, cm) = b.get(&format!("{CMS}/cm-0"));
+    let mut changed = cm.clone();
+    changed["data"] = json!({"changed": "yes"});
+    let (code, updated) = a.put(&format!("{CMS}/cm-0"), &changed);
+    assert_eq!(code, 200, "{updated}");
+    assert!(rv(&updated) > rv(&cm));
+    for s in [&a, &b] {
+        let (code, status) = s.put(&format!("{CMS}/cm-0"), &changed);
+        assert_eq!((code, status["reason"].as_str()), (409, Some("Conflict")));
+    }
+    let (code, _) = b.delete(&format!("{CMS}/cm-1"));
+    assert_eq!(code, 200);
+    assert_eq!(a.get(&format!("{CMS}/cm-1")).0, 404);
+
+    // B's watcher saw every write, whichever replica made it, in order.
+    let events =
+        watch.until(|e| e["type"] == "DELETED" && e["object"]["metadata"]["name"] == "cm-1");
+    let ours: Vec<&Value> = events
+        .iter()
+        .filter(|e| {
+            e["object"]["metadata"]["name"]
+                .as_str()
+                .is_some_and(|n| n.starts_with("cm-"))
+        })
+        .collect();
+    let revisions: Vec<u64> = ours.iter().map(|e| rv(&e["object"])).collect();
+    assert!(revisions.windows(2).all(|w| w[0] < w[1]), "{revisions:?}");
+    let added: Vec<(String, u64)> = ours
+        .iter()
+        .filter(|e| e["type"] == "ADDED")
+        .map(|e| {
+            (
+                e["object"]["metadata"]["name"]
+                    .as_str()
+                    .unwrap()
+                    .to_string(),
+                rv(&e["object"]),
+            )
+        })
+        .collect();
+    assert_eq!(added, written);
+    let kinds: Vec<&str> = ours[20..]
+        .iter()
+        .map(|e| e["type"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, ["MODIFIED", "DELETED"]);
+
+    // A replica started later loads the same state from etcd.
+    let c = etcd.replica(1, &[]);
+    let (_, list_c) = c.get(CMS);
+    assert_eq!(names(&list_c), names(&b.get(CMS).1));
+    assert_eq!(
+        rv(&c.get(&format!("{CMS}/cm-0")).1),
+        rv(&updated),
+        "versions are etcd's revisions on every replica"
+    );
+}
+
+/// The log line a replica writes when it takes the controllers' lease.
+fn leads(s: &Server) -> bool {
+    s.log().contains("leading the controllers")
+}
+
+#[test]
+fn controllers_run_on_one_replica_and_move_when_it_dies() {
+    let Some(etcd) = EtcdCluster::start(1) else {
+        return;
+    };
+    let a = etcd.replica(1, &[]);
+    let b = etcd.replica(1, &[]);
+    let lease = "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/kubeshard-controllers";
+    let first = eventually(30, "a leader", || {
+        let (code, l) = a.get(lease);
+        (code == 200).then_some(l)
+    });
+    let holder = first["spec"]["holderIdentity"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_eq!(first["spec"]["leaseDurationSeconds"], 15);
+    let (mut leader, follower) = if leads(&a) { (a, b) } else { (b, a) };
+    assert!(
+        leads(&leader) && !leads(&follower),
+        "exactly one replica leads"
+    );
+
+    // The namespace controller finishes a deletion: only the leader runs it.
+    let (code, _) = follower.post(
+        "/api/v1/namespaces",
+        &json!({"metadata": {"name": "doomed"}}),
+    );
+    assert_eq!(code, 201);
+    follower.delete("/api/v1/namespaces/doomed");
+    follower.wait_gone("/api/v1/namespaces/doomed");
+
+    // The leader dies: the follower takes over once the lease expires.
+    leader.kill();
+    let taken = eventually(40, "a new leader", || {
+        let (_, l) = follower.get(lease);
+        (l["spec"]["holderIdentity"].as_str() != Some(&holder)).then_some(l)
+    });
+    assert_eq!(taken["spec"]["leaseTransitions"], 1, "{taken}");
+    assert!(leads(&follower));
+    let (code, _) = follower.post(
+        "/api/v1/namespaces",
+        &json!({"metadata": {"name": "doomed-2"}}),
+    );
+    assert_eq!(code, 201);
+    follower.delete("/api/v1/namespaces/doomed-2");
+    follower.wait_gone("/api/v1/namespaces/doomed-2");
+}
+
+#[test]
+fn no_acknowledged_write_is_lost_to_a_dead_member_or_replica() {
+    let Some(mut etcd) = EtcdCluster::start(3) else {
+        return;
+    };
+    let a = etcd.replica(1, &[]);
+    let b = etcd.replica(1, &[]);
+    let acked = Arc::new(Mutex::new(Vec::<String>::new()));
+    let stop = Arc::new(AtomicBool::new(false));
+    // One writer per replica, creating as fast as it is answered.
+    let writers: Vec<_> = [a.base.clone(), b.base.clone()]
+        .into_iter()
+        .enumerate()
+        .map(|(w, base)| {
+            let (acked, stop) = (acked.clone(), stop.clone());
+            std::thread::spawn(move || {
+                let agent: ureq::Agent = ureq::Agent::config_builder()
+                    .http_status_as_error(false)
+                    .timeout_global(Some(Duration::from_secs(15)))
+                    .build()
+                    .into();
+                let mut i = 0;
+                while !stop.load(Ordering::SeqCst) {
+                    let name = format!("w{w}-{i}");
+                    i += 1;
+                    let body = configmap(&name, json!({}));
+                    let r = agent
+                        .post(&format!("{base}{CMS}"))
+                        .header("content-type", "application/json")
+                        .send(body.to_string());
+                    if matches!(r, Ok(ref resp) if resp.status() == 201) {
+                        acked.lock().unwrap().push(name);
+                    }
+                }
+            })
+        })
+        .collect();
+    let count = || acked.lock().unwrap().len();
+    eventually(20, "writes before the member dies", || {
+        (count() > 50).then_some(())
+    });
+    etcd.kill(0);
+    let before = count();
+    eventually(30, "writes after the member died", || {
+        (count() > before + 50).then_some(())
+    });
+    let mut a = a;
+    a.kill();
+    let before = count();
+    eventually(30, "writes after the replica died", || {
+        (count() > before + 50).then_some(())
+    });
+    stop.store(true, Ordering::SeqCst);
+    for w in writers {
+        w.join().unwrap();
+    }
+    let (code, list) = b.get(CMS);
+    assert_eq!(code, 200, "{list}");
+    let stored: std::collections::HashSet<String> = names(&list).into_iter().collect();
+    let acked = acked.lock().unwrap();
+    let lost: Vec<&String> = acked.iter().filter(|n| !stored.contains(*n)).collect();
+    assert!(
+        lost.is_empty(),
+        "{} acknowledged creates lost: {lost:?}",
+        lost.len()
+    );
+    // A replica started now, on the surviving members, agrees.
+    let c = etcd.replica(1, &[]);
+    assert_eq!(names(&c.get(CMS).1).len(), stored.len());
+}
