@@ -228,3 +228,110 @@ fn no_acknowledged_write_is_lost_to_a_dead_member_or_replica() {
     let c = etcd.replica(1, &[]);
     assert_eq!(names(&c.get(CMS).1).len(), stored.len());
 }
+
+#[test]
+fn without_etcd_cached_reads_go_on_and_writes_fail_fast() {
+    let Some(mut etcd) = EtcdCluster::start(1) else {
+        return;
+    };
+    let s = etcd.replica(1, &[]);
+    let (code, _) = s.post(CMS, &configmap("kept", json!({})));
+    assert_eq!(code, 201);
+    let (_, _, body) = s.get_with("/readyz?verbose", "text/plain");
+    assert!(
+        body.contains("[+]etcd ok") && body.contains("[+]etcd-readiness ok"),
+        "{body}"
+    );
+    etcd.kill(0);
+    eventually(10, "readyz to report etcd", || {
+        let (code, _, body) = s.get_with("/readyz?verbose", "text/plain");
+        (code == 500 && body.contains("[-]etcd failed")).then_some(())
+    });
+    // Reads that accept any state are served from the cache.
+    let (code, list) = s.get(&format!("{CMS}?resourceVersion=0"));
+    assert_eq!((code, names(&list)), (200, vec!["kept".to_string()]));
+    let (code, _) = s.get(&format!("{CMS}/kept?resourceVersion=0"));
+    assert_eq!(code, 200);
+    // Writes, and reads that must see the latest state, fail with a
+    // Status, in seconds rather than at the request's timeout.
+    let started = std::time::Instant::now();
+    let (code, status) = s.post(CMS, &configmap("lost", json!({})));
+    assert!(code == 503 || code == 504, "{code} {status}");
+    assert_eq!(status["kind"], "Status");
+    assert!(
+        started.elapsed() < Duration::from_secs(15),
+        "{:?}",
+        started.elapsed()
+    );
+    let (code, _) = s.get(CMS);
+    assert!(code >= 500, "{code}");
+}
+
+#[test]
+fn a_replica_behind_compacted_history_catches_up() {
+    let Some(mut etcd) = EtcdCluster::start(1) else {
+        return;
+    };
+    let fast = ["--etcd-compaction-interval", "1s"];
+    let a = etcd.replica(1, &fast);
+    let b = etcd.replica(1, &fast);
+    for name in ["x1", "x2", "x3"] {
+        assert_eq!(a.post(CMS, &configmap(name, json!({}))).0, 201);
+    }
+    eventually(10, "b to see the first writes", || {
+        (names(&b.get(CMS).1).len() == 3).then_some(())
+    });
+    let mut watch = b.watch(&format!("{CMS}?watch=1&resourceVersion=0"));
+    // B stops (as a partitioned replica would), its watch breaks with
+    // etcd's restart, and A writes and etcd compacts past those writes
+    // before B is back.
+    signal(&b, "STOP");
+    etcd.kill(0);
+    etcd.restart(0);
+    eventually(20, "a to write again", || {
+        (a.post(CMS, &configmap("x0", json!({}))).0 == 201).then_some(())
+    });
+    assert_eq!(a.delete(&format!("{CMS}/x1")).0, 200);
+    let mut x2 = a.get(&format!("{CMS}/x2")).1;
+    x2["data"] = json!({"v": "2"});
+    assert_eq!(a.put(&format!("{CMS}/x2"), &x2).0, 200);
+    assert_eq!(a.post(CMS, &configmap("x4", json!({}))).0, 201);
+    let compactions = || a.log().matches("compacted etcd").count();
+    let seen = compactions();
+    eventually(20, "two compactions past the writes", || {
+        (compactions() >= seen + 2).then_some(())
+    });
+    signal(&b, "CONT");
+    eventually(30, "b to re-read etcd", || {
+        b.log().contains("re-read it").then_some(())
+    });
+    eventually(10, "b to agree with a", || {
+        (names(&b.get(CMS).1) == names(&a.get(CMS).1)).then_some(())
+    });
+    assert_eq!(b.get(&format!("{CMS}/x2")).1["data"]["v"], "2");
+    // B's watcher was brought to the same state.
+    let events = watch.until(|e| e["type"] == "DELETED" && e["object"]["metadata"]["name"] == "x1");
+    let seen: Vec<(&str, &str)> = events
+        .iter()
+        .map(|e| {
+            (
+                e["type"].as_str().unwrap(),
+                e["object"]["metadata"]["name"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    for wanted in [("MODIFIED", "x2"), ("ADDED", "x4")] {
+        assert!(seen.contains(&wanted), "{seen:?}");
+    }
+    let revisions: Vec<u64> = events.iter().map(|e| rv(&e["object"])).collect();
+    assert!(revisions.windows(2).all(|w| w[0] <= w[1]), "{revisions:?}");
+}
+
+fn signal(s: &Server, sig: &str) {
+    let ok = std::process::Command::new("kill")
+        .args([&format!("-{sig}"), &s.pid().to_string()])
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok);
+}

@@ -60,6 +60,15 @@ impl ShardClient {
         }
     }
 
+    /// Whether the shared store answers (None: the engine is its own).
+    pub fn store_healthy(&self) -> Option<bool> {
+        #[cfg(feature = "etcd")]
+        if let Some(etcd) = &self.etcd {
+            return Some(etcd.healthy());
+        }
+        None
+    }
+
     /// Sends this executor's writes to etcd.
     #[cfg(feature = "etcd")]
     pub fn write_to(&mut self, writer: crate::etcd::Writer) {

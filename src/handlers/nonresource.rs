@@ -58,6 +58,14 @@ pub async fn handle(
                     StatusCode::INTERNAL_SERVER_ERROR,
                     "shards not ready".into(),
                 )),
+                "etcd" | "etcd-readiness" => match api.storage().store_healthy() {
+                    None => Err(not_found_path()),
+                    Some(true) => Ok(text(StatusCode::OK, "ok".into())),
+                    Some(false) => Ok(text(
+                        StatusCode::INTERNAL_SERVER_ERROR,
+                        "etcd does not answer".into(),
+                    )),
+                },
                 _ => Err(not_found_path()),
             }
         }
@@ -155,7 +163,16 @@ pub async fn handle(
 fn health(api: &Api, path: &str, query: &Query) -> Response<Body> {
     let ready_path = path == "/readyz";
     let shards_ok = !ready_path || api.is_ready();
-    let checks = [("ping", true), ("log", true), ("shards", shards_ok)];
+    let mut checks = vec![("ping", true), ("log", true)];
+    // kube's checks of its store: `etcd` everywhere, and on /readyz
+    // `etcd-readiness` too.
+    if let Some(etcd) = api.storage().store_healthy() {
+        checks.push(("etcd", etcd));
+        if ready_path {
+            checks.push(("etcd-readiness", etcd));
+        }
+    }
+    checks.push(("shards", shards_ok));
     let healthy = checks.iter().all(|(_, ok)| *ok);
     let status = if healthy {
         StatusCode::OK

@@ -10,6 +10,35 @@ pub struct Member {
     child: Option<Child>,
     pub client_url: String,
     client_port: u16,
+    /// How it was started (a restart runs the same on the same data).
+    command: Vec<String>,
+    log: std::path::PathBuf,
+}
+
+impl Member {
+    fn launch(&mut self) {
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&self.log)
+            .unwrap();
+        let child = Command::new("etcd")
+            .args(&self.command)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .expect("start etcd");
+        self.child = Some(child);
+    }
+
+    fn wait_listening(&self) {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while TcpStream::connect(("127.0.0.1", self.client_port)).is_err() {
+            assert!(Instant::now() < deadline, "etcd did not start");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
 }
 
 pub struct EtcdCluster {
@@ -46,39 +75,41 @@ impl EtcdCluster {
             .map(|(i, (client, peer))| {
                 let c = format!("http://127.0.0.1:{client}");
                 let p = format!("http://127.0.0.1:{peer}");
-                let log = std::fs::File::create(dir.path().join(format!("m{i}.log"))).unwrap();
-                let child = Command::new("etcd")
-                    .arg("--data-dir")
-                    .arg(dir.path().join(format!("m{i}")))
-                    .args(["--name", &format!("m{i}")])
-                    .args(["--listen-client-urls", &c, "--advertise-client-urls", &c])
-                    .args([
-                        "--listen-peer-urls",
-                        &p,
-                        "--initial-advertise-peer-urls",
-                        &p,
-                    ])
-                    .args(["--initial-cluster", &initial.join(",")])
-                    .args(["--initial-cluster-state", "new"])
-                    .stdin(Stdio::null())
-                    .stdout(Stdio::null())
-                    .stderr(log)
-                    .spawn()
-                    .expect("start etcd");
-                Member {
-                    child: Some(child),
+                let data = dir.path().join(format!("m{i}"));
+                let command = [
+                    "--data-dir",
+                    data.to_str().unwrap(),
+                    "--name",
+                    &format!("m{i}"),
+                    "--listen-client-urls",
+                    &c,
+                    "--advertise-client-urls",
+                    &c,
+                    "--listen-peer-urls",
+                    &p,
+                    "--initial-advertise-peer-urls",
+                    &p,
+                    "--initial-cluster",
+                    &initial.join(","),
+                    "--initial-cluster-state",
+                    "new",
+                ]
+                .map(str::to_string)
+                .to_vec();
+                let mut m = Member {
+                    child: None,
                     client_url: c,
                     client_port: *client,
-                }
+                    command,
+                    log: dir.path().join(format!("m{i}.log")),
+                };
+                m.launch();
+                m
             })
             .collect();
         let cluster = Self { members, _dir: dir };
-        let deadline = Instant::now() + Duration::from_secs(30);
         for m in &cluster.members {
-            while TcpStream::connect(("127.0.0.1", m.client_port)).is_err() {
-                assert!(Instant::now() < deadline, "etcd did not start");
-                std::thread::sleep(Duration::from_millis(50));
-            }
+            m.wait_listening();
         }
         Some(cluster)
     }
@@ -98,6 +129,12 @@ impl EtcdCluster {
             let _ = c.kill();
             let _ = c.wait();
         }
+    }
+
+    /// Starts a killed member again, on its data.
+    pub fn restart(&mut self, i: usize) {
+        self.members[i].launch();
+        self.members[i].wait_listening();
     }
 
     /// A kubeshard replica over this cluster.

@@ -9,7 +9,7 @@ use etcd_client::{
     TxnResponse,
 };
 use futures_channel::oneshot;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -39,6 +39,8 @@ pub struct Bridge {
     progress: async_channel::Sender<()>,
     pub(super) pool: Arc<Pool>,
     pub(super) prefix: String,
+    /// What the last health probe found (see [`probe`]).
+    healthy: Arc<AtomicBool>,
 }
 
 impl Bridge {
@@ -50,6 +52,8 @@ impl Bridge {
         let (ready_tx, ready_rx) = std::sync::mpsc::channel();
         let cfg = cfg.clone();
         let prefix = cfg.prefix.clone();
+        let healthy = Arc::new(AtomicBool::new(true));
+        let healthy_probe = healthy.clone();
         std::thread::Builder::new()
             .name("etcd".into())
             .spawn(move || {
@@ -72,6 +76,7 @@ impl Bridge {
                         }
                     };
                     let _ = ready_tx.send(Ok(pool.clone()));
+                    tokio::spawn(probe(pool.clone(), healthy_probe));
                     serve(pool, inbox).await;
                 });
             })
@@ -85,6 +90,7 @@ impl Bridge {
                 progress,
                 pool,
                 prefix,
+                healthy,
             },
             asked,
         ))
@@ -100,6 +106,11 @@ impl Bridge {
 
     pub async fn revision(&self) -> Result<u64, String> {
         self.call(Call::Revision).await
+    }
+
+    /// Whether etcd answered the last health probe (kube's `etcd` check).
+    pub fn healthy(&self) -> bool {
+        self.healthy.load(Ordering::Relaxed)
     }
 
     /// Runs `work` on the etcd thread.
@@ -234,6 +245,32 @@ async fn connect(cfg: &EtcdConfig) -> Result<Pool, String> {
         clients,
         current: AtomicUsize::new(0),
     })
+}
+
+/// How often etcd is probed, and how long a probe may take (kube's
+/// `--etcd-healthcheck-timeout`).
+const PROBE_EVERY: Duration = Duration::from_secs(1);
+const PROBE_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Keeps `healthy` saying whether a quorum read succeeds: health checks
+/// read the flag instead of making a call to etcd each.
+async fn probe(pool: Arc<Pool>, healthy: Arc<AtomicBool>) {
+    loop {
+        let read = with_failover(&pool, true, |c| async move {
+            c.kv_client()
+                .get(b"/".to_vec(), Some(GetOptions::new().with_count_only()))
+                .await
+        });
+        let ok = matches!(tokio::time::timeout(PROBE_TIMEOUT, read).await, Ok(Ok(_)));
+        if healthy.swap(ok, Ordering::Relaxed) != ok {
+            if ok {
+                tracing::info!("etcd answers again");
+            } else {
+                tracing::warn!("etcd does not answer");
+            }
+        }
+        tokio::time::sleep(PROBE_EVERY).await;
+    }
 }
 
 /// Runs each call as its own task: calls are answered as etcd answers

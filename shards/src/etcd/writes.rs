@@ -53,6 +53,10 @@ impl Writer {
         self.bridge.revision().await.map_err(unavailable)
     }
 
+    pub fn healthy(&self) -> bool {
+        self.bridge.healthy()
+    }
+
     /// Asks the mirror's watch to report its progress.
     pub fn request_progress(&self) {
         self.bridge.request_progress();
