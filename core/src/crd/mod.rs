@@ -36,6 +36,7 @@ mod rules;
 pub mod scale;
 pub mod schema;
 pub mod structural;
+pub mod v1beta1;
 pub mod validate;
 
 use crate::registry::lifecycle;

@@ -29,19 +29,41 @@ pub fn encode(info: &ResourceInfo, obj: &Value) -> Vec<u8> {
 /// The object a stored value holds, at `revision` (its mod revision).
 pub fn decode(value: &[u8], revision: u64) -> Result<Value, String> {
     let mut obj = if value.starts_with(protobuf::MAGIC) {
-        protobuf::decode_object(value)?
+        let mut obj = protobuf::decode_object(value)?;
+        drop_zero_creation_times(&mut obj);
+        obj
     } else {
         serde_json::from_slice(value).map_err(|e| e.to_string())?
     };
     if !obj.is_object() {
         return Err("the stored value is not an object".into());
     }
+    // kube-apiserver still stores CRDs as v1beta1.
+    kubeshard_core::crd::v1beta1::to_v1(&mut obj);
     meta::set_meta(
         &mut obj,
         "resourceVersion",
         Value::String(revision.to_string()),
     );
     Ok(obj)
+}
+
+/// Go writes a zero Time as an empty message, which decodes as null;
+/// kube-apiserver leaves a zero `creationTimestamp` out of its JSON (a
+/// pod template's, say), and so does this.
+fn drop_zero_creation_times(v: &mut Value) {
+    match v {
+        Value::Object(m) => {
+            if let Some(Value::Object(meta)) = m.get_mut("metadata") {
+                if meta.get("creationTimestamp").is_some_and(Value::is_null) {
+                    meta.remove("creationTimestamp");
+                }
+            }
+            m.values_mut().for_each(drop_zero_creation_times);
+        }
+        Value::Array(items) => items.iter_mut().for_each(drop_zero_creation_times),
+        _ => {}
+    }
 }
 
 #[cfg(test)]
