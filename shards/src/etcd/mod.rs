@@ -18,6 +18,7 @@ pub mod codec;
 mod compactor;
 pub mod keys;
 pub mod mirror;
+mod revision;
 pub mod writes;
 
 pub use bridge::Bridge;

@@ -36,6 +36,7 @@ type Current = Option<Arc<StoredObject>>;
 #[derive(Clone)]
 pub struct Writer {
     bridge: Bridge,
+    revisions: std::rc::Rc<super::revision::RevisionReads>,
 }
 
 fn unavailable(e: String) -> StorageError {
@@ -44,13 +45,19 @@ fn unavailable(e: String) -> StorageError {
 
 impl Writer {
     pub fn new(bridge: Bridge) -> Self {
-        Self { bridge }
+        Self {
+            bridge,
+            revisions: Default::default(),
+        }
     }
 
     /// etcd's current revision, read through a quorum: what a consistent
     /// read must see.
     pub async fn current_revision(&self) -> Result<u64, StorageError> {
-        self.bridge.revision().await.map_err(unavailable)
+        self.revisions
+            .current(&self.bridge)
+            .await
+            .map_err(unavailable)
     }
 
     pub fn healthy(&self) -> bool {
