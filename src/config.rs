@@ -33,6 +33,31 @@ pub struct EtcdFlags {
     pub etcd_compaction_interval: Duration,
 }
 
+#[cfg(feature = "etcd")]
+impl EtcdFlags {
+    /// The etcd to store in, under `prefix`.
+    pub fn config(&self, prefix: &KeyLayout) -> Result<kubeshard_shards::etcd::EtcdConfig, String> {
+        if self.etcd_servers.is_empty() {
+            return Err("--storage=etcd needs --etcd-servers".into());
+        }
+        let files = [&self.etcd_cafile, &self.etcd_certfile, &self.etcd_keyfile];
+        let tls = files
+            .iter()
+            .any(|f| f.is_some())
+            .then(|| kubeshard_shards::etcd::TlsFiles {
+                ca_file: self.etcd_cafile.clone(),
+                cert_file: self.etcd_certfile.clone(),
+                key_file: self.etcd_keyfile.clone(),
+            });
+        Ok(kubeshard_shards::etcd::EtcdConfig {
+            endpoints: self.etcd_servers.clone(),
+            prefix: prefix.prefix().to_string(),
+            tls,
+            compaction: Some(self.etcd_compaction_interval).filter(|d| !d.is_zero()),
+        })
+    }
+}
+
 #[derive(Debug, Clone, Parser)]
 #[command(
     name = "kubeshard",

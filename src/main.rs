@@ -378,7 +378,10 @@ fn open_storage(
             ))
         }
         #[cfg(feature = "etcd")]
-        "etcd" => return storage::etcd::open(flags, shards, catalog),
+        "etcd" => {
+            let cfg = flags.etcd.config(&flags.etcd_prefix)?;
+            return storage::etcd::open(&cfg, shards, catalog);
+        }
         #[cfg(not(feature = "etcd"))]
         "etcd" => {
             return Err(

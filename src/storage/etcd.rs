@@ -1,37 +1,18 @@
-//! `--storage etcd`: the flags kube-apiserver takes for its etcd, and the
-//! catalog as the etcd mirror's guide from keys back to kinds.
+//! `--storage etcd`: the shards loaded from etcd, and the catalog as the
+//! etcd mirror's guide from keys back to kinds.
 
 use super::StoreStart;
-use crate::config::Flags;
 use kubeshard_core::catalog::{Catalog, ResourceInfo};
-use kubeshard_shards::etcd::{Etcd, EtcdConfig, Resolve, TlsFiles};
+use kubeshard_shards::etcd::{Etcd, EtcdConfig, Resolve};
 use kubeshard_shards::storage::StorageMode;
 use kubeshard_shards::{Sequencer, StartState};
 use std::sync::Arc;
 
 /// Connects to etcd and reads the shards' starting state from it.
-pub fn open(flags: &Flags, shards: usize, catalog: &Arc<Catalog>) -> Result<StoreStart, String> {
-    let e = &flags.etcd;
-    if e.etcd_servers.is_empty() {
-        return Err("--storage=etcd needs --etcd-servers".into());
-    }
-    let tls = [&e.etcd_cafile, &e.etcd_certfile, &e.etcd_keyfile]
-        .iter()
-        .any(|f| f.is_some())
-        .then(|| TlsFiles {
-            ca_file: e.etcd_cafile.clone(),
-            cert_file: e.etcd_certfile.clone(),
-            key_file: e.etcd_keyfile.clone(),
-        });
-    let cfg = EtcdConfig {
-        endpoints: e.etcd_servers.clone(),
-        prefix: flags.etcd_prefix.prefix().to_string(),
-        tls,
-        compaction: Some(e.etcd_compaction_interval).filter(|d| !d.is_zero()),
-    };
+pub fn open(cfg: &EtcdConfig, shards: usize, catalog: &Arc<Catalog>) -> Result<StoreStart, String> {
     let started = std::time::Instant::now();
     let (etcd, loaded, revision) =
-        Etcd::open(&cfg, Arc::new(CatalogKinds(catalog.clone())), shards)?;
+        Etcd::open(cfg, Arc::new(CatalogKinds(catalog.clone())), shards)?;
     tracing::info!(
         servers = ?cfg.endpoints,
         prefix = %cfg.prefix,
