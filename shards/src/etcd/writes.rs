@@ -95,33 +95,14 @@ impl Writer {
         cached: Current,
         mut try_update: UpdateFn,
     ) -> Result<UpdateOutcome, StorageError> {
-        let key = KeyLayout::object_key(&info.storage_key, namespace, name);
-        let mut old = cached;
-        let mut confirmed = false;
-        loop {
-            let step = match contained(|| try_update(old.as_ref())) {
-                Ok(step) => step,
-                Err(_) if !confirmed => {
-                    old = self.read(info, &key).await?;
-                    confirmed = true;
-                    continue;
-                }
-                Err(e) => return Err(e),
-            };
-            let plan = plan(info, |commit| {
-                outcome::update(info, namespace, name, old.clone(), step.clone(), commit)
-            })?;
-            match self.commit(info, &key, old.as_ref(), &plan.1).await? {
-                Ok(revisions) => {
-                    return replay(info, &revisions, |commit| {
-                        outcome::update(info, namespace, name, old.clone(), step, commit)
-                    });
-                }
-                Err(current) => {
-                    (old, confirmed) = (current, true);
-                }
-            }
-        }
+        self.guaranteed(
+            info,
+            &KeyLayout::object_key(&info.storage_key, namespace, name),
+            cached,
+            |old| contained(|| try_update(old.as_ref())),
+            |old, step, commit| outcome::update(info, namespace, name, old, step, commit),
+        )
+        .await
     }
 
     pub async fn delete(
@@ -132,34 +113,51 @@ impl Writer {
         cached: Current,
         mut decide: DeletePlan,
     ) -> Result<DeleteOutcome, StorageError> {
-        let key = KeyLayout::object_key(&info.storage_key, namespace, name);
-        let (mut old, mut confirmed) = match cached {
-            Some(o) => (Some(o), false),
-            None => (self.read(info, &key).await?, true),
-        };
+        self.guaranteed(
+            info,
+            &KeyLayout::object_key(&info.storage_key, namespace, name),
+            cached,
+            |old| match old {
+                Some(current) => contained(|| decide(current)),
+                None => Err(StorageError::NotFound),
+            },
+            |old, step, commit| {
+                let old = old.ok_or(StorageError::NotFound)?;
+                Ok(outcome::delete(old, step, commit))
+            },
+        )
+        .await
+    }
+
+    /// The read-modify-write both take: `decide` on the state at hand
+    /// (asked again on etcd's own state before a refusal of the cached
+    /// one counts), `outcome` turns the decision into changes, and the
+    /// changes are committed if the key is still at that state — else
+    /// all of it again on the state etcd returned.
+    async fn guaranteed<S: Clone, T>(
+        &self,
+        info: &ResourceInfo,
+        key: &str,
+        cached: Current,
+        mut decide: impl FnMut(&Current) -> Result<S, StorageError>,
+        outcome: impl Fn(Current, S, Commit<'_>) -> Result<T, StorageError>,
+    ) -> Result<T, StorageError> {
+        let (mut old, mut confirmed) = (cached, false);
         loop {
-            let Some(current) = old.clone() else {
-                return Err(StorageError::NotFound);
-            };
-            let step = match contained(|| decide(&current)) {
+            let step = match decide(&old) {
                 Ok(step) => step,
                 Err(_) if !confirmed => {
-                    old = self.read(info, &key).await?;
-                    confirmed = true;
+                    (old, confirmed) = (self.read(info, key).await?, true);
                     continue;
                 }
                 Err(e) => return Err(e),
             };
-            let plan = plan(info, |commit| {
-                Ok(outcome::delete(current.clone(), step.clone(), commit))
-            })?;
-            match self.commit(info, &key, Some(&current), &plan.1).await? {
+            let (_, changes) = plan(info, |commit| outcome(old.clone(), step.clone(), commit))?;
+            match self.commit(info, key, old.as_ref(), &changes).await? {
                 Ok(revisions) => {
-                    return replay(info, &revisions, |commit| {
-                        Ok(outcome::delete(current.clone(), step, commit))
-                    });
+                    return replay(info, &revisions, |commit| outcome(old, step, commit));
                 }
-                Err(now) => (old, confirmed) = (now, true),
+                Err(current) => (old, confirmed) = (current, true),
             }
         }
     }
