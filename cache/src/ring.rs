@@ -67,13 +67,15 @@ impl EventRing {
         }
     }
 
-    /// Appends an event; revisions must increase.
+    /// Appends an event; revisions must not go back. Several events may
+    /// share one: another store's (etcd's) transaction, or the deletions
+    /// a resynced mirror finds, all happen at one revision.
     pub fn push(&mut self, event: Arc<Event>, now: Instant) {
         debug_assert!(
             self.events
                 .back()
-                .is_none_or(|e| e.revision < event.revision),
-            "ring revisions must increase"
+                .is_none_or(|e| e.revision <= event.revision),
+            "ring revisions must not go back"
         );
         let seq = self.end_seq();
         if self

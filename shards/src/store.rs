@@ -598,4 +598,6 @@ impl ShardStore {
 #[cfg(test)]
 mod log_tests;
 #[cfg(test)]
+mod mirror_tests;
+#[cfg(test)]
 mod tests;
