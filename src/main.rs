@@ -365,9 +365,8 @@ impl Listening {
 fn open_storage(
     flags: &Flags,
     shards: usize,
-    catalog: &Arc<Catalog>,
+    #[cfg_attr(not(feature = "etcd"), allow(unused_variables))] catalog: &Arc<Catalog>,
 ) -> Result<storage::StoreStart, String> {
-    let _ = catalog;
     match flags.storage.as_str() {
         "memory" => {
             return Ok((

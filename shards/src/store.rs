@@ -106,8 +106,9 @@ pub enum MirroredChange {
     Delete,
 }
 
-/// The kind stored under a storage key, when the server knows it.
-pub type KindOf = dyn Fn(&str) -> Option<Arc<ResourceInfo>> + Send + Sync;
+/// The kind stored under a storage key (whose objects are namespaced or
+/// not): the server's, or a stand-in when it does not know the key.
+pub type KindOf = dyn Fn(&str, bool) -> Arc<ResourceInfo> + Send + Sync;
 
 /// A batch of events crossing to one executor's watch hub.
 pub type EventBatch = Arc<[Arc<Event>]>;
@@ -470,13 +471,8 @@ impl ShardStore {
             }
         }
         for (resource, obj) in gone {
-            let info = kinds(&resource).unwrap_or_else(|| {
-                let mut info = ResourceInfo::new("", "v1", "", "", !obj.namespace.is_empty());
-                info.storage_key = resource;
-                Arc::new(info)
-            });
             changes.push(Mirrored {
-                info,
+                info: kinds(&resource, !obj.namespace.is_empty()),
                 namespace: obj.namespace.to_string(),
                 name: obj.name.to_string(),
                 revision,

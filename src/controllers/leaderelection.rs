@@ -219,8 +219,6 @@ fn now_micro() -> String {
 /// This replica's name in the Lease: the host and a random suffix, as
 /// client-go's callers make it.
 pub fn identity() -> String {
-    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .map(|h| h.trim().to_string())
-        .unwrap_or_default();
+    let host = crate::pki::hostname().unwrap_or_default();
     format!("{host}_{}", uuid::Uuid::new_v4())
 }

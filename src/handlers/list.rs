@@ -83,8 +83,6 @@ pub fn filter(
     })
 }
 
-/// Waits until the closed revision reaches `n`, else kube's 504 "Too large
-/// resource version".
 /// The revision a read without a resourceVersion is served at: every
 /// write acknowledged before it, by any server sharing the storage.
 pub async fn consistent_revision(api: &Api) -> Result<u64, ApiError> {
@@ -94,6 +92,8 @@ pub async fn consistent_revision(api: &Api) -> Result<u64, ApiError> {
         .or_status()
 }
 
+/// Waits until the closed revision reaches `n`, else kube's 504 "Too large
+/// resource version".
 pub async fn wait_not_older_than(api: &Api, n: u64) -> Result<(), ApiError> {
     if api.storage().wait_progress(n, FUTURE_RV_WAIT).await {
         return Ok(());

@@ -197,7 +197,9 @@ fn serving_sans(advertise: Option<IpAddr>) -> Vec<SanType> {
     sans
 }
 
-fn hostname() -> Option<String> {
+/// This machine's host name, lower-cased (the serving certificate's SAN,
+/// a replica's name in its leader-election Lease).
+pub fn hostname() -> Option<String> {
     let mut buf = [0u8; 256];
     // SAFETY: gethostname writes at most buf.len() bytes into our buffer.
     let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };

@@ -9,7 +9,7 @@ pub mod kubeconfig;
 mod sa_keys;
 mod signing;
 
-pub use certs::{ClientIssuer, ServingCerts};
+pub use certs::{hostname, ClientIssuer, ServingCerts};
 pub use sa_keys::ServiceAccountKeys;
 pub use signing::{CertRequest, CertUsage};
 

@@ -256,12 +256,10 @@ const PROBE_TIMEOUT: Duration = Duration::from_secs(2);
 /// read the flag instead of making a call to etcd each.
 async fn probe(pool: Arc<Pool>, healthy: Arc<AtomicBool>) {
     loop {
-        let read = with_failover(&pool, true, |c| async move {
-            c.kv_client()
-                .get(b"/".to_vec(), Some(GetOptions::new().with_count_only()))
-                .await
-        });
-        let ok = matches!(tokio::time::timeout(PROBE_TIMEOUT, read).await, Ok(Ok(_)));
+        let ok = matches!(
+            tokio::time::timeout(PROBE_TIMEOUT, current_revision(&pool)).await,
+            Ok(Ok(_))
+        );
         if healthy.swap(ok, Ordering::Relaxed) != ok {
             if ok {
                 tracing::info!("etcd answers again");
@@ -271,6 +269,20 @@ async fn probe(pool: Arc<Pool>, healthy: Arc<AtomicBool>) {
         }
         tokio::time::sleep(PROBE_EVERY).await;
     }
+}
+
+/// etcd's current revision: the header of a quorum read that counts one
+/// key (consistent reads wait for it; the health probe makes it).
+async fn current_revision(pool: &Pool) -> Result<u64, String> {
+    let read = with_failover(pool, true, |c| async move {
+        c.kv_client()
+            .get(b"/".to_vec(), Some(GetOptions::new().with_count_only()))
+            .await
+    })
+    .await?;
+    read.header()
+        .map(|h| h.revision().max(0) as u64)
+        .ok_or_else(|| "etcd answered without a header".to_string())
 }
 
 /// Runs each call as its own task: calls are answered as etcd answers
@@ -299,18 +311,7 @@ async fn serve(pool: Arc<Pool>, inbox: async_channel::Receiver<Call>) {
                     let _ = reply.send(answer);
                 }
                 Call::Revision(reply) => {
-                    let answer = with_failover(&pool, true, |c| async move {
-                        kv(c)
-                            .get(b"/".to_vec(), Some(GetOptions::new().with_count_only()))
-                            .await
-                    })
-                    .await
-                    .and_then(|r| {
-                        r.header()
-                            .map(|h| h.revision().max(0) as u64)
-                            .ok_or_else(|| "etcd answered without a header".to_string())
-                    });
-                    let _ = reply.send(answer);
+                    let _ = reply.send(current_revision(&pool).await);
                 }
             }
         });

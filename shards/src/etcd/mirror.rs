@@ -17,10 +17,11 @@ use super::keys::{object_of, Resolve};
 use crate::messages::ShardMsg;
 use crate::sequencer::Sequencer;
 use crate::store::{Mirrored, MirroredChange};
-use etcd_client::{EventType, GetOptions, WatchOptions, WatchResponse};
+use etcd_client::{EventType, GetOptions, KeyValue, WatchOptions, WatchResponse};
 use kubeshard_cache::StoredObject;
 use kubeshard_core::catalog::ResourceInfo;
 use kubeshard_core::keys::shard_for;
+use serde_json::Value;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -52,18 +53,13 @@ pub async fn load(
             revision = page.header().map_or(0, |h| h.revision().max(0) as u64);
         }
         for kv in page.kvs() {
-            let Ok(key) = kv.key_str() else { continue };
-            let Some((info, ns, name)) = object_of(key, &bridge.prefix, resolve) else {
+            let Some(at) = located(kv, &bridge.prefix, resolve) else {
                 continue;
             };
-            let rev = kv.mod_revision().max(0) as u64;
-            match codec::decode(kv.value(), rev) {
-                Ok(obj) => {
-                    let shard = shard_for(&info.storage_key, &ns, &name, shards);
-                    let stored = Arc::new(StoredObject::encode(&info, &obj, rev));
-                    objects[shard].push((info, stored));
-                }
-                Err(e) => tracing::warn!(key, error = %e, "skipping a value that does not decode"),
+            if let Some(obj) = at.value(kv) {
+                let shard = shard_for(&at.info.storage_key, &at.namespace, &at.name, shards);
+                let stored = Arc::new(StoredObject::encode(&at.info, &obj, at.revision));
+                objects[shard].push((at.info, stored));
             }
         }
         match page.kvs().last() {
@@ -167,7 +163,11 @@ async fn resync(
     );
     let kinds: Arc<crate::store::KindOf> = {
         let resolve = resolve.clone();
-        Arc::new(move |resource: &str| resolve.info(resource))
+        Arc::new(move |resource: &str, namespaced| {
+            resolve
+                .info(resource)
+                .unwrap_or_else(|| resolve.unknown(resource, namespaced))
+        })
     };
     seq.dispatched(revision);
     for (inbox, objects) in inboxes.iter().zip(objects) {
@@ -203,27 +203,22 @@ async fn dispatch(
     let mut parts: Vec<Vec<Mirrored>> = (0..inboxes.len()).map(|_| Vec::new()).collect();
     for ev in events {
         let Some(kv) = ev.kv() else { continue };
-        let Ok(key) = kv.key_str() else { continue };
-        let Some((info, namespace, name)) = object_of(key, prefix, resolve) else {
+        let Some(at) = located(kv, prefix, resolve) else {
             continue;
         };
-        let revision = kv.mod_revision().max(0) as u64;
         let change = match ev.event_type() {
             EventType::Delete => MirroredChange::Delete,
-            EventType::Put => match codec::decode(kv.value(), revision) {
-                Ok(obj) => MirroredChange::Put(obj),
-                Err(e) => {
-                    tracing::warn!(key, error = %e, "skipping a value that does not decode");
-                    continue;
-                }
+            EventType::Put => match at.value(kv) {
+                Some(obj) => MirroredChange::Put(obj),
+                None => continue,
             },
         };
-        let shard = shard_for(&info.storage_key, &namespace, &name, inboxes.len());
+        let shard = shard_for(&at.info.storage_key, &at.namespace, &at.name, inboxes.len());
         parts[shard].push(Mirrored {
-            info,
-            namespace,
-            name,
-            revision,
+            info: at.info,
+            namespace: at.namespace,
+            name: at.name,
+            revision: at.revision,
             change,
         });
     }
@@ -232,6 +227,38 @@ async fn dispatch(
         let _ = inbox.send(ShardMsg::Mirror { changes, through }).await;
     }
     Some(through)
+}
+
+/// Where a key-value of etcd's belongs: the object its key names, and the
+/// revision it was written at.
+struct Located {
+    info: Arc<ResourceInfo>,
+    namespace: String,
+    name: String,
+    revision: u64,
+}
+
+/// None for keys that hold no object this server serves.
+fn located(kv: &KeyValue, prefix: &str, resolve: &dyn Resolve) -> Option<Located> {
+    let (info, namespace, name) = object_of(kv.key_str().ok()?, prefix, resolve)?;
+    Some(Located {
+        info,
+        namespace,
+        name,
+        revision: kv.mod_revision().max(0) as u64,
+    })
+}
+
+impl Located {
+    /// The stored object; None (logged) when the value does not decode.
+    fn value(&self, kv: &KeyValue) -> Option<Value> {
+        codec::decode(kv.value(), self.revision)
+            .map_err(|e| {
+                let key = String::from_utf8_lossy(kv.key());
+                tracing::warn!(%key, error = %e, "skipping a value that does not decode");
+            })
+            .ok()
+    }
 }
 
 /// The first key after every key that starts with `prefix`.

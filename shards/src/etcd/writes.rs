@@ -152,7 +152,7 @@ impl Writer {
                 }
                 Err(e) => return Err(e),
             };
-            let (_, changes) = plan(info, |commit| outcome(old.clone(), step.clone(), commit))?;
+            let changes = plan(info, |commit| outcome(old.clone(), step.clone(), commit))?;
             match self.commit(info, key, old.as_ref(), &changes).await? {
                 Ok(revisions) => {
                     return replay(info, &revisions, |commit| outcome(old, step, commit));
@@ -245,15 +245,15 @@ type Commit<'a> =
 fn plan<T>(
     info: &ResourceInfo,
     decide: impl FnOnce(Commit<'_>) -> Result<T, StorageError>,
-) -> Result<(T, Vec<Planned>), StorageError> {
+) -> Result<Vec<Planned>, StorageError> {
     let mut planned = Vec::new();
     let mut record = |kind, value: Value, _prev| {
         let placeholder = Arc::new(StoredObject::encode_for(info, &value, 0, kind));
         planned.push(Planned { kind, value });
         placeholder
     };
-    let answer = decide(&mut record)?;
-    Ok((answer, planned))
+    decide(&mut record)?;
+    Ok(planned)
 }
 
 /// The decision's answer again, with each change at the revision etcd

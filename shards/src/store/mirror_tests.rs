@@ -90,7 +90,8 @@ proptest! {
                             (info.clone(), Arc::new(obj))
                         })
                         .collect();
-                    let kinds = |_: &str| None;
+                    let configmaps = info.clone();
+                    let kinds = move |_: &str, _| configmaps.clone();
                     store.resync(objects, revision, &kinds);
                     store.finish_batch();
                 }
