@@ -151,25 +151,48 @@ pub(crate) async fn ensure_field(
 }
 
 /// Creates `obj` unless an object of its name exists (whatever it holds:
-/// these are the cluster's to change).
+/// these are the cluster's to change). Over a store other servers share,
+/// they create the same objects at start: the check reads consistently,
+/// and a create that fails because another server's is under way (its
+/// Service IP reserved, the Service not yet stored) counts as done once
+/// that object shows up.
 pub(crate) async fn create_missing(
     api: &Api,
     info: &Arc<ResourceInfo>,
     obj: Value,
 ) -> Result<(), ApiError> {
-    let (ns, name) = (meta::namespace(&obj), meta::name(&obj));
-    if api
-        .storage()
-        .get(&info.storage_key, ns, name)
-        .await
-        .or_status()?
-        .is_some()
-    {
+    /// How long another server's create may take to show up.
+    const OTHERS_CREATE: std::time::Duration = std::time::Duration::from_secs(5);
+    let (ns, name) = (
+        meta::namespace(&obj).to_string(),
+        meta::name(&obj).to_string(),
+    );
+    let exists = || async {
+        let storage = api.storage();
+        storage
+            .consistent_revision(OTHERS_CREATE)
+            .await
+            .or_status()?;
+        let found = storage.get(&info.storage_key, &ns, &name).await;
+        Ok::<_, ApiError>(found.or_status()?.is_some())
+    };
+    if exists().await? {
         return Ok(());
     }
-    match registry::create_as(api, &registry::APISERVER, info, obj).await {
-        Ok(_) => Ok(()),
-        Err(e) if e.code == 409 => Ok(()),
-        Err(e) => Err(e),
+    let refused = match registry::create_as(api, &registry::APISERVER, info, obj).await {
+        Ok(_) => return Ok(()),
+        Err(e) if e.code == 409 => return Ok(()),
+        Err(e) => e,
+    };
+    if !api.storage().sequencer().is_mirrored() {
+        return Err(refused);
     }
+    let deadline = std::time::Instant::now() + OTHERS_CREATE;
+    while std::time::Instant::now() < deadline {
+        if exists().await? {
+            return Ok(());
+        }
+        glommio::timer::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    Err(refused)
 }
