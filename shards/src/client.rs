@@ -348,8 +348,9 @@ impl Storage for ShardClient {
     }
 
     /// The engine is its own store: what is closed is current. Over etcd,
-    /// etcd's revision, once the mirror has reached it (asked to report
-    /// its progress, as kube's cacher asks etcd, when it has not).
+    /// etcd's revision, once the mirror has reached it (asked to mark its
+    /// watch's progress when it has not, where kube's cacher asks etcd
+    /// for a progress notification).
     async fn consistent_revision(&self, timeout: Duration) -> Result<u64, StorageError> {
         #[cfg(feature = "etcd")]
         if let Some(etcd) = &self.etcd {

@@ -35,7 +35,7 @@ pub(super) enum Call {
 #[derive(Clone)]
 pub struct Bridge {
     calls: async_channel::Sender<Call>,
-    /// Asks the mirror's watch for a progress notification.
+    /// Asks the mirror to mark its watch's progress.
     progress: async_channel::Sender<()>,
     pub(super) pool: Arc<Pool>,
     pub(super) prefix: String,
@@ -118,7 +118,7 @@ impl Bridge {
         let _ = self.calls.try_send(Call::Run(Box::pin(work)));
     }
 
-    /// Asks for a progress notification on the mirror's watch (several
+    /// Asks the mirror to mark how far its watch has come (several
     /// asks before it is sent make one).
     pub fn request_progress(&self) {
         let _ = self.progress.try_send(());

@@ -5,7 +5,7 @@
 //! etcd's revision and hands it to the watch hubs as its own writes are.
 //!
 //! Every watch response goes to every shard, with the revision it
-//! completes (its last event's, or a progress notification's): a shard
+//! completes (its last event's): a shard
 //! reports that revision once it has applied and published what came
 //! before it, and the closed revision is the lowest report
 //! ([`crate::sequencer::Sequencer::mirrored`]). One prefix watch gives
@@ -88,10 +88,9 @@ pub async fn follow(
     loop {
         let opts = WatchOptions::new()
             .with_prefix()
-            .with_start_revision(after as i64 + 1)
-            .with_progress_notify();
+            .with_start_revision(after as i64 + 1);
         let (member, mut client) = bridge.pool.pick();
-        let (mut watcher, mut stream) = match client.watch(prefix.as_bytes(), Some(opts)).await {
+        let (_watcher, mut stream) = match client.watch(prefix.as_bytes(), Some(opts)).await {
             Ok(w) => w.split(),
             Err(e) => {
                 bridge.pool.failed(member);
@@ -133,7 +132,7 @@ pub async fn follow(
                     }
                 },
                 Ok(()) = asked.recv() => {
-                    let _ = watcher.request_progress().await;
+                    tokio::spawn(mark_progress(bridge.clone()));
                 }
             }
             if inboxes.iter().all(|i| i.is_closed()) {
@@ -183,6 +182,28 @@ async fn resync(
     Ok(revision)
 }
 
+/// The key a replica writes to learn how far its watch has come: its
+/// event, in revision order behind everything before it, completes the
+/// revision it was written at. (etcd's progress notifications can run
+/// ahead of events still to come on a watch that is catching up — etcd
+/// before 3.4.31/3.5.13, which kube-apiserver refuses to trust for the
+/// same reason — so they are not used.) It names no object: the mirror
+/// hands only its revision on.
+const PROGRESS_KEY: &str = "kubeshard-progress";
+
+/// Writes the progress key, so that its event comes through the watch.
+async fn mark_progress(bridge: Bridge) {
+    let key = format!("{}/{PROGRESS_KEY}", bridge.prefix);
+    let put = super::bridge::with_failover(&bridge.pool, false, |c| {
+        let key = key.clone();
+        async move { c.kv_client().put(key, "", None).await }
+    })
+    .await;
+    if let Err(e) = put {
+        tracing::warn!(error = %e, "could not mark the watch's progress");
+    }
+}
+
 /// Hands one watch response to the shards; answers the revision it
 /// completes, if any.
 async fn dispatch(
@@ -193,13 +214,8 @@ async fn dispatch(
     seq: &Sequencer,
 ) -> Option<u64> {
     let events = resp.events();
-    let through = match events.last() {
-        Some(last) => last.kv()?.mod_revision().max(0) as u64,
-        // A progress notification (the creation answer carries no events
-        // and says nothing of what is still to come).
-        None if !resp.created() => resp.header()?.revision().max(0) as u64,
-        None => return None,
-    };
+    // Only events say how far the watch has come (see `mark_progress`).
+    let through = events.last()?.kv()?.mod_revision().max(0) as u64;
     let mut parts: Vec<Vec<Mirrored>> = (0..inboxes.len()).map(|_| Vec::new()).collect();
     for ev in events {
         let Some(kv) = ev.kv() else { continue };
