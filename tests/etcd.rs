@@ -148,7 +148,10 @@ fn controllers_run_on_one_replica_and_move_when_it_dies() {
         (l["spec"]["holderIdentity"].as_str() != Some(&holder)).then_some(l)
     });
     assert_eq!(taken["spec"]["leaseTransitions"], 1, "{taken}");
-    assert!(leads(&follower));
+    // Its log line may follow the Lease write the GET above saw.
+    eventually(10, "the new leader's log line", || {
+        leads(&follower).then_some(())
+    });
     let (code, _) = follower.post(
         "/api/v1/namespaces",
         &json!({"metadata": {"name": "doomed-2"}}),
