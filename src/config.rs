@@ -36,7 +36,12 @@ pub struct EtcdFlags {
 #[cfg(feature = "etcd")]
 impl EtcdFlags {
     /// The etcd to store in, under `prefix`.
-    pub fn config(&self, prefix: &KeyLayout) -> Result<kubeshard_shards::etcd::EtcdConfig, String> {
+    /// Events expire after `event_ttl`, under etcd leases.
+    pub fn config(
+        &self,
+        prefix: &KeyLayout,
+        event_ttl: std::time::Duration,
+    ) -> Result<kubeshard_shards::etcd::EtcdConfig, String> {
         if self.etcd_servers.is_empty() {
             return Err("--storage=etcd needs --etcd-servers".into());
         }
@@ -54,6 +59,7 @@ impl EtcdFlags {
             prefix: prefix.prefix().to_string(),
             tls,
             compaction: Some(self.etcd_compaction_interval).filter(|d| !d.is_zero()),
+            expiring: vec![(prefix.builtin("", "events"), event_ttl)],
         })
     }
 }

@@ -287,6 +287,7 @@ fn start_controllers(
                 aggregator::controller::start(api.clone(), catalog.clone());
                 glommio::spawn_local(controllers::run(api.clone(), catalog, enabled)).detach();
                 glommio::spawn_local(flowcontrol::keep_bootstrap(api.clone())).detach();
+                glommio::spawn_local(controllers::kubernetes_service::run(api.clone())).detach();
                 api.mark_ready();
                 tracing::info!("ready");
             }
@@ -378,7 +379,7 @@ fn open_storage(
         }
         #[cfg(feature = "etcd")]
         "etcd" => {
-            let cfg = flags.etcd.config(&flags.etcd_prefix)?;
+            let cfg = flags.etcd.config(&flags.etcd_prefix, flags.event_ttl)?;
             return storage::etcd::open(&cfg, shards, catalog);
         }
         #[cfg(not(feature = "etcd"))]

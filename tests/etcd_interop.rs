@@ -40,6 +40,17 @@ impl Drop for KubeApiserver {
 
 impl KubeApiserver {
     fn start(bin: &Path, etcd: &str) -> Self {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        Self::start_on(bin, etcd, port, "127.0.0.1")
+    }
+
+    /// On 127.0.0.1:`port`, advertising `advertise` (the address its
+    /// endpoint reconciler writes).
+    fn start_on(bin: &Path, etcd: &str, port: u16, advertise: &str) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let pki = dir.path().join("pki");
         let root = env!("CARGO_MANIFEST_DIR");
@@ -55,11 +66,6 @@ impl KubeApiserver {
             .unwrap()
             .success();
         assert!(ok, "certificate generation failed");
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
         let p = |f: &str| pki.join(f).to_str().unwrap().to_string();
         let log = std::fs::File::create(dir.path().join("kube-apiserver.log")).unwrap();
         let child = Command::new(bin)
@@ -68,7 +74,7 @@ impl KubeApiserver {
                 "--bind-address",
                 "127.0.0.1",
                 "--advertise-address",
-                "127.0.0.1",
+                advertise,
             ])
             .args(["--service-cluster-ip-range", "10.0.0.0/24"])
             .args(["--authorization-mode", "Node,RBAC"])
@@ -130,10 +136,14 @@ impl KubeApiserver {
     }
 
     fn apply(&self, obj: &Value) {
+        self.create(obj)
+            .unwrap_or_else(|e| panic!("kube-apiserver create: {e}"));
+    }
+
+    fn create(&self, obj: &Value) -> Result<String, String> {
         let file = tempfile::NamedTempFile::new().unwrap();
         std::fs::write(file.path(), obj.to_string()).unwrap();
         self.kubectl(&["create", "-f", file.path().to_str().unwrap()])
-            .unwrap_or_else(|e| panic!("kube-apiserver create: {e}"));
     }
 }
 
@@ -277,4 +287,82 @@ fn kube_apiserver_and_kubeshard_share_their_objects() {
     assert_eq!(first["type"], "ADDED", "{stream}");
     assert_eq!(first["object"]["metadata"]["name"], "seen-by-kube");
     assert_eq!(rv(&first["object"]), rv(&created));
+}
+
+fn node_port_service(name: &str, node_port: u16) -> Value {
+    json!({"apiVersion": "v1", "kind": "Service",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {"type": "NodePort", "selector": {"app": name},
+                 "ports": [{"port": 80, "protocol": "TCP", "nodePort": node_port}]}})
+}
+
+/// What kube-apiserver keeps beside the objects, shared: the node-port
+/// bitmap (neither server hands out a port the other holds) and the
+/// `kubernetes` Service's endpoints (each server's lease, both listed).
+#[test]
+fn kube_apiserver_and_kubeshard_share_node_ports_and_endpoints() {
+    let Some(bin) = kube_bin_dir() else {
+        eprintln!(
+            "skipping: no kube-apiserver (run ../shared/tools/build-kube.sh, or set KUBE_BIN_DIR)"
+        );
+        return;
+    };
+    let Some(etcd) = EtcdCluster::start(1) else {
+        return;
+    };
+    // One secure port (the endpoints hold one), on two loopback addresses.
+    let port = std::net::TcpListener::bind("127.0.0.2:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let kas = KubeApiserver::start_on(
+        &bin.join("kube-apiserver"),
+        &etcd.servers(),
+        port,
+        "192.0.2.21",
+    );
+    let port = port.to_string();
+    let ks = etcd.replica(
+        1,
+        &[
+            "--secure-port",
+            &port,
+            "--bind-address",
+            "127.0.0.2",
+            "--advertise-address",
+            "192.0.2.22",
+        ],
+    );
+
+    kas.apply(&node_port_service("kube-holds", 30100));
+    let (code, status) = ks.post(
+        &format!("{NS}/services"),
+        &node_port_service("asks-kubes", 30100),
+    );
+    assert_eq!(code, 422, "{status}");
+    assert!(
+        status["message"]
+            .as_str()
+            .unwrap()
+            .contains("already allocated"),
+        "{status}"
+    );
+    let (code, svc) = ks.post(&format!("{NS}/services"), &node_port_service("ours", 30101));
+    assert_eq!(code, 201, "{svc}");
+    let refused = kas
+        .create(&node_port_service("asks-ours", 30101))
+        .unwrap_err();
+    assert!(
+        refused.contains("provided port is already allocated"),
+        "{refused}"
+    );
+
+    let both = json!([{"ip": "192.0.2.21"}, {"ip": "192.0.2.22"}]);
+    eventually(60, "both servers in the kubernetes endpoints", || {
+        let theirs = kas.get(&format!("{NS}/endpoints/kubernetes"));
+        let (_, ours) = ks.get(&format!("{NS}/endpoints/kubernetes"));
+        (theirs["subsets"][0]["addresses"] == both && ours["subsets"][0]["addresses"] == both)
+            .then_some(())
+    });
 }

@@ -34,6 +34,11 @@ impl PortPool {
         }
     }
 
+    /// The first and last port of the range.
+    pub fn bounds(&self) -> (u16, u16) {
+        (self.first, self.last)
+    }
+
     /// `30000-32767`, as kube prints the range in its messages.
     pub fn range(&self) -> String {
         format!("{}-{}", self.first, self.last)
@@ -94,6 +99,44 @@ impl PortPool {
     }
 }
 
+/// kube's stored form of a pool (a RangeAllocation's `data`): the taken
+/// ports as a big integer's big-endian bytes, bit `i` standing for the
+/// range's `i`th port (Go's `big.Int.Bytes()` of its allocation bitmap).
+impl PortPool {
+    /// A pool holding what `bitmap` says is taken, ready.
+    pub fn from_bitmap(first: u16, last: u16, bitmap: &[u8]) -> Self {
+        let pool = Self::new(first, last);
+        let taken = bitmap.iter().rev().enumerate().flat_map(|(byte, bits)| {
+            (0..8)
+                .filter(move |b| bits & (1 << b) != 0)
+                .map(move |b| byte * 8 + b)
+        });
+        let span = usize::from(last - first);
+        pool.load(taken.filter(|i| *i <= span).map(|i| first + i as u16));
+        pool
+    }
+
+    /// The taken ports as kube stores them (no leading zero bytes).
+    pub fn bitmap(&self) -> Vec<u8> {
+        let taken = self.taken.lock();
+        let Some(top) = taken.iter().next_back() else {
+            return Vec::new();
+        };
+        let len = usize::from(top - self.first) / 8 + 1;
+        let mut out = vec![0u8; len];
+        for p in taken.iter() {
+            let i = usize::from(p - self.first);
+            out[len - 1 - i / 8] |= 1 << (i % 8);
+        }
+        out
+    }
+
+    /// Whether `port` is taken.
+    pub fn is_taken(&self, port: u16) -> bool {
+        self.taken.lock().contains(&port)
+    }
+}
+
 /// Parses a range as kube's flags write it (`30000-32767`, both ends
 /// taken).
 pub fn parse_range(s: &str) -> Result<(u16, u16), String> {
@@ -118,6 +161,24 @@ mod tests {
         assert!(parse_range("32767-30000").is_err());
         assert!(parse_range("30000").is_err());
         assert!(parse_range("0-10").is_err());
+    }
+
+    #[test]
+    fn the_bitmap_is_kubes_big_endian_integer() {
+        let pool = PortPool::new(30000, 30020);
+        pool.load([30000, 30009, 30020]);
+        // Bits 0, 9 and 20: 0x10_02_01.
+        assert_eq!(pool.bitmap(), vec![0x10, 0x02, 0x01]);
+        let back = PortPool::from_bitmap(30000, 30020, &pool.bitmap());
+        assert!(back.check_ready().is_ok());
+        assert!(back.is_taken(30009) && back.is_taken(30020) && !back.is_taken(30001));
+        assert_eq!(back.bitmap(), pool.bitmap());
+        assert!(PortPool::new(1, 2).bitmap().is_empty());
+        // Bits past the range (a narrower range than the writer's) are dropped.
+        assert_eq!(
+            PortPool::from_bitmap(30000, 30004, &[0x01, 0x01]).bitmap(),
+            vec![0x01]
+        );
     }
 
     #[test]

@@ -69,6 +69,15 @@ impl ShardClient {
         None
     }
 
+    /// kube's bookkeeping keys, when the store is shared with other
+    /// servers (see [`crate::shared_keys`]).
+    pub fn shared_keys(&self) -> Option<&crate::shared_keys::SharedKeys> {
+        #[cfg(feature = "etcd")]
+        return self.etcd.as_ref();
+        #[cfg(not(feature = "etcd"))]
+        None
+    }
+
     /// Sends this executor's writes to etcd.
     #[cfg(feature = "etcd")]
     pub fn write_to(&mut self, writer: crate::etcd::Writer) {

@@ -16,6 +16,7 @@ pub mod etcd;
 pub mod messages;
 pub mod runtime;
 pub mod sequencer;
+pub mod shared_keys;
 pub mod storage;
 pub mod store;
 

@@ -2,7 +2,8 @@
 //! that long after its last write, as kube-apiserver keeps events under
 //! an etcd lease that every write renews. Without it a busy cluster's
 //! Events only ever grow. Part of the API server rather than of the
-//! controller-manager, so it runs whichever controllers are chosen.
+//! controller-manager, so it runs whichever controllers are chosen; with
+//! `--storage etcd` the events are under those leases and this is off.
 
 use super::informer::Change;
 use super::queue::WorkQueue;

@@ -209,12 +209,15 @@ controller!(
     EventTtl
 );
 
-/// The enabled controllers, built, and the API server's own event expiry.
+/// The enabled controllers, built, and the API server's own event expiry
+/// (which etcd does itself, by leases, when it is the store).
 fn build(api: &Api, enabled: &Enabled) -> Vec<Box<dyn Controller>> {
     let keys = &api.config.keys;
     let security = &api.security.config;
-    let mut out: Vec<Box<dyn Controller>> =
-        vec![Box::new(EventTtl::new(keys, api.config.event_ttl))];
+    let mut out: Vec<Box<dyn Controller>> = Vec::new();
+    if !api.storage().sequencer().is_mirrored() {
+        out.push(Box::new(EventTtl::new(keys, api.config.event_ttl)));
+    }
     for name in &enabled.0 {
         out.push(match *name {
             GARBAGE_COLLECTOR => Box::new(GarbageCollector::default()),

@@ -66,11 +66,11 @@ pub async fn ensure(api: &Api) -> Result<(), ApiError> {
     )
     .await?;
     let wanted = authentication_data(&api.security.config);
-    ensure_field(
+    ensure_fields(
         api,
         &config_maps,
         config_map(AUTHENTICATION, wanted),
-        "data",
+        &["data"],
     )
     .await
 }
@@ -119,16 +119,25 @@ fn config_map(name: &str, data: Value) -> Value {
     })
 }
 
-/// Creates `obj`, or writes its `field` back into the existing object of
-/// its name when that differs (content the server owns).
-pub(crate) async fn ensure_field(
+/// Creates `obj`, or writes its `fields` back into the existing object
+/// of its name when they differ (content the server owns).
+pub(crate) async fn ensure_fields(
     api: &Api,
     info: &Arc<ResourceInfo>,
     obj: Value,
-    field: &'static str,
+    fields: &'static [&'static str],
 ) -> Result<(), ApiError> {
     let (ns, name) = (meta::namespace(&obj), meta::name(&obj));
-    let wanted = obj.get(field).cloned().unwrap_or(Value::Null);
+    let wanted: Vec<Value> = fields
+        .iter()
+        .map(|f| obj.get(*f).cloned().unwrap_or(Value::Null))
+        .collect();
+    let differs = |have: &Value| {
+        fields
+            .iter()
+            .zip(&wanted)
+            .any(|(f, w)| have.get(*f).unwrap_or(&Value::Null) != w)
+    };
     match api
         .storage()
         .get(&info.storage_key, ns, name)
@@ -136,11 +145,19 @@ pub(crate) async fn ensure_field(
         .or_status()?
     {
         None => create_missing(api, info, obj).await,
-        Some(have) if have.to_value().get(field) == Some(&wanted) => Ok(()),
+        Some(have) if !differs(&have.to_value()) => Ok(()),
         Some(_) => {
             let at = registry::Addressed::object(info, ns, name);
             let mutation = Box::new(move |new: &mut Value| {
-                new[field] = wanted.clone();
+                for (f, w) in fields.iter().zip(&wanted) {
+                    match w {
+                        Value::Null => new.as_object_mut().map(|o| o.remove(*f)),
+                        w => {
+                            new[*f] = w.clone();
+                            None
+                        }
+                    };
+                }
                 Ok(true)
             });
             registry::update_with(api, &registry::APISERVER, at, mutation)

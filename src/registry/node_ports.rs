@@ -3,16 +3,23 @@
 //! exposes on the nodes, and the health-check port of a LoadBalancer
 //! with `externalTrafficPolicy: Local`.
 //!
-//! kube keeps the taken ports as a bitmap in storage; kubeshard keeps them
-//! in memory ([`PortPool`], shared by every executor) and rebuilds them
-//! from the stored Services at start — what kube's repair loop does —
-//! before any Service write may draw from them. A port
-//! is reserved before the Service is stored and given back when the write
-//! fails, when the Service stops using it, or when it is deleted.
+//! A port is reserved before the Service is stored and given back when
+//! the write fails, when the Service stops using it, or when it is
+//! deleted. Where the taken ports live depends on the store:
+//!
+//! - a store of its own: in memory ([`PortPool`], shared by every
+//!   executor), rebuilt from the stored Services at start — what kube's
+//!   repair loop does — before any Service write may draw from it;
+//! - a store shared with other servers (etcd): where kube-apiserver keeps
+//!   them, a RangeAllocation bitmap at `ranges/servicenodeports`, changed
+//!   only by compare-and-swap, so replicas (and kube-apiservers) on one
+//!   etcd never hand out one port twice.
 
 use crate::context::Api;
+use crate::storage::StorageResult;
 use kubeshard_core::portpool::{PortPool, Refused};
 use kubeshard_core::status::{field_forbidden, field_invalid_raw, ApiError, StatusCause};
+use kubeshard_shards::shared_keys::SharedKeys;
 use serde_json::{json, Value};
 
 fn spec_str<'a>(svc: &'a Value, key: &str) -> &'a str {
@@ -64,7 +71,7 @@ fn ports(svc: &Value) -> &[Value] {
 /// it held before for the same port, as kube does), reserving each new
 /// one. Answers the ports reserved, for [`NodePorts::release`] if the
 /// write fails.
-pub fn assign(
+pub async fn assign(
     api: &Api,
     new: &mut Value,
     old: Option<&Value>,
@@ -109,20 +116,136 @@ pub fn assign(
     if !needs_node_ports(new) && !needs_health_check(new) {
         return Ok(vec![]);
     }
+    let refused = |f: Fill| match f {
+        Fill::Invalid(c) => invalid(vec![c]),
+        Fill::Full => ApiError::internal(&format!(
+            "failed to allocate a nodePort: range {} is full",
+            pool.range()
+        )),
+    };
+    if let Some(keys) = api.storage().shared_keys() {
+        return assign_shared(keys, pool, new, old, &before, dry_run, refused).await;
+    }
     pool.check_ready()?;
     let mut reserved: Vec<u16> = Vec::new();
     let result = fill(pool, new, old, &before, dry_run, &mut reserved);
     if result.is_err() && !dry_run {
         pool.release(&reserved);
     }
-    result.map_err(|c| match c {
-        Fill::Invalid(c) => invalid(vec![c]),
-        Fill::Full => ApiError::internal(&format!(
-            "failed to allocate a nodePort: range {} is full",
-            pool.range()
-        )),
-    })?;
+    result.map_err(refused)?;
     Ok(if dry_run { vec![] } else { reserved })
+}
+
+/// Where kube keeps the taken node ports, under the store's prefix.
+const RANGE_KEY: &str = "ranges/servicenodeports";
+
+/// How often a change to the shared bitmap is tried again after other
+/// writers changed it first, before the request fails.
+const SWAP_ATTEMPTS: usize = 32;
+
+/// The shared bitmap as a pool (with the revision a swap compares), or
+/// an empty one where no server has written it yet.
+async fn shared_pool(
+    keys: &SharedKeys,
+    range: &PortPool,
+) -> Result<(PortPool, Option<i64>), ApiError> {
+    let (first, last) = range.bounds();
+    let Some(stored) = keys.raw_get(RANGE_KEY).await.or_status()? else {
+        return Ok((PortPool::from_bitmap(first, last, &[]), None));
+    };
+    let (stored_range, bitmap) =
+        kubeshard_core::protobuf::decode_range_allocation(&stored.value)
+            .map_err(|e| ApiError::internal(&format!("the stored node port bitmap: {e}")))?;
+    if stored_range != range.range() {
+        return Err(ApiError::internal(&format!(
+            "the stored node port range {stored_range} is not this server's \
+             --service-node-port-range {}",
+            range.range()
+        )));
+    }
+    Ok((
+        PortPool::from_bitmap(first, last, &bitmap),
+        Some(stored.revision),
+    ))
+}
+
+/// Changes the shared bitmap by `change` (which answers None when it
+/// changes nothing), retrying on the current bitmap when another writer
+/// got in first.
+async fn swap_shared<T>(
+    keys: &SharedKeys,
+    range: &PortPool,
+    mut change: impl FnMut(&PortPool) -> Result<Option<T>, ApiError>,
+) -> Result<Option<T>, ApiError> {
+    for _ in 0..SWAP_ATTEMPTS {
+        let (pool, revision) = shared_pool(keys, range).await?;
+        let Some(done) = change(&pool)? else {
+            return Ok(None);
+        };
+        let stored =
+            kubeshard_core::protobuf::encode_range_allocation(&range.range(), &pool.bitmap());
+        if keys
+            .raw_swap(RANGE_KEY, revision, stored)
+            .await
+            .or_status()?
+        {
+            return Ok(Some(done));
+        }
+    }
+    Err(ApiError::new(
+        409,
+        "Conflict",
+        "the node port bitmap kept changing under this write; try again",
+    ))
+}
+
+/// [`assign`] over the shared bitmap: the ports are filled in on the
+/// bitmap as it is now, and kept only if the bitmap was not changed
+/// meanwhile.
+async fn assign_shared(
+    keys: &SharedKeys,
+    range: &PortPool,
+    new: &mut Value,
+    old: Option<&Value>,
+    before: &[u16],
+    dry_run: bool,
+    refused: impl Fn(Fill) -> ApiError,
+) -> Result<Vec<u16>, ApiError> {
+    let mut filled = None;
+    let reserved = swap_shared(keys, range, |pool| {
+        let mut attempt = new.clone();
+        let mut reserved = Vec::new();
+        fill(pool, &mut attempt, old, before, dry_run, &mut reserved).map_err(&refused)?;
+        filled = Some(attempt);
+        Ok((!dry_run && !reserved.is_empty()).then_some(reserved))
+    })
+    .await?;
+    if let Some(filled) = filled {
+        *new = filled;
+    }
+    Ok(reserved.unwrap_or_default())
+}
+
+/// Gives `ports` back (a write that was not stored, a Service that let
+/// them go). A failure leaves them taken, which only wastes them.
+pub async fn release(api: &Api, ports: &[u16]) {
+    if ports.is_empty() {
+        return;
+    }
+    let pool = &api.config.node_ports;
+    let Some(keys) = api.storage().shared_keys() else {
+        pool.release(ports);
+        return;
+    };
+    let gave_back = swap_shared(keys, pool, |shared| {
+        let held = ports.iter().any(|p| shared.is_taken(*p));
+        shared.release(ports);
+        Ok(held.then_some(()))
+    })
+    .await;
+    if let Err(e) = gave_back {
+        tracing::warn!(?ports, error = %e.message, "node ports could not be given back");
+    }
 }
 
 enum Fill {
@@ -237,19 +360,35 @@ fn drop_unneeded(new: &mut Value, old: Option<&Value>, before: &[u16]) {
 
 /// After a Service update is stored: the node ports it held before and
 /// holds no longer go back to the pool.
-pub fn release_dropped(api: &Api, old: &Value, new: &Value) {
+pub async fn release_dropped(api: &Api, old: &Value, new: &Value) {
     let now = held(new);
     let dropped: Vec<u16> = held(old).into_iter().filter(|p| !now.contains(p)).collect();
-    api.config.node_ports.release(&dropped);
+    release(api, &dropped).await;
 }
 
 /// At start: every stored Service's node ports are taken, then writes may
-/// draw from the pool.
+/// draw from the pool. Over a shared store they are added to the shared
+/// bitmap (which may hold more: other servers' writes under way).
 pub async fn repair(api: &Api) -> Result<(), ApiError> {
     let services = api.builtin("", "services")?;
     let listed = crate::storage::list_all(api.storage(), &services).await?;
-    api.config
-        .node_ports
-        .load(listed.iter().flat_map(|svc| held(&svc.to_value())));
+    let in_use: Vec<u16> = listed
+        .iter()
+        .flat_map(|svc| held(&svc.to_value()))
+        .collect();
+    let pool = &api.config.node_ports;
+    if let Some(keys) = api.storage().shared_keys() {
+        swap_shared(keys, pool, |shared| {
+            let missing: Vec<u16> = in_use
+                .iter()
+                .copied()
+                .filter(|p| !shared.is_taken(*p))
+                .collect();
+            shared.load(missing.iter().copied());
+            Ok((!missing.is_empty()).then_some(()))
+        })
+        .await?;
+    }
+    pool.load(in_use);
     Ok(())
 }

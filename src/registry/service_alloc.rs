@@ -42,7 +42,7 @@ pub async fn before_write(
         }
         Some(_) => Vec::new(),
     };
-    match node_ports::assign(api, new, old, dry_run) {
+    match node_ports::assign(api, new, old, dry_run).await {
         Ok(node_ports) => Ok(Taken { ips, node_ports }),
         Err(e) => {
             let namespace = kubeshard_core::meta::namespace(new).to_string();
@@ -73,7 +73,7 @@ fn drop_cluster_ips(new: &mut Value, old: &Value) {
 /// The write was not stored: everything it reserved goes back.
 pub async fn undo(api: &Api, namespace: &str, name: &str, taken: Taken) {
     service_ips::release(api, namespace, name, &taken.ips).await;
-    api.config.node_ports.release(&taken.node_ports);
+    node_ports::release(api, &taken.node_ports).await;
 }
 
 /// An update was stored: what the old Service held and the new one does
@@ -85,11 +85,11 @@ pub async fn after_update(api: &Api, namespace: &str, name: &str, old: &Value, n
         .filter(|ip| !now.contains(ip))
         .collect();
     service_ips::release(api, namespace, name, &dropped).await;
-    node_ports::release_dropped(api, old, new);
+    node_ports::release_dropped(api, old, new).await;
 }
 
 /// A Service is gone: everything it held goes back.
 pub async fn after_delete(api: &Api, namespace: &str, name: &str, gone: &Value) {
     service_ips::release(api, namespace, name, &service_ips::held(gone)).await;
-    api.config.node_ports.release(&node_ports::held(gone));
+    node_ports::release(api, &node_ports::held(gone)).await;
 }

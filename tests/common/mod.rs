@@ -97,6 +97,13 @@ impl Server {
         } else {
             &["--controllers=*,-root-ca-cert-publisher"][..]
         };
+        // Or its own secure address (replicas on one port, each on its
+        // own loopback address).
+        let secure = if extra.contains(&"--secure-port") {
+            &[][..]
+        } else {
+            &["--secure-port", "0", "--bind-address", "127.0.0.1"][..]
+        };
         let mut command = Command::new(binary());
         if let Some(n) = fd_limit {
             use std::os::unix::process::CommandExt;
@@ -118,7 +125,7 @@ impl Server {
             .args(["--shards", &shards.to_string()])
             .arg("--port-file")
             .arg(&port_file)
-            .args(["--secure-port", "0", "--bind-address", "127.0.0.1"])
+            .args(secure)
             .arg("--secure-port-file")
             .arg(&secure_port_file)
             .arg("--data-dir")

@@ -26,6 +26,7 @@
 mod decode;
 mod encode;
 mod jsonschema;
+mod range_allocation;
 mod schema;
 mod special;
 mod wire;
@@ -37,6 +38,7 @@ mod fixture_tests;
 #[cfg(test)]
 mod tests;
 
+pub use range_allocation::{decode_range_allocation, encode_range_allocation};
 use serde_json::{Map, Value};
 use std::ops::Range;
 use wire::{key, varint, varint_len, Reader, LEN};

@@ -27,6 +27,8 @@ pub(super) enum Call {
     ),
     /// The store's current revision (a linearizable read).
     Revision(oneshot::Sender<Result<u64, String>>),
+    /// A lease keeping a key for at least this long (see [`super::leases`]).
+    Lease(Duration, oneshot::Sender<Result<i64, String>>),
     /// Work that lives on the etcd thread (the mirror's watch).
     Run(std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>),
 }
@@ -106,6 +108,10 @@ impl Bridge {
 
     pub async fn revision(&self) -> Result<u64, String> {
         self.call(Call::Revision).await
+    }
+
+    pub async fn lease(&self, ttl: Duration) -> Result<i64, String> {
+        self.call(|tx| Call::Lease(ttl, tx)).await
     }
 
     /// Whether etcd answered the last health probe (kube's `etcd` check).
@@ -288,8 +294,10 @@ async fn current_revision(pool: &Pool) -> Result<u64, String> {
 /// Runs each call as its own task: calls are answered as etcd answers
 /// them, not in arrival order.
 async fn serve(pool: Arc<Pool>, inbox: async_channel::Receiver<Call>) {
+    let leases = Arc::new(tokio::sync::Mutex::new(super::leases::Leases::default()));
     while let Ok(call) = inbox.recv().await {
         let pool = pool.clone();
+        let leases = leases.clone();
         tokio::spawn(async move {
             let kv = |c: Client| c.kv_client().max_decoding_message_size(usize::MAX);
             match call {
@@ -312,6 +320,9 @@ async fn serve(pool: Arc<Pool>, inbox: async_channel::Receiver<Call>) {
                 }
                 Call::Revision(reply) => {
                     let _ = reply.send(current_revision(&pool).await);
+                }
+                Call::Lease(ttl, reply) => {
+                    let _ = reply.send(leases.lock().await.get(&pool, ttl).await);
                 }
             }
         });

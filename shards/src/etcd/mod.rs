@@ -17,7 +17,9 @@ pub mod bridge;
 pub mod codec;
 mod compactor;
 pub mod keys;
+mod leases;
 pub mod mirror;
+pub mod raw;
 mod revision;
 pub mod writes;
 
@@ -40,6 +42,10 @@ pub struct EtcdConfig {
     pub tls: Option<TlsFiles>,
     /// How often history is compacted (None: never, left to others).
     pub compaction: Option<std::time::Duration>,
+    /// Resources whose objects expire (by storage key): written under an
+    /// etcd lease of this lifetime, renewed by every write (kube's
+    /// `--event-ttl` for Events).
+    pub expiring: Vec<(Arc<str>, std::time::Duration)>,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -57,6 +63,7 @@ pub type Loaded = Vec<Vec<(Arc<str>, Arc<StoredObject>)>>;
 #[derive(Clone)]
 pub struct Etcd {
     pub bridge: Bridge,
+    expiring: Arc<[(Arc<str>, std::time::Duration)]>,
     asked: async_channel::Receiver<()>,
     resolve: Arc<dyn Resolve>,
 }
@@ -92,6 +99,7 @@ impl Etcd {
         Ok((
             Self {
                 bridge,
+                expiring: cfg.expiring.clone().into(),
                 asked,
                 resolve,
             },
@@ -115,6 +123,6 @@ impl Etcd {
     }
 
     pub fn writer(&self) -> Writer {
-        Writer::new(self.bridge.clone())
+        Writer::new(self.bridge.clone(), self.expiring.clone())
     }
 }

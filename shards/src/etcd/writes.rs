@@ -15,13 +15,16 @@ use super::codec;
 use crate::backend::{StorageError, UpdateFn};
 use crate::store::outcome::{self, contained};
 use crate::store::{DeleteOutcome, DeletePlan, UpdateOutcome};
-use etcd_client::{Compare, CompareOp, GetOptions, KeyValue, Txn, TxnOp, TxnOpResponse};
+use etcd_client::{
+    Compare, CompareOp, GetOptions, KeyValue, PutOptions, Txn, TxnOp, TxnOpResponse,
+};
 use kubeshard_cache::{EventType, StoredObject};
 use kubeshard_core::catalog::ResourceInfo;
 use kubeshard_core::keys::KeyLayout;
 use kubeshard_core::meta;
 use serde_json::Value;
 use std::sync::Arc;
+use std::time::Duration;
 
 /// One change a decision makes to a key, in order.
 struct Planned {
@@ -35,8 +38,10 @@ type Current = Option<Arc<StoredObject>>;
 /// The executor's side of the etcd backend's writes.
 #[derive(Clone)]
 pub struct Writer {
-    bridge: Bridge,
+    pub(super) bridge: Bridge,
     revisions: std::rc::Rc<super::revision::RevisionReads>,
+    /// Resources whose objects live under leases, and for how long.
+    expiring: Arc<[(Arc<str>, Duration)]>,
 }
 
 fn unavailable(e: String) -> StorageError {
@@ -44,11 +49,22 @@ fn unavailable(e: String) -> StorageError {
 }
 
 impl Writer {
-    pub fn new(bridge: Bridge) -> Self {
+    pub fn new(bridge: Bridge, expiring: Arc<[(Arc<str>, Duration)]>) -> Self {
         Self {
             bridge,
             revisions: Default::default(),
+            expiring,
         }
+    }
+
+    /// How a value of `info` is put: under a lease when its objects
+    /// expire (every write renews the lifetime, as kube's TTL does).
+    async fn put_options(&self, info: &ResourceInfo) -> Result<Option<PutOptions>, StorageError> {
+        let Some((_, ttl)) = self.expiring.iter().find(|(r, _)| *r == info.storage_key) else {
+            return Ok(None);
+        };
+        let lease = self.bridge.lease(*ttl).await.map_err(unavailable)?;
+        Ok(Some(PutOptions::new().with_lease(lease)))
     }
 
     /// etcd's current revision, read through a quorum: what a consistent
@@ -75,9 +91,14 @@ impl Writer {
         mut obj: Value,
     ) -> Result<Arc<StoredObject>, StorageError> {
         let key = KeyLayout::object_key(&info.storage_key, meta::namespace(&obj), meta::name(&obj));
+        let put = TxnOp::put(
+            key.clone(),
+            codec::encode(info, &obj),
+            self.put_options(info).await?,
+        );
         let txn = Txn::new()
-            .when([Compare::create_revision(key.clone(), CompareOp::Equal, 0)])
-            .and_then([TxnOp::put(key, codec::encode(info, &obj), None)]);
+            .when([Compare::create_revision(key, CompareOp::Equal, 0)])
+            .and_then([put]);
         let resp = self.bridge.txn(txn).await.map_err(unavailable)?;
         if !resp.succeeded() {
             return Err(StorageError::AlreadyExists);
@@ -193,7 +214,11 @@ impl Writer {
             };
             let op = match change.kind {
                 EventType::Deleted => TxnOp::delete(key, None),
-                _ => TxnOp::put(key, codec::encode(info, &change.value), None),
+                _ => TxnOp::put(
+                    key,
+                    codec::encode(info, &change.value),
+                    self.put_options(info).await?,
+                ),
             };
             let txn = Txn::new()
                 .when([compare])
