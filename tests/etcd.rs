@@ -330,6 +330,37 @@ fn a_replica_behind_compacted_history_catches_up() {
     assert!(revisions.windows(2).all(|w| w[0] <= w[1]), "{revisions:?}");
 }
 
+/// A client whose watch moves to a replica started after its resource
+/// version (a load balancer's choice) is told 410 Expired, as by a
+/// restarted kube-apiserver, relists there and watches on.
+#[test]
+fn a_watch_moving_to_a_newer_replica_gets_410_and_relists() {
+    let Some(etcd) = EtcdCluster::start(1) else {
+        return;
+    };
+    let a = etcd.replica(1, &[]);
+    let (code, first) = a.post(CMS, &configmap("before", json!({})));
+    assert_eq!(code, 201);
+    assert_eq!(a.post(CMS, &configmap("after", json!({}))).0, 201);
+    let c = etcd.replica(1, &[]);
+    let mut watch = c.watch(&format!("{CMS}?watch=1&resourceVersion={}", rv(&first)));
+    let expired = watch.next_event().expect("an event");
+    assert_eq!(expired["type"], "ERROR", "{expired}");
+    assert_eq!(expired["object"]["code"], 410, "{expired}");
+    assert_eq!(expired["object"]["reason"], "Expired", "{expired}");
+    let (_, list) = c.get(CMS);
+    assert_eq!(names(&list), names(&a.get(CMS).1));
+    let from = list["metadata"]["resourceVersion"].as_str().unwrap();
+    let mut watch = c.watch(&format!("{CMS}?watch=1&resourceVersion={from}"));
+    assert_eq!(a.post(CMS, &configmap("later", json!({}))).0, 201);
+    let next = watch.next_event().expect("an event");
+    assert_eq!(
+        (next["type"].as_str(), next["object"]["metadata"]["name"].as_str()),
+        (Some("ADDED"), Some("later")),
+        "{next}"
+    );
+}
+
 fn signal(s: &Server, sig: &str) {
     let ok = std::process::Command::new("kill")
         .args([&format!("-{sig}"), &s.pid().to_string()])

@@ -1,6 +1,6 @@
 //! The seam between the registry and storage, shaped like kube's
 //! `storage.Interface`: what the registry needs of any backend (this
-//! sharded engine in memory or on its write-ahead log today, etcd later).
+//! sharded engine in memory, on its write-ahead log, or mirroring etcd).
 //!
 //! Storage knows keys, revisions and bytes, not the API: its errors say
 //! what happened to a key ([`StorageError`]) and the registry turns them
@@ -13,7 +13,8 @@
 //! object stamped with the revision the backend assigned, and
 //! [`Storage::progress`] tells up to which revision every write is visible
 //! to reads and on its way to the watch feed (the engine's closed
-//! revision; etcd's would be its progress notifications). Each executor's
+//! revision; over etcd, the revision every shard's share of the mirrored
+//! watch has reached). Each executor's
 //! watch hub is fed by the backend's [`WatchFeed`], released up to that
 //! same progress.
 

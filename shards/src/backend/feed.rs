@@ -3,7 +3,7 @@
 //! nothing more will come (its progress signal). The hub releases events
 //! to watchers only up to that revision, so each watcher sees one total
 //! order whatever order the parts of a backend deliver in — the engine's
-//! shards, or the watch streams and progress notifications of etcd.
+//! shards, or the etcd watch the mirror hands to every shard.
 
 use crate::store::EventBatch;
 use futures_lite::future;
