@@ -31,6 +31,24 @@ pub struct EtcdFlags {
     /// compact).
     #[arg(long, default_value = "5m", value_parser = parse_duration)]
     pub etcd_compaction_interval: Duration,
+
+    /// kube's per-resource etcd servers (`group/resource#url;url`, comma
+    /// separated). Accepted as kube writes it and refused at start:
+    /// kubeshard orders every watch and list by one revision sequence, one
+    /// etcd cluster's, so a resource cannot live in another cluster.
+    #[arg(long, value_delimiter = ',', value_parser = parse_server_override)]
+    pub etcd_servers_overrides: Vec<String>,
+}
+
+/// One `--etcd-servers-overrides` entry, checked as kube checks it.
+fn parse_server_override(s: &str) -> Result<String, String> {
+    let (resource, servers) = s
+        .split_once('#')
+        .ok_or_else(|| format!("{s:?}: expected group/resource#servers"))?;
+    if !resource.contains('/') || servers.split(';').any(str::is_empty) {
+        return Err(format!("{s:?}: expected group/resource#servers"));
+    }
+    Ok(s.to_string())
 }
 
 #[cfg(feature = "etcd")]
@@ -44,6 +62,13 @@ impl EtcdFlags {
     ) -> Result<kubeshard_shards::etcd::EtcdConfig, String> {
         if self.etcd_servers.is_empty() {
             return Err("--storage=etcd needs --etcd-servers".into());
+        }
+        if let Some(first) = self.etcd_servers_overrides.first() {
+            return Err(format!(
+                "--etcd-servers-overrides ({first}): every resource must be in the one etcd \
+                 cluster of --etcd-servers; kubeshard serves all watches and lists in that \
+                 cluster's revision order, which a resource in another cluster would not share"
+            ));
         }
         let files = [&self.etcd_cafile, &self.etcd_certfile, &self.etcd_keyfile];
         let tls = files
@@ -343,5 +368,19 @@ mod cidr_tests {
         assert!(parse_service_cidrs("10.0.0.0").is_err());
         assert!(parse_service_cidrs("10.0.0.0/32").is_err());
         assert!(parse_service_cidrs("10.0.0.0/24,10.1.0.0/24").is_err());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn server_overrides_parse_as_kube_writes_them() {
+        assert!(parse_server_override("/events#http://127.0.0.1:4002").is_ok());
+        assert!(parse_server_override("apps/deployments#https://a:1;https://b:1").is_ok());
+        for bad in ["events#http://a:1", "/events", "/events#", "/events#a;;b"] {
+            assert!(parse_server_override(bad).is_err(), "{bad}");
+        }
     }
 }

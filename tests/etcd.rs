@@ -355,9 +355,38 @@ fn a_watch_moving_to_a_newer_replica_gets_410_and_relists() {
     assert_eq!(a.post(CMS, &configmap("later", json!({}))).0, 201);
     let next = watch.next_event().expect("an event");
     assert_eq!(
-        (next["type"].as_str(), next["object"]["metadata"]["name"].as_str()),
+        (
+            next["type"].as_str(),
+            next["object"]["metadata"]["name"].as_str()
+        ),
         (Some("ADDED"), Some("later")),
         "{next}"
+    );
+}
+
+/// kube's per-resource etcd clusters would split the one revision order
+/// every watch and list follows: the flag is taken as kube writes it and
+/// refused at start, saying why.
+#[test]
+fn per_resource_etcd_servers_are_refused_at_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let refused = Server::launch(
+        1,
+        dir.path(),
+        &[
+            "--storage",
+            "etcd",
+            "--etcd-servers",
+            "http://127.0.0.1:9",
+            "--etcd-servers-overrides",
+            "/events#http://127.0.0.1:10",
+        ],
+    )
+    .err()
+    .expect("the server refuses to start");
+    assert!(
+        refused.contains("--etcd-servers-overrides (/events#http://127.0.0.1:10)"),
+        "{refused}"
     );
 }
 

@@ -14,7 +14,11 @@
 #   bench/scripts/etcd-replicas.sh KUBESHARD_BIN OUT
 #       (ROUNDS=3 SECS=10 CLIENTS=256 PARTS="create read watch";
 #        ETCD=etcd binary, default `etcd` on PATH;
-#        KUBE_BIN_DIR=dir with kube-apiserver, default ~/.cache/kubeshard-kube/bin)
+#        KUBE_BIN_DIR=dir with kube-apiserver, default ~/.cache/kubeshard-kube/bin;
+#        PIN=1: etcd alone on CPU 0, everything else on CPU 1 — etcd as on a
+#        machine of its own, so its own rate and the servers' rates through
+#        it share nothing but the loopback; SHARDS=executors per replica,
+#        default 2, or 1 with PIN)
 #
 # KUBESHARD_BIN must be built with `--features etcd`. Everything listens on
 # loopback and is stopped at the end (also on failure). Rounds interleave
@@ -27,6 +31,12 @@ ROUNDS=${ROUNDS:-3}; SECS=${SECS:-10}; CLIENTS=${CLIENTS:-256}
 PARTS=${PARTS:-create read watch}
 ETCD=${ETCD:-etcd}
 KUBE_BIN_DIR=${KUBE_BIN_DIR:-$HOME/.cache/kubeshard-kube/bin}
+PIN=${PIN:-}
+if [ -n "$PIN" ]; then
+  ON_ETCD=(taskset -c 0); ON_REST=(taskset -c 1); SHARDS=${SHARDS:-1}
+else
+  ON_ETCD=(); ON_REST=(); SHARDS=${SHARDS:-2}
+fi
 mkdir -p "$OUT/results"
 cargo build --release -q -p kubeshard-bench --features kubeshard-bench/etcd
 BENCH=$PWD/target/release/kubeshard-bench
@@ -38,7 +48,7 @@ trap 'set +e; stop_pids; rm -rf "$TMP"' EXIT
 
 ep=$(free_port); pp=$(free_port)
 ETCD_URL=http://127.0.0.1:$ep
-"$ETCD" --data-dir "$TMP/etcd" --name bench --listen-client-urls "$ETCD_URL" --advertise-client-urls "$ETCD_URL" \
+"${ON_ETCD[@]}" "$ETCD" --data-dir "$TMP/etcd" --name bench --listen-client-urls "$ETCD_URL" --advertise-client-urls "$ETCD_URL" \
   --listen-peer-urls "http://127.0.0.1:$pp" --initial-advertise-peer-urls "http://127.0.0.1:$pp" \
   --initial-cluster "bench=http://127.0.0.1:$pp" --quota-backend-bytes 8589934592 >"$OUT/etcd.log" 2>&1 &
 ETCD_PID=$!; pids+=($ETCD_PID)
@@ -47,8 +57,8 @@ for _ in $(seq 100); do curl -sf "$ETCD_URL/health" >/dev/null && break; sleep 0
 # replica NAME: a kubeshard replica on the etcd; sets URL_NAME, PID_NAME.
 replica() {
   local name=$1 p; p=$(free_port)
-  "$KS" --storage etcd --etcd-servers "$ETCD_URL" --insecure-port "$p" --secure-port 0 \
-    --bind-address 127.0.0.1 --shards 2 --data-dir "$TMP/$name" >"$OUT/$name.log" 2>&1 &
+  "${ON_REST[@]}" "$KS" --storage etcd --etcd-servers "$ETCD_URL" --insecure-port "$p" --secure-port 0 \
+    --bind-address 127.0.0.1 --shards "$SHARDS" --data-dir "$TMP/$name" >"$OUT/$name.log" 2>&1 &
   local pid=$!; pids+=("$pid")
   for _ in $(seq 300); do
     curl -sf "http://127.0.0.1:$p/readyz" >/dev/null && break
@@ -64,7 +74,7 @@ KAS_KC=
 if [ -x "$KUBE_BIN_DIR/kube-apiserver" ]; then
   gen_certs "$TMP/pki"
   ap=$(free_port)
-  "$KUBE_BIN_DIR/kube-apiserver" --etcd-servers "$ETCD_URL" --etcd-prefix /kube-registry \
+  "${ON_REST[@]}" "$KUBE_BIN_DIR/kube-apiserver" --etcd-servers "$ETCD_URL" --etcd-prefix /kube-registry \
     --secure-port "$ap" --bind-address 127.0.0.1 --advertise-address 127.0.0.1 \
     --service-cluster-ip-range 10.0.0.0/24 --authorization-mode Node,RBAC \
     --service-account-issuer https://kubernetes.default.svc.cluster.local \
@@ -84,7 +94,7 @@ fi
 # one NAME PID ARGS...: one load generator run, its headline to summary.txt.
 one() {
   local name=$1 pid=$2; shift 2
-  "$BENCH" --quiet --duration "${SECS}s" --server-pid "$pid" --output "$OUT/results/$name.json" "$@" \
+  "${ON_REST[@]}" "$BENCH" --quiet --duration "${SECS}s" --server-pid "$pid" --output "$OUT/results/$name.json" "$@" \
     | grep -E '^\*' | sed "s/^/$name /" | tee -a "$OUT/summary.txt"
 }
 
