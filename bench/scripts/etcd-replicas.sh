@@ -57,7 +57,10 @@ for _ in $(seq 100); do curl -sf "$ETCD_URL/health" >/dev/null && break; sleep 0
 # replica NAME: a kubeshard replica on the etcd; sets URL_NAME, PID_NAME.
 replica() {
   local name=$1 p; p=$(free_port)
-  "${ON_REST[@]}" "$KS" --storage etcd --etcd-servers "$ETCD_URL" --insecure-port "$p" --secure-port 0 \
+  # Under a prefix of their own: etcd's own runs write /registry/..., which
+  # the replicas' watch would otherwise mirror (their work, not etcd's).
+  "${ON_REST[@]}" "$KS" --storage etcd --etcd-servers "$ETCD_URL" --etcd-prefix /ks-registry \
+    --insecure-port "$p" --secure-port 0 \
     --bind-address 127.0.0.1 --shards "$SHARDS" --data-dir "$TMP/$name" >"$OUT/$name.log" 2>&1 &
   local pid=$!; pids+=("$pid")
   for _ in $(seq 300); do
@@ -116,13 +119,19 @@ for r in $(seq "$ROUNDS"); do
   for part in $PARTS; do
     case $part in
       create)
-        one "etcd-txn-create-$r" "$ETCD_PID" --concurrency "$CLIENTS" etcd --endpoint "$ETCD_URL" create
-        one "ks1-create-$r" "$PID_a" --concurrency "$CLIENTS" --http2 --connections 16 --url "$URL_a" create
-        two "ks2-create-$r" --concurrency "$half" --http2 --connections 8 --url "$URL_a" create \
-          -- --concurrency "$half" --http2 --connections 8 --url "$URL_b" create
-        if [ -n "$KAS_KC" ]; then
-          one "kas-create-$r" "$KAS_PID" --concurrency "$CLIENTS" --http2 --connections 16 --kubeconfig "$KAS_KC" create
-        fi
+        # Each round starts at another target: etcd slows as its database
+        # grows, which would otherwise always cost the same target.
+        for i in 0 1 2 3; do
+          case $(( (i + r) % 4 )) in
+            0) one "etcd-txn-create-$r" "$ETCD_PID" --concurrency "$CLIENTS" etcd --endpoint "$ETCD_URL" create ;;
+            1) one "ks1-create-$r" "$PID_a" --concurrency "$CLIENTS" --http2 --connections 16 --url "$URL_a" create ;;
+            2) two "ks2-create-$r" --concurrency "$half" --http2 --connections 8 --url "$URL_a" create \
+                 -- --concurrency "$half" --http2 --connections 8 --url "$URL_b" create ;;
+            3) if [ -n "$KAS_KC" ]; then
+                 one "kas-create-$r" "$KAS_PID" --concurrency "$CLIENTS" --http2 --connections 16 --kubeconfig "$KAS_KC" create
+               fi ;;
+          esac
+        done
         ;;
       read)
         one "ks1-get-$r" "$PID_a" --concurrency 64 --url "$URL_a" get --objects 100

@@ -30,6 +30,10 @@ pub const ASSUMED_SERVICE: Duration = Duration::from_millis(3);
 /// Weight of one finished request in the mean service time.
 const SERVICE_WEIGHT: f64 = 0.05;
 
+/// One seat in this many of a queuing level (at least one) is kept for
+/// queues with nothing executing (see [`QueueSet::fits_in`]).
+const RESERVE_SHARE: usize = 10;
+
 /// Why a request was turned away (kube's `reason` label values).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Reason {
@@ -287,6 +291,32 @@ impl QueueSet {
         }
     }
 
+    /// The seats kept for queues with nothing executing (see
+    /// [`Self::fits_in`]).
+    fn reserve(&self) -> usize {
+        if self.queuing.is_none() || self.limit < 2 {
+            return 0;
+        }
+        self.limit.div_ceil(RESERVE_SHARE).max(1)
+    }
+
+    /// Whether a request of `seats` seats from queue `i` may start now.
+    /// A queue already executing may not take the level's last few seats
+    /// (see [`RESERVE_SHARE`]): they are kept for a queue with nothing
+    /// running, so a flow arriving while another fills the level starts
+    /// at once instead of waiting for one of the other's requests to end
+    /// — a LIST flood's requests hold their seats until their bodies have
+    /// drained, for a second or more. kube's levels give every seat away;
+    /// this gives up a tenth of a level's seats to a lone flow, for
+    /// isolation between flows.
+    fn fits_in(&self, i: usize, seats: usize) -> bool {
+        if self.queues[i].executing == 0 {
+            return self.fits(seats);
+        }
+        let limit = self.limit - self.reserve();
+        seats <= limit && self.seats_in_use + seats <= limit
+    }
+
     /// A request of `seats` seats from the flow hashed `hash` arrives.
     pub fn arrive(&mut self, now: Instant, hash: u64, seats: usize) -> Arrival {
         self.advance(now);
@@ -304,7 +334,7 @@ impl QueueSet {
         // Nobody waits and the seats are free: the request starts at
         // once, as queuing and dispatching it would (without scanning
         // the queues for the next turn).
-        if self.waiting == 0 && self.fits(seats) {
+        if self.waiting == 0 && self.fits_in(i, seats) {
             let queue = &mut self.queues[i];
             if !queue.active() {
                 queue.next_r = self.r;
@@ -336,26 +366,25 @@ impl QueueSet {
 
     /// Starts as many waiting requests as the seats allow, least virtual
     /// finish first. A head that does not fit stops the level (its turn
-    /// is not given away to narrower requests behind it).
+    /// is not given away to narrower requests behind it) — unless only
+    /// the reserve stops it: then the reserve goes to the first head of
+    /// a queue with nothing executing.
     fn dispatch(&mut self) {
         while self.waiting > 0 && self.seats_in_use < self.limit.max(1) {
-            let n = self.queues.len();
-            let mut best: Option<(usize, f64)> = None;
-            for k in 1..=n {
-                let i = (self.robin + k) % n;
-                let queue = &self.queues[i];
-                if let Some(head) = queue.waiting.front() {
-                    let finish = queue.next_r + head.work;
-                    if best.is_none_or(|(_, f)| finish < f) {
-                        best = Some((i, finish));
-                    }
-                }
-            }
-            let Some((i, _)) = best else { return };
-            let seats = self.queues[i].waiting.front().map_or(0, |t| t.seats);
-            if !self.fits(seats) {
+            let Some(i) = self.next_head(false) else {
                 return;
-            }
+            };
+            let seats = self.queues[i].waiting.front().map_or(0, |t| t.seats);
+            let i = if self.fits_in(i, seats) {
+                i
+            } else if self.fits(seats) {
+                match self.next_head(true) {
+                    Some(idle) if self.fits(self.queues[idle].waiting[0].seats) => idle,
+                    _ => return,
+                }
+            } else {
+                return;
+            };
             let queue = &mut self.queues[i];
             let Some(t) = queue.waiting.pop_front() else {
                 return;
@@ -370,6 +399,27 @@ impl QueueSet {
             t.state.set(State::Dispatched);
             t.wake();
         }
+    }
+
+    /// The queue whose head has the least virtual finish (of the queues
+    /// with nothing executing, when `idle`).
+    fn next_head(&self, idle: bool) -> Option<usize> {
+        let n = self.queues.len();
+        let mut best: Option<(usize, f64)> = None;
+        for k in 1..=n {
+            let i = (self.robin + k) % n;
+            let queue = &self.queues[i];
+            if idle && queue.executing > 0 {
+                continue;
+            }
+            if let Some(head) = queue.waiting.front() {
+                let finish = queue.next_r + head.work;
+                if best.is_none_or(|(_, f)| finish < f) {
+                    best = Some((i, finish));
+                }
+            }
+        }
+        best.map(|(i, _)| i)
     }
 
     /// A request executing in `queue` with `seats` seats is done after
@@ -453,6 +503,41 @@ mod tests {
         assert!(matches!(set.arrive(now, 1, 1), Arrival::Execute(None, _)));
     }
 
+    /// A flow that fills the level leaves the last tenth of its seats to
+    /// another flow, which then starts at once rather than after one of
+    /// the first flow's requests ends.
+    #[test]
+    fn a_flooding_flow_leaves_the_reserve_to_a_newcomer() {
+        let now = Instant::now();
+        let mut set = QueueSet::new(20, queuing(64, 1, 100), now);
+        let (flood, calm) = (1u64, 2u64);
+        let mut started = 0;
+        let mut waiting = Vec::new();
+        for _ in 0..10 {
+            match set.arrive(now, flood, 5) {
+                Arrival::Execute(..) => started += 1,
+                Arrival::Wait(t) => waiting.push(t),
+                Arrival::Reject(r) => panic!("{r:?}"),
+            }
+        }
+        // Three 5-seat requests fit under the 18 seats a running queue may
+        // hold; the flood's fourth waits though 5 seats are free.
+        assert_eq!((started, set.seats_in_use()), (3, 15));
+        assert!(matches!(set.arrive(now, calm, 1), Arrival::Execute(..)));
+        // When a flood request ends, its next one takes the seats it gave
+        // back, still within the flood's share: 16 of 18, not 21.
+        set.finish(now, (Some(0), 0.015), 5, Duration::from_millis(3));
+        assert_eq!(waiting[0].state(), State::Dispatched);
+        assert_eq!(waiting[1].state(), State::Waiting);
+        assert_eq!(set.seats_in_use(), 16);
+        // Alone on the level, one flow still gets at least nine tenths.
+        let mut lone = QueueSet::new(20, queuing(64, 1, 100), now);
+        let got = (0..20)
+            .filter(|_| matches!(lone.arrive(now, flood, 1), Arrival::Execute(..)))
+            .count();
+        assert_eq!(got, 18);
+    }
+
     #[test]
     fn a_request_wider_than_the_level_runs_alone() {
         let now = Instant::now();
@@ -533,7 +618,9 @@ mod tests {
     #[test]
     fn a_newcomer_is_not_behind_a_slow_wide_flow() {
         let mut now = Instant::now();
-        let mut set = QueueSet::new(20, queuing(64, 1, 100), now);
+        // 23 seats: two of the flood's 10 fit under the 20 a running queue
+        // may hold, and the newcomer's 4 do not fit in what is left.
+        let mut set = QueueSet::new(23, queuing(64, 1, 100), now);
         let (flood, calm, earlier) = (5u64, 6u64, 7u64);
         // The level has learnt (from another flow) that its requests
         // take half a second.
@@ -557,7 +644,7 @@ mod tests {
             })
             .collect();
         now += Duration::from_millis(50);
-        let Arrival::Wait(get) = set.arrive(now, calm, 1) else {
+        let Arrival::Wait(get) = set.arrive(now, calm, 4) else {
             panic!("the level is full")
         };
         // One of the flood's requests ends early; the other still runs,
