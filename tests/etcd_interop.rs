@@ -23,6 +23,18 @@ fn kube_bin_dir() -> Option<PathBuf> {
     dir.join("kube-apiserver").is_file().then_some(dir)
 }
 
+/// The kube binaries' directory and a fresh etcd, or None (with a message
+/// on why the test is skipped).
+fn kube_and_etcd() -> Option<(PathBuf, EtcdCluster)> {
+    let Some(bin) = kube_bin_dir() else {
+        eprintln!(
+            "skipping: no kube-apiserver (run ../shared/tools/build-kube.sh, or set KUBE_BIN_DIR)"
+        );
+        return None;
+    };
+    Some((bin, EtcdCluster::start(1)?))
+}
+
 /// kube-apiserver on `etcd`, with certificates from the harness's shared
 /// shell library; stopped on drop.
 struct KubeApiserver {
@@ -151,13 +163,7 @@ const NS: &str = "/api/v1/namespaces/default";
 
 #[test]
 fn kube_apiserver_and_kubeshard_share_their_objects() {
-    let Some(bin) = kube_bin_dir() else {
-        eprintln!(
-            "skipping: no kube-apiserver (run ../shared/tools/build-kube.sh, or set KUBE_BIN_DIR)"
-        );
-        return;
-    };
-    let Some(etcd) = EtcdCluster::start(1) else {
+    let Some((bin, etcd)) = kube_and_etcd() else {
         return;
     };
     let kas = KubeApiserver::start(&bin.join("kube-apiserver"), &etcd.servers());
@@ -301,13 +307,7 @@ fn node_port_service(name: &str, node_port: u16) -> Value {
 /// `kubernetes` Service's endpoints (each server's lease, both listed).
 #[test]
 fn kube_apiserver_and_kubeshard_share_node_ports_and_endpoints() {
-    let Some(bin) = kube_bin_dir() else {
-        eprintln!(
-            "skipping: no kube-apiserver (run ../shared/tools/build-kube.sh, or set KUBE_BIN_DIR)"
-        );
-        return;
-    };
-    let Some(etcd) = EtcdCluster::start(1) else {
+    let Some((bin, etcd)) = kube_and_etcd() else {
         return;
     };
     // One secure port (the endpoints hold one), on two loopback addresses.
