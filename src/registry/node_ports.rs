@@ -69,7 +69,7 @@ fn ports(svc: &Value) -> &[Value] {
 
 /// Fills in the node ports a Service being written needs (keeping those
 /// it held before for the same port, as kube does), reserving each new
-/// one. Answers the ports reserved, for [`NodePorts::release`] if the
+/// one. Answers the ports reserved, for [`release`] if the
 /// write fails.
 pub async fn assign(
     api: &Api,

@@ -6,9 +6,9 @@
 //! ([`super::keys::object_of`]); the registry reads and writes them here,
 //! by their path under the prefix.
 
-use super::writes::Writer;
+use super::writes::{unavailable, unchanged_since, Writer};
 use crate::backend::StorageError;
-use etcd_client::{Compare, CompareOp, GetOptions, PutOptions, Txn, TxnOp};
+use etcd_client::{GetOptions, Txn, TxnOp};
 use std::time::Duration;
 
 /// A key's value and its mod revision (what a swap compares).
@@ -16,10 +16,6 @@ use std::time::Duration;
 pub struct RawValue {
     pub value: Vec<u8>,
     pub revision: i64,
-}
-
-fn unavailable(e: String) -> StorageError {
-    StorageError::Unavailable(format!("etcd: {e}"))
 }
 
 impl Writer {
@@ -72,12 +68,8 @@ impl Writer {
         value: Vec<u8>,
     ) -> Result<bool, StorageError> {
         let key = self.raw_key(path);
-        let compare = match expected {
-            Some(rev) => Compare::mod_revision(key.clone(), CompareOp::Equal, rev),
-            None => Compare::create_revision(key.clone(), CompareOp::Equal, 0),
-        };
         let txn = Txn::new()
-            .when([compare])
+            .when([unchanged_since(key.clone(), expected)])
             .and_then([TxnOp::put(key, value, None)]);
         let resp = self.bridge.txn(txn).await.map_err(unavailable)?;
         Ok(resp.succeeded())
@@ -91,12 +83,7 @@ impl Writer {
         value: Vec<u8>,
         ttl: Duration,
     ) -> Result<(), StorageError> {
-        let lease = self.bridge.lease(ttl).await.map_err(unavailable)?;
-        let put = TxnOp::put(
-            self.raw_key(path),
-            value,
-            Some(PutOptions::new().with_lease(lease)),
-        );
+        let put = TxnOp::put(self.raw_key(path), value, Some(self.leased(ttl).await?));
         self.bridge
             .txn(Txn::new().and_then([put]))
             .await

@@ -44,8 +44,17 @@ pub struct Writer {
     expiring: Arc<[(Arc<str>, Duration)]>,
 }
 
-fn unavailable(e: String) -> StorageError {
+pub(super) fn unavailable(e: String) -> StorageError {
     StorageError::Unavailable(format!("etcd: {e}"))
+}
+
+/// The comparison a write to `key` makes: the key is still at mod
+/// revision `at`, or (None) has never been created.
+pub(super) fn unchanged_since(key: impl Into<Vec<u8>>, at: Option<i64>) -> Compare {
+    match at {
+        Some(rev) => Compare::mod_revision(key, CompareOp::Equal, rev),
+        None => Compare::create_revision(key, CompareOp::Equal, 0),
+    }
 }
 
 impl Writer {
@@ -60,11 +69,16 @@ impl Writer {
     /// How a value of `info` is put: under a lease when its objects
     /// expire (every write renews the lifetime, as kube's TTL does).
     async fn put_options(&self, info: &ResourceInfo) -> Result<Option<PutOptions>, StorageError> {
-        let Some((_, ttl)) = self.expiring.iter().find(|(r, _)| *r == info.storage_key) else {
-            return Ok(None);
-        };
-        let lease = self.bridge.lease(*ttl).await.map_err(unavailable)?;
-        Ok(Some(PutOptions::new().with_lease(lease)))
+        match self.expiring.iter().find(|(r, _)| *r == info.storage_key) {
+            Some((_, ttl)) => self.leased(*ttl).await.map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// A put whose key goes away after `ttl` unless written again.
+    pub(super) async fn leased(&self, ttl: Duration) -> Result<PutOptions, StorageError> {
+        let lease = self.bridge.lease(ttl).await.map_err(unavailable)?;
+        Ok(PutOptions::new().with_lease(lease))
     }
 
     /// etcd's current revision, read through a quorum: what a consistent
@@ -97,7 +111,7 @@ impl Writer {
             self.put_options(info).await?,
         );
         let txn = Txn::new()
-            .when([Compare::create_revision(key, CompareOp::Equal, 0)])
+            .when([unchanged_since(key, None)])
             .and_then([put]);
         let resp = self.bridge.txn(txn).await.map_err(unavailable)?;
         if !resp.succeeded() {
@@ -208,10 +222,7 @@ impl Writer {
         let mut at = base.map(|b| b.revision);
         let mut revisions = Vec::with_capacity(changes.len());
         for change in changes {
-            let compare = match at {
-                Some(rev) => Compare::mod_revision(key, CompareOp::Equal, rev as i64),
-                None => Compare::create_revision(key, CompareOp::Equal, 0),
-            };
+            let compare = unchanged_since(key, at.map(|rev| rev as i64));
             let op = match change.kind {
                 EventType::Deleted => TxnOp::delete(key, None),
                 _ => TxnOp::put(
