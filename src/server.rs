@@ -12,6 +12,7 @@ use crate::serving::conn::ConnInfo;
 use crate::serving::connections::{Admit, ConnState};
 use crate::serving::cut::Cut;
 use crate::serving::io::{HyperIo, LocalExec, PlainStream, TlsTransport};
+use crate::serving::turn::Turn;
 use crate::serving::unread::BodyRead;
 use crate::serving::upgrade::{Http1, Upgradable};
 use futures_lite::future;
@@ -106,7 +107,8 @@ pub async fn serve(
         let _ = stream.set_nodelay(true);
         let (api, open, transport) = (api.clone(), open.clone(), transport.clone());
         open.set(open.get() + 1);
-        glommio::spawn_local(async move {
+        // Each poll of a connection sends at most a turn's share of body.
+        glommio::spawn_local(Turn::new(async move {
             let peer = stream.peer_addr().ok();
             // Each transport's future is boxed on its own: inline, every
             // connection's task would be sized for the largest (TLS, ~12
@@ -119,7 +121,7 @@ pub async fn serve(
                 }
             }
             open.set(open.get() - 1);
-        })
+        }))
         .detach();
     }
     drop(listener);

@@ -6,22 +6,42 @@ tenant's GETs of one ConfigMap and kube-scheduler's lease renewals
 (GET + PUT of its Lease, classified as system-leader-election), one at a
 time, SAMPLES of each. Prints one JSON line with p50/p99 in ms.
 
-    apf-probe.py URL SAMPLES
+    [KEEPALIVE=1] apf-probe.py URL SAMPLES
 """
+import http.client
 import json
+import os
 import sys
 import time
+import urllib.error
+import urllib.parse
 import urllib.request
 
 url, samples = sys.argv[1], int(sys.argv[2])
 
 
+# KEEPALIVE=1: each user keeps one connection open, as client-go's
+# transport does; otherwise every request opens its own.
+keepalive = os.environ.get("KEEPALIVE") == "1"
+conns = {}
+
+
 def call(method, path, user, body=None):
-    req = urllib.request.Request(url + path, method=method, data=body)
-    req.add_header("Impersonate-User", user)
+    headers = {"Impersonate-User": user}
     if body is not None:
-        req.add_header("Content-Type", "application/json")
+        headers["Content-Type"] = "application/json"
     t = time.perf_counter()
+    if keepalive:
+        c = conns.get(user)
+        if c is None:
+            c = conns[user] = http.client.HTTPConnection(urllib.parse.urlsplit(url).netloc, timeout=30)
+        c.request(method, path, body=body, headers=headers)
+        r = c.getresponse()
+        data, code = r.read(), r.status
+        if code >= 400:
+            raise urllib.error.HTTPError(url + path, code, r.reason, r.headers, None)
+        return (time.perf_counter() - t) * 1000, code, data
+    req = urllib.request.Request(url + path, method=method, data=body, headers=headers)
     with urllib.request.urlopen(req, timeout=30) as r:
         data = r.read()
         code = r.status

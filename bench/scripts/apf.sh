@@ -2,7 +2,7 @@
 # API Priority and Fairness measurements, same binary, same run:
 #
 #   bench/scripts/apf.sh BIN [OUT_DIR]     (ROUNDS=3 SECS=8 OBJECTS=10000 FLOOD=64 PROBES=300
-#                                           PARTS="exempt tenant flood")
+#                                           PARTS="exempt tenant flood" FLOOD_NICE= KEEPALIVE=)
 #
 # 1. APF off (A, --enable-priority-and-fairness=false) against on (B) for
 #    GET and create, 64 clients, as the privileged user (classified
@@ -12,6 +12,10 @@
 #    (FLOOD clients) while apf-probe.py measures another tenant's GET and
 #    kube-scheduler's lease renewals, one at a time, PROBES each: before
 #    the flood, under it with APF on, and under it with APF off.
+#    FLOOD_NICE=19 runs the flood's load generator niced, so the server's
+#    executors get the cores first, as when the flooding clients run on
+#    other machines; KEEPALIVE=1 makes the probe keep one connection per
+#    user open, as client-go does, instead of one per request.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 BIN=$(realpath "${1:?usage: apf.sh BIN [OUT_DIR]}")
@@ -50,6 +54,11 @@ if [[ $PARTS == *" tenant "* ]]; then
   WORKLOAD=(create); compare create-tenant --impersonate tenant --prefix t
 fi
 
+# lists URL: ConfigMap LISTs the server has answered.
+lists() {
+  curl -sf "$1/metrics" | awk '/^apiserver_request_total\{/ && /verb="LIST"/ && /resource="configmaps"/ {n += $2} END {print n + 0}'
+}
+
 flood() {
   local name=$1 bin=$2
   start "$bin" f --storage memory
@@ -60,7 +69,7 @@ flood() {
     -d '{"metadata":{"name":"kube-scheduler"},"spec":{"holderIdentity":"s","leaseDurationSeconds":15}}' >/dev/null
   echo "== $name: unloaded" | tee -a "$OUT/summary.txt"
   python3 bench/scripts/apf-probe.py "$URL_f" "$PROBES" | tee -a "$OUT/summary.txt"
-  "$BENCH" --url "$URL_f" --impersonate flood --concurrency "$FLOOD" --duration 600s --quiet \
+  ${FLOOD_NICE:+nice -n "$FLOOD_NICE"} "$BENCH" --url "$URL_f" --impersonate flood --concurrency "$FLOOD" --duration 600s --quiet \
     --output "$OUT/$name-flood.json" list --objects "$OBJECTS" --page-size 0 >"$OUT/$name-flood.txt" 2>&1 &
   local flood_pid=$!
   # The flood starts once its objects are in.
@@ -70,7 +79,11 @@ flood() {
   done
   sleep 2
   echo "== $name: under a LIST flood ($FLOOD clients)" | tee -a "$OUT/summary.txt"
+  local lists0 t0; lists0=$(lists "$URL_f"); t0=$(date +%s.%N)
   python3 bench/scripts/apf-probe.py "$URL_f" "$PROBES" | tee -a "$OUT/summary.txt"
+  # How hard the flood pressed while the probe ran, so runs compare.
+  echo "flood LISTs/s during the probe: $(echo "($(lists "$URL_f") - $lists0) / ($(date +%s.%N) - $t0)" | bc -l | xargs printf '%.1f')" \
+    | tee -a "$OUT/summary.txt"
   curl -sf "$URL_f/metrics" | grep -E '^apiserver_flowcontrol_(rejected|dispatched)_requests_total\{flow_schema="(global-default|system-leader-election)"' \
     | tee -a "$OUT/summary.txt" || true
   kill "$flood_pid" 2>/dev/null || true; wait "$flood_pid" 2>/dev/null || true

@@ -133,7 +133,45 @@ impl hyper::body::Body for Body {
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Chunk>, Infallible>>> {
-        match self.get_mut() {
+        let this = self.get_mut();
+        // A connection that sent its turn's share goes to the back of its
+        // executor's run queue before the next part (see `turn`); the end
+        // of a body is never held back.
+        if !this.is_end_stream() && !super::turn::has_room() {
+            cx.waker().wake_by_ref();
+            return Poll::Pending;
+        }
+        let polled = this.poll_part(cx);
+        if let Poll::Ready(Some(Ok(f))) = &polled {
+            super::turn::spend(f.data_ref().map_or(0, Buf::remaining));
+        }
+        polled
+    }
+
+    fn is_end_stream(&self) -> bool {
+        match self {
+            Body::Chunks { chunks, .. } => chunks.is_empty(),
+            Body::List(l) => l.as_ref().is_none_or(|l| !l.has_remaining()),
+            Body::Stream(_) => false,
+        }
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        match self {
+            Body::Chunks { len, .. } => SizeHint::with_exact(*len),
+            Body::List(l) => SizeHint::with_exact(l.as_ref().map_or(0, |l| l.remaining() as u64)),
+            Body::Stream(_) => SizeHint::default(),
+        }
+    }
+}
+
+impl Body {
+    /// The next part, whatever this turn has sent.
+    fn poll_part(
+        &mut self,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Chunk>, Infallible>>> {
+        match self {
             Body::Chunks { chunks, len } => match chunks.front_mut() {
                 // Large bodies go out part by part (slices of the same
                 // bytes), so hyper's buffer never copies more than a part.
@@ -170,22 +208,6 @@ impl hyper::body::Body for Body {
                     }
                 }
             }
-        }
-    }
-
-    fn is_end_stream(&self) -> bool {
-        match self {
-            Body::Chunks { chunks, .. } => chunks.is_empty(),
-            Body::List(l) => l.as_ref().is_none_or(|l| !l.has_remaining()),
-            Body::Stream(_) => false,
-        }
-    }
-
-    fn size_hint(&self) -> SizeHint {
-        match self {
-            Body::Chunks { len, .. } => SizeHint::with_exact(*len),
-            Body::List(l) => SizeHint::with_exact(l.as_ref().map_or(0, |l| l.remaining() as u64)),
-            Body::Stream(_) => SizeHint::default(),
         }
     }
 }
@@ -228,5 +250,72 @@ impl<H: Unpin> hyper::body::Body for Held<H> {
 
     fn size_hint(&self) -> SizeHint {
         self.body.size_hint()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::serving::turn::Turn;
+    use hyper::body::Body as _;
+    use std::future::Future;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+    use std::task::{Wake, Waker};
+
+    #[derive(Default)]
+    struct Wakes(AtomicUsize);
+    impl Wake for Wakes {
+        fn wake(self: Arc<Self>) {
+            self.0.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// One poll of the connection's task: what `body` yields in it, part
+    /// by part, until it is pending or ends.
+    fn one_turn(body: &mut Body, cx: &mut Context<'_>) -> (Vec<usize>, bool) {
+        let mut parts = Vec::new();
+        let mut ended = false;
+        let turn = Turn::new(std::future::poll_fn(|cx| {
+            loop {
+                match Pin::new(&mut *body).poll_frame(cx) {
+                    Poll::Ready(Some(Ok(f))) => parts.push(f.into_data().ok().unwrap().remaining()),
+                    Poll::Ready(None) => {
+                        ended = true;
+                        break;
+                    }
+                    Poll::Pending => break,
+                }
+            }
+            Poll::Ready(())
+        }));
+        assert!(std::pin::pin!(turn).poll(cx).is_ready());
+        (parts, ended)
+    }
+
+    #[test]
+    fn a_large_body_yields_after_each_turns_share_and_its_end_is_never_held() {
+        let wakes = Arc::new(Wakes::default());
+        let waker = Waker::from(wakes.clone());
+        let mut cx = Context::from_waker(&waker);
+        let mut body = Body::full(vec![7u8; 2 * MAX_PART + 10]);
+        assert_eq!(one_turn(&mut body, &mut cx), (vec![MAX_PART], false));
+        assert_eq!(
+            wakes.0.load(Ordering::Relaxed),
+            1,
+            "a yield reschedules itself"
+        );
+        assert_eq!(one_turn(&mut body, &mut cx), (vec![MAX_PART], false));
+        // The last part is small: the turn has room left for the end.
+        assert_eq!(one_turn(&mut body, &mut cx), (vec![10], true));
+        assert_eq!(wakes.0.load(Ordering::Relaxed), 2);
+
+        // Outside a turn (collecting, tests) nothing is held back.
+        let mut body = Body::full(vec![7u8; 3 * MAX_PART]);
+        let mut sent = 0;
+        while let Poll::Ready(Some(Ok(f))) = Pin::new(&mut body).poll_frame(&mut cx) {
+            sent += f.into_data().ok().unwrap().remaining();
+        }
+        assert_eq!(sent, 3 * MAX_PART);
     }
 }

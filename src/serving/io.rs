@@ -246,6 +246,6 @@ where
     F: std::future::Future + 'static,
 {
     fn execute(&self, fut: F) {
-        glommio::spawn_local(super::cut::Cancellable::new(fut)).detach();
+        glommio::spawn_local(super::turn::Turn::new(super::cut::Cancellable::new(fut))).detach();
     }
 }

@@ -11,5 +11,6 @@ pub mod io;
 pub mod joined;
 pub mod timer;
 pub mod tls;
+pub mod turn;
 pub mod unread;
 pub mod upgrade;
