@@ -200,6 +200,12 @@ pub struct Flags {
     #[arg(long, default_value = "0", value_parser = parse_duration)]
     pub spin_before_park: Duration,
 
+    /// How often the Service repair loops run after the start-up pass:
+    /// leaked IPAddresses and, over etcd, leaked node ports are given
+    /// back (kube's fixed 3 minutes).
+    #[arg(long, default_value = "3m", value_parser = parse_duration)]
+    pub service_repair_interval: Duration,
+
     /// Most connections open at once (0: a tenth below the process's file
     /// descriptor limit, whose soft value is raised to the hard one). At
     /// the cap a new connection closes the oldest one that authenticated
@@ -277,6 +283,7 @@ pub struct Flags {
 #[derive(Debug, Clone)]
 pub struct ServerConfig {
     pub min_request_timeout: Duration,
+    pub service_repair_interval: Duration,
     pub bookmark_interval: Duration,
     pub watch_stall_timeout: Duration,
     pub bind: std::net::SocketAddr,

@@ -119,6 +119,10 @@ fn serve(mut flags: Flags) -> Result<(), String> {
     let features = features::Features::from_flags(&flags.features)?;
     let config = Arc::new(ServerConfig {
         min_request_timeout: flags.min_request_timeout,
+        // At least a second: a pass lists every Service.
+        service_repair_interval: flags
+            .service_repair_interval
+            .max(std::time::Duration::from_secs(1)),
         conversion_webhook_timeout: flags.conversion_webhook_timeout,
         bookmark_interval: flags.watch_bookmark_interval,
         watch_stall_timeout: flags.watch_stall_timeout,
@@ -288,6 +292,11 @@ fn start_controllers(
                 glommio::spawn_local(controllers::run(api.clone(), catalog, enabled)).detach();
                 glommio::spawn_local(flowcontrol::keep_bootstrap(api.clone())).detach();
                 glommio::spawn_local(controllers::kubernetes_service::run(api.clone())).detach();
+                glommio::spawn_local(registry::service_repair::run(
+                    api.clone(),
+                    api.config.service_repair_interval,
+                ))
+                .detach();
                 api.mark_ready();
                 tracing::info!("ready");
             }

@@ -222,3 +222,59 @@ fn events_live_under_etcd_leases() {
         assert_eq!(s.get("/api/v1/namespaces/default/configmaps/stays").0, 200);
     }
 }
+
+/// kube's repair loop over the shared bitmap: a node port whose Service
+/// vanished without giving it back (its server killed half way) is given
+/// back once three passes in a row found it unused, and a port a Service
+/// holds that the bitmap lost is taken again, with a Warning Event on
+/// the Service.
+#[test]
+fn repair_passes_give_back_leaked_node_ports_and_retake_lost_ones() {
+    let Some(etcd) = EtcdCluster::start(1) else {
+        return;
+    };
+    let args = [
+        "--service-node-port-range",
+        "30000-30001",
+        "--service-repair-interval",
+        "2s",
+    ];
+    let a = etcd.replica(1, &args);
+    let (code, svc) = a.post(SVCS, &node_port_service("leaky", Some(30000)));
+    assert_eq!(code, 201, "{svc}");
+    etcd.delete_key("/registry/services/specs/default/leaky");
+    a.wait_gone(&format!("{SVCS}/leaky"));
+    let (code, st) = a.post(SVCS, &node_port_service("early", Some(30000)));
+    assert_eq!(
+        code, 422,
+        "a port unused for less than three passes stays taken: {st}"
+    );
+    eventually(60, "the leaked port given back", || {
+        let (code, _) = a.post(SVCS, &node_port_service("late", Some(30000)));
+        (code == 201).then_some(())
+    });
+
+    let (code, held) = a.post(SVCS, &node_port_service("held", Some(30001)));
+    assert_eq!(code, 201, "{held}");
+    etcd.delete_key("/registry/ranges/servicenodeports");
+    let event = eventually(60, "a PortNotAllocated Event on the Service", || {
+        let (_, events) = a.get("/apis/events.k8s.io/v1/namespaces/default/events");
+        events["items"]
+            .as_array()?
+            .iter()
+            .find(|e| e["reason"] == "PortNotAllocated" && e["regarding"]["name"] == "held")
+            .cloned()
+    });
+    assert_eq!(
+        event["note"], "Port 30001 is not allocated; repairing",
+        "{event}"
+    );
+    assert_eq!(event["type"], "Warning");
+    assert_eq!(
+        event["reportingController"],
+        "portallocator-repair-controller"
+    );
+    assert_eq!(event["regarding"]["uid"], held["metadata"]["uid"]);
+    let (code, st) = a.post(SVCS, &node_port_service("wants-held", Some(30001)));
+    assert_eq!(code, 422, "the lost port is taken again: {st}");
+}

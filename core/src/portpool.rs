@@ -135,6 +135,11 @@ impl PortPool {
     pub fn is_taken(&self, port: u16) -> bool {
         self.taken.lock().contains(&port)
     }
+
+    /// Every taken port, in order.
+    pub fn taken(&self) -> Vec<u16> {
+        self.taken.lock().iter().copied().collect()
+    }
 }
 
 /// Parses a range as kube's flags write it (`30000-32767`, both ends

@@ -125,7 +125,7 @@ async fn try_lead(
         .get(&info.storage_key, LEASE_NAMESPACE, LEASE_NAME)
         .await
         .map_err(crate::storage::status)?;
-    let now = now_micro();
+    let now = crate::registry::strategy::now_micro();
     let Some(current) = current else {
         let lease = json!({
             "apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
@@ -208,12 +208,6 @@ fn record_of(lease: &Value) -> (String, String) {
         meta::str_at(lease, "/spec/holderIdentity").to_string(),
         meta::str_at(lease, "/spec/renewTime").to_string(),
     )
-}
-
-fn now_micro() -> String {
-    chrono::Utc::now()
-        .format("%Y-%m-%dT%H:%M:%S%.6fZ")
-        .to_string()
 }
 
 /// This replica's name in the Lease: the host and a random suffix, as

@@ -11,6 +11,7 @@ pub mod ownership;
 mod rbac_escalation;
 pub mod service_alloc;
 pub mod service_ips;
+pub mod service_repair;
 pub mod store;
 pub mod strategy;
 

@@ -137,7 +137,7 @@ pub async fn assign(
 }
 
 /// Where kube keeps the taken node ports, under the store's prefix.
-const RANGE_KEY: &str = "ranges/servicenodeports";
+pub(super) const RANGE_KEY: &str = "ranges/servicenodeports";
 
 /// How often a change to the shared bitmap is tried again after other
 /// writers changed it first, before the request fails.
@@ -145,7 +145,7 @@ const SWAP_ATTEMPTS: usize = 32;
 
 /// The shared bitmap as a pool (with the revision a swap compares), or
 /// an empty one where no server has written it yet.
-async fn shared_pool(
+pub(super) async fn shared_pool(
     keys: &SharedKeys,
     range: &PortPool,
 ) -> Result<(PortPool, Option<i64>), ApiError> {

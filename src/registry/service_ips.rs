@@ -313,11 +313,20 @@ pub fn held(service: &Value) -> Vec<String> {
         .unwrap_or_default()
 }
 
-/// What kube's repair loop does at start: an allocator-managed IPAddress
-/// whose Service is gone or no longer holds the address is deleted (a
-/// Service deleted past the release, a crash in between), and an address a
-/// Service holds without its IPAddress gets one again.
+/// One pass of kube's IPAddress repair, at start and then periodically
+/// (`service_repair`): an allocator-managed IPAddress whose Service is
+/// gone or no longer holds the address is deleted once older than
+/// the grace (a Service deleted past the release, a server that
+/// died in between), and an address a Service holds without its
+/// IPAddress gets one again.
+///
+/// The grace is the longest a request may take (`--request-timeout`, 60 s
+/// by default, kube's fixed grace): a Service still being created — its
+/// address reserved, the Service not stored yet, perhaps by another server
+/// — keeps its address.
 pub async fn repair(api: &Api) -> Result<(), ApiError> {
+    let grace = chrono::TimeDelta::from_std(api.security.config.request_timeout)
+        .unwrap_or(chrono::TimeDelta::MAX);
     let addresses = api.builtin("networking.k8s.io", "ipaddresses")?;
     let services = api.builtin("", "services")?;
     let held_by: std::collections::HashMap<(String, String), Vec<String>> =
@@ -346,7 +355,7 @@ pub async fn repair(api: &Api) -> Result<(), ApiError> {
         };
         let key = (parent("namespace"), parent("name"));
         let still_held = held_by.get(&key).is_some_and(|ips| ips.contains(&ip));
-        if !managed || still_held {
+        if !managed || still_held || !older_than(&a, grace) {
             reserved.insert(ip);
             continue;
         }
@@ -376,4 +385,13 @@ pub async fn repair(api: &Api) -> Result<(), ApiError> {
         }
     }
     Ok(())
+}
+
+/// Whether `obj` was created more than `age` ago (an unreadable
+/// timestamp counts as old: nothing else would ever clean it up).
+fn older_than(obj: &Value, age: chrono::TimeDelta) -> bool {
+    chrono::DateTime::parse_from_rfc3339(meta::str_at(obj, "/metadata/creationTimestamp"))
+        .map_or(true, |t| {
+            chrono::Utc::now() - t.with_timezone(&chrono::Utc) > age
+        })
 }

@@ -186,6 +186,14 @@ pub fn prepare(info: &ResourceInfo, mut obj: Value) -> Result<Value, ApiError> {
     Ok(obj)
 }
 
+/// kube's MicroTime (Leases' renew times, Events' event times): RFC
+/// 3339, UTC, microseconds.
+pub fn now_micro() -> String {
+    chrono::Utc::now()
+        .format("%Y-%m-%dT%H:%M:%S%.6fZ")
+        .to_string()
+}
+
 /// kube's timestamps: RFC 3339, UTC, whole seconds. Every write asks for
 /// the time (a create twice) and chrono's formatting cost more than the
 /// rest of a create's metadata work; the text changes once a second, so

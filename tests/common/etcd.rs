@@ -137,6 +137,21 @@ impl EtcdCluster {
         self.members[i].wait_listening();
     }
 
+    /// Deletes `key` behind the servers' backs, through etcd's JSON
+    /// gateway: what a server killed half way through a write leaves.
+    pub fn delete_key(&self, key: &str) {
+        use base64::Engine;
+        let key = base64::engine::general_purpose::STANDARD.encode(key);
+        let url = format!("{}/v3/kv/deleterange", self.members[0].client_url);
+        let answer: serde_json::Value = ureq::post(&url)
+            .send_json(serde_json::json!({ "key": key }))
+            .expect("etcd deleterange")
+            .body_mut()
+            .read_json()
+            .unwrap();
+        assert_eq!(answer["deleted"], "1", "{answer}");
+    }
+
     /// A kubeshard replica over this cluster.
     pub fn replica(&self, shards: usize, extra: &[&str]) -> Server {
         let servers = self.servers();
