@@ -900,3 +900,63 @@ fn scale_writes_reach_webhooks_as_scales() {
         "{r}"
     );
 }
+
+/// kube's SLI latency leaves webhook time out: writes that waited 2.5 s
+/// on a slow webhook are above 2 s in `apiserver_request_duration_seconds`
+/// and below it in `apiserver_request_sli_duration_seconds`.
+#[test]
+fn the_sli_latency_leaves_webhook_time_out() {
+    let s = Server::start(1);
+    let w = Webhook::start(
+        &[],
+        Arc::new(|_: &str, review: Value| {
+            std::thread::sleep(std::time::Duration::from_millis(2500));
+            answer(&review, json!({"allowed": true}))
+        }),
+    );
+    let ns = namespace(&s, "slow-hook");
+    configure(
+        &s,
+        VALIDATING,
+        "slow",
+        vec![hook(
+            &w,
+            "slow.example.com",
+            "/",
+            &["configmaps"],
+            json!({}),
+        )],
+    );
+    let mut n = 0;
+    eventually(30, "the webhook in effect", || {
+        n += 1;
+        let (code, body) = s.post(
+            &cm_path(&ns),
+            &json!({"metadata": {"name": format!("cm-{n}")}}),
+        );
+        assert_eq!(code, 201, "{body}");
+        (w.request_count() > 0).then_some(())
+    });
+    let slow = w.request_count() as f64;
+    let labels = r#"component="apiserver",group="",resource="configmaps",scope="resource",subresource="",verb="POST",version="v1""#;
+    let with_dry_run = r#"component="apiserver",dry_run="",group="",resource="configmaps",scope="resource",subresource="",verb="POST",version="v1""#;
+    let get = |series: String| sample(&s, &series).unwrap_or_else(|| panic!("no {series}"));
+    let total = get(format!(
+        "apiserver_request_sli_duration_seconds_count{{{labels}}}"
+    ));
+    assert_eq!(total, n as f64);
+    assert_eq!(
+        get(format!(
+            "apiserver_request_duration_seconds_bucket{{{with_dry_run},le=\"2\"}}"
+        )),
+        total - slow,
+        "the webhook's time counts in the request's duration"
+    );
+    assert_eq!(
+        get(format!(
+            "apiserver_request_sli_duration_seconds_bucket{{{labels},le=\"2\"}}"
+        )),
+        total,
+        "and not in its SLI latency"
+    );
+}

@@ -107,8 +107,28 @@ fn request_metrics_count_a_scripted_sequence_as_kube_does() {
         ),
         Some(3.0)
     );
-    // Response sizes, for reads only (no dry_run label).
     let sizes = "component=\"apiserver\",group=\"\",resource=\"configmaps\",scope=\"resource\",subresource=\"\",verb=\"GET\",version=\"v1\"";
+    // kube's SLI latency (less queue and webhook time; no dry_run label,
+    // dry runs left out), what clusterloader2's API responsiveness reads.
+    assert!(text.contains("# TYPE apiserver_request_sli_duration_seconds histogram\n"));
+    let sli = |verb: &str| {
+        format!("apiserver_request_sli_duration_seconds_count{{component=\"apiserver\",group=\"\",resource=\"configmaps\",scope=\"resource\",subresource=\"\",verb=\"{verb}\",version=\"v1\"}}")
+    };
+    assert_eq!(value(&text, &sli("GET")), Some(3.0), "{text}");
+    assert_eq!(
+        value(&text, &sli("POST")),
+        Some(4.0),
+        "the dry run is not counted: {text}"
+    );
+    assert_eq!(
+        value(
+            &text,
+            &format!("apiserver_request_sli_duration_seconds_bucket{{{sizes},le=\"60\"}}")
+        ),
+        Some(3.0),
+        "{text}"
+    );
+    // Response sizes, for reads only (no dry_run label).
     assert_eq!(
         value(
             &text,

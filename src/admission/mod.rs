@@ -127,6 +127,13 @@ impl Attributes<'_> {
             n.annotate(key, value);
         }
     }
+
+    /// Time a webhook took, which the request's SLI latency leaves out.
+    pub fn webhook_took(&self, mutating: bool, took: std::time::Duration) {
+        if let Some(n) = self.notes {
+            n.webhook_took(mutating, took);
+        }
+    }
 }
 
 /// What plugins ask of the server they run in. The executor's `Api`

@@ -13,6 +13,7 @@ pub mod timeout;
 use crate::context::Api;
 use crate::flowcontrol;
 use crate::render::response::{self, Render};
+use crate::render::warnings::WebhookLatency;
 use crate::request::metrics::{self, LongRunning};
 use crate::request::{Query, RequestInfo};
 use crate::security::{audit, authn, authz};
@@ -167,13 +168,15 @@ pub async fn serve(api: &Rc<Api>, conn: &ConnInfo, mut req: Request<Incoming>) -
     }
     let mut record = audit::Record::begin(config.audit.as_ref(), &user, &attrs, &info, incoming);
     let budget = timeout::budget(config.request_timeout, query.get("timeout"));
+    // Time in flow control's queue, which the SLI latency leaves out.
+    let mut queued = std::time::Duration::ZERO;
     let admitted = admitted(
         api,
         &user,
         &attrs,
         (&info, &query),
-        arrived_at,
-        budget,
+        (arrived_at, budget),
+        &mut queued,
         &mut record,
         &mut req,
     )
@@ -184,7 +187,7 @@ pub async fn serve(api: &Rc<Api>, conn: &ConnInfo, mut req: Request<Incoming>) -
             // Refused by flow control: counted, as kube counts its drops
             // (authentication and authorization failures are not).
             if let (Some(slot), 429) = (slot, refused.error.code) {
-                metrics::record(slot, 429, started.elapsed(), None);
+                metrics::record(slot, 429, started.elapsed(), queued, None);
             }
             let mut resp = response::error(&refused.error, Render::JSON);
             if let Some(ids) = &refused.ids {
@@ -249,13 +252,18 @@ pub async fn serve(api: &Rc<Api>, conn: &ConnInfo, mut req: Request<Incoming>) -
         flowcontrol::set_headers(&mut resp, ids);
     }
     let code = resp.status().as_u16();
+    let waited = queued
+        + resp
+            .extensions()
+            .get::<WebhookLatency>()
+            .map_or(std::time::Duration::ZERO, |w| w.0);
     let long_running = match slot {
         Some(slot) if long_running && resp.status().is_success() => {
-            Some(LongRunning::start(slot, code, started))
+            Some(LongRunning::start(slot, code, started, waited))
         }
         Some(slot) => {
             let size = resp.body().size_hint().exact();
-            metrics::record(slot, code, started.elapsed(), size);
+            metrics::record(slot, code, started.elapsed(), waited, size);
             None
         }
         None => None,
@@ -277,8 +285,8 @@ async fn admitted(
     user: &Arc<UserInfo>,
     attrs: &Attributes,
     (info, query): (&RequestInfo, &Query),
-    arrived_at: u64,
-    budget: std::time::Duration,
+    (arrived_at, budget): (u64, std::time::Duration),
+    queued: &mut std::time::Duration,
     record: &mut Option<audit::Record>,
     req: &mut Request<Incoming>,
 ) -> Result<flowcontrol::Admitted, flowcontrol::Refused> {
@@ -291,7 +299,10 @@ async fn admitted(
         }
         None => user.clone(),
     };
-    let admitted = flowcontrol::admit(api, &acting, info, query, budget).await?;
+    let queue_from = Instant::now();
+    let admitted = flowcontrol::admit(api, &acting, info, query, budget).await;
+    *queued = queue_from.elapsed();
+    let admitted = admitted?;
     let decision = authz::authorize(&api.security, &api.exec.hub, &acting, attrs, arrived_at).await;
     if let Some(r) = record.as_mut() {
         match &decision {

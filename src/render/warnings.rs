@@ -8,6 +8,7 @@ use http::{HeaderValue, Response};
 use kubeshard_core::status::go_quote;
 use parking_lot::Mutex;
 use std::sync::Arc;
+use std::time::Duration;
 
 /// Warnings and audit annotations gathered for one request.
 #[derive(Clone, Default)]
@@ -17,7 +18,18 @@ pub struct Warnings(Arc<Mutex<Notes>>);
 struct Notes {
     warnings: Vec<String>,
     annotations: Vec<(String, String)>,
+    /// Mutating webhooks run one after another: their times add up.
+    mutating_webhooks: Duration,
+    /// Validating webhooks run together: the longest counts.
+    validating_webhooks: Duration,
 }
+
+/// How long a request waited on admission webhooks, handed to the request
+/// metrics as a response extension: kube's SLI latency
+/// (`apiserver_request_sli_duration_seconds`) leaves it out, as it
+/// depends on the cluster's webhooks, not on the server.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct WebhookLatency(pub Duration);
 
 /// Audit annotations a request's handling added, handed to the audit
 /// record as a response extension.
@@ -46,6 +58,16 @@ impl Warnings {
         }
     }
 
+    /// Adds the time a webhook call took.
+    pub fn webhook_took(&self, mutating: bool, took: Duration) {
+        let mut notes = self.0.lock();
+        if mutating {
+            notes.mutating_webhooks += took;
+        } else {
+            notes.validating_webhooks = notes.validating_webhooks.max(took);
+        }
+    }
+
     /// A refused write's answer: its Status with the warnings gathered on
     /// the way (kube sends a webhook's warnings with its refusal too).
     pub fn refused(
@@ -55,7 +77,10 @@ impl Warnings {
     ) -> Result<Response<Body>, kubeshard_core::status::ApiError> {
         let empty = {
             let notes = self.0.lock();
-            notes.warnings.is_empty() && notes.annotations.is_empty()
+            notes.warnings.is_empty()
+                && notes.annotations.is_empty()
+                && notes.mutating_webhooks.is_zero()
+                && notes.validating_webhooks.is_zero()
         };
         if empty {
             return Err(e);
@@ -74,6 +99,10 @@ impl Warnings {
         if !notes.annotations.is_empty() {
             resp.extensions_mut()
                 .insert(AuditAnnotations(notes.annotations.clone()));
+        }
+        let webhooks = notes.mutating_webhooks + notes.validating_webhooks;
+        if !webhooks.is_zero() {
+            resp.extensions_mut().insert(WebhookLatency(webhooks));
         }
         resp
     }

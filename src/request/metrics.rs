@@ -21,6 +21,11 @@ const DURATION_BUCKETS: [f64; 23] = [
     0.005, 0.025, 0.05, 0.1, 0.2, 0.4, 0.6, 0.8, 1.0, 1.25, 1.5, 2.0, 3.0, 4.0, 5.0, 6.0, 8.0,
     10.0, 15.0, 20.0, 30.0, 45.0, 60.0,
 ];
+/// kube's buckets for `apiserver_request_sli_duration_seconds`.
+const SLI_BUCKETS: [f64; 21] = [
+    0.05, 0.1, 0.2, 0.4, 0.6, 0.8, 1.0, 1.25, 1.5, 2.0, 3.0, 4.0, 5.0, 6.0, 8.0, 10.0, 15.0, 20.0,
+    30.0, 45.0, 60.0,
+];
 /// kube's buckets for `apiserver_response_sizes` (bytes).
 const SIZE_BUCKETS: [f64; 7] = [1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9];
 /// kube's buckets for `apiserver_watch_events_sizes` (bytes).
@@ -235,6 +240,9 @@ struct Series {
     /// `apiserver_request_total` by status code.
     codes: Vec<(u16, u64)>,
     duration: Histogram<23>,
+    /// The duration less webhook and flow-control queue time (dry runs
+    /// left out, as kube leaves them).
+    sli: Histogram<21>,
     sizes: Histogram<7>,
     longrunning: i64,
 }
@@ -253,6 +261,7 @@ impl Series {
             self.count(code, n);
         }
         self.duration.add(&other.duration);
+        self.sli.add(&other.sli);
         self.sizes.add(&other.sizes);
         self.longrunning += other.longrunning;
     }
@@ -344,12 +353,17 @@ fn with_series(slot: Slot, f: impl FnOnce(&Labels, &mut Series)) {
     });
 }
 
-/// Records a finished request: its status code, how long it took and,
-/// when known, how many bytes it answered with.
-pub fn record(slot: Slot, code: u16, took: Duration, size: Option<u64>) {
+/// Records a finished request: its status code, how long it took (of
+/// which `waited` in flow control's queue and on admission webhooks)
+/// and, when known, how many bytes it answered with.
+pub fn record(slot: Slot, code: u16, took: Duration, waited: Duration, size: Option<u64>) {
     with_series(slot, |labels, s| {
         s.count(code, 1);
         s.duration.observe(&DURATION_BUCKETS, took.as_secs_f64());
+        if labels.dry_run.is_empty() {
+            s.sli
+                .observe(&SLI_BUCKETS, took.saturating_sub(waited).as_secs_f64());
+        }
         if let (Some(size), true) = (size, labels.sizes_observed()) {
             s.sizes.observe(&SIZE_BUCKETS, size as f64);
         }
@@ -363,15 +377,17 @@ pub struct LongRunning {
     slot: Slot,
     code: u16,
     started: std::time::Instant,
+    waited: Duration,
 }
 
 impl LongRunning {
-    pub fn start(slot: Slot, code: u16, started: std::time::Instant) -> Self {
+    pub fn start(slot: Slot, code: u16, started: std::time::Instant, waited: Duration) -> Self {
         with_series(slot, |_, s| s.longrunning += 1);
         Self {
             slot,
             code,
             started,
+            waited,
         }
     }
 }
@@ -379,7 +395,13 @@ impl LongRunning {
 impl Drop for LongRunning {
     fn drop(&mut self) {
         with_series(self.slot, |_, s| s.longrunning -= 1);
-        record(self.slot, self.code, self.started.elapsed(), None);
+        record(
+            self.slot,
+            self.code,
+            self.started.elapsed(),
+            self.waited,
+            None,
+        );
     }
 }
 
@@ -481,6 +503,17 @@ pub fn render() -> String {
             &l.render(true),
             &DURATION_BUCKETS,
             &s.duration,
+        );
+    }
+    family(&mut out, "apiserver_request_sli_duration_seconds", "histogram",
+        "[ALPHA] Response latency distribution (not counting webhook duration and priority & fairness queue wait times) in seconds for each verb, group, version, resource, subresource, scope and component.");
+    for (l, s) in sorted.iter().filter(|(_, s)| s.sli.count > 0) {
+        histogram(
+            &mut out,
+            "apiserver_request_sli_duration_seconds",
+            &l.render(false),
+            &SLI_BUCKETS,
+            &s.sli,
         );
     }
     family(&mut out, "apiserver_response_sizes", "histogram",
@@ -775,23 +808,53 @@ mod tests {
         .unwrap();
         let at = slot_of(&l);
         assert_eq!(slot_of(&l).0, at.0, "one series per label set");
-        record(at, 200, Duration::from_millis(3), Some(1500));
-        record(at, 404, Duration::from_millis(30), Some(200));
+        record(
+            at,
+            200,
+            Duration::from_millis(3),
+            Duration::ZERO,
+            Some(1500),
+        );
+        record(
+            at,
+            404,
+            Duration::from_millis(30),
+            Duration::ZERO,
+            Some(200),
+        );
+        // Two seconds, all but 10 ms of them queued or in webhooks.
+        let (took, waited) = (Duration::from_secs(2), Duration::from_millis(1990));
+        record(at, 200, took, waited, None);
+        // A dry run has no SLI latency.
+        let dry = labels(
+            "POST",
+            "/api/v1/namespaces/metricstest/configmaps",
+            "dryRun=All",
+            None,
+        )
+        .unwrap();
+        record(slot_of(&dry), 201, took, Duration::ZERO, None);
         let text = render();
         assert!(text.contains("# TYPE apiserver_request counter"), "{text}");
         let series = "component=\"apiserver\",dry_run=\"\",group=\"\",resource=\"configmaps\",scope=\"resource\",subresource=\"\",verb=\"GET\",version=\"v1\"";
         let sizes = "component=\"apiserver\",group=\"\",resource=\"configmaps\",scope=\"resource\",subresource=\"\",verb=\"GET\",version=\"v1\"";
         for line in [
-            format!("apiserver_request_total{{code=\"200\",{series}}} 1"),
+            format!("apiserver_request_total{{code=\"200\",{series}}} 2"),
             format!("apiserver_request_total{{code=\"404\",{series}}} 1"),
             format!("apiserver_request_duration_seconds_bucket{{{series},le=\"0.005\"}} 1"),
             format!("apiserver_request_duration_seconds_bucket{{{series},le=\"0.05\"}} 2"),
-            format!("apiserver_request_duration_seconds_count{{{series}}} 2"),
+            format!("apiserver_request_duration_seconds_count{{{series}}} 3"),
+            format!("apiserver_request_sli_duration_seconds_bucket{{{sizes},le=\"0.05\"}} 3"),
+            format!("apiserver_request_sli_duration_seconds_count{{{sizes}}} 3"),
             format!("apiserver_response_sizes_bucket{{{sizes},le=\"1000\"}} 1"),
             format!("apiserver_response_sizes_bucket{{{sizes},le=\"1e+06\"}} 2"),
         ] {
             assert!(text.contains(&line), "{line} in {text}");
         }
+        assert!(
+            !text.contains("apiserver_request_sli_duration_seconds_count{component=\"apiserver\",group=\"\",resource=\"configmaps\",scope=\"resource\",subresource=\"\",verb=\"POST\""),
+            "{text}"
+        );
         assert_eq!(go_float(1e9), "1e+09");
         assert_eq!(go_float(0.005), "0.005");
     }

@@ -493,6 +493,7 @@ async fn send(
                 .map_err(|e| format!("received invalid webhook response: {e}"))
         });
     health.called(a, hook, started, &answer);
+    a.webhook_took(mutating, started.elapsed());
     let answer = answer.map_err(CallError::Calling)?;
     for (k, v) in &answer.audit_annotations {
         a.annotate(format!("{}/{k}", hook.name), v.clone());
