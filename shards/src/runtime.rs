@@ -131,6 +131,22 @@ impl Shutdown {
         // The channel never carries a message; it closes on trigger.
         let _ = self.rx.recv().await;
     }
+
+    /// Sleeps for `d` on the current executor; false when shutdown came
+    /// first (periodic loops stop there).
+    pub async fn sleep(&self, d: std::time::Duration) -> bool {
+        futures_lite::future::or(
+            async {
+                glommio::timer::sleep(d).await;
+                true
+            },
+            async {
+                self.wait().await;
+                false
+            },
+        )
+        .await
+    }
 }
 
 /// Runs all executors until `front_end` returns on every one of them.

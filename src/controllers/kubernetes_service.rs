@@ -45,17 +45,7 @@ pub async fn run(api: std::rc::Rc<Api>) {
     }
     let shutdown = api.exec.shutdown.clone();
     loop {
-        let stop = futures_lite::future::or(
-            async {
-                glommio::timer::sleep(RENEW_EVERY).await;
-                false
-            },
-            async {
-                shutdown.wait().await;
-                true
-            },
-        )
-        .await;
+        let stop = !shutdown.sleep(RENEW_EVERY).await;
         if let Err(e) = reconcile(&api, stop).await {
             tracing::warn!(error = %e.message, "could not reconcile the kubernetes Service's endpoints");
         }

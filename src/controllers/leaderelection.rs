@@ -97,13 +97,7 @@ pub async fn run(api: Rc<Api>, election: Rc<Election>, identity: String) {
                 }
             }
         }
-        futures_lite::future::or(
-            async {
-                glommio::timer::sleep(RETRY_PERIOD).await;
-            },
-            shutdown.wait(),
-        )
-        .await;
+        shutdown.sleep(RETRY_PERIOD).await;
     }
     election.set(false);
 }

@@ -134,21 +134,7 @@ impl PortLeaks {
 pub async fn run(api: Rc<Api>, interval: Duration) {
     let shutdown = api.exec.shutdown.clone();
     let mut leaks = PortLeaks::default();
-    loop {
-        let stop = futures_lite::future::or(
-            async {
-                glommio::timer::sleep(interval).await;
-                false
-            },
-            async {
-                shutdown.wait().await;
-                true
-            },
-        )
-        .await;
-        if stop {
-            return;
-        }
+    while shutdown.sleep(interval).await {
         if let Err(e) = service_ips::repair(&api).await {
             tracing::warn!(error = %e.message, "the service IP repair pass failed; next pass in {interval:?}");
         }
