@@ -325,20 +325,27 @@ pub fn held(service: &Value) -> Vec<String> {
 /// address reserved, the Service not stored yet, perhaps by another server
 /// — keeps its address.
 pub async fn repair(api: &Api) -> Result<(), ApiError> {
+    let services = api.builtin("", "services")?;
+    let listed: Vec<Value> = crate::storage::list_all(api.storage(), &services)
+        .await?
+        .iter()
+        .map(|s| s.to_value())
+        .collect();
+    repair_listed(api, &listed).await
+}
+
+/// [`repair`] against `services`, the stored Services as just listed.
+pub async fn repair_listed(api: &Api, services: &[Value]) -> Result<(), ApiError> {
     let grace = chrono::TimeDelta::from_std(api.security.config.request_timeout)
         .unwrap_or(chrono::TimeDelta::MAX);
     let addresses = api.builtin("networking.k8s.io", "ipaddresses")?;
-    let services = api.builtin("", "services")?;
-    let held_by: std::collections::HashMap<(String, String), Vec<String>> =
-        crate::storage::list_all(api.storage(), &services)
-            .await?
-            .iter()
-            .map(|s| {
-                let v = s.to_value();
-                let key = (meta::namespace(&v).to_string(), meta::name(&v).to_string());
-                (key, held(&v))
-            })
-            .collect();
+    let held_by: std::collections::HashMap<(String, String), Vec<String>> = services
+        .iter()
+        .map(|v| {
+            let key = (meta::namespace(v).to_string(), meta::name(v).to_string());
+            (key, held(v))
+        })
+        .collect();
     let mut reserved = std::collections::HashSet::new();
     for a in crate::storage::list_all(api.storage(), &addresses).await? {
         let a = a.to_value();
@@ -390,8 +397,9 @@ pub async fn repair(api: &Api) -> Result<(), ApiError> {
 /// Whether `obj` was created more than `age` ago (an unreadable
 /// timestamp counts as old: nothing else would ever clean it up).
 fn older_than(obj: &Value, age: chrono::TimeDelta) -> bool {
-    chrono::DateTime::parse_from_rfc3339(meta::str_at(obj, "/metadata/creationTimestamp"))
-        .map_or(true, |t| {
-            chrono::Utc::now() - t.with_timezone(&chrono::Utc) > age
-        })
+    kubeshard_core::registry::lifecycle::parse_time(meta::str_at(
+        obj,
+        "/metadata/creationTimestamp",
+    ))
+    .is_none_or(|t| chrono::Utc::now() - t > age)
 }

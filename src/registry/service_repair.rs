@@ -135,26 +135,21 @@ pub async fn run(api: Rc<Api>, interval: Duration) {
     let shutdown = api.exec.shutdown.clone();
     let mut leaks = PortLeaks::default();
     while shutdown.sleep(interval).await {
-        if let Err(e) = service_ips::repair(&api).await {
-            tracing::warn!(error = %e.message, "the service IP repair pass failed; next pass in {interval:?}");
-        }
-        if let Some(keys) = api.storage().shared_keys() {
-            if let Err(e) = node_port_pass(&api, keys, &mut leaks).await {
-                tracing::warn!(error = %e.message, "the node port repair pass failed; next pass in {interval:?}");
-            }
+        if let Err(e) = pass(&api, &mut leaks).await {
+            tracing::warn!(error = %e.message, "a Service repair pass failed; next pass in {interval:?}");
         }
     }
 }
 
-/// One pass over the shared bitmap: stored only if nobody changed it
-/// since it was read (a conflict waits for the next pass, as kube's).
-async fn node_port_pass(
-    api: &Api,
-    keys: &SharedKeys,
-    leaks: &mut PortLeaks,
-) -> Result<(), ApiError> {
-    let range = &api.config.node_ports;
-    let (stored, revision) = node_ports::shared_pool(keys, range).await?;
+/// One pass of both repairs over one listing of the Services.
+async fn pass(api: &Api, leaks: &mut PortLeaks) -> Result<(), ApiError> {
+    let keys = api.storage().shared_keys();
+    // The bitmap is read before the Services are listed, so a port
+    // reserved after the read cannot be mistaken for a leak.
+    let bitmap = match keys {
+        Some(keys) => Some(node_ports::shared_pool(keys, &api.config.node_ports).await?),
+        None => None,
+    };
     // The Services every server stored before now, not just those this
     // server's cache has seen.
     api.storage()
@@ -167,6 +162,26 @@ async fn node_port_pass(
         .iter()
         .map(|s| s.to_value())
         .collect();
+    if let Err(e) = service_ips::repair_listed(api, &services).await {
+        tracing::warn!(error = %e.message, "the service IP repair pass failed");
+    }
+    match (keys, bitmap) {
+        (Some(keys), Some(bitmap)) => node_port_pass(api, keys, leaks, bitmap, &services).await,
+        _ => Ok(()),
+    }
+}
+
+/// One pass over the shared bitmap (`stored` at `revision`, read before
+/// `services` were listed): stored only if nobody changed it since it
+/// was read (a conflict waits for the next pass, as kube's).
+async fn node_port_pass(
+    api: &Api,
+    keys: &SharedKeys,
+    leaks: &mut PortLeaks,
+    (stored, revision): (PortPool, Option<i64>),
+    services: &[Value],
+) -> Result<(), ApiError> {
+    let range = &api.config.node_ports;
     let held: Vec<Vec<u16>> = services.iter().map(node_ports::held).collect();
     let rebuilt = leaks.rebuild(&stored, &held);
     for &(i, port, finding) in &rebuilt.findings {
