@@ -80,6 +80,14 @@ impl Workload {
             Workload::Cluster(_) => "cluster",
         }
     }
+
+    /// Whether the workload only reads what it pre-creates: then every
+    /// round of a comparison reads the same objects. (Fresh names each
+    /// round made a LIST of N objects list N more every round: 100k,
+    /// 200k, ... 900k in a 9-round `ab.sh` run.)
+    pub fn reads_only(&self) -> bool {
+        matches!(self, Workload::Get(_) | Workload::List(_))
+    }
 }
 
 #[derive(Debug, Clone, Args)]

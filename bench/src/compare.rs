@@ -34,6 +34,11 @@ pub struct CompareResult {
 pub async fn run(cli: &Cli, args: &CompareArgs) -> Result<CompareResult> {
     let ta = Target::from_args(&cli.target, Some(&args.a))?;
     let tb = Target::from_args(&cli.target, Some(&args.b))?;
+    let base = cli
+        .load
+        .prefix
+        .clone()
+        .unwrap_or_else(crate::workloads::default_prefix);
     let mut rounds = Vec::new();
     for round in 1..=args.rounds.max(1) {
         let mut pair = Vec::with_capacity(2);
@@ -45,15 +50,11 @@ pub async fn run(cli: &Cli, args: &CompareArgs) -> Result<CompareResult> {
                 load.template = args.b_template.clone().or(load.template);
                 load.object_size = args.b_object_size.unwrap_or(load.object_size);
             }
-            // Fresh object names every run, so no run trips on another's.
-            load.prefix = Some(format!(
-                "{}-r{round}{}",
-                cli.load
-                    .prefix
-                    .clone()
-                    .unwrap_or_else(crate::workloads::default_prefix),
-                label.to_lowercase()
-            ));
+            // Fresh object names every run that writes, so no run trips
+            // on another's; a read-only run reads its first round's
+            // objects again (its set-up finds them, by the 409).
+            let tag = if args.workload.reads_only() { 1 } else { round };
+            load.prefix = Some(format!("{base}-r{tag}{}", label.to_lowercase()));
             let r = runner::run(target, &load, &args.workload, pid, cli.output.quiet).await?;
             let p = r.primary();
             println!(

@@ -413,6 +413,52 @@ fn compare_alternates_targets() {
     assert!(c["median_throughput_ratio"].as_f64().unwrap() > 0.0);
 }
 
+/// A read-only workload reads the same objects in every round: a LIST of
+/// N used to list N more objects each round (each round made its own).
+#[test]
+fn compare_lists_the_same_objects_every_round() {
+    let a = Server::start();
+    let b = Server::start();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("c.json");
+    let o = bench(&[
+        "--quiet",
+        "--duration",
+        "300ms",
+        "--output",
+        out.to_str().unwrap(),
+        "--namespace",
+        "rounds",
+        "compare",
+        "--a",
+        &a.base,
+        "--b",
+        &b.base,
+        "--rounds",
+        "3",
+        "list",
+        "--objects",
+        "30",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let c: Value = serde_json::from_str(&std::fs::read_to_string(out).unwrap()).unwrap();
+    let rounds = c["rounds"].as_array().unwrap();
+    assert_eq!(rounds.len(), 3);
+    for (i, r) in rounds.iter().enumerate() {
+        for side in ["a", "b"] {
+            let extra = &r[side]["extra"];
+            assert_eq!(
+                extra["items_per_list"],
+                30,
+                "round {} {side}: {extra}",
+                i + 1
+            );
+            // Only the first round creates them.
+            assert_eq!(extra.get("setup_objects").is_some(), i == 0, "{extra}");
+        }
+    }
+}
+
 #[test]
 fn refuses_non_loopback_targets() {
     for url in ["http://10.1.2.3:8080", "https://example.com"] {
