@@ -371,38 +371,47 @@ fn cluster_simulation() {
     assert!(charts.path().join("cluster-throughput.svg").exists());
 }
 
-#[test]
-fn compare_alternates_targets() {
-    let a = Server::start();
-    let b = Server::start();
+/// `compare` of two fresh servers over `rounds` rounds of `workload`
+/// (after the load flags in `load`): its printout and its JSON report.
+fn compare(
+    a: &Server,
+    b: &Server,
+    load: &[&str],
+    rounds: &str,
+    workload: &[&str],
+) -> (String, Value) {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("c.json");
-    let o = bench(&[
-        "--quiet",
-        "--duration",
-        "400ms",
-        "--output",
-        out.to_str().unwrap(),
-        "compare",
-        "--a",
-        &a.base,
-        "--b",
-        &b.base,
-        "--rounds",
-        "2",
-        "get",
-        "--objects",
-        "5",
+    let mut args = vec!["--quiet", "--output", out.to_str().unwrap()];
+    args.extend_from_slice(load);
+    args.extend_from_slice(&[
+        "compare", "--a", &a.base, "--b", &b.base, "--rounds", rounds,
     ]);
-    let stdout = String::from_utf8_lossy(&o.stdout);
+    args.extend_from_slice(workload);
+    let o = bench(&args);
+    let stdout = String::from_utf8_lossy(&o.stdout).into_owned();
     assert!(
         o.status.success(),
         "{stdout}{}",
         String::from_utf8_lossy(&o.stderr)
     );
+    let c = serde_json::from_str(&std::fs::read_to_string(out).unwrap()).unwrap();
+    (stdout, c)
+}
+
+#[test]
+fn compare_alternates_targets() {
+    let a = Server::start();
+    let b = Server::start();
+    let (stdout, c) = compare(
+        &a,
+        &b,
+        &["--duration", "400ms"],
+        "2",
+        &["get", "--objects", "5"],
+    );
     assert_eq!(stdout.matches("round 2 B/A").count(), 1, "{stdout}");
     assert!(stdout.contains("median B/A over 2 rounds"), "{stdout}");
-    let c: Value = serde_json::from_str(&std::fs::read_to_string(out).unwrap()).unwrap();
     let rounds = c["rounds"].as_array().unwrap();
     assert_eq!(rounds.len(), 2);
     for r in rounds {
@@ -419,29 +428,8 @@ fn compare_alternates_targets() {
 fn compare_lists_the_same_objects_every_round() {
     let a = Server::start();
     let b = Server::start();
-    let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("c.json");
-    let o = bench(&[
-        "--quiet",
-        "--duration",
-        "300ms",
-        "--output",
-        out.to_str().unwrap(),
-        "--namespace",
-        "rounds",
-        "compare",
-        "--a",
-        &a.base,
-        "--b",
-        &b.base,
-        "--rounds",
-        "3",
-        "list",
-        "--objects",
-        "30",
-    ]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let c: Value = serde_json::from_str(&std::fs::read_to_string(out).unwrap()).unwrap();
+    let load = ["--duration", "300ms", "--namespace", "rounds"];
+    let (_, c) = compare(&a, &b, &load, "3", &["list", "--objects", "30"]);
     let rounds = c["rounds"].as_array().unwrap();
     assert_eq!(rounds.len(), 3);
     for (i, r) in rounds.iter().enumerate() {
