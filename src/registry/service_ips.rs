@@ -325,13 +325,17 @@ pub fn held(service: &Value) -> Vec<String> {
 /// address reserved, the Service not stored yet, perhaps by another server
 /// — keeps its address.
 pub async fn repair(api: &Api) -> Result<(), ApiError> {
+    repair_listed(api, &stored_services(api).await?).await
+}
+
+/// Every stored Service, as the repairs read them.
+pub async fn stored_services(api: &Api) -> Result<Vec<Value>, ApiError> {
     let services = api.builtin("", "services")?;
-    let listed: Vec<Value> = crate::storage::list_all(api.storage(), &services)
+    Ok(crate::storage::list_all(api.storage(), &services)
         .await?
         .iter()
         .map(|s| s.to_value())
-        .collect();
-    repair_listed(api, &listed).await
+        .collect())
 }
 
 /// [`repair`] against `services`, the stored Services as just listed.

@@ -156,12 +156,7 @@ async fn pass(api: &Api, leaks: &mut PortLeaks) -> Result<(), ApiError> {
         .consistent_revision(Duration::from_secs(5))
         .await
         .or_status()?;
-    let info = api.builtin("", "services")?;
-    let services: Vec<Value> = crate::storage::list_all(api.storage(), &info)
-        .await?
-        .iter()
-        .map(|s| s.to_value())
-        .collect();
+    let services = service_ips::stored_services(api).await?;
     if let Err(e) = service_ips::repair_listed(api, &services).await {
         tracing::warn!(error = %e.message, "the service IP repair pass failed");
     }

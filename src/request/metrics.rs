@@ -494,39 +494,15 @@ pub fn render() -> String {
             );
         }
     }
-    family(&mut out, "apiserver_request_duration_seconds", "histogram",
-        "[STABLE] Response latency distribution in seconds for each verb, dry run value, group, version, resource, subresource, scope and component.");
-    for (l, s) in sorted.iter().filter(|(_, s)| s.duration.count > 0) {
-        histogram(
-            &mut out,
-            "apiserver_request_duration_seconds",
-            &l.render(true),
-            &DURATION_BUCKETS,
-            &s.duration,
-        );
-    }
-    family(&mut out, "apiserver_request_sli_duration_seconds", "histogram",
-        "[ALPHA] Response latency distribution (not counting webhook duration and priority & fairness queue wait times) in seconds for each verb, group, version, resource, subresource, scope and component.");
-    for (l, s) in sorted.iter().filter(|(_, s)| s.sli.count > 0) {
-        histogram(
-            &mut out,
-            "apiserver_request_sli_duration_seconds",
-            &l.render(false),
-            &SLI_BUCKETS,
-            &s.sli,
-        );
-    }
-    family(&mut out, "apiserver_response_sizes", "histogram",
-        "[STABLE] Response size distribution in bytes for each group, version, verb, resource, subresource, scope and component.");
-    for (l, s) in sorted.iter().filter(|(_, s)| s.sizes.count > 0) {
-        histogram(
-            &mut out,
-            "apiserver_response_sizes",
-            &l.render(false),
-            &SIZE_BUCKETS,
-            &s.sizes,
-        );
-    }
+    histograms(&mut out, &sorted, "apiserver_request_duration_seconds",
+        "[STABLE] Response latency distribution in seconds for each verb, dry run value, group, version, resource, subresource, scope and component.",
+        true, &DURATION_BUCKETS, |s| &s.duration);
+    histograms(&mut out, &sorted, "apiserver_request_sli_duration_seconds",
+        "[ALPHA] Response latency distribution (not counting webhook duration and priority & fairness queue wait times) in seconds for each verb, group, version, resource, subresource, scope and component.",
+        false, &SLI_BUCKETS, |s| &s.sli);
+    histograms(&mut out, &sorted, "apiserver_response_sizes",
+        "[STABLE] Response size distribution in bytes for each group, version, verb, resource, subresource, scope and component.",
+        false, &SIZE_BUCKETS, |s| &s.sizes);
     family(&mut out, "apiserver_longrunning_requests", "gauge",
         "[STABLE] Gauge of all active long-running apiserver requests broken out by verb, group, version, resource, scope and component. Not all requests are tracked this way.");
     // Without dry_run: summed over it.
@@ -554,6 +530,23 @@ pub fn render() -> String {
         REGISTRY.audit_events.load(Ordering::Relaxed)
     );
     out
+}
+
+/// One histogram family of the request series: every series that
+/// observed it, labelled with or without `dry_run`.
+fn histograms<const N: usize>(
+    out: &mut String,
+    sorted: &[(&Labels, &Series)],
+    name: &str,
+    help: &str,
+    with_dry_run: bool,
+    buckets: &[f64; N],
+    of: impl Fn(&Series) -> &Histogram<N>,
+) {
+    family(out, name, "histogram", help);
+    for (l, s) in sorted.iter().filter(|(_, s)| of(s).count > 0) {
+        histogram(out, name, &l.render(with_dry_run), buckets, of(s));
+    }
 }
 
 fn render_watch(out: &mut String) {
