@@ -62,13 +62,15 @@ fn a_connection_flood_past_the_descriptor_limit_locks_nobody_out() {
     admin_answers_within_a_second(&s);
     let baseline = s.open_fds();
     // Unauthenticated connections, twice as many as the process could
-    // ever hold, opened while an administrator keeps working.
-    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    // ever hold, opened while an administrator keeps working — for as
+    // long as the flood takes (it used to stop after ten checks, short of
+    // 400 connections on a loaded machine), and at least ten checks.
     let flooder = {
-        let (stop, port) = (stop.clone(), s.secure_port);
+        let port = s.secure_port;
         std::thread::spawn(move || {
             let mut held = Vec::new();
-            while !stop.load(std::sync::atomic::Ordering::SeqCst) && held.len() < 800 {
+            let deadline = Instant::now() + Duration::from_secs(60);
+            while held.len() < 800 && Instant::now() < deadline {
                 if let Ok(c) = TcpStream::connect(("127.0.0.1", port)) {
                     held.push(c);
                 }
@@ -77,11 +79,12 @@ fn a_connection_flood_past_the_descriptor_limit_locks_nobody_out() {
             held
         })
     };
-    for _ in 0..10 {
+    let mut checks = 0;
+    while checks < 10 || !flooder.is_finished() {
         admin_answers_within_a_second(&s);
         std::thread::sleep(Duration::from_millis(100));
+        checks += 1;
     }
-    stop.store(true, std::sync::atomic::Ordering::SeqCst);
     let held = flooder.join().unwrap();
     assert!(
         held.len() > 400,
