@@ -240,6 +240,11 @@ fn without_etcd_cached_reads_go_on_and_writes_fail_fast() {
     let s = etcd.replica(1, &[]);
     let (code, _) = s.post(CMS, &configmap("kept", json!({})));
     assert_eq!(code, 201);
+    assert!(etcd_requests(&s, "create", "configmaps", "requests") >= 1);
+    assert_eq!(
+        etcd_requests(&s, "create", "configmaps", "request_errors"),
+        0
+    );
     let (_, _, body) = s.get_with("/readyz?verbose", "text/plain");
     assert!(
         body.contains("[+]etcd ok") && body.contains("[+]etcd-readiness ok"),
@@ -268,6 +273,64 @@ fn without_etcd_cached_reads_go_on_and_writes_fail_fast() {
     );
     let (code, _) = s.get(CMS);
     assert!(code >= 500, "{code}");
+    // kube's etcd metrics count the failed create as an error.
+    assert!(etcd_requests(&s, "create", "configmaps", "request_errors") >= 1);
+}
+
+/// kube's `etcd_<family>_total` for core `resource` and `operation`, and
+/// that `etcd_request_duration_seconds` observed as many.
+fn etcd_requests(s: &Server, operation: &str, resource: &str, family: &str) -> u64 {
+    let (_, _, text) = s.get_with("/metrics", "text/plain");
+    let labels = format!("{{group=\"\",operation=\"{operation}\",resource=\"{resource}\"}}");
+    let value = |name: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(&format!("{name}{labels} ")))
+            .map(|v| v.parse::<f64>().unwrap() as u64)
+            .unwrap_or(0)
+    };
+    assert!(
+        text.contains("# TYPE etcd_request_duration_seconds histogram"),
+        "{text}"
+    );
+    assert_eq!(
+        value("etcd_request_duration_seconds_count"),
+        value("etcd_requests_total"),
+        "every request is timed"
+    );
+    value(&format!("etcd_{family}_total"))
+}
+
+#[test]
+fn etcd_is_reached_over_tls_with_a_client_certificate() {
+    let Some(etcd) = EtcdCluster::start_tls(1) else {
+        return;
+    };
+    assert!(etcd.servers().starts_with("https://"));
+    let a = etcd.replica(2, &[]);
+    let b = etcd.replica(1, &[]);
+    let mut watch = b.watch(&format!("{CMS}?watch=1&resourceVersion=0"));
+    let (code, created) = a.post(CMS, &configmap("secure", json!({"k": "v"})));
+    assert_eq!(code, 201, "{created}");
+    let (code, got) = b.get(&format!("{CMS}/secure"));
+    assert_eq!((code, rv(&got)), (200, rv(&created)));
+    let mut changed = got.clone();
+    changed["data"] = json!({"k": "w"});
+    let (code, updated) = b.put(&format!("{CMS}/secure"), &changed);
+    assert_eq!(code, 200, "{updated}");
+    assert_eq!(a.delete(&format!("{CMS}/secure")).0, 200);
+    let events =
+        watch.until(|e| e["type"] == "DELETED" && e["object"]["metadata"]["name"] == "secure");
+    let kinds: Vec<&str> = events
+        .iter()
+        .filter(|e| e["object"]["metadata"]["name"] == "secure")
+        .map(|e| e["type"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, ["ADDED", "MODIFIED", "DELETED"]);
+    assert!(etcd_requests(&a, "create", "configmaps", "requests") >= 1);
+    assert!(etcd_requests(&b, "update", "configmaps", "requests") >= 1);
+    assert!(etcd_requests(&a, "delete", "configmaps", "requests") >= 1);
+    let (_, _, body) = a.get_with("/readyz?verbose", "text/plain");
+    assert!(body.contains("[+]etcd ok"), "{body}");
 }
 
 #[test]

@@ -6,6 +6,9 @@
 #
 # get, create, update: in-memory storage, 64 clients over HTTP/1.1, 1 KiB
 # ConfigMaps; create-durable: the log with --fsync=always, 256 clients;
+# create-etcd (not in the default set; both binaries built with
+# `--features etcd`): --storage etcd, both servers on one etcd (Debian's,
+# on PATH) under prefixes of their own, 256 clients over HTTP/2;
 # list: unpaged LIST of 100k ConfigMaps; watch: 10k watchers on the
 # ConfigMaps of one namespace while 100 are updated at 200/s. Each pair of
 # servers is started fresh for its workload on loopback ports and stopped
@@ -19,11 +22,25 @@ ROUNDS=${ROUNDS:-3}; SECS=${SECS:-8}
 WORKLOADS=${WORKLOADS:-get create create-durable update list watch}
 source "$(dirname "$0")/servers-common.sh"
 
+# etcd_start: one etcd for both servers (ETCD_URL), stopped with them.
+etcd_start() {
+  local c p; c=$(port); p=$(port)
+  ETCD_URL=http://127.0.0.1:$c
+  etcd --data-dir "$TMP/etcd-$c" --name ab --listen-client-urls "$ETCD_URL" --advertise-client-urls "$ETCD_URL" \
+    --listen-peer-urls "http://127.0.0.1:$p" --initial-advertise-peer-urls "http://127.0.0.1:$p" \
+    --initial-cluster "ab=http://127.0.0.1:$p" --quota-backend-bytes 8589934592 >"$OUT/etcd.log" 2>&1 &
+  pids+=($!)
+  for _ in $(seq 100); do curl -sf "$ETCD_URL/health" >/dev/null && break; sleep 0.1; done
+}
+
 run() {
   local w=$1; shift
-  local mode=(--storage memory)
-  case $w in create-durable) mode=(--fsync always) ;; esac
-  start "$A" a "${mode[@]}"; start "$B" b "${mode[@]}"
+  local mode=(--storage memory) a=() b=()
+  case $w in
+    create-durable) mode=(--fsync always) ;;
+    create-etcd) etcd_start; mode=(--storage etcd --etcd-servers "$ETCD_URL"); a=(--etcd-prefix /a); b=(--etcd-prefix /b) ;;
+  esac
+  start "$A" a "${mode[@]}" "${a[@]}"; start "$B" b "${mode[@]}" "${b[@]}"
   echo "== $w" | tee -a "$OUT/summary.txt"
   "$BENCH" --duration "${SECS}s" --output "$OUT/$w.json" --quiet "$@" \
     compare --a "$URL_a" --b "$URL_b" --a-pid "$PID_a" --b-pid "$PID_b" --rounds "$ROUNDS" "${WORKLOAD[@]}" \
@@ -36,6 +53,7 @@ for w in $WORKLOADS; do
     get) WORKLOAD=(get --objects 100); run get --concurrency 64 ;;
     create) WORKLOAD=(create); run create --concurrency 64 ;;
     create-durable) WORKLOAD=(create); run create-durable --concurrency 256 --http2 ;;
+    create-etcd) WORKLOAD=(create); run create-etcd --concurrency 256 --http2 --connections 16 ;;
     update) WORKLOAD=(update --objects 100 --mode put); run update --concurrency 64 ;;
     list) WORKLOAD=(list --objects 100000); run list --concurrency 4 --object-size 200 ;;
     watch) WORKLOAD=(watch --watchers 10000 --objects 100); run watch --rate 200 --http2 --connections 16 ;;

@@ -529,7 +529,61 @@ pub fn render() -> String {
         "apiserver_audit_event_total {}",
         REGISTRY.audit_events.load(Ordering::Relaxed)
     );
+    #[cfg(feature = "etcd")]
+    render_etcd(&mut out);
     out
+}
+
+/// kube's etcd client series (observed by the etcd backend's writer;
+/// none without `--storage etcd`).
+#[cfg(feature = "etcd")]
+fn render_etcd(out: &mut String) {
+    use kubeshard_shards::etcd::metrics::{snapshot, BUCKETS};
+    let all = snapshot();
+    let labelled: Vec<(String, _)> = all
+        .iter()
+        .map(|((op, group, resource), o)| {
+            let labels = format!(
+                "group=\"{}\",operation=\"{op}\",resource=\"{}\"",
+                escape(group),
+                escape(resource)
+            );
+            (labels, o)
+        })
+        .collect();
+    let name = "etcd_request_duration_seconds";
+    family(
+        out,
+        name,
+        "histogram",
+        "[ALPHA] Etcd request latency in seconds for each operation and object type.",
+    );
+    for (labels, o) in &labelled {
+        let h = Histogram {
+            counts: o.buckets,
+            sum: o.sum,
+            count: o.count,
+        };
+        histogram(out, name, labels, &BUCKETS, &h);
+    }
+    family(
+        out,
+        "etcd_requests",
+        "counter",
+        "[ALPHA] Etcd request counts for each operation and object type.",
+    );
+    for (labels, o) in &labelled {
+        let _ = writeln!(out, "etcd_requests_total{{{labels}}} {}", o.count);
+    }
+    family(
+        out,
+        "etcd_request_errors",
+        "counter",
+        "[ALPHA] Etcd failed request counts for each operation and object type.",
+    );
+    for (labels, o) in &labelled {
+        let _ = writeln!(out, "etcd_request_errors_total{{{labels}}} {}", o.errors);
+    }
 }
 
 /// One histogram family of the request series: every series that

@@ -43,7 +43,35 @@ impl Member {
 
 pub struct EtcdCluster {
     pub members: Vec<Member>,
+    /// With TLS: the CA, and the client certificate and key replicas use.
+    tls: Option<[std::path::PathBuf; 3]>,
     _dir: tempfile::TempDir,
+}
+
+/// Writes a CA, and a certificate for 127.0.0.1 signed by it that serves
+/// and authenticates as a client (etcd's and the replicas'), into `dir`:
+/// [ca, cert, key].
+fn certificates(dir: &std::path::Path) -> [std::path::PathBuf; 3] {
+    use rcgen::{
+        BasicConstraints, CertificateParams, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
+    };
+    let ca_key = KeyPair::generate().unwrap();
+    let mut ca = CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    let ca_cert = ca.self_signed(&ca_key).unwrap();
+    let issuer = Issuer::new(ca, ca_key);
+    let key = KeyPair::generate().unwrap();
+    let mut leaf = CertificateParams::new(vec!["127.0.0.1".to_string()]).unwrap();
+    leaf.extended_key_usages = vec![
+        ExtendedKeyUsagePurpose::ServerAuth,
+        ExtendedKeyUsagePurpose::ClientAuth,
+    ];
+    let cert = leaf.signed_by(&key, &issuer).unwrap();
+    let files = ["ca.pem", "cert.pem", "key.pem"].map(|f| dir.join(f));
+    std::fs::write(&files[0], ca_cert.pem()).unwrap();
+    std::fs::write(&files[1], cert.pem()).unwrap();
+    std::fs::write(&files[2], key.serialize_pem()).unwrap();
+    files
 }
 
 fn free_port() -> u16 {
@@ -58,11 +86,23 @@ impl EtcdCluster {
     /// A cluster of `n` members, or None (with a message) when no etcd
     /// binary is installed.
     pub fn start(n: usize) -> Option<Self> {
+        Self::start_with(n, false)
+    }
+
+    /// A cluster whose clients must speak TLS with a certificate from
+    /// its CA (etcd's `--client-cert-auth`).
+    pub fn start_tls(n: usize) -> Option<Self> {
+        Self::start_with(n, true)
+    }
+
+    fn start_with(n: usize, tls: bool) -> Option<Self> {
         if Command::new("etcd").arg("--version").output().is_err() {
             eprintln!("skipping: no etcd binary (apt-get install etcd-server)");
             return None;
         }
         let dir = tempfile::tempdir().unwrap();
+        let tls = tls.then(|| certificates(dir.path()));
+        let scheme = if tls.is_some() { "https" } else { "http" };
         let ports: Vec<(u16, u16)> = (0..n).map(|_| (free_port(), free_port())).collect();
         let initial: Vec<String> = ports
             .iter()
@@ -73,7 +113,7 @@ impl EtcdCluster {
             .iter()
             .enumerate()
             .map(|(i, (client, peer))| {
-                let c = format!("http://127.0.0.1:{client}");
+                let c = format!("{scheme}://127.0.0.1:{client}");
                 let p = format!("http://127.0.0.1:{peer}");
                 let data = dir.path().join(format!("m{i}"));
                 let command = [
@@ -96,6 +136,17 @@ impl EtcdCluster {
                 ]
                 .map(str::to_string)
                 .to_vec();
+                let mut command = command;
+                if let Some([ca, cert, key]) = &tls {
+                    for (flag, f) in [
+                        ("--trusted-ca-file", ca),
+                        ("--cert-file", cert),
+                        ("--key-file", key),
+                    ] {
+                        command.extend([flag.to_string(), f.display().to_string()]);
+                    }
+                    command.push("--client-cert-auth".into());
+                }
                 let mut m = Member {
                     child: None,
                     client_url: c,
@@ -107,7 +158,11 @@ impl EtcdCluster {
                 m
             })
             .collect();
-        let cluster = Self { members, _dir: dir };
+        let cluster = Self {
+            members,
+            tls,
+            _dir: dir,
+        };
         for m in &cluster.members {
             m.wait_listening();
         }
@@ -156,6 +211,20 @@ impl EtcdCluster {
     pub fn replica(&self, shards: usize, extra: &[&str]) -> Server {
         let servers = self.servers();
         let mut args = vec!["--storage", "etcd", "--etcd-servers", &servers];
+        let files = self
+            .tls
+            .as_ref()
+            .map(|f| f.clone().map(|p| p.display().to_string()));
+        if let Some([ca, cert, key]) = &files {
+            args.extend([
+                "--etcd-cafile",
+                ca,
+                "--etcd-certfile",
+                cert,
+                "--etcd-keyfile",
+                key,
+            ]);
+        }
         args.extend(extra);
         Server::start_with(shards, &args)
     }

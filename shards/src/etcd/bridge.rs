@@ -155,8 +155,18 @@ pub struct Pool {
 impl Pool {
     /// The client calls go to now, and its place.
     pub fn pick(&self) -> (usize, Client) {
-        let i = self.current.load(Ordering::Relaxed) % self.clients.len();
+        let i = self.current();
         (i, self.clients[i].clone())
+    }
+
+    /// The place of the member calls go to now.
+    pub fn current(&self) -> usize {
+        self.current.load(Ordering::Relaxed) % self.clients.len()
+    }
+
+    /// How many members the pool holds.
+    pub fn members(&self) -> usize {
+        self.clients.len()
     }
 
     /// The client at `i` could not reach its member: the next one takes

@@ -3,6 +3,7 @@
 //! replicas — and kube-apiservers — serve the same data.
 //!
 //! - [`bridge`]: etcd-client on a thread of its own (it runs on tokio).
+//! - [`grpc`]: the executors' own connections, for their transactions.
 //! - [`writes`]: creates, guaranteed updates and deletions as etcd
 //!   transactions; etcd's mod revisions are the resource versions.
 //! - [`mirror`]: the shards as the watch cache: loaded at start, then fed
@@ -16,8 +17,10 @@
 pub mod bridge;
 pub mod codec;
 mod compactor;
+mod grpc;
 pub mod keys;
 mod leases;
+pub mod metrics;
 pub mod mirror;
 pub mod raw;
 mod revision;
@@ -64,6 +67,8 @@ pub type Loaded = Vec<Vec<(Arc<str>, Arc<StoredObject>)>>;
 pub struct Etcd {
     pub bridge: Bridge,
     expiring: Arc<[(Arc<str>, std::time::Duration)]>,
+    /// The members, for the executors' own connections.
+    endpoints: Arc<[String]>,
     asked: async_channel::Receiver<()>,
     resolve: Arc<dyn Resolve>,
 }
@@ -100,6 +105,7 @@ impl Etcd {
             Self {
                 bridge,
                 expiring: cfg.expiring.clone().into(),
+                endpoints: cfg.endpoints.clone().into(),
                 asked,
                 resolve,
             },
@@ -122,7 +128,9 @@ impl Etcd {
         self.bridge.spawn(work);
     }
 
+    /// The writes of the executor this is called on.
     pub fn writer(&self) -> Writer {
-        Writer::new(self.bridge.clone(), self.expiring.clone())
+        let local = grpc::Local::new(&self.endpoints, self.bridge.pool.clone());
+        Writer::new(self.bridge.clone(), self.expiring.clone(), local)
     }
 }

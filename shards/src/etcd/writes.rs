@@ -11,12 +11,12 @@
 //! etcd's current state before its refusal counts, as kube does.
 
 use super::bridge::Bridge;
-use super::codec;
+use super::{codec, metrics};
 use crate::backend::{StorageError, UpdateFn};
 use crate::store::outcome::{self, contained};
 use crate::store::{DeleteOutcome, DeletePlan, UpdateOutcome};
 use etcd_client::{
-    Compare, CompareOp, GetOptions, KeyValue, PutOptions, Txn, TxnOp, TxnOpResponse,
+    Compare, CompareOp, KeyValue, PutOptions, Txn, TxnOp, TxnOpResponse, TxnResponse,
 };
 use kubeshard_cache::{EventType, StoredObject};
 use kubeshard_core::catalog::ResourceInfo;
@@ -42,6 +42,9 @@ pub struct Writer {
     revisions: std::rc::Rc<super::revision::RevisionReads>,
     /// Resources whose objects live under leases, and for how long.
     expiring: Arc<[(Arc<str>, Duration)]>,
+    /// This executor's own connections (none with TLS to etcd: then the
+    /// transactions go through the bridge).
+    local: Option<std::rc::Rc<super::grpc::Local>>,
 }
 
 pub(super) fn unavailable(e: String) -> StorageError {
@@ -58,12 +61,38 @@ pub(super) fn unchanged_since(key: impl Into<Vec<u8>>, at: Option<i64>) -> Compa
 }
 
 impl Writer {
-    pub fn new(bridge: Bridge, expiring: Arc<[(Arc<str>, Duration)]>) -> Self {
+    pub fn new(
+        bridge: Bridge,
+        expiring: Arc<[(Arc<str>, Duration)]>,
+        local: Option<std::rc::Rc<super::grpc::Local>>,
+    ) -> Self {
         Self {
             bridge,
             revisions: Default::default(),
             expiring,
+            local,
         }
+    }
+
+    /// Runs `txn` from this executor when it has its own connections.
+    /// `idempotent`: it may go again to another member when the one it
+    /// was sent to went away (a read; never a write).
+    /// Each is one request in kube's etcd metrics, as `operation` on
+    /// `info`'s resource.
+    async fn txn(
+        &self,
+        operation: metrics::Operation,
+        info: &ResourceInfo,
+        txn: Txn,
+        idempotent: bool,
+    ) -> Result<TxnResponse, StorageError> {
+        let started = std::time::Instant::now();
+        let answer = match &self.local {
+            Some(local) => local.txn(txn, idempotent).await,
+            None => self.bridge.txn(txn).await,
+        };
+        metrics::record(operation, info, started, answer.is_err());
+        answer.map_err(unavailable)
     }
 
     /// How a value of `info` is put: under a lease when its objects
@@ -113,7 +142,7 @@ impl Writer {
         let txn = Txn::new()
             .when([unchanged_since(key, None)])
             .and_then([put]);
-        let resp = self.bridge.txn(txn).await.map_err(unavailable)?;
+        let resp = self.txn("create", info, txn, false).await?;
         if !resp.succeeded() {
             return Err(StorageError::AlreadyExists);
         }
@@ -197,14 +226,18 @@ impl Writer {
         }
     }
 
-    /// The key's state in etcd now.
+    /// The key's state in etcd now: a transaction of one range, which
+    /// etcd serves as a linearizable read.
     async fn read(&self, info: &ResourceInfo, key: &str) -> Result<Current, StorageError> {
         let resp = self
-            .bridge
-            .range(key.as_bytes().to_vec(), GetOptions::new())
-            .await
-            .map_err(unavailable)?;
-        resp.kvs().first().map(|kv| decoded(info, kv)).transpose()
+            .txn(
+                "get",
+                info,
+                Txn::new().and_then([TxnOp::get(key, None)]),
+                true,
+            )
+            .await?;
+        first_got(info, resp)
     }
 
     /// Makes `changes` to `key` if it is still at `base`: each change is
@@ -223,6 +256,12 @@ impl Writer {
         let mut revisions = Vec::with_capacity(changes.len());
         for change in changes {
             let compare = unchanged_since(key, at.map(|rev| rev as i64));
+            // kube's names: its store's delete, create and guaranteed update.
+            let operation = match (change.kind, at) {
+                (EventType::Deleted, _) => "delete",
+                (_, None) => "create",
+                _ => "update",
+            };
             let op = match change.kind {
                 EventType::Deleted => TxnOp::delete(key, None),
                 _ => TxnOp::put(
@@ -235,13 +274,9 @@ impl Writer {
                 .when([compare])
                 .and_then([op])
                 .or_else([TxnOp::get(key, None)]);
-            let resp = self.bridge.txn(txn).await.map_err(unavailable)?;
+            let resp = self.txn(operation, info, txn, false).await?;
             if !resp.succeeded() {
-                let now = resp.op_responses().into_iter().find_map(|r| match r {
-                    TxnOpResponse::Get(g) => Some(g.kvs().first().map(|kv| decoded(info, kv))),
-                    _ => None,
-                });
-                return Ok(Err(now.flatten().transpose()?));
+                return Ok(Err(first_got(info, resp)?));
             }
             let revision = revision_of(resp.header());
             revisions.push(revision);
@@ -249,6 +284,15 @@ impl Writer {
         }
         Ok(Ok(revisions))
     }
+}
+
+/// The key a transaction's range operation found, if any.
+fn first_got(info: &ResourceInfo, resp: TxnResponse) -> Result<Current, StorageError> {
+    let found = resp.op_responses().into_iter().find_map(|r| match r {
+        TxnOpResponse::Get(g) => g.kvs().first().map(|kv| decoded(info, kv)),
+        _ => None,
+    });
+    found.transpose()
 }
 
 fn revision_of(header: Option<&etcd_client::ResponseHeader>) -> u64 {
