@@ -13,6 +13,7 @@ pub mod closed;
 mod committer;
 #[cfg(feature = "etcd")]
 pub mod etcd;
+pub mod hyper_io;
 pub mod messages;
 pub mod runtime;
 pub mod sequencer;

@@ -538,7 +538,7 @@ pub fn render() -> String {
 /// none without `--storage etcd`).
 #[cfg(feature = "etcd")]
 fn render_etcd(out: &mut String) {
-    use kubeshard_shards::etcd::metrics::{snapshot, BUCKETS};
+    use kubeshard_shards::etcd::metrics::{snapshot, Observed, BUCKETS};
     let all = snapshot();
     let labelled: Vec<(String, _)> = all
         .iter()
@@ -566,23 +566,23 @@ fn render_etcd(out: &mut String) {
         };
         histogram(out, name, labels, &BUCKETS, &h);
     }
-    family(
-        out,
-        "etcd_requests",
-        "counter",
-        "[ALPHA] Etcd request counts for each operation and object type.",
-    );
-    for (labels, o) in &labelled {
-        let _ = writeln!(out, "etcd_requests_total{{{labels}}} {}", o.count);
-    }
-    family(
-        out,
-        "etcd_request_errors",
-        "counter",
-        "[ALPHA] Etcd failed request counts for each operation and object type.",
-    );
-    for (labels, o) in &labelled {
-        let _ = writeln!(out, "etcd_request_errors_total{{{labels}}} {}", o.errors);
+    let counters: [(&str, &str, fn(&Observed) -> u64); 2] = [
+        (
+            "etcd_requests",
+            "[ALPHA] Etcd request counts for each operation and object type.",
+            |o| o.count,
+        ),
+        (
+            "etcd_request_errors",
+            "[ALPHA] Etcd failed request counts for each operation and object type.",
+            |o| o.errors,
+        ),
+    ];
+    for (name, help, of) in counters {
+        family(out, name, "counter", help);
+        for (labels, o) in &labelled {
+            let _ = writeln!(out, "{name}_total{{{labels}}} {}", of(o));
+        }
     }
 }
 

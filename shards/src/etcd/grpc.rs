@@ -19,17 +19,13 @@ use super::bridge::{Pool, CALL_TIMEOUT};
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 use etcd_client::proto::{PbTxnRequest, PbTxnResponse};
 use etcd_client::{Txn, TxnResponse};
-use futures_lite::io::{AsyncRead, AsyncWrite};
 use glommio::net::TcpStream;
 use http_body_util::{BodyExt, Full};
 use hyper::client::conn::http2::SendRequest;
 use prost::Message;
 use std::cell::RefCell;
-use std::io;
-use std::pin::Pin;
 use std::rc::Rc;
 use std::sync::Arc;
-use std::task::{Context, Poll};
 use std::time::Duration;
 
 /// How long connecting to a member may take before the next one is tried.
@@ -155,7 +151,7 @@ impl Local {
             .map_err(|e| unsent(&e))?;
         let _ = stream.set_nodelay(true);
         let (sender, conn) = hyper::client::conn::http2::Builder::new(LocalExec)
-            .handshake(Io::new(stream))
+            .handshake(crate::hyper_io::HyperIo::new(stream))
             .await
             .map_err(|e| unsent(&e))?;
         glommio::spawn_local(async move {
@@ -266,55 +262,6 @@ struct LocalExec;
 impl<F: std::future::Future + 'static> hyper::rt::Executor<F> for LocalExec {
     fn execute(&self, fut: F) {
         glommio::spawn_local(fut).detach();
-    }
-}
-
-/// hyper's IO traits over a glommio TCP stream.
-struct Io {
-    stream: TcpStream,
-    /// Initialised bytes the stream reads into, zeroed once.
-    scratch: Vec<u8>,
-}
-
-impl Io {
-    fn new(stream: TcpStream) -> Self {
-        Self {
-            stream,
-            scratch: vec![0; 64 * 1024],
-        }
-    }
-}
-
-impl hyper::rt::Read for Io {
-    fn poll_read(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        mut buf: hyper::rt::ReadBufCursor<'_>,
-    ) -> Poll<io::Result<()>> {
-        let this = self.get_mut();
-        let want = buf.remaining().min(this.scratch.len());
-        let n =
-            std::task::ready!(Pin::new(&mut this.stream).poll_read(cx, &mut this.scratch[..want]))?;
-        buf.put_slice(&this.scratch[..n]);
-        Poll::Ready(Ok(()))
-    }
-}
-
-impl hyper::rt::Write for Io {
-    fn poll_write(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.get_mut().stream).poll_write(cx, buf)
-    }
-
-    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().stream).poll_flush(cx)
-    }
-
-    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().stream).poll_close(cx)
     }
 }
 
