@@ -16,14 +16,24 @@ use serde_json::Value;
 
 /// The bytes stored for `obj` of `info`.
 pub fn encode(info: &ResourceInfo, obj: &Value) -> Vec<u8> {
-    let mut stored = obj.clone();
-    meta::remove_meta(&mut stored, "resourceVersion");
+    // A copy without the version only when there is one: a create has
+    // none, and copying the object cost a create on etcd ~4 % of its
+    // executor's instructions.
+    let without;
+    let stored = if obj.pointer("/metadata/resourceVersion").is_some() {
+        let mut copy = obj.clone();
+        meta::remove_meta(&mut copy, "resourceVersion");
+        without = copy;
+        &without
+    } else {
+        obj
+    };
     if info.custom.is_none() {
-        if let Ok(encoded) = protobuf::encode_object(&stored) {
+        if let Ok(encoded) = protobuf::encode_object(stored) {
             return encoded.into_object().to_vec();
         }
     }
-    serde_json::to_vec(&stored).unwrap_or_default()
+    serde_json::to_vec(stored).unwrap_or_default()
 }
 
 /// The object a stored value holds, at `revision` (its mod revision).
@@ -86,6 +96,10 @@ mod tests {
         assert!(bytes.starts_with(protobuf::MAGIC));
         let raw = protobuf::decode_object(&bytes).unwrap();
         assert!(raw["metadata"].get("resourceVersion").is_none(), "{raw}");
+        // Without a version (a create), the same bytes.
+        let mut bare = cm.clone();
+        meta::remove_meta(&mut bare, "resourceVersion");
+        assert_eq!(encode(info, &bare), bytes);
         let back = decode(&bytes, 42).unwrap();
         let mut want = cm.clone();
         want["metadata"]["resourceVersion"] = json!("42");
