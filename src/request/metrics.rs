@@ -566,7 +566,8 @@ fn render_etcd(out: &mut String) {
         };
         histogram(out, name, labels, &BUCKETS, &h);
     }
-    let counters: [(&str, &str, fn(&Observed) -> u64); 2] = [
+    type Count = fn(&Observed) -> u64;
+    let counters: [(&str, &str, Count); 2] = [
         (
             "etcd_requests",
             "[ALPHA] Etcd request counts for each operation and object type.",
