@@ -22,17 +22,6 @@ ROUNDS=${ROUNDS:-3}; SECS=${SECS:-8}
 WORKLOADS=${WORKLOADS:-get create create-durable update list watch}
 source "$(dirname "$0")/servers-common.sh"
 
-# etcd_start: one etcd for both servers (ETCD_URL), stopped with them.
-etcd_start() {
-  local c p; c=$(port); p=$(port)
-  ETCD_URL=http://127.0.0.1:$c
-  etcd --data-dir "$TMP/etcd-$c" --name ab --listen-client-urls "$ETCD_URL" --advertise-client-urls "$ETCD_URL" \
-    --listen-peer-urls "http://127.0.0.1:$p" --initial-advertise-peer-urls "http://127.0.0.1:$p" \
-    --initial-cluster "ab=http://127.0.0.1:$p" --quota-backend-bytes 8589934592 >"$OUT/etcd.log" 2>&1 &
-  pids+=($!)
-  for _ in $(seq 100); do curl -sf "$ETCD_URL/health" >/dev/null && break; sleep 0.1; done
-}
-
 run() {
   local w=$1; shift
   local mode=(--storage memory) a=() b=()

@@ -14,23 +14,14 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 BIN=$(realpath "${1:?usage: callgrind-etcd.sh BIN [N] [OUT_DIR]}")
 N=${2:-2000}
-OUT=$(realpath -m "${3:-$(mktemp -d /tmp/cg-etcd-XXXX)}"); mkdir -p "$OUT"
-cargo build --release -q -p kubeshard-bench
-BENCH=$PWD/target/release/kubeshard-bench
-TMP=$(mktemp -d); pids=()
-trap 'kill "${pids[@]}" 2>/dev/null; wait 2>/dev/null; rm -rf "$TMP"' EXIT
-port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-ep=$(port); pp=$(port); kp=$(port)
-ETCD_URL=http://127.0.0.1:$ep
-etcd --data-dir "$TMP/etcd" --name cg --listen-client-urls "$ETCD_URL" --advertise-client-urls "$ETCD_URL" \
-  --listen-peer-urls "http://127.0.0.1:$pp" --initial-advertise-peer-urls "http://127.0.0.1:$pp" \
-  --initial-cluster "cg=http://127.0.0.1:$pp" >"$OUT/etcd.log" 2>&1 &
-pids+=($!)
-for _ in $(seq 100); do curl -sf "$ETCD_URL/health" >/dev/null && break; sleep 0.1; done
+OUT=$(realpath -m "${3:-$(mktemp -d /tmp/cg-etcd-XXXX)}")
+source "$(dirname "$0")/servers-common.sh"
+kp=$(port)
+etcd_start
 valgrind --tool=callgrind --separate-threads=yes --callgrind-out-file="$OUT/cg.out" "$BIN" \
   --storage etcd --etcd-servers "$ETCD_URL" --insecure-port "$kp" --secure-port 0 \
   --bind-address 127.0.0.1 --shards 1 --data-dir "$TMP/ks" >"$OUT/kubeshard.log" 2>&1 &
-VP=$!; pids+=($VP)
+VP=$!; pids+=("$VP")
 for _ in $(seq 600); do curl -sf "http://127.0.0.1:$kp/readyz" >/dev/null && break; sleep 0.5; done
 load() { "$BENCH" --url "http://127.0.0.1:$kp" --quiet --concurrency 16 --count "$1" --prefix "$2" create >/dev/null; }
 load 300 warm

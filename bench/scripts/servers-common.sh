@@ -1,4 +1,4 @@
-# Shared by ab.sh, admission.sh and aggregator.sh (sourced, not run):
+# Shared by ab.sh, admission.sh, aggregator.sh and callgrind-etcd.sh (sourced, not run):
 # builds kubeshard-bench (BENCH), makes OUT (where logs go) and TMP
 # (scratch), and provides a free loopback port, kubeshard servers started
 # fresh on one (ready before returning), and stopping them. Everything
@@ -29,3 +29,15 @@ start() {
 }
 
 stop_all() { kill "${pids[@]}" 2>/dev/null || true; wait 2>/dev/null || true; pids=(); }
+
+# etcd_start: an etcd (Debian's, on PATH) for the servers (ETCD_URL), stopped
+# with them; its log in OUT.
+etcd_start() {
+  local c p; c=$(port); p=$(port)
+  ETCD_URL=http://127.0.0.1:$c
+  etcd --data-dir "$TMP/etcd-$c" --name ab --listen-client-urls "$ETCD_URL" --advertise-client-urls "$ETCD_URL" \
+    --listen-peer-urls "http://127.0.0.1:$p" --initial-advertise-peer-urls "http://127.0.0.1:$p" \
+    --initial-cluster "ab=http://127.0.0.1:$p" --quota-backend-bytes 8589934592 >"$OUT/etcd.log" 2>&1 &
+  pids+=($!)
+  for _ in $(seq 100); do curl -sf "$ETCD_URL/health" >/dev/null && break; sleep 0.1; done
+}
