@@ -61,8 +61,14 @@ impl Failure {
 /// pool, so a member found dead by either is left by both.
 pub struct Local {
     members: Vec<String>,
+    /// Each member's `Txn` method, made once.
+    txn_uris: Vec<http::Uri>,
     pool: Arc<Pool>,
     conns: RefCell<Vec<Option<SendRequest<Full<Bytes>>>>>,
+    /// One connection attempt per member at a time: the calls that find
+    /// no connection (all of them, after a fail-over under load) wait for
+    /// it instead of each dialling the member.
+    dialing: Vec<glommio::sync::Semaphore>,
 }
 
 impl Local {
@@ -75,8 +81,17 @@ impl Local {
         if members.len() != pool.members() {
             return None;
         }
+        let txn_uris = members
+            .iter()
+            .map(|m| format!("http://{m}/etcdserverpb.KV/Txn").parse().ok())
+            .collect::<Option<Vec<_>>>()?;
         Some(Rc::new(Self {
             conns: RefCell::new(vec![None; members.len()]),
+            dialing: members
+                .iter()
+                .map(|_| glommio::sync::Semaphore::new(1))
+                .collect(),
+            txn_uris,
             members,
             pool,
         }))
@@ -104,8 +119,7 @@ impl Local {
 
     async fn call(&self, member: usize, body: Bytes) -> Result<PbTxnResponse, Failure> {
         let mut sender = self.connection(member).await?;
-        let uri = format!("http://{}/etcdserverpb.KV/Txn", self.members[member]);
-        let req = http::Request::post(uri)
+        let req = http::Request::post(self.txn_uris[member].clone())
             .header(http::header::CONTENT_TYPE, "application/grpc")
             .header(http::header::TE, "trailers")
             .body(Full::new(body))
@@ -138,10 +152,19 @@ impl Local {
     /// This executor's connection to `member`, made if there is none (or
     /// the last one closed).
     async fn connection(&self, member: usize) -> Result<SendRequest<Full<Bytes>>, Failure> {
-        if let Some(c) = &self.conns.borrow()[member] {
-            if !c.is_closed() {
-                return Ok(c.clone());
-            }
+        let open = || {
+            self.conns.borrow()[member]
+                .as_ref()
+                .filter(|c| !c.is_closed())
+                .cloned()
+        };
+        if let Some(c) = open() {
+            return Ok(c);
+        }
+        let _dialing = self.dialing[member].acquire_permit(1).await;
+        // Another call may have connected while this one waited.
+        if let Some(c) = open() {
+            return Ok(c);
         }
         let addr = &self.members[member];
         let unsent =

@@ -6,8 +6,8 @@
 //! Each executor observes into its own table behind a lock only a scrape
 //! contends for; a scrape sums the tables (the server renders them).
 
+use hashbrown::{Equivalent, HashMap};
 use kubeshard_core::catalog::ResourceInfo;
-use std::collections::HashMap;
 use std::sync::{Arc, LazyLock, Mutex};
 use std::time::Instant;
 
@@ -55,6 +55,18 @@ impl Observed {
 
 type Table = HashMap<Key, Observed>;
 
+/// A [`Key`] by borrowed names: found without allocating (the key's
+/// strings are made once, when first seen). Hashes as the key does: a
+/// tuple hashes its parts in order, and `Arc<str>` hashes as its `str`.
+#[derive(Hash)]
+struct Lookup<'a>(&'a str, &'a str, &'a str);
+
+impl Equivalent<Key> for Lookup<'_> {
+    fn equivalent(&self, (op, group, resource): &Key) -> bool {
+        self.0 == *op && self.1 == &**group && self.2 == &**resource
+    }
+}
+
 static TABLES: LazyLock<Mutex<Vec<Arc<Mutex<Table>>>>> = LazyLock::new(Default::default);
 
 thread_local! {
@@ -70,12 +82,9 @@ pub fn record(operation: Operation, info: &ResourceInfo, started: Instant, faile
     let seconds = started.elapsed().as_secs_f64();
     MINE.with(|mine| {
         let mut table = mine.lock().unwrap_or_else(|e| e.into_inner());
-        // Found without allocating: the key's strings are made once.
-        let found = table.iter_mut().find(|((op, g, r), _)| {
-            *op == operation && **g == *info.storage_group && **r == *info.plural
-        });
+        let found = table.get_mut(&Lookup(operation, &info.storage_group, &info.plural));
         match found {
-            Some((_, o)) => o.observe(seconds, failed),
+            Some(o) => o.observe(seconds, failed),
             None => {
                 let key = (
                     operation,
@@ -104,6 +113,22 @@ pub fn snapshot() -> Vec<(Key, Observed)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_key_is_found_by_its_borrowed_names() {
+        let mut table = Table::new();
+        table.insert(
+            ("update", "apps".into(), "deployments".into()),
+            Observed::default(),
+        );
+        assert!(table
+            .get(&Lookup("update", "apps", "deployments"))
+            .is_some());
+        assert!(table.get(&Lookup("update", "", "deployments")).is_none());
+        assert!(table
+            .get(&Lookup("create", "apps", "deployments"))
+            .is_none());
+    }
 
     #[test]
     fn observations_land_in_kubes_buckets_and_sum_over_threads() {

@@ -74,11 +74,10 @@ impl Writer {
         }
     }
 
-    /// Runs `txn` from this executor when it has its own connections.
-    /// `idempotent`: it may go again to another member when the one it
-    /// was sent to went away (a read; never a write).
-    /// Each is one request in kube's etcd metrics, as `operation` on
-    /// `info`'s resource.
+    /// Runs `txn` from this executor when it has its own connections,
+    /// and counts it in kube's etcd metrics as `operation` on `info`'s
+    /// resource. `idempotent`: it may go again to another member when
+    /// the one it was sent to went away (a read; never a write).
     async fn txn(
         &self,
         operation: metrics::Operation,
