@@ -275,6 +275,12 @@ fn repair_passes_give_back_leaked_node_ports_and_retake_lost_ones() {
         "portallocator-repair-controller"
     );
     assert_eq!(event["regarding"]["uid"], held["metadata"]["uid"]);
+    // The pass records its Events before it stores the bitmap (as kube's
+    // does): the port is held again once the bitmap is back.
+    eventually(60, "the repaired bitmap stored", || {
+        etcd.has_key("/registry/ranges/servicenodeports")
+            .then_some(())
+    });
     let (code, st) = a.post(SVCS, &node_port_service("wants-held", Some(30001)));
     assert_eq!(code, 422, "the lost port is taken again: {st}");
 }

@@ -207,6 +207,20 @@ impl EtcdCluster {
         assert_eq!(answer["deleted"], "1", "{answer}");
     }
 
+    /// Whether `key` is in etcd, read through etcd's JSON gateway.
+    pub fn has_key(&self, key: &str) -> bool {
+        use base64::Engine;
+        let key = base64::engine::general_purpose::STANDARD.encode(key);
+        let url = format!("{}/v3/kv/range", self.members[0].client_url);
+        let answer: serde_json::Value = ureq::post(&url)
+            .send_json(serde_json::json!({ "key": key, "count_only": true }))
+            .expect("etcd range")
+            .body_mut()
+            .read_json()
+            .unwrap();
+        answer["count"] == "1"
+    }
+
     /// A kubeshard replica over this cluster.
     pub fn replica(&self, shards: usize, extra: &[&str]) -> Server {
         let servers = self.servers();
