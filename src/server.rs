@@ -77,6 +77,7 @@ pub async fn serve(
 ) -> std::io::Result<()> {
     let open = Rc::new(Cell::new(0usize));
     let shutdown = api.shutdown().clone();
+    crate::serving::lane::install();
     let mut backoff = AcceptBackoff::default();
     loop {
         let accepted = future::or(async { Some(listener.accept().await) }, async {

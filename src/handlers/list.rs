@@ -257,6 +257,9 @@ pub async fn list_objects(
         _ => 0,
     };
     let (revision, start_after) = snapshot_revision(api, q).await?;
+    // Gathering and joining a large list are done in one go each: under
+    // a flood they wait for their turns like parts of body (see `lane`).
+    crate::serving::lane::turn().await;
     let count_remaining = limit > 0 && !filter.has_selectors();
     let resume_after = start_after.clone();
     let req = ListRequest {
@@ -286,6 +289,7 @@ pub async fn list_objects(
         },
         _ => e,
     })?;
+    crate::serving::lane::turn().await;
     let mut more = chunks.iter().any(|c| c.more);
     let mut remaining: usize = chunks.iter().map(|c| c.remaining).sum();
     let total: usize = chunks.iter().map(|c| c.items.len()).sum();

@@ -134,11 +134,11 @@ impl hyper::body::Body for Body {
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Chunk>, Infallible>>> {
         let this = self.get_mut();
-        // A connection that sent its turn's share goes to the back of its
-        // executor's run queue before the next part (see `turn`); the end
+        // A connection that sent its turn's share waits in its executor's
+        // bulk lane before the next part (see `turn` and `lane`); the end
         // of a body is never held back.
         if !this.is_end_stream() && !super::turn::has_room() {
-            cx.waker().wake_by_ref();
+            super::lane::wait(cx.waker());
             return Poll::Pending;
         }
         let polled = this.poll_part(cx);

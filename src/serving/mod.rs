@@ -9,6 +9,7 @@ pub mod cut;
 pub mod frames;
 pub mod io;
 pub mod joined;
+pub mod lane;
 pub mod timer;
 pub mod tls;
 pub mod turn;

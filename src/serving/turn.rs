@@ -8,8 +8,9 @@
 //! LIST connection's multi-megabyte turn: tens of milliseconds at p99
 //! (BENCHMARKS.md, the APF flood). Like tokio's cooperative budget, a
 //! connection's task now sends at most [`TURN_BYTES`] of body per poll and
-//! then yields to the back of the run queue; the parts are shared bytes,
-//! so yielding costs a wake-up, not a copy.
+//! then waits in its executor's bulk lane ([`super::lane`]) for its next
+//! part; the parts are shared bytes, so waiting costs a wake-up, not a
+//! copy.
 //!
 //! The budget is a per-thread counter that [`Turn`] fills when its task is
 //! polled and empties again after: a body polled outside a turn (tests,
