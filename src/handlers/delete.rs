@@ -196,5 +196,5 @@ pub async fn delete_collection(
         ..Default::default()
     };
     let items = crate::apiextensions::conversion::served_all(api, &info, listed.items).await?;
-    Ok(response::list(&info, &items, &meta, rr.render))
+    Ok(response::list(&info, items, &meta, rr.render))
 }

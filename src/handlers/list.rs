@@ -379,12 +379,7 @@ pub async fn list(api: &Rc<Api>, rr: &ResourceRequest) -> HandlerResult {
     let listed = list_objects(api, rr, filter).await?;
     let items =
         crate::apiextensions::conversion::served_all(api, &rr.resource, listed.items).await?;
-    Ok(response::list(
-        &rr.resource,
-        &items,
-        &listed.meta,
-        rr.render,
-    ))
+    Ok(response::list(&rr.resource, items, &listed.meta, rr.render))
 }
 
 /// kube validates list options as a `ListOptions.meta.k8s.io` object: bad

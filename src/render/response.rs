@@ -231,15 +231,17 @@ fn converted(
 }
 
 /// A list's items at the version `info` serves (shared as they are when
-/// that is how they are stored).
+/// that is how they are stored). Taken by value: copying a large list's
+/// handles would cost a pass of reference counts over every object, and
+/// another to drop them.
 fn served(
     info: &ResourceInfo,
-    items: &[Arc<StoredObject>],
+    items: Vec<Arc<StoredObject>>,
 ) -> Result<Vec<Arc<StoredObject>>, ApiError> {
     if info.reads_as_stored() {
-        Ok(items.to_vec())
+        Ok(items)
     } else {
-        converted(info, items)
+        converted(info, &items)
     }
 }
 
@@ -286,7 +288,7 @@ pub struct ListMeta {
 /// A list: the stored objects' bytes joined without copying them.
 pub fn list(
     info: &ResourceInfo,
-    items: &[Arc<StoredObject>],
+    items: Vec<Arc<StoredObject>>,
     meta: &ListMeta,
     render: Render,
 ) -> Response<Body> {
@@ -296,7 +298,7 @@ pub fn list(
             continue_token: meta.continue_token.clone(),
             remaining: meta.remaining,
         };
-        let body = table::transform(info, items, render, Shape::List(&list), true);
+        let body = table::transform(info, &items, render, Shape::List(&list), true);
         return transformed_response(StatusCode::OK, body, render);
     }
     let mut md = serde_json::Map::new();
@@ -331,7 +333,7 @@ pub fn list(
 /// asked for, and kept), framed around borrowed slices like the JSON list.
 fn protobuf_list(
     info: &ResourceInfo,
-    items: &[Arc<StoredObject>],
+    items: Vec<Arc<StoredObject>>,
     md: &serde_json::Value,
     render: Render,
 ) -> Response<Body> {
